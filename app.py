@@ -1,0 +1,18 @@
+"""Training Pipeline Debugger: the entry file. Page setup, the shared sidebar, and navigation over the stages."""
+
+import streamlit as st
+
+from ui.state import init_state, sidebar
+
+st.set_page_config(page_title="Training Pipeline Debugger", page_icon=":material/bug_report:", layout="wide")
+
+init_state()
+navigation = st.navigation(
+    {
+        "The walk": [
+            st.Page("app_pages/1_data.py", title="1 · Data", icon=":material/table_rows:", default=True),
+        ],
+    }
+)
+sidebar()
+navigation.run()

@@ -1,0 +1,53 @@
+"""Data page: the first batch as model.fit sees it, decoded, with the label and split checks."""
+
+import pandas as pd
+import streamlit as st
+
+from diagnostics.data import run_data_checks
+from diagnostics.plots import label_balance_figure, token_length_figure
+from ui.render import by_id, checklist, run_stage, status_line
+from ui.state import current_config, load_inputs
+
+
+@st.cache_data(show_spinner="Building the first batch and scanning the split…", max_entries=32)
+def data_results(config):
+    tokenizer, split = load_inputs(config)
+    return run_data_checks(config, split, tokenizer)
+
+
+st.title("1 · Data")
+st.caption("The first batch exactly as `model.fit` gets it from `to_tf_dataset` with a padding collator, "
+           "decoded back to text, and the labels of the whole split.")
+config = current_config()
+results = run_stage("data", lambda: data_results(config))
+if results is None:
+    st.stop()
+
+status_line(results)
+st.subheader("The first batch, decoded")
+decoded = by_id(results, "data.decoded_samples")
+if decoded and decoded.evidence.get("rows"):
+    st.dataframe(
+        pd.DataFrame(decoded.evidence["rows"])[["position", "index", "label", "label_name", "decoded", "tokens"]],
+        hide_index=True, width="stretch",
+        column_config={"decoded": st.column_config.TextColumn("decoded (tokenizer.decode)", width="large"),
+                       "label_name": "label name", "index": "row in split"},
+    )
+else:
+    st.warning(decoded.summary if decoded else "No batch could be built.")
+
+balance, truncation = by_id(results, "data.label_balance"), by_id(results, "data.truncation")
+left, right = st.columns(2)
+if balance and balance.evidence.get("labels") or balance and balance.evidence.get("regression"):
+    left.plotly_chart(label_balance_figure(balance), width="stretch")
+    left.caption(f"Split-wide checks scanned {balance.evidence['rows_scanned']:,} rows.")
+if truncation and truncation.evidence.get("lengths"):
+    right.plotly_chart(token_length_figure(truncation), width="stretch")
+
+batch = by_id(results, "data.batch")
+if batch and batch.evidence.get("entries"):
+    st.subheader("What the model receives")
+    st.dataframe(pd.DataFrame(batch.evidence["entries"]), hide_index=True)
+
+st.subheader("Checks")
+checklist(results)

@@ -1,0 +1,119 @@
+"""Command line: run the checks headless, print the checklist, write the JSON report.
+
+    python -m diagnostics run --checkpoint NAME_OR_DIR --task TASK [--data-files SPLIT=PATH ...] --json report.json
+
+Exit status: 0 when no check fails, 1 when one fails, 2 for unusable input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from diagnostics.config import default_config
+from diagnostics.errors import InputError
+from diagnostics.result import Status
+
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_BAD_INPUT, f"error: {message}\n")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _data_file(text: str) -> tuple[str, str]:
+    split, sep, path = text.partition("=")
+    if not sep or not split or not path:
+        raise argparse.ArgumentTypeError(f"{text!r} should be SPLIT=PATH, e.g. train=data/train.tsv")
+    return split, path
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="python -m diagnostics", description="Training Pipeline Debugger, headless.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    run = commands.add_parser("run", help="run the checks and write a report")
+    run.add_argument("--checkpoint", help="Hub name, local save_pretrained directory, or 'demo' (default: "
+                     "distilbert-base-uncased, or the demo kit when the Hub cannot be reached)")
+    run.add_argument("--task", help="GLUE task (default: mnli)")
+    run.add_argument("--data-files", nargs="+", type=_data_file, metavar="SPLIT=PATH",
+                     help="local files in the task's GLUE schema (csv, tsv, json, jsonl, parquet)")
+    run.add_argument("--data-source", choices=("demo", "hub", "files"),
+                     help="where the data comes from (default: files when --data-files is given, else the Hub, "
+                     "else the demo samples)")
+    run.add_argument("--split", help="split to check (default: train)")
+    run.add_argument("--num-labels", type=_positive_int, help="num_labels for from_pretrained (default: the task's)")
+    run.add_argument("--batch-size", type=_positive_int)
+    run.add_argument("--max-length", type=_positive_int)
+    run.add_argument("--columns", help="comma-separated columns= for to_tf_dataset (default: the model's inputs + label)")
+    run.add_argument("--labels-in", choices=("inputs", "separate"), help="labels inside the input dict or Keras (x, y)")
+    run.add_argument("--no-shuffle", action="store_true", help="take the first rows instead of a shuffled batch")
+    run.add_argument("--stages", help="comma-separated stages to run (default: all)")
+    run.add_argument("--seed", type=int)
+    run.add_argument("--json", type=Path, metavar="PATH", help="write the JSON report here")
+    return parser
+
+
+def config_from_args(args) -> "RunConfig":  # noqa: F821
+    from diagnostics.loading import hub_reachable
+
+    overrides = {}
+    if args.data_files:
+        overrides["data_files"] = tuple(args.data_files)
+        overrides["data_source"] = "files"
+    if args.data_source:
+        overrides["data_source"] = args.data_source
+    for field in ("checkpoint", "task", "split", "num_labels", "batch_size", "max_length", "labels_in", "seed"):
+        value = getattr(args, field)
+        if value is not None:
+            overrides[field] = value
+    if args.columns:
+        overrides["columns"] = tuple(c.strip() for c in args.columns.split(",") if c.strip())
+    if args.no_shuffle:
+        overrides["shuffle"] = False
+    return default_config(hub_reachable(), **overrides).validated()
+
+
+def run_command(args) -> int:
+    from diagnostics import loading
+    from diagnostics.pipeline import parse_stages, run_stages
+    from diagnostics.report import build_report, checklist_lines
+
+    config = config_from_args(args)
+    stages = parse_stages(args.stages)
+    results = run_stages(config, stages)
+    report = build_report(config, results, resolved_checkpoint=loading.resolve_checkpoint(config.checkpoint))
+    print(f"Checked {config.checkpoint} on {config.task}/{config.split} ({config.data_source} data), stages: {', '.join(stages)}")
+    for line in checklist_lines(results):
+        print(line)
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(report, indent=2))
+        print(f"Report written to {args.json}")
+    return EXIT_FAILED if any(r.status is Status.FAIL for r in results) else EXIT_OK
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return run_command(args)
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+
+
+if __name__ == "__main__":
+    sys.exit(main())

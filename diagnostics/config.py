@@ -1,0 +1,108 @@
+"""The run under test: checkpoint, task, split and training setup, shared by the sidebar and the command line."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, replace
+
+from diagnostics.errors import InputError
+from diagnostics.glue import GlueTask, get_task
+
+DEMO_CHECKPOINT = "demo"
+HUB_DEFAULT_CHECKPOINT = "distilbert-base-uncased"
+DEFAULT_TASK = "mnli"
+DATA_SOURCES = ("demo", "hub", "files")
+LABEL_PLACEMENTS = ("inputs", "separate")
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """One run configuration. Frozen, so it can key caches.
+
+    Attributes:
+        checkpoint: a Hub name, a local `save_pretrained` directory, or "demo" for the offline kit.
+        task: a GLUE task name.
+        split: the split to check.
+        data_source: "demo" (bundled samples), "hub" (`nyu-mll/glue`) or "files" (`data_files`).
+        data_files: (split, path) pairs of local files in the task's GLUE schema.
+        num_labels: the `num_labels` given to `from_pretrained`; None means the task's own count.
+        batch_size: rows per batch, as given to `to_tf_dataset`.
+        max_length: tokenizer truncation length.
+        columns: the `columns=` given to `to_tf_dataset`; None means the model's inputs, plus the
+            label when `labels_in` is "inputs".
+        labels_in: "inputs" (labels inside the input dict) or "separate" (Keras `(x, y)`).
+        shuffle: whether the training dataset is shuffled, as `to_tf_dataset(shuffle=True)`.
+        seed: seeds every random choice (the shuffled batch, new head weights).
+    """
+
+    checkpoint: str = DEMO_CHECKPOINT
+    task: str = DEFAULT_TASK
+    split: str = "train"
+    data_source: str = "demo"
+    data_files: tuple[tuple[str, str], ...] = ()
+    num_labels: int | None = None
+    batch_size: int = 16
+    max_length: int = 128
+    columns: tuple[str, ...] | None = None
+    labels_in: str = "inputs"
+    shuffle: bool = True
+    seed: int = 0
+
+    @property
+    def glue_task(self) -> GlueTask:
+        return get_task(self.task)
+
+    @property
+    def effective_num_labels(self) -> int:
+        """The `num_labels` the model is loaded with."""
+        return self.num_labels if self.num_labels is not None else self.glue_task.num_labels
+
+    def requested_columns(self, model_input_names: list[str]) -> list[str]:
+        """The `columns=` passed to `to_tf_dataset`."""
+        if self.columns is not None:
+            return list(self.columns)
+        columns = list(model_input_names)
+        return columns + ["label"] if self.labels_in == "inputs" else columns
+
+    def label_columns(self) -> list[str] | None:
+        """The `label_cols=` passed to `to_tf_dataset` (None keeps labels inside the input dict)."""
+        return ["label"] if self.labels_in == "separate" else None
+
+    def validated(self) -> "RunConfig":
+        """This configuration with the task name normalised, or an InputError naming the bad value."""
+        task = get_task(self.task)
+        problems = []
+        if not self.checkpoint or not self.checkpoint.strip():
+            problems.append("the checkpoint is empty: give a Hub name, a local directory or 'demo'")
+        if self.num_labels is not None and self.num_labels < 1:
+            problems.append(f"num_labels must be at least 1, got {self.num_labels}")
+        if self.batch_size < 1:
+            problems.append(f"batch size must be at least 1, got {self.batch_size}")
+        if self.max_length < 1:
+            problems.append(f"max length must be at least 1, got {self.max_length}")
+        if self.data_source not in DATA_SOURCES:
+            problems.append(f"data source must be one of {', '.join(DATA_SOURCES)}, got {self.data_source!r}")
+        if self.data_source == "files" and not self.data_files:
+            problems.append("data source 'files' needs at least one SPLIT=PATH data file")
+        if self.labels_in not in LABEL_PLACEMENTS:
+            problems.append(f"labels_in must be 'inputs' or 'separate', got {self.labels_in!r}")
+        if self.data_source != "files" and self.split not in task.splits:
+            problems.append(f"task {task.name} has no split {self.split!r}; its splits are {', '.join(task.splits)}")
+        if problems:
+            raise InputError("; ".join(problems) + ".")
+        return replace(self, task=task.name, checkpoint=self.checkpoint.strip())
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        data["data_files"] = dict(self.data_files)
+        data["columns"] = list(self.columns) if self.columns is not None else None
+        data["effective_num_labels"] = self.effective_num_labels
+        return data
+
+
+def default_config(hub_reachable: bool, **overrides) -> RunConfig:
+    """The app's and the command line's starting configuration: the Hub when reachable, else the demo kit."""
+    base = RunConfig(
+        checkpoint=HUB_DEFAULT_CHECKPOINT if hub_reachable else DEMO_CHECKPOINT,
+        data_source="hub" if hub_reachable else "demo",
+    )
+    return replace(base, **overrides)

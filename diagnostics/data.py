@@ -1,0 +1,640 @@
+"""Data stage: the first batch exactly as `model.fit` would get it, and checks on the batch and the split."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from diagnostics.config import RunConfig
+from diagnostics.glue import STSB_RANGE, GlueTask
+from diagnostics.result import CheckResult, Status, run_check, skipped
+
+STAGE = "data"
+LABEL = "label"
+# DataCollatorWithPadding renames `label` to `labels`, so `to_tf_dataset` accepts either name.
+COLLATOR_LABEL = "labels"
+
+
+@dataclass
+class FirstBatch:
+    """The first training batch and what it was built from.
+
+    Attributes:
+        indices: the split rows in the batch, in batch order.
+        rows: the raw columns of those rows (texts, label, idx).
+        input_ids: token ids per row after truncation at max_length.
+        full_lengths: token count per row without truncation.
+        requested_columns / label_columns: what was passed to `to_tf_dataset`.
+        tf_batch: the first element of that `tf.data.Dataset` (a dict, or `(dict, labels)`).
+        error: "Type: message" when `to_tf_dataset` could not produce a batch.
+    """
+
+    indices: list[int]
+    rows: dict[str, list]
+    input_ids: list[list[int]]
+    full_lengths: list[int]
+    requested_columns: list[str]
+    label_columns: list[str] | None
+    tf_batch: Any = None
+    error: str | None = None
+    error_fix: str | None = None
+    tokenized_columns: list[str] = field(default_factory=list)
+
+
+def batch_indices(num_rows: int, config: RunConfig) -> list[int]:
+    """The rows of the first batch: a seeded shuffle like `to_tf_dataset(shuffle=True)`, else the first rows."""
+    size = min(config.batch_size, num_rows)
+    if not config.shuffle:
+        return list(range(size))
+    return np.random.default_rng(config.seed).permutation(num_rows)[:size].tolist()
+
+
+def tokenize(tokenizer, task: GlueTask, rows: dict[str, list], max_length: int | None):
+    """Tokenize rows as the course does: the task's text columns as a (pair of) sequence(s)."""
+    texts = [rows[column] for column in task.text_columns]
+    if max_length is None:
+        return tokenizer(*texts, truncation=False)
+    return tokenizer(*texts, truncation=True, max_length=max_length)
+
+
+def build_first_batch(split, tokenizer, config: RunConfig) -> FirstBatch:
+    """Build the first batch through the real `to_tf_dataset` + `DataCollatorWithPadding` path.
+
+    Only the batch's rows are tokenized, never the whole split.
+    """
+    from datasets import Dataset
+    from transformers import DataCollatorWithPadding
+
+    task = config.glue_task
+    indices = batch_indices(len(split), config)
+    rows = split.select(indices).to_dict()
+    encoded = tokenize(tokenizer, task, rows, config.max_length)
+    full = tokenize(tokenizer, task, rows, None)
+    tokenized = Dataset.from_dict({**rows, **{key: list(value) for key, value in encoded.items()}})
+    batch = FirstBatch(
+        indices=indices,
+        rows=rows,
+        input_ids=list(encoded["input_ids"]),
+        full_lengths=[len(ids) for ids in full["input_ids"]],
+        requested_columns=config.requested_columns(list(tokenizer.model_input_names)),
+        label_columns=config.label_columns(),
+        tokenized_columns=tokenized.column_names,
+    )
+    if tokenizer.pad_token is None:
+        batch.error = "ValueError: the tokenizer has no padding token, so DataCollatorWithPadding cannot pad the batch"
+        batch.error_fix = "tokenizer.pad_token = tokenizer.eos_token  # and model.config.pad_token_id = tokenizer.pad_token_id"
+        return batch
+    collator = DataCollatorWithPadding(tokenizer, return_tensors="np")
+    try:
+        dataset = tokenized.to_tf_dataset(
+            columns=batch.requested_columns,
+            # A one-element list triggers a FutureWarning about the output structure; a string gives (x, y).
+            label_cols=batch.label_columns[0] if batch.label_columns and len(batch.label_columns) == 1
+            else batch.label_columns,
+            batch_size=config.batch_size,
+            shuffle=False,
+            collate_fn=collator,
+        )
+        batch.tf_batch = next(iter(dataset))
+    except Exception as exc:
+        batch.error = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0]}"
+    return batch
+
+
+def split_labels(split) -> np.ndarray:
+    """The split's label column as a numpy array, read from Arrow without a Python loop over rows."""
+    column = split.data.column(LABEL)
+    return column.to_numpy()
+
+
+def label_names_for(task: GlueTask, num_labels: int) -> list[str]:
+    """Names of label ids 0..num_labels-1 (extra ids beyond the task's names are shown as numbers)."""
+    return [task.label_name(label) if label < len(task.label_names) else f"label {label}" for label in range(num_labels)]
+
+
+# ---------------------------------------------------------------- data.columns
+
+
+def check_columns(
+    split_columns: list[str], task: GlueTask, batch: FirstBatch, model_input_names: list[str]
+) -> CheckResult:
+    """The task's text and label columns exist, and every column requested from `to_tf_dataset` does."""
+    needed = list(task.text_columns) + [LABEL]
+    missing_in_split = [column for column in needed if column not in split_columns]
+    available = list(batch.tokenized_columns) + ([COLLATOR_LABEL] if LABEL in batch.tokenized_columns else [])
+    requested = batch.requested_columns + (batch.label_columns or [])
+    missing_requested = [column for column in requested if column not in available]
+    left_out = [name for name in model_input_names if name not in batch.requested_columns]
+    evidence = {
+        "split_columns": split_columns,
+        "needed": needed,
+        "requested": requested,
+        "available_after_tokenizing": available,
+        "missing": missing_in_split + missing_requested,
+        "model_inputs_left_out": left_out,
+    }
+    suggested = list(model_input_names) + [LABEL]
+    if missing_in_split:
+        return CheckResult(
+            "data.columns", STAGE, Status.FAIL,
+            f"The split lacks {', '.join(missing_in_split)}, which {task.name} needs; it has: {', '.join(split_columns)}.",
+            fix=f"dataset = dataset.rename_column('<your column>', '{missing_in_split[0]}')",
+            evidence=evidence,
+        )
+    if missing_requested:
+        return CheckResult(
+            "data.columns", STAGE, Status.FAIL,
+            f"to_tf_dataset asks for {', '.join(missing_requested)}, which does not exist; "
+            f"the tokenized split has: {', '.join(available)}.",
+            fix=f"to_tf_dataset(columns={suggested!r}, collate_fn=DataCollatorWithPadding(tokenizer, return_tensors='np'), ...)",
+            evidence=evidence,
+        )
+    if left_out:
+        return CheckResult(
+            "data.columns", STAGE, Status.WARN,
+            f"columns= leaves out the model input(s) {', '.join(left_out)}, so the model "
+            "attends to padding (and sees no segment ids).",
+            fix=f"to_tf_dataset(columns={suggested!r}, ...)",
+            evidence=evidence,
+        )
+    return CheckResult(
+        "data.columns", STAGE, Status.PASS,
+        f"All {len(requested)} requested columns exist ({', '.join(requested)}), and the split has every column {task.name} needs.",
+        evidence=evidence,
+    )
+
+
+# ---------------------------------------------------------------- data.batch
+
+
+def describe_batch(tf_batch) -> dict[str, Any]:
+    """Keys, shapes and dtypes of a batch, and where its labels are."""
+    if isinstance(tf_batch, tuple):
+        inputs, labels = tf_batch
+        entries = [_entry(key, value, "inputs") for key, value in inputs.items()]
+        if isinstance(labels, dict):
+            entries += [_entry(key, value, "y") for key, value in labels.items()]
+        else:
+            entries.append(_entry(LABEL, labels, "y"))
+        return {"entries": entries, "labels_at": "separate", "rows": int(entries[0]["shape"][0])}
+    entries = [_entry(key, value, "inputs") for key, value in tf_batch.items()]
+    labels_at = "inputs" if COLLATOR_LABEL in tf_batch or LABEL in tf_batch else "none"
+    return {"entries": entries, "labels_at": labels_at, "rows": int(entries[0]["shape"][0])}
+
+
+def _entry(key: str, value, where: str) -> dict[str, Any]:
+    return {"key": key, "shape": list(value.shape), "dtype": value.dtype.name, "in": where}
+
+
+LABELS_AT_TEXT = {
+    "inputs": "labels are inside the input dict (the model's internal loss will use them)",
+    "separate": "labels are separate, as Keras (x, y) (compile(loss=...) will use them)",
+    "none": "the batch has no labels at all",
+}
+
+
+def check_batch(batch: FirstBatch, batch_size: int) -> CheckResult:
+    """Keys, shapes and dtypes of the first batch, and where the labels are."""
+    if batch.error:
+        return CheckResult(
+            "data.batch", STAGE, Status.FAIL,
+            f"to_tf_dataset could not produce a batch: {batch.error}.",
+            fix=batch.error_fix or "to_tf_dataset(columns=[...existing columns...], "
+            "collate_fn=DataCollatorWithPadding(tokenizer, return_tensors='np'), batch_size=...)",
+            evidence={"error": batch.error, "requested": batch.requested_columns, "label_cols": batch.label_columns},
+        )
+    described = describe_batch(batch.tf_batch)
+    shapes = ", ".join(f"{e['key']} {tuple(e['shape'])} {e['dtype']}" for e in described["entries"])
+    summary = f"The first batch holds {described['rows']} rows: {shapes}; {LABELS_AT_TEXT[described['labels_at']]}."
+    if described["labels_at"] == "none":
+        return CheckResult(
+            "data.batch", STAGE, Status.FAIL, summary,
+            fix="to_tf_dataset(columns=[..., 'label'], ...)  # or label_cols=['label'] for Keras (x, y)",
+            evidence=described,
+        )
+    if described["rows"] < batch_size:
+        return CheckResult(
+            "data.batch", STAGE, Status.WARN,
+            summary + f" The split has fewer rows than the batch size {batch_size}.",
+            fix=f"batch_size={described['rows']}  # or use a larger split",
+            evidence=described,
+        )
+    return CheckResult("data.batch", STAGE, Status.PASS, summary, evidence=described)
+
+
+# ---------------------------------------------------------------- data.decoded_samples
+
+
+def decoded_rows(batch: FirstBatch, tokenizer, task: GlueTask) -> list[dict[str, Any]]:
+    """Every batch row decoded with `tokenizer.decode`, beside its label id and name."""
+    labels = batch.rows.get(LABEL, [None] * len(batch.indices))
+    unk = tokenizer.unk_token_id
+    return [
+        {
+            "position": position,
+            "index": int(index),
+            "decoded": tokenizer.decode(ids),
+            "label": labels[position],
+            "label_name": task.label_name(labels[position]),
+            "tokens": len(ids),
+            "unknown_tokens": sum(1 for token in ids if unk is not None and token == unk),
+        }
+        for position, (index, ids) in enumerate(zip(batch.indices, batch.input_ids))
+    ]
+
+
+def check_decoded_samples(rows: list[dict[str, Any]], *, warn_unknown_share: float = 0.05) -> CheckResult:
+    """The decoded batch reads as text: few unknown tokens, no empty rows.
+
+    Args:
+        rows: from `decoded_rows`.
+        warn_unknown_share: share of [UNK] tokens above which the tokenizer does not fit the text.
+    """
+    tokens = sum(row["tokens"] for row in rows)
+    unknown = sum(row["unknown_tokens"] for row in rows)
+    share = unknown / tokens if tokens else 0.0
+    evidence = {"rows": rows, "unknown_share": share}
+    if share > warn_unknown_share:
+        return CheckResult(
+            "data.decoded_samples", STAGE, Status.WARN,
+            f"{share:.0%} of the batch's tokens are unknown ({unknown} of {tokens}): the tokenizer does not fit this text.",
+            fix="Load the tokenizer from the same checkpoint as the model: AutoTokenizer.from_pretrained(checkpoint)",
+            evidence=evidence,
+        )
+    return CheckResult(
+        "data.decoded_samples", STAGE, Status.PASS,
+        f"{len(rows)} rows decode to readable text; {unknown} of {tokens} tokens are unknown. Read them beside their labels.",
+        evidence=evidence,
+    )
+
+
+# ---------------------------------------------------------------- data.label_range
+
+
+def invalid_labels(labels: np.ndarray, task: GlueTask, num_labels: int) -> dict[Any, int]:
+    """Counts of each label value outside the valid range (regression: outside STS-B's 0..5 or not finite)."""
+    values = np.asarray(labels)
+    if task.regression:
+        numeric = values.astype(float)
+        bad = ~np.isfinite(numeric) | (numeric < STSB_RANGE[0]) | (numeric > STSB_RANGE[1])
+    else:
+        bad = (values < 0) | (values >= num_labels)
+    found, counts = np.unique(values[bad], return_counts=True)
+    return {_plain(value): int(count) for value, count in zip(found, counts)}
+
+
+def _plain(value):
+    value = value.item() if hasattr(value, "item") else value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def check_label_range(
+    split_labels_: np.ndarray, batch_labels: list, task: GlueTask, num_labels: int, split_name: str
+) -> CheckResult:
+    """Every label lies in [0, num_labels) (regression: in 0..5)."""
+    in_split = invalid_labels(split_labels_, task, num_labels)
+    in_batch = invalid_labels(np.asarray(batch_labels), task, num_labels)
+    valid = f"0..{STSB_RANGE[1]:g}" if task.regression else f"[0, {num_labels})"
+    evidence = {
+        "valid_range": valid,
+        "num_labels": num_labels,
+        "rows_scanned": int(len(split_labels_)),
+        "split_invalid": [{"label": label, "count": count} for label, count in in_split.items()],
+        "batch_invalid": [{"label": label, "count": count} for label, count in in_batch.items()],
+        "batch_positions": [i for i, label in enumerate(batch_labels) if _plain(np.asarray(label)) in in_batch],
+    }
+    if not in_split and not in_batch:
+        return CheckResult(
+            "data.label_range", STAGE, Status.PASS,
+            f"All {len(split_labels_):,} labels of the split lie in {valid}.",
+            evidence=evidence,
+        )
+    listing = ", ".join(f"{label} x{count:,}" for label, count in in_split.items())
+    bad_total = sum(in_split.values())
+    if -1 in in_split:
+        fix = "Train and validate on splits with labels ('train', 'validation'): GLUE's test splits carry label -1."
+        cause = "label -1 means the split has no labels (a GLUE test split)"
+    elif task.regression:
+        fix = f"Clip or drop scores outside {valid}, and load with num_labels=1."
+        cause = "scores outside STS-B's range"
+    else:
+        needed = max(int(label) for label in in_split if isinstance(label, int)) + 1 if in_split else num_labels
+        fix = (f"TFAutoModelForSequenceClassification.from_pretrained(checkpoint, num_labels={max(needed, task.num_labels)})"
+               if needed > num_labels else "Map the labels to 0..num_labels-1 before training.")
+        cause = f"the model has num_labels={num_labels}, so these rows get a NaN loss on GPU and an error on CPU"
+    return CheckResult(
+        "data.label_range", STAGE, Status.FAIL,
+        f"{bad_total:,} of {len(split_labels_):,} labels in split {split_name!r} lie outside {valid} ({listing}): {cause}.",
+        fix=fix,
+        evidence=evidence,
+    )
+
+
+# ---------------------------------------------------------------- data.label_balance
+
+
+def label_counts(labels: np.ndarray, num_labels: int) -> list[int]:
+    """Count of each label id 0..num_labels-1 (values outside are left to data.label_range)."""
+    values = np.asarray(labels).astype(np.int64)
+    values = values[(values >= 0) & (values < num_labels)]
+    return np.bincount(values, minlength=num_labels).tolist()
+
+
+def score_histogram(labels: np.ndarray, bins: int = 10) -> dict[str, list]:
+    """Histogram of regression scores over STS-B's 0..5."""
+    values = np.asarray(labels, dtype=float)
+    values = values[np.isfinite(values)]
+    counts, edges = np.histogram(values, bins=bins, range=STSB_RANGE)
+    return {"edges": edges.tolist(), "counts": counts.tolist()}
+
+
+def check_label_balance(
+    split_labels_: np.ndarray, batch_labels: list, task: GlueTask, num_labels: int, *, warn_dominant_share: float = 0.8
+) -> CheckResult:
+    """Label distribution of the batch and of the split; warn when one label dominates or one is missing from the batch.
+
+    Args:
+        warn_dominant_share: share of the split (or batch) above which one label dominates.
+    """
+    if task.regression:
+        split_hist, batch_hist = score_histogram(split_labels_), score_histogram(np.asarray(batch_labels))
+        return CheckResult(
+            "data.label_balance", STAGE, Status.PASS,
+            f"Regression scores: split mean {np.nanmean(np.asarray(split_labels_, float)):.2f}, "
+            f"batch mean {np.nanmean(np.asarray(batch_labels, float)):.2f} (see the histogram).",
+            evidence={"regression": True, "split": split_hist, "batch": batch_hist, "rows_scanned": len(split_labels_)},
+        )
+    classes = max(num_labels, task.num_labels)
+    names = label_names_for(task, classes)
+    split_counts = label_counts(split_labels_, classes)
+    batch_counts = label_counts(np.asarray(batch_labels), classes)
+    evidence = {
+        "regression": False,
+        "labels": names,
+        "split_counts": split_counts,
+        "batch_counts": batch_counts,
+        "rows_scanned": int(len(split_labels_)),
+    }
+    split_total, batch_total = sum(split_counts), sum(batch_counts)
+    if split_total == 0:
+        return CheckResult(
+            "data.label_balance", STAGE, Status.SKIP,
+            "No label of the split lies in range, so there is no distribution to show (see data.label_range).",
+            evidence=evidence,
+        )
+    top = int(np.argmax(split_counts))
+    top_share = split_counts[top] / split_total
+    batch_top = int(np.argmax(batch_counts)) if batch_total else top
+    batch_top_share = batch_counts[batch_top] / batch_total if batch_total else 0.0
+    absent = [names[i] for i, count in enumerate(batch_counts) if count == 0 and split_counts[i] > 0]
+    shares = ", ".join(f"{name} {count / split_total:.0%}" for name, count in zip(names, split_counts))
+    if top_share > warn_dominant_share:
+        return CheckResult(
+            "data.label_balance", STAGE, Status.WARN,
+            f"{names[top]} makes up {top_share:.0%} of the split ({shares}): a model can score well by always predicting it.",
+            fix="Weight the loss by class (class_weight=...) or resample, and watch F1 rather than accuracy.",
+            evidence=evidence,
+        )
+    if absent and batch_total >= classes:
+        return CheckResult(
+            "data.label_balance", STAGE, Status.WARN,
+            f"The first batch of {batch_total} rows has no {', '.join(absent)} although the split has them ({shares}).",
+            fix="to_tf_dataset(..., shuffle=True)  # and a batch large enough to hold every label",
+            evidence=evidence,
+        )
+    if batch_top_share > warn_dominant_share and batch_total >= 2 * classes:
+        return CheckResult(
+            "data.label_balance", STAGE, Status.WARN,
+            f"{names[batch_top]} makes up {batch_top_share:.0%} of the first batch while the split is balanced ({shares}): "
+            "is the data shuffled?",
+            fix="to_tf_dataset(..., shuffle=True)",
+            evidence=evidence,
+        )
+    return CheckResult(
+        "data.label_balance", STAGE, Status.PASS,
+        f"No label dominates the split ({shares}) and the first batch holds {classes - len(absent)} of {classes} labels.",
+        evidence=evidence,
+    )
+
+
+# ---------------------------------------------------------------- data.baselines
+
+
+def baseline_figures(labels: np.ndarray, task: GlueTask, num_labels: int) -> dict[str, Any]:
+    """Loss and accuracy of a uniform random predictor and of a constant (majority or mean) predictor."""
+    if task.regression:
+        values = np.asarray(labels, dtype=float)
+        values = values[np.isfinite(values) & (values >= STSB_RANGE[0]) & (values <= STSB_RANGE[1])]
+        if values.size == 0:
+            return {"valid_rows": 0}
+        return {"valid_rows": int(values.size), "mean_predictor_mse": float(values.var()), "mean": float(values.mean())}
+    counts = np.asarray(label_counts(labels, max(num_labels, task.num_labels)), dtype=float)
+    total = counts.sum()
+    if total == 0:
+        return {"valid_rows": 0}
+    prior = counts / total
+    nonzero = prior[prior > 0]
+    return {
+        "valid_rows": int(total),
+        "uniform_loss": math.log(num_labels),
+        "uniform_accuracy": 1.0 / num_labels,
+        "majority_label": int(np.argmax(counts)),
+        "majority_accuracy": float(prior.max()),
+        "prior_loss": float(-(nonzero * np.log(nonzero)).sum()),
+    }
+
+
+def check_baselines(labels: np.ndarray, task: GlueTask, num_labels: int, *, warn_majority_accuracy: float = 0.9) -> CheckResult:
+    """What a model that learned nothing scores, to read the training curves against.
+
+    Args:
+        warn_majority_accuracy: majority-label accuracy above which accuracy is a misleading metric.
+    """
+    figures = baseline_figures(labels, task, num_labels)
+    if figures["valid_rows"] == 0:
+        return CheckResult(
+            "data.baselines", STAGE, Status.SKIP,
+            "No label of the split is valid, so there is no baseline (see data.label_range).",
+            evidence=figures,
+        )
+    if task.regression:
+        return CheckResult(
+            "data.baselines", STAGE, Status.PASS,
+            f"Always predicting the mean score {figures['mean']:.2f} gives a mean squared error of "
+            f"{figures['mean_predictor_mse']:.3f}; a model that learns must go below it.",
+            evidence=figures,
+        )
+    majority = task.label_name(figures["majority_label"])
+    summary = (
+        f"Random guessing gives loss ln({num_labels}) = {figures['uniform_loss']:.3f} and accuracy "
+        f"{figures['uniform_accuracy']:.0%}; always predicting {majority} gives accuracy {figures['majority_accuracy']:.0%} "
+        f"(loss {figures['prior_loss']:.3f} with the label frequencies)."
+    )
+    if figures["majority_accuracy"] > warn_majority_accuracy:
+        return CheckResult(
+            "data.baselines", STAGE, Status.WARN,
+            summary + " High accuracy alone will not show that the model learned anything.",
+            fix="Track loss and F1 (or per-class recall) instead of accuracy alone.",
+            evidence=figures,
+        )
+    return CheckResult("data.baselines", STAGE, Status.PASS, summary, evidence=figures)
+
+
+# ---------------------------------------------------------------- data.truncation
+
+
+def truncation_figures(batch: FirstBatch, max_length: int) -> dict[str, Any]:
+    """Share of rows cut at max_length and share of padding in the padded batch."""
+    lengths = np.asarray(batch.full_lengths)
+    kept = np.asarray([len(ids) for ids in batch.input_ids])
+    padded = int(kept.max()) * len(kept) if len(kept) else 0
+    return {
+        "max_length": max_length,
+        "rows": int(len(lengths)),
+        "truncated_rows": int((lengths > max_length).sum()),
+        "truncated_share": float((lengths > max_length).mean()) if len(lengths) else 0.0,
+        "padding_share": float(1 - kept.sum() / padded) if padded else 0.0,
+        "lengths": lengths.tolist(),
+        "padded_length": int(kept.max()) if len(kept) else 0,
+    }
+
+
+def check_truncation(
+    figures: dict[str, Any], *, warn_truncated_share: float = 0.1, warn_padding_share: float = 0.6
+) -> CheckResult:
+    """Too many rows cut at max_length loses the text; too much padding wastes compute.
+
+    Args:
+        figures: from `truncation_figures`.
+        warn_truncated_share: share of rows cut above which information is lost.
+        warn_padding_share: share of padding tokens above which compute is wasted.
+    """
+    summary = (
+        f"{figures['truncated_rows']} of {figures['rows']} rows ({figures['truncated_share']:.0%}) are cut at "
+        f"max_length={figures['max_length']}; padding is {figures['padding_share']:.0%} of the padded batch "
+        f"({figures['padded_length']} tokens a row)."
+    )
+    if figures["truncated_share"] > warn_truncated_share:
+        longest = max(figures["lengths"]) if figures["lengths"] else 0
+        return CheckResult(
+            "data.truncation", STAGE, Status.WARN, summary + " The model never sees the end of those rows.",
+            fix=f"tokenizer(..., truncation=True, max_length={min(longest, 512)})",
+            evidence=figures,
+        )
+    if figures["padding_share"] > warn_padding_share:
+        return CheckResult(
+            "data.truncation", STAGE, Status.WARN, summary + " Most of the compute goes to padding.",
+            fix="Pad per batch with DataCollatorWithPadding, not padding='max_length'; or group rows by length.",
+            evidence=figures,
+        )
+    return CheckResult("data.truncation", STAGE, Status.PASS, summary, evidence=figures)
+
+
+# ---------------------------------------------------------------- data.duplicates
+
+
+def duplicate_figures(split, task: GlueTask, *, examples: int = 5) -> dict[str, Any]:
+    """Rows whose text repeats, and repeated texts that carry different labels (vectorised with pandas)."""
+    frame = split.data.table.select(list(task.text_columns) + [LABEL]).to_pandas()
+    keys = list(task.text_columns)
+    repeated = frame.duplicated(subset=keys, keep=False)
+    labels_per_text = frame.groupby(keys, sort=False)[LABEL].transform("nunique")
+    conflicting = repeated & (labels_per_text > 1)
+    sample = frame[conflicting].sort_values(keys).head(examples * 2)
+    return {
+        "rows_scanned": int(len(frame)),
+        "duplicate_rows": int(frame.duplicated(subset=keys).sum()),
+        "conflicting_rows": int(conflicting.sum()),
+        "conflict_examples": sample.to_dict("records"),
+    }
+
+
+def check_duplicates(figures: dict[str, Any], *, warn_duplicate_share: float = 0.05) -> CheckResult:
+    """The same text should not appear many times, nor with different labels.
+
+    Args:
+        figures: from `duplicate_figures`.
+        warn_duplicate_share: share of repeated rows above which the split is warned about.
+    """
+    rows = figures["rows_scanned"]
+    share = figures["duplicate_rows"] / rows if rows else 0.0
+    summary = (
+        f"{figures['duplicate_rows']:,} of {rows:,} rows repeat an earlier row's text ({share:.1%}); "
+        f"{figures['conflicting_rows']:,} rows share a text with a different label."
+    )
+    if figures["conflicting_rows"]:
+        return CheckResult(
+            "data.duplicates", STAGE, Status.WARN, summary + " The model cannot fit both labels of the same text.",
+            fix="dataset = dataset.filter(...)  # drop or relabel the conflicting rows shown",
+            evidence=figures,
+        )
+    if share > warn_duplicate_share:
+        return CheckResult(
+            "data.duplicates", STAGE, Status.WARN, summary + " Repeats inflate some examples' weight.",
+            fix="Drop duplicates before tokenizing (e.g. with pandas drop_duplicates on the text columns).",
+            evidence=figures,
+        )
+    return CheckResult("data.duplicates", STAGE, Status.PASS, summary, evidence=figures)
+
+
+# ---------------------------------------------------------------- the stage
+
+
+def run_data_checks(config: RunConfig, split, tokenizer) -> list[CheckResult]:
+    """Every Data-stage check on the configured split, with the tokenizer of the checkpoint under test."""
+    task = config.glue_task
+    num_labels = config.effective_num_labels
+    split_columns = list(split.column_names)
+    has_texts = all(column in split_columns for column in task.text_columns)
+    has_labels = LABEL in split_columns
+    batch = None
+    results: list[CheckResult] = []
+    if has_texts:
+        try:
+            batch = build_first_batch(split, tokenizer, config)
+        except Exception as exc:
+            results.append(CheckResult(
+                "data.batch", STAGE, Status.FAIL,
+                f"Tokenizing the first batch failed: {type(exc).__name__}: {str(exc).strip().splitlines()[0]}.",
+                evidence={"error": f"{type(exc).__name__}: {exc}"},
+            ))
+    model_inputs = list(tokenizer.model_input_names)
+    if batch is not None:
+        results.append(run_check("data.columns", STAGE, check_columns, split_columns, task, batch, model_inputs))
+        results.append(run_check("data.batch", STAGE, check_batch, batch, config.batch_size))
+        rows = decoded_rows(batch, tokenizer, task)
+        results.append(run_check("data.decoded_samples", STAGE, check_decoded_samples, rows))
+    else:
+        missing = [c for c in task.text_columns if c not in split_columns]
+        results.insert(0, CheckResult(
+            "data.columns", STAGE, Status.FAIL,
+            f"The split lacks {', '.join(missing) or 'nothing'}, which {task.name} needs; it has: {', '.join(split_columns)}.",
+            fix=f"dataset = dataset.rename_column('<your column>', '{missing[0]}')" if missing else None,
+            evidence={"split_columns": split_columns, "needed": list(task.text_columns) + [LABEL]},
+        ))
+        if not any(r.id == "data.batch" for r in results):
+            results.append(skipped("data.batch", STAGE, "No batch: the split lacks the task's text columns."))
+        results.append(skipped("data.decoded_samples", STAGE, "No batch to decode."))
+    if has_labels:
+        labels = split_labels(split)
+        batch_labels = batch.rows[LABEL] if batch is not None else []
+        results.append(run_check("data.label_range", STAGE, check_label_range, labels, batch_labels, task, num_labels, config.split))
+        results.append(run_check("data.label_balance", STAGE, check_label_balance, labels, batch_labels, task, num_labels))
+        results.append(run_check("data.baselines", STAGE, check_baselines, labels, task, num_labels))
+    else:
+        for check_id in ("data.label_range", "data.label_balance", "data.baselines"):
+            results.append(skipped(check_id, STAGE, "The split has no 'label' column."))
+    if batch is not None:
+        results.append(run_check("data.truncation", STAGE, lambda: check_truncation(truncation_figures(batch, config.max_length))))
+    else:
+        results.append(skipped("data.truncation", STAGE, "No batch to measure."))
+    if has_texts and has_labels:
+        results.append(run_check("data.duplicates", STAGE, lambda: check_duplicates(duplicate_figures(split, task))))
+    else:
+        results.append(skipped("data.duplicates", STAGE, "The split lacks the text or label columns."))
+    return results

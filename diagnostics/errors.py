@@ -1,0 +1,8 @@
+"""The one error type for unusable input (unknown checkpoint, task, file, split, bad number)."""
+
+
+class InputError(ValueError):
+    """Input the debugger cannot work with; the message says what is wrong and what to do instead.
+
+    Pages show the message; the command line prints it on one line and exits with status 2.
+    """

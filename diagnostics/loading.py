@@ -1,0 +1,294 @@
+"""Loading: checkpoints (Hub, local `save_pretrained` directories, the offline demo kit) and GLUE splits."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import shutil
+import tempfile
+import urllib.request
+from pathlib import Path
+
+from diagnostics.config import DEMO_CHECKPOINT, RunConfig
+from diagnostics.errors import InputError
+from diagnostics.glue import TASKS, GlueTask, get_task
+
+DEMO_DATA_DIR = Path(__file__).resolve().parent / "demo_data"
+LOCAL_FORMATS = {".csv": "csv", ".tsv": "csv", ".json": "json", ".jsonl": "json", ".parquet": "parquet"}
+
+# The demo checkpoint's shape: a DistilBERT small enough to train on a laptop CPU in seconds.
+# Bump DEMO_VERSION whenever the recipe changes so old cached builds are not reused.
+DEMO_VERSION = 1
+DEMO_MODEL = {"dim": 32, "n_layers": 2, "n_heads": 4, "hidden_dim": 64, "max_position_embeddings": 128}
+DEMO_VOCAB_SIZE = 1000
+DEMO_SEED = 1234
+
+
+def cache_dir() -> Path:
+    """Where built artifacts live: $DEBUGGER_CACHE_DIR, else ~/.cache/training-pipeline-debugger."""
+    root = os.environ.get("DEBUGGER_CACHE_DIR") or Path.home() / ".cache" / "training-pipeline-debugger"
+    return Path(root)
+
+
+@functools.lru_cache(maxsize=1)
+def hub_reachable(timeout: float = 3.0) -> bool:
+    """Whether the Hugging Face Hub answers; False at once when HF_HUB_OFFLINE is set."""
+    if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on"):
+        return False
+    endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co").rstrip("/")
+    try:
+        with urllib.request.urlopen(f"{endpoint}/api/models/distilbert-base-uncased", timeout=timeout):
+            return True
+    except Exception:
+        return False
+
+
+def is_local_path(checkpoint: str) -> bool:
+    """A checkpoint given as a filesystem path rather than a Hub name."""
+    # Hub names are "name" or "org/name"; anything else with a path shape is a directory.
+    return (
+        checkpoint.startswith(("/", ".", "~"))
+        or os.path.exists(os.path.expanduser(checkpoint))
+        or checkpoint.count("/") >= 2
+    )
+
+
+def resolve_checkpoint(checkpoint: str) -> str:
+    """The path or Hub name `from_pretrained` gets; the demo kit is built on first use.
+
+    Raises:
+        InputError: a local directory that does not exist or has no config.json.
+    """
+    if checkpoint == DEMO_CHECKPOINT:
+        return str(demo_checkpoint_dir())
+    if is_local_path(checkpoint):
+        path = Path(checkpoint).expanduser()
+        if not path.is_dir():
+            raise InputError(f"Checkpoint directory {checkpoint} does not exist.")
+        if not (path / "config.json").is_file():
+            raise InputError(
+                f"{checkpoint} has no config.json, so it was not written by save_pretrained; "
+                "point at the directory you passed to model.save_pretrained(...)."
+            )
+        return str(path)
+    return checkpoint
+
+
+def _from_pretrained(loader, checkpoint: str, **kwargs):
+    """Call a `from_pretrained`, turning 'cannot find or reach it' into an InputError."""
+    path = resolve_checkpoint(checkpoint)
+    if not is_local_path(path) and not hub_reachable():
+        # Only the local Hugging Face cache can serve it; without this, each file retries for ~20 s.
+        kwargs["local_files_only"] = True
+    try:
+        return loader.from_pretrained(path, trust_remote_code=False, **kwargs)
+    except (OSError, EnvironmentError) as exc:
+        where = "directory" if is_local_path(checkpoint) else "Hub checkpoint"
+        hint = "" if hub_reachable() or is_local_path(checkpoint) else (
+            " The Hugging Face Hub cannot be reached from here: use a local directory or the demo kit ('demo')."
+        )
+        raise InputError(f"Cannot load {where} {checkpoint!r}: {str(exc).splitlines()[0]}{hint}") from exc
+
+
+def load_tokenizer(checkpoint: str):
+    """The checkpoint's tokenizer, through `AutoTokenizer.from_pretrained`."""
+    from transformers import AutoTokenizer
+
+    return _from_pretrained(AutoTokenizer, checkpoint)
+
+
+def load_model_config(checkpoint: str, num_labels: int | None = None):
+    """The checkpoint's `config.json` as Transformers reads it."""
+    from transformers import AutoConfig
+
+    kwargs = {} if num_labels is None else {"num_labels": num_labels}
+    return _from_pretrained(AutoConfig, checkpoint, **kwargs)
+
+
+def load_model(checkpoint: str, num_labels: int, seed: int = 0):
+    """A fresh sequence-classification model, as `TFAutoModelForSequenceClassification.from_pretrained`.
+
+    The random seed is set first so a newly initialised head is the same on every load.
+
+    Raises:
+        InputError: the checkpoint cannot be found, or has no sequence-classification head class.
+    """
+    import tf_keras
+    from transformers import TFAutoModelForSequenceClassification
+
+    tf_keras.utils.set_random_seed(seed)
+    try:
+        return _from_pretrained(TFAutoModelForSequenceClassification, checkpoint, num_labels=num_labels)
+    except ValueError as exc:
+        raise InputError(
+            f"{checkpoint!r} has no TensorFlow sequence-classification model: {str(exc).splitlines()[0]}"
+        ) from exc
+
+
+def demo_texts() -> list[str]:
+    """Every text of the bundled samples, in a fixed order (the demo tokenizer is trained on them)."""
+    texts: list[str] = []
+    for name, task in TASKS.items():
+        for split in task.splits:
+            with open(DEMO_DATA_DIR / name / f"{split}.jsonl") as handle:
+                rows = [json.loads(line) for line in handle]
+            texts.extend(row[column] for row in rows for column in task.text_columns)
+    return texts
+
+
+def demo_checkpoint_dir() -> Path:
+    """The offline demo checkpoint's directory, built deterministically on first use.
+
+    A WordPiece tokenizer is trained on the bundled samples and a small DistilBERT is built
+    from a fixed seed, both written with `save_pretrained`. Building goes to a temporary
+    directory that is renamed into place, so concurrent first uses never see half a checkpoint.
+    """
+    target = cache_dir() / f"demo-distilbert-v{DEMO_VERSION}"
+    if (target / "config.json").is_file() and (target / "tokenizer_config.json").is_file():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix="demo-build-", dir=target.parent))
+    try:
+        _build_demo_checkpoint(staging)
+        try:
+            staging.rename(target)
+        except OSError:
+            if not (target / "config.json").is_file():
+                raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return target
+
+
+def _build_demo_checkpoint(directory: Path) -> None:
+    import tf_keras
+    from transformers import DistilBertConfig, DistilBertTokenizerFast, TFDistilBertModel
+
+    (directory / "vocab.txt").write_text("\n".join(demo_vocabulary(demo_texts())) + "\n")
+    tokenizer = DistilBertTokenizerFast(
+        vocab_file=str(directory / "vocab.txt"), model_max_length=DEMO_MODEL["max_position_embeddings"]
+    )
+    tokenizer.save_pretrained(str(directory))
+
+    tf_keras.utils.set_random_seed(DEMO_SEED)
+    config = DistilBertConfig(vocab_size=len(tokenizer), **DEMO_MODEL)
+    model = TFDistilBertModel(config)
+    model(model.dummy_inputs)
+    model.save_pretrained(str(directory))
+    (directory / "DEMO_KIT.json").write_text(json.dumps({
+        "what": "Offline demo checkpoint of the Training Pipeline Debugger (random weights, not pretrained)",
+        "version": DEMO_VERSION,
+        "model": DEMO_MODEL,
+        "seed": DEMO_SEED,
+    }, indent=2))
+
+
+def demo_vocabulary(texts: list[str], size: int = DEMO_VOCAB_SIZE) -> list[str]:
+    """A WordPiece vocabulary for the demo tokenizer: special tokens, every character (alone and as a
+    continuation piece), then whole words by frequency. Sorted explicitly, so the build is reproducible
+    (the `tokenizers` WordPiece trainer breaks frequency ties differently from run to run)."""
+    from collections import Counter
+
+    from tokenizers.normalizers import BertNormalizer
+    from tokenizers.pre_tokenizers import BertPreTokenizer
+
+    normalizer, splitter = BertNormalizer(lowercase=True), BertPreTokenizer()
+    words: Counter[str] = Counter()
+    for text in texts:
+        words.update(piece for piece, _ in splitter.pre_tokenize_str(normalizer.normalize_str(text)))
+    characters = sorted({char for word in words for char in word})
+    vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + characters + [f"##{c}" for c in characters]
+    ranked = sorted((word for word in words if len(word) > 1), key=lambda word: (-words[word], word))
+    return vocabulary + ranked[: max(0, size - len(vocabulary))]
+
+
+def split_files(config: RunConfig) -> dict[str, str]:
+    """The local files that hold each split, for the demo kit or the user's files."""
+    if config.data_source == "demo":
+        task = get_task(config.task)
+        return {split: str(DEMO_DATA_DIR / task.name / f"{split}.jsonl") for split in task.splits}
+    return dict(config.data_files)
+
+
+def load_split(config: RunConfig):
+    """The configured split as a `datasets.Dataset`, with the task's labels as integers (floats for stsb).
+
+    Raises:
+        InputError: the split does not exist, a file is missing, empty or unreadable, or the Hub is unreachable.
+    """
+    task = get_task(config.task)
+    if config.data_source == "hub":
+        dataset = _load_hub_split(task, config.split)
+    else:
+        files = split_files(config)
+        if config.split not in files:
+            raise InputError(
+                f"No data file for split {config.split!r}; the files given cover: {', '.join(files) or 'nothing'}."
+            )
+        dataset = load_local_file(files[config.split])
+    if len(dataset) == 0:
+        raise InputError(f"Split {config.split!r} of {task.name} has no rows.")
+    return normalise_labels(dataset, task)
+
+
+def _load_hub_split(task: GlueTask, split: str):
+    from datasets import load_dataset
+
+    if not hub_reachable():
+        raise InputError(
+            "The Hugging Face Hub cannot be reached, so GLUE cannot be downloaded; "
+            "use the bundled demo samples or local files in the GLUE schema."
+        )
+    try:
+        return load_dataset("nyu-mll/glue", task.name, split=split)
+    except ValueError as exc:
+        raise InputError(f"GLUE {task.name} has no split {split!r}: {str(exc).splitlines()[0]}") from exc
+    except Exception as exc:
+        raise InputError(f"Could not download GLUE {task.name}/{split}: {type(exc).__name__}: {exc}") from exc
+
+
+def load_local_file(path: str):
+    """One local file in the GLUE schema (csv, tsv with a header row, json/jsonl, parquet)."""
+    from datasets import load_dataset
+
+    file = Path(path).expanduser()
+    builder = LOCAL_FORMATS.get(file.suffix.lower())
+    if builder is None:
+        raise InputError(f"{path}: unknown file type {file.suffix!r}; use one of {', '.join(LOCAL_FORMATS)}.")
+    if not file.is_file():
+        raise InputError(f"Data file {path} does not exist.")
+    if file.stat().st_size == 0:
+        raise InputError(f"Data file {path} is empty.")
+    # GLUE's own tsv files hold unbalanced quotes, so quoting is off for tsv (csv.QUOTE_NONE).
+    options = {"delimiter": "\t", "quoting": 3} if file.suffix.lower() == ".tsv" else {}
+    try:
+        return load_dataset(builder, data_files=str(file), split="train", **options)
+    except Exception as exc:
+        cause = exc.__cause__ or exc
+        raise InputError(f"Could not read {path} as {file.suffix[1:]}: {type(cause).__name__}: "
+                         f"{str(cause).splitlines()[0] if str(cause) else ''}") from exc
+
+
+def normalise_labels(dataset, task: GlueTask):
+    """Label names written as text (e.g. 'entailment', as in GLUE's own tsv files) become their ids.
+
+    Values that are not label names stay visible as -2 so the label checks can report them.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if "label" not in dataset.column_names:
+        return dataset
+    column = dataset.data.column("label")
+    if not pa.types.is_string(column.type) and not pa.types.is_large_string(column.type):
+        return dataset
+    stripped = pc.utf8_trim_whitespace(column)
+    if task.regression:
+        labels = pc.cast(stripped, pa.float64())
+    else:
+        as_name = pc.index_in(stripped, value_set=pa.array(list(task.label_names)))
+        numeric = pc.if_else(pc.match_substring_regex(stripped, r"^-?\d+$"), stripped, None)
+        labels = pc.coalesce(as_name, pc.cast(numeric, pa.int64()), pa.scalar(-2, pa.int64()))
+        labels = pc.cast(labels, pa.int64())
+    return dataset.remove_columns("label").add_column("label", labels.to_numpy())

@@ -1,0 +1,71 @@
+"""The report: every check's result with the run and the library versions, as JSON, Markdown and a checklist."""
+
+from __future__ import annotations
+
+import platform
+from importlib import metadata
+
+from diagnostics.config import RunConfig
+from diagnostics.result import CheckResult, Status, worst_first
+
+STAGE_ORDER = ("data", "model", "hparams", "overfit")
+STAGE_TITLES = {"data": "Data", "model": "Model", "hparams": "Hyperparameters", "overfit": "Overfit test"}
+STATUS_MARKS = {Status.PASS: "PASS", Status.WARN: "WARN", Status.FAIL: "FAIL", Status.ERROR: "ERROR", Status.SKIP: "SKIP"}
+PACKAGES = ("tensorflow", "tf-keras", "transformers", "datasets", "tokenizers", "numpy", "streamlit", "plotly")
+
+
+def environment() -> dict[str, str]:
+    """Python and library versions, so a report says what it ran on."""
+    versions = {"python": platform.python_version()}
+    for package in PACKAGES:
+        try:
+            versions[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            versions[package] = "not installed"
+    return versions
+
+
+def build_report(config: RunConfig, results: list[CheckResult], *, resolved_checkpoint: str | None = None) -> dict:
+    """The JSON report: `{"run": ..., "environment": ..., "checks": [...]}`."""
+    run = config.to_dict()
+    if resolved_checkpoint:
+        run["resolved_checkpoint"] = resolved_checkpoint
+    return {
+        "run": run,
+        "environment": environment(),
+        "counts": {status.value: sum(r.status is status for r in results) for status in Status},
+        "checks": [result.to_dict() for result in results],
+    }
+
+
+def checklist_lines(results: list[CheckResult]) -> list[str]:
+    """One line per check, worst first: status, id, summary."""
+    return [f"{STATUS_MARKS[r.status]:<5} {r.id:<24} {r.summary}" for r in worst_first(results, STAGE_ORDER)]
+
+
+def markdown_report(report: dict) -> str:
+    """The report as Markdown: the run, then a checklist table, then each fix."""
+    run = report["run"]
+    lines = [
+        "# Training Pipeline Debugger report",
+        "",
+        f"- checkpoint: `{run['checkpoint']}`",
+        f"- task / split: `{run['task']}` / `{run['split']}` (data: {run['data_source']})",
+        f"- num_labels: {run['effective_num_labels']}, batch size: {run['batch_size']}, max length: {run['max_length']}",
+        "",
+        "| status | check | finding |",
+        "|---|---|---|",
+    ]
+    order = {stage: i for i, stage in enumerate(STAGE_ORDER)}
+    severity = {"fail": 0, "error": 1, "warn": 2, "skip": 3, "pass": 4}
+    checks = sorted(report["checks"], key=lambda c: (severity[c["status"]], order.get(c["stage"], 9)))
+    for check in checks:
+        summary = check["summary"].replace("|", "\\|")
+        lines.append(f"| {check['status'].upper()} | `{check['id']}` | {summary} |")
+    fixes = [check for check in checks if check["fix"]]
+    if fixes:
+        lines += ["", "## Fixes", ""]
+        for check in fixes:
+            lines += [f"**{check['id']}**", "", "```python", check["fix"], "```", ""]
+    lines += ["", "Versions: " + ", ".join(f"{k} {v}" for k, v in report["environment"].items())]
+    return "\n".join(lines) + "\n"

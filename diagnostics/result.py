@@ -1,0 +1,108 @@
+"""Check results: the status of one check, its finding, evidence and fix, and the runner that never raises."""
+
+from __future__ import annotations
+
+import math
+import traceback
+from dataclasses import asdict, dataclass, field
+from enum import Enum
+from typing import Any, Callable
+
+import numpy as np
+
+
+class Status(str, Enum):
+    PASS = "pass"
+    WARN = "warn"
+    FAIL = "fail"
+    ERROR = "error"
+    SKIP = "skip"
+
+
+# Worst first: the order in which a checklist shows statuses.
+SEVERITY = {Status.FAIL: 0, Status.ERROR: 1, Status.WARN: 2, Status.SKIP: 3, Status.PASS: 4}
+
+
+@dataclass
+class CheckResult:
+    """What one check found.
+
+    Attributes:
+        id: stable "<stage>.<check>" identifier, part of the report format.
+        stage: the pipeline stage ("data", "model", "hparams", "overfit").
+        status: pass, warn, fail, error or skip.
+        summary: one sentence a person can act on, with the number in it.
+        fix: an action or code that fixes it; None when there is nothing to fix.
+        evidence: JSON-serialisable data (row dicts, series) the page renders.
+    """
+
+    id: str
+    stage: str
+    status: Status
+    summary: str
+    fix: str | None = None
+    evidence: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["status"] = self.status.value
+        data["evidence"] = to_json(self.evidence)
+        return data
+
+
+def to_json(value: Any) -> Any:
+    """Turn numpy scalars/arrays and non-finite floats into plain JSON values (NaN and Inf become None)."""
+    if isinstance(value, dict):
+        return {str(key): to_json(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_json(item) for item in value]
+    if isinstance(value, np.ndarray):
+        return to_json(value.tolist())
+    if isinstance(value, (np.bool_, bool)):
+        return bool(value)
+    if isinstance(value, (np.integer,)):
+        return int(value)
+    if isinstance(value, (np.floating, float)):
+        value = float(value)
+        return value if math.isfinite(value) else None
+    if isinstance(value, Enum):
+        return value.value
+    return value
+
+
+def error_result(check_id: str, stage: str, exc: BaseException) -> CheckResult:
+    """The result of a check that raised: the exception type and message, never a traceback on the page."""
+    message = str(exc).strip().splitlines()[0] if str(exc).strip() else "(no message)"
+    return CheckResult(
+        id=check_id,
+        stage=stage,
+        status=Status.ERROR,
+        summary=f"The check itself failed with {type(exc).__name__}: {message}",
+        evidence={
+            "exception": type(exc).__name__,
+            "message": str(exc)[:2000],
+            "where": traceback.format_exception(exc)[-2].strip()[:500] if exc.__traceback__ else "",
+        },
+    )
+
+
+def run_check(check_id: str, stage: str, check: Callable[..., CheckResult], *args, **kwargs) -> CheckResult:
+    """Call one check; an exception becomes an `error` result carrying its type and message."""
+    try:
+        return check(*args, **kwargs)
+    except Exception as exc:  # a broken check must never blank the report
+        return error_result(check_id, stage, exc)
+
+
+def skipped(check_id: str, stage: str, reason: str) -> CheckResult:
+    """A check that could not run because something it needs is missing."""
+    return CheckResult(check_id, stage, Status.SKIP, reason)
+
+
+def worst_first(results: list[CheckResult], stage_order: tuple[str, ...]) -> list[CheckResult]:
+    """Order results for a checklist: failing and warning checks first, then pipeline order."""
+    position = {stage: index for index, stage in enumerate(stage_order)}
+    return sorted(
+        results,
+        key=lambda result: (SEVERITY[result.status], position.get(result.stage, len(position))),
+    )

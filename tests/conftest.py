@@ -1,0 +1,78 @@
+"""Shared fixtures: tiny tokenizers and checkpoints built locally, tiny GLUE-schema datasets, no Hub."""
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ.setdefault("DEBUGGER_CACHE_DIR", str(ROOT / ".cache-test"))
+
+import diagnostics  # noqa: E402,F401  (selects Keras 2 before TensorFlow loads)
+
+WORDS = (
+    "the a cat dog sat on mat ran in park sun is warm cold good bad film book great awful "
+    "anna ben never read wrote letter paper at home today"
+).split()
+SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+
+
+@pytest.fixture(scope="session")
+def vocab_file(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("vocab") / "vocab.txt"
+    path.write_text("\n".join(SPECIAL + WORDS + ["."]) + "\n")
+    return path
+
+
+@pytest.fixture(scope="session")
+def tokenizer(vocab_file):
+    from transformers import DistilBertTokenizerFast
+
+    return DistilBertTokenizerFast(vocab_file=str(vocab_file), model_max_length=64)
+
+
+@pytest.fixture(scope="session")
+def bert_checkpoint(tmp_path_factory, vocab_file) -> Path:
+    """A tiny BERT (with token_type_ids) written by save_pretrained: hidden 32, 2 layers, 4 heads."""
+    import tf_keras
+    from transformers import BertConfig, BertTokenizerFast, TFBertModel
+
+    directory = tmp_path_factory.mktemp("bert-tiny")
+    tokenizer = BertTokenizerFast(vocab_file=str(vocab_file), model_max_length=64)
+    tokenizer.save_pretrained(directory)
+    tf_keras.utils.set_random_seed(0)
+    config = BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                        intermediate_size=37, max_position_embeddings=64)
+    model = TFBertModel(config)
+    model(model.dummy_inputs)
+    model.save_pretrained(directory)
+    return directory
+
+
+def make_split(task: str, rows: list[tuple]):
+    """A datasets.Dataset in the GLUE schema of `task` from (text..., label) tuples."""
+    from datasets import Dataset
+
+    from diagnostics.glue import get_task
+
+    columns = list(get_task(task).text_columns) + ["label"]
+    data = {column: [row[i] for row in rows] for i, column in enumerate(columns)}
+    data["idx"] = list(range(len(rows)))
+    return Dataset.from_dict(data)
+
+
+@pytest.fixture
+def mnli_split():
+    """Twelve three-class rows, four of each label."""
+    premises = ["the cat sat on the mat", "anna read the paper at home", "the dog ran in the park"]
+    hypotheses = ["the cat sat", "anna wrote a letter", "the dog never ran"]
+    return make_split("mnli", [(premises[i % 3], hypotheses[(i + i // 3) % 3] + " today" * (i // 3), i % 3)
+                               for i in range(12)])
+
+
+@pytest.fixture
+def sst2_split():
+    return make_split("sst2", [("a great film", 1), ("an awful book", 0), ("the sun is warm", 1), ("a bad film", 0)] * 3)

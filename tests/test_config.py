@@ -1,0 +1,45 @@
+import pytest
+
+from diagnostics.config import RunConfig, default_config
+from diagnostics.errors import InputError
+
+
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        ({"num_labels": 0}, "num_labels must be at least 1"),
+        ({"num_labels": -3}, "num_labels must be at least 1"),
+        ({"batch_size": 0}, "batch size must be at least 1"),
+        ({"max_length": 0}, "max length must be at least 1"),
+        ({"task": "imdb"}, "Unknown GLUE task 'imdb'"),
+        ({"split": "dev"}, "has no split 'dev'"),
+        ({"data_source": "files"}, "needs at least one SPLIT=PATH"),
+        ({"checkpoint": "  "}, "checkpoint is empty"),
+    ],
+)
+def test_validated_rejects_bad_values_with_a_clear_message(overrides, message):
+    with pytest.raises(InputError, match=message):
+        RunConfig(**overrides).validated()
+
+
+def test_validated_normalises_task_name():
+    assert RunConfig(task=" MNLI ").validated().task == "mnli"
+
+
+def test_default_config_uses_demo_kit_offline_and_hub_online():
+    assert default_config(False).checkpoint == "demo" and default_config(False).data_source == "demo"
+    assert default_config(True).checkpoint == "distilbert-base-uncased" and default_config(True).data_source == "hub"
+
+
+def test_requested_columns_follow_label_placement():
+    inputs = ["input_ids", "attention_mask"]
+    assert RunConfig(labels_in="inputs").requested_columns(inputs) == inputs + ["label"]
+    assert RunConfig(labels_in="separate").requested_columns(inputs) == inputs
+    assert RunConfig(labels_in="separate").label_columns() == ["label"]
+    assert RunConfig(columns=("input_ids", "labels")).requested_columns(inputs) == ["input_ids", "labels"]
+
+
+def test_effective_num_labels_defaults_to_task():
+    assert RunConfig(task="mnli").effective_num_labels == 3
+    assert RunConfig(task="stsb").effective_num_labels == 1
+    assert RunConfig(task="mnli", num_labels=2).effective_num_labels == 2

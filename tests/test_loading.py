@@ -1,0 +1,141 @@
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from diagnostics import loading
+from diagnostics.config import RunConfig
+from diagnostics.errors import InputError
+from diagnostics.glue import TASKS
+
+
+def test_save_pretrained_directory_round_trips(bert_checkpoint):
+    tokenizer = loading.load_tokenizer(str(bert_checkpoint))
+    model = loading.load_model(str(bert_checkpoint), num_labels=3)
+    assert "token_type_ids" in tokenizer.model_input_names
+    assert model.config.num_labels == 3
+    logits = model(tokenizer(["the cat sat"], return_tensors="tf")).logits
+    assert logits.shape == (1, 3)
+
+
+def test_load_model_is_deterministic_for_a_seed(bert_checkpoint):
+    first = loading.load_model(str(bert_checkpoint), num_labels=2, seed=3)
+    second = loading.load_model(str(bert_checkpoint), num_labels=2, seed=3)
+    for a, b in zip(first.get_weights(), second.get_weights()):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_directory_without_config_is_a_clear_error(tmp_path):
+    with pytest.raises(InputError, match="has no config.json"):
+        loading.load_tokenizer(str(tmp_path))
+
+
+def test_missing_directory_is_a_clear_error(tmp_path):
+    with pytest.raises(InputError, match="does not exist"):
+        loading.load_tokenizer(str(tmp_path / "nowhere"))
+
+
+def test_hub_name_offline_is_a_clear_error():
+    with pytest.raises(InputError, match="Cannot load Hub checkpoint 'no-such-org/no-such-model'"):
+        loading.load_tokenizer("no-such-org/no-such-model")
+
+
+def test_hub_is_unreachable_when_offline_is_set():
+    assert loading.hub_reachable() is False
+
+
+ROWS_MRPC = [{"sentence1": f"the cat sat {i}", "sentence2": f"a cat sat {i}", "label": i % 2} for i in range(6)]
+ROWS_SST2 = [{"sentence": f"a great film {i}", "label": i % 2} for i in range(6)]
+
+
+def _write(frame: pd.DataFrame, path):
+    suffix = path.suffix
+    if suffix == ".csv":
+        frame.to_csv(path, index=False)
+    elif suffix == ".tsv":
+        frame.to_csv(path, index=False, sep="\t")
+    elif suffix == ".json":
+        frame.to_json(path, orient="records", lines=True)
+    elif suffix == ".jsonl":
+        frame.to_json(path, orient="records", lines=True)
+    else:
+        frame.to_parquet(path)
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".tsv", ".json", ".jsonl", ".parquet"])
+@pytest.mark.parametrize("task, rows", [("mrpc", ROWS_MRPC), ("sst2", ROWS_SST2)])
+def test_local_files_load_in_the_glue_schema(tmp_path, suffix, task, rows):
+    path = tmp_path / f"train{suffix}"
+    _write(pd.DataFrame(rows), path)
+    split = loading.load_split(RunConfig(task=task, data_source="files", data_files=(("train", str(path)),)))
+    assert split.column_names[: len(TASKS[task].text_columns)] == list(TASKS[task].text_columns)
+    assert split["label"] == [row["label"] for row in rows]
+
+
+def test_label_names_in_a_tsv_become_ids(tmp_path):
+    path = tmp_path / "dev.tsv"
+    path.write_text('premise\thypothesis\tlabel\nhe said "yes\tsaid yes\tentailment\na b\tc d\tcontradiction\nx\ty\tmaybe\n')
+    split = loading.load_split(RunConfig(task="mnli", split="dev", data_source="files", data_files=(("dev", str(path)),)))
+    assert split["label"] == [0, 2, -2]
+    assert split["premise"][0] == 'he said "yes'
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [(None, "does not exist"), ("", "is empty"), ("\x00\x01\x02 not json {", "Could not read")],
+)
+def test_unusable_data_file_is_a_clear_error(tmp_path, content, message):
+    path = tmp_path / "train.json"
+    if content is not None:
+        path.write_text(content)
+    with pytest.raises(InputError, match=message):
+        loading.load_split(RunConfig(task="sst2", data_source="files", data_files=(("train", str(path)),)))
+
+
+def test_split_without_a_file_names_the_splits_given(tmp_path):
+    path = tmp_path / "train.csv"
+    _write(pd.DataFrame(ROWS_SST2), path)
+    with pytest.raises(InputError, match="cover: train"):
+        loading.load_split(RunConfig(task="sst2", split="validation", data_source="files",
+                                     data_files=(("train", str(path)),)))
+
+
+@pytest.mark.parametrize("task", list(TASKS))
+def test_demo_samples_cover_every_split_with_every_label(task):
+    glue = TASKS[task]
+    for split in glue.splits:
+        path = loading.DEMO_DATA_DIR / task / f"{split}.jsonl"
+        rows = [json.loads(line) for line in path.read_text().splitlines()]
+        assert len(rows) >= 64
+        assert all(column in rows[0] for column in glue.text_columns + ("label", "idx"))
+        labels = {row["label"] for row in rows}
+        if split.startswith("test"):
+            assert labels == {-1}
+        elif glue.regression:
+            assert all(0 <= label <= 5 for label in labels)
+        else:
+            assert labels == set(range(glue.num_labels))
+
+
+def test_demo_checkpoint_loads_through_from_pretrained():
+    directory = loading.demo_checkpoint_dir()
+    assert (directory / "config.json").is_file()
+    model = loading.load_model("demo", num_labels=3)
+    tokenizer = loading.load_tokenizer("demo")
+    assert type(model).__name__ == "TFDistilBertForSequenceClassification"
+    assert model.config.dim == loading.DEMO_MODEL["dim"]
+    ids = tokenizer("anna drove a truck at the park .")["input_ids"]
+    assert tokenizer.unk_token_id not in ids
+
+
+def test_demo_checkpoint_build_is_deterministic(tmp_path, monkeypatch):
+    first = loading.demo_checkpoint_dir()
+    monkeypatch.setenv("DEBUGGER_CACHE_DIR", str(tmp_path))
+    second = loading.demo_checkpoint_dir()
+    assert second != first
+    assert (first / "vocab.txt").read_text() == (second / "vocab.txt").read_text()
+    a = loading.load_model(str(first), num_labels=2)
+    b = loading.load_model(str(second), num_labels=2)
+    for x, y in zip(a.get_weights(), b.get_weights()):
+        np.testing.assert_array_equal(x, y)

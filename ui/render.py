@@ -1,0 +1,53 @@
+"""Rendering of check results: status badges, the checklist, and the stage runner with clear errors."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import streamlit as st
+
+from diagnostics.errors import InputError
+from diagnostics.result import CheckResult, Status
+
+STATUS_ICONS = {
+    Status.PASS: ":material/check_circle:",
+    Status.WARN: ":material/warning:",
+    Status.FAIL: ":material/cancel:",
+    Status.ERROR: ":material/bug_report:",
+    Status.SKIP: ":material/skip_next:",
+}
+STATUS_COLOURS = {Status.PASS: "green", Status.WARN: "orange", Status.FAIL: "red", Status.ERROR: "violet", Status.SKIP: "gray"}
+
+
+def badge(status: Status) -> str:
+    return f":{STATUS_COLOURS[status]}-badge[{STATUS_ICONS[status]} {status.value.upper()}]"
+
+
+def run_stage(stage: str, runner: Callable[[], list[CheckResult]]) -> list[CheckResult] | None:
+    """Run a stage, keep its results in session state, and turn unusable input into a message on the page."""
+    try:
+        results = runner()
+    except InputError as exc:
+        st.error(f"{exc}", icon=":material/error:")
+        st.caption("Change the run configuration in the sidebar; everything else you entered is kept.")
+        return None
+    st.session_state[f"results.{stage}"] = results
+    return results
+
+
+def status_line(results: list[CheckResult]) -> None:
+    counts = {status: sum(r.status is status for r in results) for status in Status}
+    st.markdown("  ".join(f"{badge(status)} {count}" for status, count in counts.items() if count))
+
+
+def checklist(results: list[CheckResult]) -> None:
+    """Each check: badge, id, finding, and the fix as code."""
+    for result in results:
+        with st.container(border=True):
+            st.markdown(f"{badge(result.status)} `{result.id}`  \n{result.summary}")
+            if result.fix:
+                st.code(result.fix, language="python")
+
+
+def by_id(results: list[CheckResult], check_id: str) -> CheckResult | None:
+    return next((result for result in results if result.id == check_id), None)

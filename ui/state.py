@@ -1,0 +1,147 @@
+"""The shared sidebar: one run configuration for every page, kept in session state, and cached loaders."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+import diagnostics  # noqa: F401  (selects Keras 2 before TensorFlow loads)
+from diagnostics import loading
+from diagnostics.config import DATA_SOURCES, RunConfig, default_config
+from diagnostics.errors import InputError
+from diagnostics.glue import TASKS, get_task
+
+DATA_SOURCE_LABELS = {"demo": "Bundled demo samples", "hub": "Hugging Face Hub (nyu-mll/glue)", "files": "Local files"}
+CONFIG_KEY = "run.config"
+CONFIG_ERROR_KEY = "run.config_error"
+
+
+@st.cache_resource(show_spinner=False)
+def hub_reachable() -> bool:
+    return loading.hub_reachable()
+
+
+def init_state() -> None:
+    """Every sidebar key gets its default once, in this one place."""
+    defaults = default_config(hub_reachable())
+    initial = {
+        "run.checkpoint": defaults.checkpoint,
+        "run.task": defaults.task,
+        "run.split": defaults.split,
+        "run.data_source": defaults.data_source,
+        "run.data_files": "",
+        "run.num_labels": None,
+        "run.batch_size": defaults.batch_size,
+        "run.max_length": defaults.max_length,
+        "run.columns": "",
+        "run.labels_in": defaults.labels_in,
+        "run.shuffle": defaults.shuffle,
+        "run.seed": defaults.seed,
+    }
+    for key, value in initial.items():
+        st.session_state.setdefault(key, value)
+
+
+def parse_data_files(text: str) -> tuple[tuple[str, str], ...]:
+    """Lines of SPLIT=PATH into (split, path) pairs; a line without '=' is an InputError."""
+    pairs = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        split, sep, path = line.partition("=")
+        if not sep or not split.strip() or not path.strip():
+            raise InputError(f"Data file line {line!r} should read SPLIT=PATH, e.g. train=/data/mnli/train.tsv.")
+        pairs.append((split.strip(), path.strip()))
+    return tuple(pairs)
+
+
+def sidebar() -> None:
+    """Render the run configuration and store the validated RunConfig (or the reason it is invalid)."""
+    with st.sidebar:
+        st.header("Run under test")
+        if not hub_reachable():
+            st.info("Offline: the Hugging Face Hub cannot be reached, so the app runs on the bundled demo kit "
+                    "(a tiny DistilBERT built here and GLUE-schema samples).", icon=":material/cloud_off:")
+        st.text_input("Checkpoint", key="run.checkpoint",
+                      help="A Hub name, a local directory written by save_pretrained, or 'demo' for the offline kit.")
+        st.selectbox("GLUE task", list(TASKS), key="run.task")
+        source = st.radio("Data", DATA_SOURCES, key="run.data_source", format_func=DATA_SOURCE_LABELS.get)
+        if source == "files":
+            st.text_area("Data files (one SPLIT=PATH a line)", key="run.data_files",
+                         placeholder="train=/data/mnli/train.tsv\nvalidation_matched=/data/mnli/dev.tsv",
+                         help="csv, tsv with a header row, json/jsonl or parquet, in the task's GLUE schema.")
+            st.text_input("Split", key="run.split")
+        else:
+            splits = list(get_task(st.session_state["run.task"]).splits)
+            if st.session_state["run.split"] not in splits:
+                st.session_state["run.split"] = splits[0]
+            st.selectbox("Split", splits, key="run.split")
+        task = get_task(st.session_state["run.task"])
+        st.number_input("num_labels", min_value=1, max_value=1000, step=1, key="run.num_labels",
+                        placeholder=f"task default ({task.num_labels})",
+                        help="What from_pretrained(..., num_labels=N) gets. Empty: the task's own count.")
+        left, right = st.columns(2)
+        left.number_input("Batch size", min_value=1, max_value=4096, step=1, key="run.batch_size")
+        right.number_input("Max length", min_value=1, max_value=8192, step=1, key="run.max_length")
+        with st.expander("Dataset options"):
+            st.text_input("columns= for to_tf_dataset", key="run.columns",
+                          placeholder="default: the model's inputs + label",
+                          help="Comma-separated, as in to_tf_dataset(columns=[...]); e.g. input_ids,labels.")
+            st.radio("Labels", ("inputs", "separate"), key="run.labels_in", format_func={
+                "inputs": "inside the input dict", "separate": "separate, Keras (x, y)"}.get)
+            st.checkbox("Shuffle (to_tf_dataset(shuffle=True))", key="run.shuffle")
+            st.number_input("Seed", min_value=0, step=1, key="run.seed")
+    try:
+        st.session_state[CONFIG_KEY] = config_from_state()
+        st.session_state[CONFIG_ERROR_KEY] = None
+    except InputError as exc:
+        st.session_state[CONFIG_KEY] = None
+        st.session_state[CONFIG_ERROR_KEY] = str(exc)
+
+
+def config_from_state() -> RunConfig:
+    state = st.session_state
+    source = state["run.data_source"]
+    columns = tuple(c.strip() for c in state["run.columns"].split(",") if c.strip()) or None
+    return RunConfig(
+        checkpoint=state["run.checkpoint"],
+        task=state["run.task"],
+        split=state["run.split"].strip(),
+        data_source=source,
+        data_files=parse_data_files(state["run.data_files"]) if source == "files" else (),
+        num_labels=int(state["run.num_labels"]) if state["run.num_labels"] is not None else None,
+        batch_size=int(state["run.batch_size"]),
+        max_length=int(state["run.max_length"]),
+        columns=columns,
+        labels_in=state["run.labels_in"],
+        shuffle=bool(state["run.shuffle"]),
+        seed=int(state["run.seed"]),
+    ).validated()
+
+
+def current_config() -> RunConfig | None:
+    """The validated configuration; when invalid, the page shows why and stops."""
+    config = st.session_state.get(CONFIG_KEY)
+    if config is None:
+        st.error(f"The run configuration cannot be used: {st.session_state.get(CONFIG_ERROR_KEY)}")
+        st.stop()
+    return config
+
+
+@st.cache_resource(show_spinner="Loading the tokenizer…")
+def cached_tokenizer(checkpoint: str):
+    """Shared by every session; read-only."""
+    return loading.load_tokenizer(checkpoint)
+
+
+@st.cache_resource(show_spinner="Loading the split…")
+def cached_split(task: str, split: str, data_source: str, data_files: tuple):
+    """Shared by every session; datasets are immutable (select/map return new objects)."""
+    return loading.load_split(RunConfig(task=task, split=split, data_source=data_source, data_files=data_files))
+
+
+def load_inputs(config: RunConfig):
+    """The tokenizer and split of a configuration, from the shared caches."""
+    tokenizer = cached_tokenizer(config.checkpoint)
+    split = cached_split(config.task, config.split, config.data_source, config.data_files)
+    return tokenizer, split
