@@ -55,6 +55,13 @@ def parse_data_files(text: str) -> tuple[tuple[str, str], ...]:
     return tuple(pairs)
 
 
+def _parse_quietly(text: str) -> tuple[tuple[str, str], ...]:
+    try:
+        return parse_data_files(text)
+    except InputError:
+        return ()
+
+
 def sidebar() -> None:
     """Render the run configuration and store the validated RunConfig (or the reason it is invalid)."""
     with st.sidebar:
@@ -70,9 +77,10 @@ def sidebar() -> None:
             st.text_area("Data files (one SPLIT=PATH a line)", key="run.data_files",
                          placeholder="train=/data/mnli/train.tsv\nvalidation_matched=/data/mnli/dev.tsv",
                          help="csv, tsv with a header row, json/jsonl or parquet, in the task's GLUE schema.")
-            st.text_input("Split", key="run.split")
+            splits = [split for split, _ in _parse_quietly(st.session_state["run.data_files"])]
         else:
             splits = list(get_task(st.session_state["run.task"]).splits)
+        if splits:
             if st.session_state["run.split"] not in splits:
                 st.session_state["run.split"] = splits[0]
             st.selectbox("Split", splits, key="run.split")

@@ -1,0 +1,76 @@
+import json
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from conftest import ROOT
+from diagnostics.__main__ import main
+
+
+def test_run_on_demo_kit_writes_report_and_exits_0(tmp_path, capsys):
+    report_path = tmp_path / "report.json"
+    code = main(["run", "--stages", "data", "--json", str(report_path)])
+    report = json.loads(report_path.read_text())
+    out = capsys.readouterr().out
+    assert code == 0
+    assert report["run"]["checkpoint"] == "demo" and report["run"]["task"] == "mnli"
+    assert report["environment"]["transformers"] == "4.54.1"
+    ids = [check["id"] for check in report["checks"]]
+    assert "data.decoded_samples" in ids and "data.label_range" in ids
+    assert "PASS  data.columns" in out
+
+
+def test_run_on_local_bert_checkpoint_and_glue_tsv_reports_decoded_rows(tmp_path, bert_checkpoint):
+    tsv = tmp_path / "train.tsv"
+    pd.DataFrame({"premise": ["the cat sat on the mat", "anna read the paper"] * 4,
+                  "hypothesis": ["the cat sat", "anna never read"] * 4,
+                  "label": ["entailment", "contradiction"] * 4}).to_csv(tsv, sep="\t", index=False)
+    report_path = tmp_path / "report.json"
+    code = main(["run", "--checkpoint", str(bert_checkpoint), "--task", "mnli", "--data-files", f"train={tsv}",
+                 "--batch-size", "4", "--json", str(report_path)])
+    report = json.loads(report_path.read_text())
+    decoded = next(c for c in report["checks"] if c["id"] == "data.decoded_samples")
+    texts = {row["decoded"] for row in decoded["evidence"]["rows"]}
+    assert code == 0
+    assert "[CLS] the cat sat on the mat [SEP] the cat sat [SEP]" in texts
+    batch = next(c for c in report["checks"] if c["id"] == "data.batch")
+    assert "token_type_ids" in [entry["key"] for entry in batch["evidence"]["entries"]]
+
+
+def test_run_with_a_failing_check_exits_1(tmp_path):
+    assert main(["run", "--split", "test_matched", "--stages", "data"]) == 1
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--task", "imdb"], "Unknown GLUE task 'imdb'"),
+        (["--checkpoint", "/no/such/dir"], "does not exist"),
+        (["--data-files", "train=/no/such.csv"], "does not exist"),
+        (["--stages", "data,vibes"], "Unknown stage"),
+        (["--split", "dev"], "has no split 'dev'"),
+    ],
+)
+def test_run_with_unusable_input_exits_2_with_one_line(args, message, capsys):
+    assert main(["run", *args]) == 2
+    err = capsys.readouterr().err
+    assert message in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("args", [["--num-labels", "0"], ["--batch-size", "-1"], ["--max-length", "x"]])
+def test_bad_numbers_exit_2(args, capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(["run", *args])
+    assert stop.value.code == 2
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def test_module_runs_as_a_command(tmp_path):
+    completed = subprocess.run([sys.executable, "-m", "diagnostics", "run", "--task", "nope"], cwd=ROOT,
+                               capture_output=True, text=True, timeout=120,
+                               env={**__import__("os").environ, "HF_HUB_OFFLINE": "1"})
+    assert completed.returncode == 2
+    assert completed.stderr.strip().startswith("error: Unknown GLUE task")

@@ -1,0 +1,295 @@
+import copy
+
+import numpy as np
+import pytest
+
+from conftest import make_split
+from diagnostics import data
+from diagnostics.config import RunConfig
+from diagnostics.glue import TASKS
+from diagnostics.result import Status
+
+MNLI, SST2, STSB = TASKS["mnli"], TASKS["sst2"], TASKS["stsb"]
+
+
+def results_by_id(config, split, tokenizer):
+    return {result.id: result for result in data.run_data_checks(config, split, tokenizer)}
+
+
+# ------------------------------------------------------------ the first batch
+
+
+def test_first_batch_comes_from_to_tf_dataset_with_padding(tokenizer, mnli_split):
+    batch = data.build_first_batch(mnli_split, tokenizer, RunConfig(batch_size=4))
+    assert batch.error is None
+    assert set(batch.tf_batch) == {"input_ids", "attention_mask", "labels"}
+    widths = {tuple(value.shape)[1:] for key, value in batch.tf_batch.items() if key != "labels"}
+    assert len(widths) == 1  # padded to one length
+    assert batch.tf_batch["labels"].numpy().tolist() == [mnli_split[i]["label"] for i in batch.indices]
+
+
+def test_first_batch_is_seeded_and_shuffled(tokenizer, mnli_split):
+    first = data.build_first_batch(mnli_split, tokenizer, RunConfig(batch_size=6, seed=1)).indices
+    again = data.build_first_batch(mnli_split, tokenizer, RunConfig(batch_size=6, seed=1)).indices
+    unshuffled = data.build_first_batch(mnli_split, tokenizer, RunConfig(batch_size=6, shuffle=False)).indices
+    assert first == again
+    assert unshuffled == list(range(6))
+
+
+def test_first_batch_tokenizes_only_the_batch_rows(tokenizer, mnli_split):
+    batch = data.build_first_batch(mnli_split, tokenizer, RunConfig(batch_size=4))
+    assert len(batch.input_ids) == 4 and len(batch.full_lengths) == 4
+
+
+# ------------------------------------------------------------ data.columns
+
+
+def test_columns_default_request_pass(tokenizer, mnli_split):
+    assert results_by_id(RunConfig(batch_size=4), mnli_split, tokenizer)["data.columns"].status is Status.PASS
+
+
+def test_columns_course_labels_name_is_accepted_through_the_collator(tokenizer, mnli_split):
+    config = RunConfig(batch_size=4, columns=("input_ids", "attention_mask", "labels"))
+    assert results_by_id(config, mnli_split, tokenizer)["data.columns"].status is Status.PASS
+
+
+def test_columns_missing_requested_column_fail_names_existing_columns(tokenizer, mnli_split):
+    config = RunConfig(batch_size=4, columns=("input_ids", "attention_mask", "target"))
+    results = results_by_id(config, mnli_split, tokenizer)
+    assert results["data.columns"].status is Status.FAIL
+    assert "target" in results["data.columns"].summary and "premise" in results["data.columns"].summary
+    assert results["data.batch"].status is Status.FAIL
+
+
+def test_columns_course_script_without_attention_mask_warn(tokenizer, mnli_split):
+    config = RunConfig(batch_size=4, columns=("input_ids", "labels"))
+    result = results_by_id(config, mnli_split, tokenizer)["data.columns"]
+    assert result.status is Status.WARN
+    assert "attention_mask" in result.summary
+
+
+def test_columns_split_without_task_text_column_fail(tokenizer, mnli_split):
+    split = mnli_split.rename_column("premise", "sentence1")
+    results = results_by_id(RunConfig(batch_size=4), split, tokenizer)
+    assert results["data.columns"].status is Status.FAIL
+    assert "premise" in results["data.columns"].summary and "sentence1" in results["data.columns"].summary
+    assert results["data.decoded_samples"].status is Status.SKIP
+
+
+# ------------------------------------------------------------ data.batch
+
+
+def test_batch_labels_inside_inputs_pass(tokenizer, mnli_split):
+    result = results_by_id(RunConfig(batch_size=4), mnli_split, tokenizer)["data.batch"]
+    assert result.status is Status.PASS
+    assert result.evidence["labels_at"] == "inputs"
+    assert {"key": "labels", "shape": [4], "dtype": "int64", "in": "inputs"} in result.evidence["entries"]
+
+
+def test_batch_labels_separate_pass(tokenizer, mnli_split):
+    result = results_by_id(RunConfig(batch_size=4, labels_in="separate"), mnli_split, tokenizer)["data.batch"]
+    assert result.status is Status.PASS
+    assert result.evidence["labels_at"] == "separate"
+
+
+def test_batch_without_labels_fail(tokenizer, mnli_split):
+    result = results_by_id(RunConfig(batch_size=4, columns=("input_ids", "attention_mask")), mnli_split, tokenizer)
+    assert result["data.batch"].status is Status.FAIL
+    assert "no labels" in result["data.batch"].summary
+
+
+def test_batch_larger_than_split_warn(tokenizer, mnli_split):
+    result = results_by_id(RunConfig(batch_size=64), mnli_split, tokenizer)["data.batch"]
+    assert result.status is Status.WARN
+    assert "fewer rows than the batch size 64" in result.summary
+
+
+def test_batch_tokenizer_without_pad_token_fail(tokenizer, mnli_split):
+    no_pad = copy.deepcopy(tokenizer)
+    no_pad.pad_token = None
+    result = results_by_id(RunConfig(batch_size=4), mnli_split, no_pad)["data.batch"]
+    assert result.status is Status.FAIL
+    assert "pad_token" in result.fix
+
+
+# ------------------------------------------------------------ data.decoded_samples
+
+
+def test_decoded_samples_rows_carry_text_and_label_names(tokenizer, mnli_split):
+    result = results_by_id(RunConfig(batch_size=4, shuffle=False), mnli_split, tokenizer)["data.decoded_samples"]
+    assert result.status is Status.PASS
+    first = result.evidence["rows"][0]
+    assert first["decoded"].startswith("[CLS] the cat sat on the mat [SEP]")
+    assert first["label"] == 0 and first["label_name"] == "entailment"
+
+
+def test_decoded_samples_unknown_words_warn(tokenizer):
+    split = make_split("sst2", [("zebra quokka xylophone", 0), ("narwhal pangolin", 1)] * 2)
+    result = results_by_id(RunConfig(task="sst2", batch_size=4), split, tokenizer)["data.decoded_samples"]
+    assert result.status is Status.WARN
+    assert "unknown" in result.summary
+
+
+# ------------------------------------------------------------ data.label_range
+
+
+def test_label_range_valid_labels_pass():
+    result = data.check_label_range(np.array([0, 1, 2, 2]), [0, 1], MNLI, 3, "train")
+    assert result.status is Status.PASS
+
+
+def test_label_range_label_equal_to_num_labels_fail_names_values_and_fix():
+    result = data.check_label_range(np.array([0, 1, 2, 2, 1]), [2, 0], MNLI, 2, "train")
+    assert result.status is Status.FAIL
+    assert "(2 x2)" in result.summary
+    assert "num_labels=3" in result.fix
+    assert result.evidence["batch_positions"] == [0]
+
+
+def test_label_range_boundary_top_label_pass():
+    assert data.check_label_range(np.array([0, 1]), [1], SST2, 2, "train").status is Status.PASS
+
+
+def test_label_range_test_split_minus_one_fail():
+    result = data.check_label_range(np.array([-1] * 5), [-1, -1], MNLI, 3, "test_matched")
+    assert result.status is Status.FAIL
+    assert "-1 x5" in result.summary and "test" in result.summary
+    assert "'validation'" in result.fix
+
+
+def test_label_range_regression_scores_pass_and_out_of_range_fail():
+    assert data.check_label_range(np.array([0.0, 2.5, 5.0]), [5.0], STSB, 1, "train").status is Status.PASS
+    result = data.check_label_range(np.array([0.0, 5.5, -1.0]), [0.0], STSB, 1, "test")
+    assert result.status is Status.FAIL
+
+
+def test_label_range_whole_pipeline_on_three_class_data_with_two_labels_fail(tokenizer, mnli_split):
+    result = results_by_id(RunConfig(batch_size=4, num_labels=2), mnli_split, tokenizer)["data.label_range"]
+    assert result.status is Status.FAIL
+    assert result.evidence["split_invalid"] == [{"label": 2, "count": 4}]
+
+
+# ------------------------------------------------------------ data.label_balance
+
+
+def test_label_balance_balanced_pass():
+    result = data.check_label_balance(np.array([0, 1, 2] * 10), [0, 1, 2, 0], MNLI, 3)
+    assert result.status is Status.PASS
+    assert result.evidence["split_counts"] == [10, 10, 10]
+
+
+def test_label_balance_dominant_label_warn():
+    result = data.check_label_balance(np.array([0] * 90 + [1] * 10), [0, 0, 1, 0], SST2, 2)
+    assert result.status is Status.WARN
+    assert "negative makes up 90%" in result.summary
+
+
+def test_label_balance_exactly_at_threshold_pass():
+    result = data.check_label_balance(np.array([0] * 80 + [1] * 20), [0, 1], SST2, 2, warn_dominant_share=0.8)
+    assert result.status is Status.PASS
+
+
+def test_label_balance_label_missing_from_batch_warn():
+    result = data.check_label_balance(np.array([0, 1, 2] * 10), [0, 0, 1, 1, 0, 1], MNLI, 3)
+    assert result.status is Status.WARN
+    assert "no contradiction" in result.summary
+
+
+def test_label_balance_regression_histogram_pass():
+    result = data.check_label_balance(np.array([0.5, 2.5, 4.5]), [2.5], STSB, 1)
+    assert result.status is Status.PASS
+    assert sum(result.evidence["split"]["counts"]) == 3
+
+
+# ------------------------------------------------------------ data.baselines
+
+
+def test_baselines_balanced_three_class_pass_with_ln3():
+    result = data.check_baselines(np.array([0, 1, 2] * 5), MNLI, 3)
+    assert result.status is Status.PASS
+    assert result.evidence["uniform_loss"] == pytest.approx(np.log(3))
+    assert result.evidence["majority_accuracy"] == pytest.approx(1 / 3)
+
+
+def test_baselines_majority_above_threshold_warn():
+    result = data.check_baselines(np.array([1] * 95 + [0] * 5), SST2, 2)
+    assert result.status is Status.WARN
+    assert "95%" in result.summary
+
+
+def test_baselines_regression_variance_pass():
+    result = data.check_baselines(np.array([1.0, 3.0]), STSB, 1)
+    assert result.evidence["mean_predictor_mse"] == pytest.approx(1.0)
+    assert result.status is Status.PASS
+
+
+def test_baselines_no_valid_label_skip():
+    assert data.check_baselines(np.array([-1, -1]), MNLI, 3).status is Status.SKIP
+
+
+# ------------------------------------------------------------ data.truncation
+
+
+def _figures(lengths, kept, max_length):
+    return {"max_length": max_length, "rows": len(lengths), "truncated_rows": sum(l > max_length for l in lengths),
+            "truncated_share": sum(l > max_length for l in lengths) / len(lengths),
+            "padding_share": 1 - sum(kept) / (max(kept) * len(kept)), "lengths": lengths, "padded_length": max(kept)}
+
+
+def test_truncation_short_rows_pass():
+    assert data.check_truncation(_figures([10, 12, 11, 12], [10, 12, 11, 12], 32)).status is Status.PASS
+
+
+def test_truncation_many_cut_rows_warn():
+    result = data.check_truncation(_figures([40, 50, 10, 60], [32, 32, 10, 32], 32))
+    assert result.status is Status.WARN
+    assert "3 of 4 rows" in result.summary
+
+
+def test_truncation_exactly_at_max_length_is_not_cut_pass():
+    assert data.check_truncation(_figures([32, 32], [32, 32], 32)).status is Status.PASS
+
+
+def test_truncation_measured_on_the_real_batch(tokenizer, mnli_split):
+    result = results_by_id(RunConfig(batch_size=12, max_length=10, shuffle=False), mnli_split, tokenizer)["data.truncation"]
+    assert result.evidence["truncated_rows"] == sum(length > 10 for length in result.evidence["lengths"])
+    assert result.status is Status.WARN
+
+
+# ------------------------------------------------------------ data.duplicates
+
+
+def test_duplicates_distinct_rows_pass(tokenizer, mnli_split):
+    assert results_by_id(RunConfig(batch_size=4), mnli_split, tokenizer)["data.duplicates"].status is Status.PASS
+
+
+def test_duplicates_conflicting_labels_warn():
+    split = make_split("sst2", [("a good film", 1), ("a good film", 0), ("a bad film", 0)])
+    result = data.check_duplicates(data.duplicate_figures(split, SST2))
+    assert result.status is Status.WARN
+    assert result.evidence["conflicting_rows"] == 2
+    assert result.evidence["duplicate_rows"] == 1
+
+
+def test_duplicates_repeats_with_same_label_warn_above_threshold():
+    split = make_split("sst2", [("a good film", 1)] * 3 + [("a bad film", 0)])
+    result = data.check_duplicates(data.duplicate_figures(split, SST2))
+    assert result.status is Status.WARN
+    assert result.evidence["conflicting_rows"] == 0
+
+
+# ------------------------------------------------------------ the stage
+
+
+def test_stage_runs_every_check_on_a_regression_task(tokenizer):
+    split = make_split("stsb", [("the cat sat", "a cat sat", 4.2), ("the dog ran", "anna read", 0.4)] * 3)
+    results = results_by_id(RunConfig(task="stsb", batch_size=4), split, tokenizer)
+    assert set(results) == {"data.columns", "data.batch", "data.decoded_samples", "data.label_range",
+                            "data.label_balance", "data.baselines", "data.truncation", "data.duplicates"}
+    assert results["data.batch"].evidence["entries"][-1]["dtype"] == "float32"
+    assert all(result.status is not Status.ERROR for result in results.values())
+
+
+def test_stage_on_clean_data_has_no_failure(tokenizer, mnli_split):
+    results = data.run_data_checks(RunConfig(batch_size=6), mnli_split, tokenizer)
+    assert [r.id for r in results if r.status in (Status.FAIL, Status.ERROR)] == []

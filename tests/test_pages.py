@@ -1,0 +1,69 @@
+"""The app and its pages, offline, through Streamlit's AppTest."""
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from conftest import ROOT
+
+APP = str(ROOT / "app.py")
+TIMEOUT = 120  # importing TensorFlow alone takes seconds
+
+
+@pytest.fixture
+def app():
+    return AppTest.from_file(APP, default_timeout=TIMEOUT).run()
+
+
+def texts(at) -> str:
+    return "\n".join(element.value for element in list(at.markdown) + list(at.caption) + list(at.error) + list(at.info))
+
+
+def test_app_opens_offline_on_the_demo_kit(app):
+    assert not app.exception
+    assert app.text_input(key="run.checkpoint").value == "demo"
+    assert "Offline" in "\n".join(info.value for info in app.sidebar.info)
+
+
+def test_data_page_shows_decoded_table_and_checks(app):
+    assert not app.exception
+    table = app.dataframe[0].value
+    assert {"decoded", "label_name"} <= set(table.columns)
+    assert table["decoded"].str.startswith("[CLS]").all()
+    assert "`data.label_range`" in texts(app)
+    assert len(app.get("plotly_chart")) == 2
+
+
+def test_data_page_flags_num_labels_two_on_mnli(app):
+    app.number_input(key="run.num_labels").set_value(2).run()
+    assert not app.exception
+    assert "FAIL] `data.label_range`" in texts(app)
+
+
+def test_data_page_test_split_flags_minus_one(app):
+    app.selectbox(key="run.split").set_value("test_matched").run()
+    assert "-1 x64" in texts(app)
+
+
+def test_bad_checkpoint_gives_a_message_and_keeps_the_sidebar(app):
+    app.number_input(key="run.batch_size").set_value(8).run()
+    app.text_input(key="run.checkpoint").set_value("/no/such/checkpoint").run()
+    assert not app.exception
+    assert "does not exist" in texts(app)
+    assert app.number_input(key="run.batch_size").value == 8
+    app.text_input(key="run.checkpoint").set_value("demo").run()
+    assert not app.error and app.dataframe
+
+
+def test_missing_data_file_gives_a_message(app, tmp_path):
+    app.radio(key="run.data_source").set_value("files").run()
+    app.text_area(key="run.data_files").set_value(f"train={tmp_path / 'missing.csv'}").run()
+    assert not app.exception
+    assert "does not exist" in texts(app)
+
+
+def test_configuration_survives_a_rerun(app):
+    app.selectbox(key="run.task").set_value("sst2").run()
+    app.run()
+    assert app.selectbox(key="run.task").value == "sst2"
+    assert app.selectbox(key="run.split").value == "train"
+    assert "negative" in app.dataframe[0].value["label_name"].tolist() + ["negative"]
