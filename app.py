@@ -4,13 +4,13 @@ import streamlit as st
 
 from ui.state import init_state, sidebar
 
-st.set_page_config(page_title="Training Pipeline Debugger", page_icon=":material/bug_report:", layout="wide")
+st.set_page_config(page_title="Training Pipeline Debugger", layout="wide")
 
 init_state()
 navigation = st.navigation(
     {
         "The walk": [
-            st.Page("app_pages/1_data.py", title="1 · Data", icon=":material/table_rows:", default=True),
+            st.Page("app_pages/1_data.py", title="1 · Data", default=True),
         ],
     }
 )

@@ -30,8 +30,14 @@ if decoded and decoded.evidence.get("rows"):
     st.dataframe(
         pd.DataFrame(decoded.evidence["rows"])[["position", "index", "label", "label_name", "decoded", "tokens"]],
         hide_index=True, width="stretch",
-        column_config={"decoded": st.column_config.TextColumn("decoded (tokenizer.decode)", width="large"),
-                       "label_name": "label name", "index": "row in split"},
+        column_config={
+            "position": st.column_config.NumberColumn("#", width=40),
+            "index": st.column_config.NumberColumn("row in split", width=90),
+            "label": st.column_config.NumberColumn("label", width=60),
+            "label_name": st.column_config.TextColumn("label name", width=120),
+            "decoded": st.column_config.TextColumn("decoded (tokenizer.decode)", width=900),
+            "tokens": st.column_config.NumberColumn("tokens", width=60),
+        },
     )
 else:
     st.warning(decoded.summary if decoded else "No batch could be built.")

@@ -7,7 +7,8 @@ from typing import Callable
 import streamlit as st
 
 from diagnostics.errors import InputError
-from diagnostics.result import CheckResult, Status
+from diagnostics.report import STAGE_ORDER
+from diagnostics.result import CheckResult, Status, worst_first
 
 STATUS_ICONS = {
     Status.PASS: ":material/check_circle:",
@@ -41,8 +42,8 @@ def status_line(results: list[CheckResult]) -> None:
 
 
 def checklist(results: list[CheckResult]) -> None:
-    """Each check: badge, id, finding, and the fix as code."""
-    for result in results:
+    """Each check, worst first: badge, id, finding, and the fix as code."""
+    for result in worst_first(results, STAGE_ORDER):
         with st.container(border=True):
             st.markdown(f"{badge(result.status)} `{result.id}`  \n{result.summary}")
             if result.fix:
