@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 
-from diagnostics.config import default_config
+from diagnostics.config import LOSSES, OPTIMIZERS, default_config
 from diagnostics.errors import InputError
 from diagnostics.result import Status
 
@@ -32,6 +33,26 @@ def _positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _learning_rate(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
+    return value
+
+
+def _non_negative(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"must be zero or positive, got {text}")
     return value
 
 
@@ -60,6 +81,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--max-length", type=_positive_int)
     run.add_argument("--columns", help="comma-separated columns= for to_tf_dataset (default: the model's inputs + label)")
     run.add_argument("--labels-in", choices=("inputs", "separate"), help="labels inside the input dict or Keras (x, y)")
+    run.add_argument("--loss", choices=list(LOSSES),
+                     help="internal (the model's own, default), or a Keras loss as compile() gets it")
+    run.add_argument("--optimizer", choices=list(OPTIMIZERS),
+                     help="'adam' (a string, Keras defaults), Adam or AdamW objects, or create_optimizer (default Adam)")
+    run.add_argument("--learning-rate", type=_learning_rate, help="for Adam, AdamW and create_optimizer (default 5e-5)")
+    run.add_argument("--weight-decay", type=_non_negative, help="for AdamW and create_optimizer (default 0)")
     run.add_argument("--no-shuffle", action="store_true", help="take the first rows instead of a shuffled batch")
     run.add_argument("--stages", help="comma-separated stages to run (default: all)")
     run.add_argument("--seed", type=int)
@@ -76,7 +103,8 @@ def config_from_args(args) -> "RunConfig":  # noqa: F821
         overrides["data_source"] = "files"
     if args.data_source:
         overrides["data_source"] = args.data_source
-    for field in ("checkpoint", "task", "split", "num_labels", "batch_size", "max_length", "labels_in", "seed"):
+    for field in ("checkpoint", "task", "split", "num_labels", "batch_size", "max_length", "labels_in", "seed",
+                  "loss", "optimizer", "learning_rate", "weight_decay"):
         value = getattr(args, field)
         if value is not None:
             overrides[field] = value

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, replace
 
 from diagnostics.errors import InputError
@@ -12,6 +13,21 @@ HUB_DEFAULT_CHECKPOINT = "distilbert-base-uncased"
 DEFAULT_TASK = "mnli"
 DATA_SOURCES = ("demo", "hub", "files")
 LABEL_PLACEMENTS = ("inputs", "separate")
+# How the loss reaches model.compile: the model's own loss, or a Keras loss as a string or an object.
+LOSSES = {
+    "internal": "compile(optimizer) with no loss: the model's internal loss",
+    "sparse_categorical_crossentropy": 'compile(loss="sparse_categorical_crossentropy"): a string, from_logits=False',
+    "SparseCategoricalCrossentropy(from_logits=True)": "compile(loss=SparseCategoricalCrossentropy(from_logits=True))",
+    "SparseCategoricalCrossentropy(from_logits=False)": "compile(loss=SparseCategoricalCrossentropy(from_logits=False))",
+    "mse": 'compile(loss="mse"): mean squared error, for regression (stsb)',
+}
+# How the optimizer reaches model.compile: a string (Keras defaults) or an object with a learning rate.
+OPTIMIZERS = {
+    "adam": 'compile(optimizer="adam"): a string, Keras defaults',
+    "Adam": "compile(optimizer=Adam(learning_rate=LR))",
+    "AdamW": "compile(optimizer=AdamW(learning_rate=LR, weight_decay=WD))",
+    "create_optimizer": "transformers.create_optimizer(LR, num_train_steps, num_warmup_steps, weight_decay_rate=WD)",
+}
 
 
 @dataclass(frozen=True)
@@ -32,6 +48,11 @@ class RunConfig:
         labels_in: "inputs" (labels inside the input dict) or "separate" (Keras `(x, y)`).
         shuffle: whether the training dataset is shuffled, as `to_tf_dataset(shuffle=True)`.
         seed: seeds every random choice (the shuffled batch, new head weights).
+        loss: a key of LOSSES.
+        optimizer: a key of OPTIMIZERS.
+        learning_rate: the rate of an optimizer object (a string optimizer ignores it, as Keras does).
+        weight_decay: for AdamW and create_optimizer.
+        train_steps / warmup_steps: the planned schedule, for create_optimizer.
     """
 
     checkpoint: str = DEMO_CHECKPOINT
@@ -46,6 +67,12 @@ class RunConfig:
     labels_in: str = "inputs"
     shuffle: bool = True
     seed: int = 0
+    loss: str = "internal"
+    optimizer: str = "Adam"
+    learning_rate: float = 5e-5
+    weight_decay: float = 0.0
+    train_steps: int = 1000
+    warmup_steps: int = 0
 
     @property
     def glue_task(self) -> GlueTask:
@@ -85,6 +112,18 @@ class RunConfig:
             problems.append("data source 'files' needs at least one SPLIT=PATH data file")
         if self.labels_in not in LABEL_PLACEMENTS:
             problems.append(f"labels_in must be 'inputs' or 'separate', got {self.labels_in!r}")
+        if self.loss not in LOSSES:
+            problems.append(f"loss must be one of {', '.join(LOSSES)}, got {self.loss!r}")
+        if self.optimizer not in OPTIMIZERS:
+            problems.append(f"optimizer must be one of {', '.join(OPTIMIZERS)}, got {self.optimizer!r}")
+        if not (isinstance(self.learning_rate, (int, float)) and math.isfinite(self.learning_rate)
+                and self.learning_rate > 0):
+            problems.append(f"learning rate must be a positive number, got {self.learning_rate!r}")
+        if not (math.isfinite(self.weight_decay) and self.weight_decay >= 0):
+            problems.append(f"weight decay must be zero or positive, got {self.weight_decay!r}")
+        if self.train_steps < 1 or self.warmup_steps < 0 or self.warmup_steps > self.train_steps:
+            problems.append(f"need 0 <= warmup steps ({self.warmup_steps}) <= train steps ({self.train_steps}), "
+                            "and at least one train step")
         if self.data_source != "files" and self.split not in task.splits:
             problems.append(f"task {task.name} has no split {self.split!r}; its splits are {', '.join(task.splits)}")
         if problems:

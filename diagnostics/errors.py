@@ -6,3 +6,7 @@ class InputError(ValueError):
 
     Pages show the message; the command line prints it on one line and exits with status 2.
     """
+
+
+class NotClassifierError(InputError):
+    """The checkpoint loads, but has no TensorFlow sequence-classification model class."""

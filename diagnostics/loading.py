@@ -11,7 +11,7 @@ import urllib.request
 from pathlib import Path
 
 from diagnostics.config import DEMO_CHECKPOINT, RunConfig
-from diagnostics.errors import InputError
+from diagnostics.errors import InputError, NotClassifierError
 from diagnostics.glue import TASKS, GlueTask, get_task
 
 DEMO_DATA_DIR = Path(__file__).resolve().parent / "demo_data"
@@ -121,7 +121,7 @@ def load_model(checkpoint: str, num_labels: int, seed: int = 0):
     try:
         return _from_pretrained(TFAutoModelForSequenceClassification, checkpoint, num_labels=num_labels)
     except ValueError as exc:
-        raise InputError(
+        raise NotClassifierError(
             f"{checkpoint!r} has no TensorFlow sequence-classification model: {str(exc).splitlines()[0]}"
         ) from exc
 

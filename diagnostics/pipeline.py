@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Callable
+
 from diagnostics import loading
 from diagnostics.config import RunConfig
-from diagnostics.data import run_data_checks
-from diagnostics.errors import InputError
+from diagnostics.data import build_first_batch, run_data_checks
+from diagnostics.errors import InputError, NotClassifierError
+from diagnostics.model import not_classification_results, run_model_checks
 from diagnostics.result import CheckResult
 
-STAGES = ("data",)
+STAGES = ("data", "model")
 
 
 def parse_stages(text: str | None) -> tuple[str, ...]:
@@ -22,11 +25,14 @@ def parse_stages(text: str | None) -> tuple[str, ...]:
     return names
 
 
-def run_stages(config: RunConfig, stages: tuple[str, ...] = STAGES, *, tokenizer=None, split=None) -> list[CheckResult]:
+def run_stages(config: RunConfig, stages: tuple[str, ...] = STAGES, *, tokenizer=None, split=None,
+               model_loader: Callable = loading.load_model) -> list[CheckResult]:
     """Run the chosen stages in pipeline order.
 
     Args:
         tokenizer, split: already-loaded artifacts to reuse (the app passes its cached ones).
+        model_loader: `(checkpoint, num_labels, seed) -> model`; the app passes its shared cache.
+            The model it returns is never modified.
 
     Raises:
         InputError: the configuration, checkpoint or data cannot be used.
@@ -37,4 +43,16 @@ def run_stages(config: RunConfig, stages: tuple[str, ...] = STAGES, *, tokenizer
     results: list[CheckResult] = []
     if "data" in stages:
         results += run_data_checks(config, split, tokenizer)
+    if "model" in stages:
+        results += model_stage(config, tokenizer, split, model_loader)
     return results
+
+
+def model_stage(config: RunConfig, tokenizer, split, model_loader: Callable = loading.load_model) -> list[CheckResult]:
+    """The Model stage on the Data stage's first batch; a checkpoint with no classifier is a clear fail."""
+    try:
+        model = model_loader(config.checkpoint, config.effective_num_labels, config.seed)
+    except NotClassifierError as exc:
+        return not_classification_results(config.checkpoint, str(exc))
+    batch = build_first_batch(split, tokenizer, config)
+    return run_model_checks(config, model, tokenizer, batch)

@@ -46,3 +46,37 @@ def token_length_figure(result: CheckResult) -> go.Figure:
     figure.add_hline(y=evidence["max_length"], line_dash="dash", line_color=LIMIT_COLOUR,
                      annotation_text=f"max_length {evidence['max_length']}")
     return _layout(figure, "Tokens per row of the first batch", "row of the batch", "tokens")
+
+
+NAN_COLOUR = "#D62728"
+
+
+def per_sample_loss_figure(result: CheckResult) -> go.Figure:
+    """Loss of every row of the batch; rows whose loss is NaN or Inf are marked at the top in red."""
+    losses = result.evidence["losses"]
+    labels = result.evidence["labels"]
+    finite = [loss for loss in losses if loss is not None]
+    top = max(finite) * 1.15 if finite else 1.0
+    figure = go.Figure()
+    figure.add_bar(x=list(range(len(losses))), y=[loss if loss is not None else 0 for loss in losses],
+                   name="loss", marker_color=SPLIT_COLOUR,
+                   hovertext=[f"label {label}" for label in labels])
+    bad = [i for i, loss in enumerate(losses) if loss is None]
+    if bad:
+        figure.add_scatter(x=bad, y=[top] * len(bad), mode="markers+text", name="NaN / Inf loss",
+                           marker=dict(color=NAN_COLOUR, symbol="x", size=12),
+                           text=[f"label {labels[i]}" for i in bad], textposition="top center")
+    return _layout(figure, "Loss of each row of the batch", "row of the batch", "loss")
+
+
+def gradient_norm_figure(result: CheckResult) -> go.Figure:
+    """Gradient norm of each layer after one train step (log scale)."""
+    norms = result.evidence.get("layer_norms", [])
+    figure = go.Figure()
+    figure.add_bar(y=[row["layer"] for row in norms], x=[row["norm"] or 0 for row in norms], orientation="h",
+                   marker_color=[SPLIT_COLOUR if row["norm"] else NAN_COLOUR for row in norms])
+    figure.update_xaxes(type="log")
+    figure.update_yaxes(autorange="reversed")
+    _layout(figure, "Gradient norm per layer (one train step)", "gradient norm (log)", "")
+    figure.update_layout(height=max(300, 22 * len(norms) + 100))
+    return figure

@@ -76,3 +76,49 @@ def mnli_split():
 @pytest.fixture
 def sst2_split():
     return make_split("sst2", [("a great film", 1), ("an awful book", 0), ("the sun is warm", 1), ("a bad film", 0)] * 3)
+
+
+@pytest.fixture(scope="session")
+def bert_tokenizer(bert_checkpoint):
+    from diagnostics.loading import load_tokenizer
+
+    return load_tokenizer(str(bert_checkpoint))
+
+
+@pytest.fixture(scope="session")
+def cached_bert(bert_checkpoint):
+    """A three-label classifier loaded once and shared, like the app's cached model: tests must not change it."""
+    from diagnostics.loading import load_model
+
+    return load_model(str(bert_checkpoint), 3)
+
+
+@pytest.fixture(scope="session")
+def gpt2_checkpoint(tmp_path_factory) -> Path:
+    """A tiny GPT-2 whose tokenizer has no padding token, written by save_pretrained."""
+    import tf_keras
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import GPT2Config, PreTrainedTokenizerFast, TFGPT2Model
+
+    directory = tmp_path_factory.mktemp("gpt2-tiny")
+    vocabulary = {token: i for i, token in enumerate(["<|endoftext|>", "[UNK]"] + WORDS + ["."])}
+    backend = Tokenizer(models.WordLevel(vocabulary, unk_token="[UNK]"))
+    backend.pre_tokenizer = pre_tokenizers.Whitespace()
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, eos_token="<|endoftext|>", unk_token="[UNK]")
+    tokenizer.save_pretrained(directory)
+    tf_keras.utils.set_random_seed(0)
+    model = TFGPT2Model(GPT2Config(vocab_size=len(vocabulary), n_embd=32, n_layer=2, n_head=4, n_positions=64))
+    model(model.dummy_inputs)
+    model.save_pretrained(directory)
+    return directory
+
+
+@pytest.fixture(scope="session")
+def t5_config_checkpoint(tmp_path_factory, vocab_file) -> Path:
+    """A directory whose config is an encoder-decoder (T5) with no TF sequence-classification class."""
+    from transformers import BertTokenizerFast, T5Config
+
+    directory = tmp_path_factory.mktemp("t5-config")
+    BertTokenizerFast(vocab_file=str(vocab_file)).save_pretrained(directory)
+    T5Config(vocab_size=64, d_model=32, num_layers=2, num_heads=4, d_ff=37).save_pretrained(directory)
+    return directory

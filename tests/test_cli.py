@@ -74,3 +74,34 @@ def test_module_runs_as_a_command(tmp_path):
                                env={**__import__("os").environ, "HF_HUB_OFFLINE": "1"})
     assert completed.returncode == 2
     assert completed.stderr.strip().startswith("error: Unknown GLUE task")
+
+
+def _three_class_tsv(path):
+    pd.DataFrame({"premise": ["the cat sat on the mat", "anna read the paper", "the dog ran in the park"] * 4,
+                  "hypothesis": ["the cat sat", "anna never read", "a dog ran today"] * 4,
+                  "label": [0, 2, 1] * 4}).to_csv(path, sep="\t", index=False)
+
+
+def test_model_stage_num_labels_two_fails_nan_rows_with_exactly_the_label_two_rows(tmp_path, bert_checkpoint):
+    tsv = tmp_path / "train.tsv"
+    _three_class_tsv(tsv)
+    report_path = tmp_path / "report.json"
+    code = main(["run", "--checkpoint", str(bert_checkpoint), "--data-files", f"train={tsv}", "--num-labels", "2",
+                 "--batch-size", "12", "--stages", "model", "--json", str(report_path)])
+    checks = {c["id"]: c for c in json.loads(report_path.read_text())["checks"]}
+    assert code == 1
+    assert checks["model.nan_rows"]["status"] == "fail"
+    assert {row["label"] for row in checks["model.nan_rows"]["evidence"]["rows"]} == {2}
+    assert len(checks["model.nan_rows"]["evidence"]["rows"]) == 4
+
+
+def test_model_stage_num_labels_three_passes_every_model_check(tmp_path, bert_checkpoint):
+    tsv = tmp_path / "train.tsv"
+    _three_class_tsv(tsv)
+    report_path = tmp_path / "report.json"
+    code = main(["run", "--checkpoint", str(bert_checkpoint), "--data-files", f"train={tsv}", "--num-labels", "3",
+                 "--batch-size", "12", "--stages", "model", "--json", str(report_path)])
+    statuses = {c["id"]: c["status"] for c in json.loads(report_path.read_text())["checks"]}
+    assert code == 0
+    assert statuses.pop("model.nan_origin") == "skip"
+    assert set(statuses.values()) == {"pass"}

@@ -67,3 +67,28 @@ def test_configuration_survives_a_rerun(app):
     assert app.selectbox(key="run.task").value == "sst2"
     assert app.selectbox(key="run.split").value == "train"
     assert "negative" in app.dataframe[0].value["label_name"].tolist() + ["negative"]
+
+
+def test_model_page_runs_clean_on_the_demo_kit(app):
+    app.switch_page("app_pages/2_model.py").run()
+    assert not app.exception
+    assert "PASS] `model.gradients`" in texts(app)
+    assert len(app.get("plotly_chart")) == 2
+
+
+def test_model_page_shows_the_nan_drilldown_for_num_labels_two(app):
+    app.switch_page("app_pages/2_model.py").run()
+    app.number_input(key="run.num_labels").set_value(2).run()
+    assert not app.exception
+    assert "every one has a label >= num_labels" in texts(app)
+    drilldown = app.dataframe[0].value
+    assert set(drilldown["label"]) == {2}
+    assert drilldown["decoded"].str.startswith("[CLS]").all()
+
+
+def test_bad_learning_rate_gives_a_message_and_keeps_the_rest(app):
+    app.number_input(key="run.batch_size").set_value(8).run()
+    app.text_input(key="run.learning_rate").set_value("-1").run()
+    assert not app.exception
+    assert "learning rate must be a positive number" in texts(app)
+    assert app.number_input(key="run.batch_size").value == 8

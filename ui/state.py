@@ -6,7 +6,7 @@ import streamlit as st
 
 import diagnostics  # noqa: F401  (selects Keras 2 before TensorFlow loads)
 from diagnostics import loading
-from diagnostics.config import DATA_SOURCES, RunConfig, default_config
+from diagnostics.config import DATA_SOURCES, LOSSES, OPTIMIZERS, RunConfig, default_config
 from diagnostics.errors import InputError
 from diagnostics.glue import TASKS, get_task
 
@@ -36,6 +36,10 @@ def init_state() -> None:
         "run.labels_in": defaults.labels_in,
         "run.shuffle": defaults.shuffle,
         "run.seed": defaults.seed,
+        "run.loss": defaults.loss,
+        "run.optimizer": defaults.optimizer,
+        "run.learning_rate": f"{defaults.learning_rate:g}",
+        "run.weight_decay": f"{defaults.weight_decay:g}",
     }
     for key, value in initial.items():
         st.session_state.setdefault(key, value)
@@ -91,6 +95,15 @@ def sidebar() -> None:
         left, right = st.columns(2)
         left.number_input("Batch size", min_value=1, max_value=4096, step=1, key="run.batch_size")
         right.number_input("Max length", min_value=1, max_value=8192, step=1, key="run.max_length")
+        st.subheader("Training setup")
+        st.selectbox("Loss", list(LOSSES), key="run.loss", help="\n\n".join(f"**{k}**: {v}" for k, v in LOSSES.items()))
+        st.selectbox("Optimizer", list(OPTIMIZERS), key="run.optimizer",
+                     help="\n\n".join(f"**{k}**: {v}" for k, v in OPTIMIZERS.items()))
+        left, right = st.columns(2)
+        left.text_input("Learning rate", key="run.learning_rate", disabled=st.session_state["run.optimizer"] == "adam",
+                        help='Ignored by the string "adam", which always means 0.001.')
+        right.text_input("Weight decay", key="run.weight_decay",
+                         disabled=st.session_state["run.optimizer"] not in ("AdamW", "create_optimizer"))
         with st.expander("Dataset options"):
             st.text_input("columns= for to_tf_dataset", key="run.columns",
                           placeholder="default: the model's inputs + label",
@@ -124,7 +137,19 @@ def config_from_state() -> RunConfig:
         labels_in=state["run.labels_in"],
         shuffle=bool(state["run.shuffle"]),
         seed=int(state["run.seed"]),
+        loss=state["run.loss"],
+        optimizer=state["run.optimizer"],
+        learning_rate=parse_number("learning rate", state["run.learning_rate"]),
+        weight_decay=parse_number("weight decay", state["run.weight_decay"]),
     ).validated()
+
+
+def parse_number(name: str, text: str) -> float:
+    """A number typed in the sidebar ('5e-5', '0.001'); anything else is an InputError naming the field."""
+    try:
+        return float(str(text).strip())
+    except ValueError:
+        raise InputError(f"{name} {text!r} is not a number; write it like 5e-5 or 0.00005") from None
 
 
 def current_config() -> RunConfig | None:
@@ -146,6 +171,12 @@ def cached_tokenizer(checkpoint: str):
 def cached_split(task: str, split: str, data_source: str, data_files: tuple):
     """Shared by every session; datasets are immutable (select/map return new objects)."""
     return loading.load_split(RunConfig(task=task, split=split, data_source=data_source, data_files=data_files))
+
+
+@st.cache_resource(show_spinner="Loading the model…", max_entries=4)
+def cached_model(checkpoint: str, num_labels: int, seed: int):
+    """Shared by every session and never trained, compiled or given new weights: checks work on copies."""
+    return loading.load_model(checkpoint, num_labels, seed)
 
 
 def load_inputs(config: RunConfig):

@@ -1,0 +1,624 @@
+"""Model stage: one batch through a freshly loaded model, the NaN-row drilldown, gradients, where NaN starts, memory."""
+
+from __future__ import annotations
+
+import math
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from diagnostics.config import RunConfig
+from diagnostics.data import LABEL, FirstBatch, decoded_rows
+from diagnostics.glue import GlueTask
+from diagnostics.result import CheckResult, Status, run_check, skipped
+from diagnostics.training import StepRecord, first_line, fresh_copy, one_train_step, split_batch
+
+STAGE = "model"
+MODEL_CHECKS = ("model.config", "model.forward", "model.nan_rows", "model.initial_loss", "model.gradients",
+                "model.weights_after_step", "model.nan_origin", "model.memory")
+
+
+# ---------------------------------------------------------------- measuring
+
+
+@dataclass
+class Forward:
+    """One eager forward pass of the batch.
+
+    Attributes:
+        logits: (rows, num_labels) array, or None when the pass raised.
+        trace: (name, output) of each stage of the network in forward order: embeddings,
+            every encoder layer, the logits.
+        error: "Type: message" when the forward pass itself raised.
+        fit_call_error: "Type: message" when calling the model with the labels inside the
+            input dict (as `model.fit` does) raised, e.g. an out-of-range label on CPU.
+    """
+
+    logits: np.ndarray | None = None
+    trace: list[tuple[str, np.ndarray]] = field(default_factory=list)
+    error: str | None = None
+    fit_call_error: str | None = None
+
+
+def run_forward(model, tf_batch) -> Forward:
+    """The batch through the model, eagerly (like `run_eagerly=True`), keeping every layer's output."""
+    inputs, _ = split_batch(tf_batch)
+    record = Forward()
+    try:
+        output = model(inputs, training=False, output_hidden_states=True)
+    except Exception as exc:
+        record.error = f"{type(exc).__name__}: {first_line(exc)}"
+        return record
+    record.logits = np.asarray(output.logits)
+    hidden = [np.asarray(state) for state in (output.hidden_states or ())]
+    if hidden:
+        record.trace.append(("embeddings", hidden[0]))
+        record.trace += [(f"encoder layer {i} of {len(hidden) - 1}", state) for i, state in enumerate(hidden[1:])]
+    record.trace.append(("classification head (logits)", record.logits))
+    if not isinstance(tf_batch, tuple) and "labels" in tf_batch:
+        try:
+            model(dict(tf_batch), training=False)
+        except Exception as exc:
+            record.fit_call_error = f"{type(exc).__name__}: {first_line(exc)}"
+    return record
+
+
+def per_sample_losses(logits: np.ndarray, labels: np.ndarray, regression: bool) -> np.ndarray:
+    """Loss of every row, computed the same way on every device.
+
+    Cross-entropy from `log_softmax` and a gather, with NaN where the label is outside
+    [0, num_labels) (CPU kernels raise there, GPU kernels return NaN). Regression: squared error.
+    """
+    logits = np.asarray(logits, dtype=np.float64)
+    labels = np.asarray(labels)
+    if regression:
+        return (logits.reshape(len(labels), -1)[:, 0] - labels.astype(np.float64)) ** 2
+    with np.errstate(all="ignore"):
+        shifted = logits - logits.max(axis=1, keepdims=True)
+        log_probs = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+    labels = labels.astype(np.int64)
+    valid = (labels >= 0) & (labels < logits.shape[1])
+    picked = np.take_along_axis(log_probs, np.where(valid, labels, 0)[:, None], axis=1)[:, 0]
+    return np.where(valid, -picked, np.nan)
+
+
+def finite_share(array: np.ndarray) -> float:
+    return float(np.isfinite(array).mean()) if array.size else 1.0
+
+
+def stats(array: np.ndarray) -> dict[str, Any]:
+    values = np.asarray(array, dtype=np.float64)
+    finite = values[np.isfinite(values)]
+    return {
+        "shape": list(values.shape),
+        "min": float(finite.min()) if finite.size else None,
+        "max": float(finite.max()) if finite.size else None,
+        "non_finite_share": 1.0 - finite_share(values),
+    }
+
+
+def variable_path(name: str) -> str:
+    """'tf_bert_for_sequence_classification_3/bert/encoder/layer_._0/attention/self/query/kernel:0'
+    -> 'bert/encoder/layer_._0/attention/self/query/kernel' (the instance prefix varies per copy)."""
+    return name.split(":")[0].split("/", 1)[-1]
+
+
+def layer_group(name: str) -> str:
+    """The block a variable belongs to, for per-layer charts: an encoder layer, the embeddings, a head layer."""
+    parts = variable_path(name).split("/")
+    for index, part in enumerate(parts):
+        if part.startswith("layer_._"):
+            return "/".join(parts[: index + 1])
+    return "/".join(parts[:-1]) or parts[0]
+
+
+def non_finite_weights(model) -> list[str]:
+    """Paths of trainable variables holding NaN or Inf, in model order."""
+    return [variable_path(v.name) for v in model.trainable_variables if not np.isfinite(v.numpy()).all()]
+
+
+# ---------------------------------------------------------------- model.config
+
+
+def check_config(model_config, model_class: str, task: GlueTask, tokenizer) -> CheckResult:
+    """Architecture, num_labels, label names and problem type against the task's labels."""
+    num_labels = int(model_config.num_labels)
+    id2label = {int(k): v for k, v in (model_config.id2label or {}).items()}
+    generic = all(name == f"LABEL_{i}" for i, name in id2label.items())
+    evidence = {
+        "model_class": model_class,
+        "architectures": list(model_config.architectures or []),
+        "model_type": model_config.model_type,
+        "num_labels": num_labels,
+        "task_num_labels": task.num_labels,
+        "id2label": {str(k): v for k, v in id2label.items()},
+        "label2id": dict(model_config.label2id or {}),
+        "problem_type": model_config.problem_type,
+        "task_labels": list(task.label_names),
+        "pad_token": tokenizer.pad_token,
+    }
+    names_fix = ", ".join(f"{i}: {name!r}" for i, name in enumerate(task.label_names))
+    proper_fix = (f"TFAutoModelForSequenceClassification.from_pretrained(checkpoint, num_labels={task.num_labels}"
+                  + (f", id2label={{{names_fix}}}, label2id={{...}})" if task.label_names else ")"))
+    described = f"{model_class} ({model_config.model_type}) with num_labels={num_labels}"
+    if tokenizer.pad_token is None:
+        return CheckResult(
+            "model.config", STAGE, Status.FAIL,
+            f"{described}, but its tokenizer has no padding token, so batches of more than one row cannot be padded.",
+            fix="tokenizer.pad_token = tokenizer.eos_token\nmodel.config.pad_token_id = tokenizer.pad_token_id",
+            evidence=evidence,
+        )
+    if task.regression and (num_labels != 1 or model_config.problem_type not in (None, "regression")):
+        return CheckResult(
+            "model.config", STAGE, Status.FAIL,
+            f"{described} and problem_type={model_config.problem_type!r}, but {task.name} is regression: "
+            "it needs one output and a mean squared error loss.",
+            fix="TFAutoModelForSequenceClassification.from_pretrained(checkpoint, num_labels=1)",
+            evidence=evidence,
+        )
+    if task.regression:
+        return CheckResult("model.config", STAGE, Status.PASS,
+                           f"{described}: one output, as regression on {task.name} needs.", evidence=evidence)
+    if model_config.problem_type == "regression" or num_labels < task.num_labels:
+        return CheckResult(
+            "model.config", STAGE, Status.FAIL,
+            f"{described}, but {task.name} has {task.num_labels} labels ({', '.join(task.label_names)}): "
+            f"{_label_span(num_labels, task.num_labels)} no output, so rows with them get a NaN loss (GPU) or an error (CPU).",
+            fix=proper_fix,
+            evidence=evidence,
+        )
+    if num_labels > task.num_labels:
+        return CheckResult(
+            "model.config", STAGE, Status.WARN,
+            f"{described}, but {task.name} has only {task.num_labels} labels: "
+            f"{num_labels - task.num_labels} outputs never get a positive example.",
+            fix=proper_fix,
+            evidence=evidence,
+        )
+    if not generic and [id2label.get(i) for i in range(num_labels)] != list(task.label_names):
+        return CheckResult(
+            "model.config", STAGE, Status.WARN,
+            f"{described}, but its id2label {id2label} differs from {task.name}'s label order "
+            f"({', '.join(task.label_names)}): predictions would be read with the wrong names.",
+            fix=proper_fix,
+            evidence=evidence,
+        )
+    naming = "generic names LABEL_0.." if generic else "the task's label names"
+    return CheckResult(
+        "model.config", STAGE, Status.PASS,
+        f"{described} matches {task.name}'s {task.num_labels} labels; id2label uses {naming}.",
+        evidence=evidence,
+    )
+
+
+def _label_span(first: int, end: int) -> str:
+    return f"label {first} has" if end - first == 1 else f"labels {first} to {end - 1} have"
+
+
+# ---------------------------------------------------------------- model.forward
+
+
+def check_forward(forward: Forward, batch_rows: int, num_labels: int) -> CheckResult:
+    """The batch runs through the model; logits have the right shape and are finite."""
+    if forward.error:
+        return CheckResult("model.forward", STAGE, Status.FAIL, f"The forward pass raised {forward.error}.",
+                           fix="Read the error above; run model(batch) with run_eagerly=True to see where.",
+                           evidence={"error": forward.error})
+    shape = list(forward.logits.shape)
+    share = finite_share(forward.logits)
+    evidence = {"logits_shape": shape, "finite_share": share, "fit_call_error": forward.fit_call_error,
+                "logits": forward.logits.tolist()}
+    if shape != [batch_rows, num_labels]:
+        return CheckResult("model.forward", STAGE, Status.FAIL,
+                           f"The logits have shape {tuple(shape)}, not ({batch_rows}, {num_labels}).", evidence=evidence)
+    if share < 1.0:
+        return CheckResult(
+            "model.forward", STAGE, Status.FAIL,
+            f"{1 - share:.0%} of the logits are NaN or Inf before any training: the weights or inputs are broken "
+            "(see model.nan_origin).",
+            fix="Reload the checkpoint; check model.get_weights() for NaN.",
+            evidence=evidence,
+        )
+    if forward.fit_call_error:
+        return CheckResult(
+            "model.forward", STAGE, Status.FAIL,
+            f"The logits {tuple(shape)} are finite, but calling the model with the labels in the input dict, as "
+            f"model.fit does, raises {forward.fit_call_error} (on a GPU this shows as loss: nan instead).",
+            fix="See model.nan_rows for the rows and their labels.",
+            evidence=evidence,
+        )
+    return CheckResult("model.forward", STAGE, Status.PASS,
+                       f"The batch runs through the model eagerly: logits {tuple(shape)}, all finite.", evidence=evidence)
+
+
+# ---------------------------------------------------------------- model.nan_rows
+
+
+def nan_cause(rows: list[dict[str, Any]], num_labels: int, regression: bool) -> str:
+    """The cause the non-finite rows share, in one phrase."""
+    labels = [row["label"] for row in rows]
+    logits_broken = [row for row in rows if not all(v is not None and math.isfinite(v) for v in row["logits"])]
+    if logits_broken and len(logits_broken) == len(rows):
+        return "their logits are already non-finite, so the weights or the inputs are the cause (see model.nan_origin)"
+    if not regression and labels and all(label == -1 for label in labels):
+        return "every one has label -1: the split has no labels (a GLUE test split)"
+    if not regression and labels and all(label >= num_labels for label in labels):
+        values = sorted(set(labels))
+        return (f"every one has a label >= num_labels ({', '.join(map(str, values))}) while "
+                f"config.num_labels == {num_labels}")
+    if not regression and labels and all(label < 0 or label >= num_labels for label in labels):
+        return f"every one has a label outside [0, {num_labels})"
+    if regression and labels and all(not math.isfinite(float(label)) for label in labels):
+        return "every one has a missing (NaN) score"
+    return f"no single cause: {len(logits_broken)} have non-finite logits, the rest labels {sorted(set(labels))}"
+
+
+def check_nan_rows(losses: np.ndarray, logits: np.ndarray, decoded: list[dict[str, Any]], num_labels: int,
+                   regression: bool) -> CheckResult:
+    """A per-sample loss for every row; fail when any row's loss is NaN or Inf, naming the shared cause."""
+    bad = [i for i, loss in enumerate(losses) if not math.isfinite(loss)]
+    series = {"losses": [float(v) if math.isfinite(v) else None for v in losses],
+              "labels": [row["label"] for row in decoded]}
+    if not bad:
+        return CheckResult("model.nan_rows", STAGE, Status.PASS,
+                           f"All {len(losses)} rows have a finite loss (from {np.min(losses):.3f} to {np.max(losses):.3f}).",
+                           evidence={**series, "rows": []})
+    rows = [{
+        "position": i,
+        "index": decoded[i]["index"],
+        "decoded": decoded[i]["decoded"],
+        "label": decoded[i]["label"],
+        "label_name": decoded[i]["label_name"],
+        "loss": None,
+        "logits": [float(v) if math.isfinite(v) else None for v in np.asarray(logits[i]).ravel()],
+    } for i in bad]
+    cause = nan_cause(rows, num_labels, regression)
+    if "label -1" in cause:
+        fix = "Use a split with labels ('train' or 'validation'): GLUE's test splits carry label -1."
+    elif "label >=" in cause:
+        fix = f"TFAutoModelForSequenceClassification.from_pretrained(checkpoint, num_labels={max(r['label'] for r in rows) + 1})"
+    elif "logits" in cause:
+        fix = "Reload the checkpoint and look at model.nan_origin for the first broken layer."
+    else:
+        fix = "Drop or fix the rows listed, then rerun."
+    return CheckResult(
+        "model.nan_rows", STAGE, Status.FAIL,
+        f"{len(bad)} of {len(losses)} rows have a non-finite loss, and {cause}.",
+        fix=fix,
+        evidence={**series, "rows": rows, "cause": cause},
+    )
+
+
+# ---------------------------------------------------------------- model.initial_loss
+
+
+def configured_loss_value(loss_name: str, logits: np.ndarray, labels: np.ndarray, regression: bool) -> float:
+    """Mean loss of the rows with a valid label, computed with the configured loss (the model's own, or Keras')."""
+    import tf_keras
+
+    from diagnostics.training import build_loss
+
+    labels = np.asarray(labels)
+    if regression:
+        valid = np.isfinite(labels.astype(float))
+    else:
+        valid = (labels >= 0) & (labels < logits.shape[1])
+    if not valid.any():
+        return math.nan
+    if loss_name == "internal":
+        return float(np.mean(per_sample_losses(logits[valid], labels[valid], regression)))
+    loss = tf_keras.losses.get(build_loss(loss_name))
+    return float(np.mean(np.asarray(loss(labels[valid], logits[valid]))))
+
+
+def check_initial_loss(value: float, expected: float, reference: float, loss_name: str, regression: bool, *,
+                       warn_relative_gap: float = 0.3, warn_loss_disagreement: float = 0.1) -> CheckResult:
+    """The fresh model's loss should sit near the random-guess loss ln K (regression: mean of label squared),
+    and the configured loss should agree with the loss computed properly on the same logits.
+
+    Args:
+        value: mean loss of the batch under the configured loss.
+        expected: ln K, or mean(label²) for regression.
+        reference: the same batch's loss computed properly from the logits (cross-entropy or squared error).
+        warn_relative_gap: relative distance from `expected` above which the loss is suspicious.
+        warn_loss_disagreement: relative distance between `value` and `reference` above which the
+            configured loss reads the model's output as something it is not.
+    """
+    evidence = {"loss": value, "expected": expected, "reference": reference, "loss_name": loss_name}
+    what = "mean(label²), the error of a head that outputs about 0" if regression else f"ln(K) = {expected:.3f}"
+    if not math.isfinite(value):
+        return CheckResult("model.initial_loss", STAGE, Status.SKIP,
+                           "No row has a valid label and a finite loss, so there is no initial loss to judge "
+                           "(see model.nan_rows).", evidence=evidence)
+    gap = abs(value - expected) / expected if expected else 0.0
+    disagreement = abs(value - reference) / reference if reference else 0.0
+    evidence.update({"relative_gap": gap, "disagreement": disagreement})
+    fix = ("model.compile(optimizer=...)  # the model's internal loss; or loss=SparseCategoricalCrossentropy(from_logits=True)"
+           if not regression else "model.compile(optimizer=...)  # the internal mean squared error")
+    if disagreement > warn_loss_disagreement:
+        return CheckResult(
+            "model.initial_loss", STAGE, Status.WARN,
+            f"The configured loss {loss_name!r} gives {value:.3f} on the untrained model, but cross-entropy computed from "
+            f"its logits gives {reference:.3f} ({what}): the loss treats the logits as probabilities (from_logits=False).",
+            fix=fix, evidence=evidence,
+        )
+    if gap > warn_relative_gap:
+        return CheckResult(
+            "model.initial_loss", STAGE, Status.WARN,
+            f"The untrained model's loss is {value:.3f}, {gap:.0%} away from {what}: the head may not fit the task, "
+            "the checkpoint may already be trained on other labels, or a custom loss has a bug.",
+            fix=fix, evidence=evidence,
+        )
+    return CheckResult("model.initial_loss", STAGE, Status.PASS,
+                       f"The untrained model's loss is {value:.3f}, within {gap:.0%} of {what}, as a fresh head should be.",
+                       evidence=evidence)
+
+
+# ---------------------------------------------------------------- model.gradients
+
+
+def gradient_figures(record: StepRecord) -> dict[str, Any]:
+    """Global gradient norm, per-layer norms, and the variables with no or non-finite gradients."""
+    missing = [variable_path(name) for name, grad in record.gradients if grad is None]
+    broken = [variable_path(name) for name, grad in record.gradients if grad is not None and not np.isfinite(grad).all()]
+    groups: dict[str, float] = {}
+    for name, grad in record.gradients:
+        if grad is not None:
+            groups[layer_group(name)] = groups.get(layer_group(name), 0.0) + float(np.sum(np.square(grad, dtype=np.float64)))
+    norms = [{"layer": layer, "norm": math.sqrt(total) if math.isfinite(total) else None} for layer, total in groups.items()]
+    total = sum(v for v in groups.values())
+    return {
+        "variables": len(record.gradients),
+        "no_gradient": missing,
+        "non_finite": broken,
+        "global_norm": math.sqrt(total) if math.isfinite(total) else None,
+        "layer_norms": norms,
+        "loss": record.loss,
+        "error": record.error,
+    }
+
+
+LABELS_LOSS_MISMATCH = (
+    "This is the course's \"No gradients provided\" error: the loss given to compile() never sees the model's "
+    "output and labels together, e.g. labels inside the input dict with compile(loss=...) on a Transformers "
+    "version that does not move them out, or no labels where the internal loss needs them."
+)
+
+
+def check_gradients(figures: dict[str, Any], config: RunConfig) -> CheckResult:
+    """One real train step with the configured loss and label placement: every trainable variable gets a finite gradient."""
+    if figures["error"]:
+        no_gradients = "No gradients provided" in figures["error"]
+        return CheckResult(
+            "model.gradients", STAGE, Status.FAIL,
+            f"model.fit's train step raised {figures['error']}" + (f". {LABELS_LOSS_MISMATCH}" if no_gradients else "."),
+            fix=("model.compile(optimizer=optimizer)  # no loss: the model uses the labels in the input dict"
+                 if no_gradients else "See model.nan_rows and model.config for the cause."),
+            evidence=figures,
+        )
+    if figures["no_gradient"]:
+        names = ", ".join(figures["no_gradient"][:5])
+        return CheckResult(
+            "model.gradients", STAGE, Status.FAIL,
+            f"{len(figures['no_gradient'])} of {figures['variables']} trainable variables get no gradient ({names}"
+            f"{', ...' if len(figures['no_gradient']) > 5 else ''}): they are not connected to the loss. "
+            f"{LABELS_LOSS_MISMATCH}",
+            fix="Check that the loss uses the model's output; freeze unused layers with layer.trainable = False.",
+            evidence=figures,
+        )
+    if figures["non_finite"]:
+        return CheckResult(
+            "model.gradients", STAGE, Status.FAIL,
+            f"{len(figures['non_finite'])} of {figures['variables']} variables get a NaN or Inf gradient, first "
+            f"{figures['non_finite'][0]}.",
+            fix="Fix the non-finite loss first (model.nan_rows); then lower the learning rate or clip: Adam(..., global_clipnorm=1.0).",
+            evidence=figures,
+        )
+    placement = "inside the input dict" if config.labels_in == "inputs" else "separate (x, y)"
+    return CheckResult(
+        "model.gradients", STAGE, Status.PASS,
+        f"All {figures['variables']} trainable variables get a finite gradient (global norm {figures['global_norm']:.3g}) "
+        f"with loss {config.loss!r} and labels {placement}.",
+        evidence=figures,
+    )
+
+
+# ---------------------------------------------------------------- model.weights_after_step
+
+
+def check_weights_after_step(record: StepRecord, broken: list[str], learning_rate_text: str) -> CheckResult:
+    """After one optimizer step on a copy, every weight is still finite."""
+    evidence = {"non_finite": broken, "loss": record.loss}
+    if record.error:
+        return CheckResult("model.weights_after_step", STAGE, Status.SKIP,
+                           "The train step did not run (see model.gradients), so no weights were updated.", evidence=evidence)
+    if broken:
+        return CheckResult(
+            "model.weights_after_step", STAGE, Status.FAIL,
+            f"After one optimizer step ({learning_rate_text}), {len(broken)} weights hold NaN or Inf, first: "
+            f"{', '.join(broken[:3])}.",
+            fix="Lower the learning rate (e.g. Adam(5e-5)) and fix non-finite losses (model.nan_rows).",
+            evidence=evidence,
+        )
+    return CheckResult("model.weights_after_step", STAGE, Status.PASS,
+                       f"After one optimizer step ({learning_rate_text}) on a copy, every weight is finite.",
+                       evidence=evidence)
+
+
+# ---------------------------------------------------------------- model.nan_origin
+
+
+def first_non_finite(trace: list[tuple[str, np.ndarray]], input_ids) -> dict[str, Any] | None:
+    """The first stage of the forward trace whose output holds NaN or Inf, with its input and output statistics."""
+    previous_name, previous = "input_ids", np.asarray(input_ids)
+    for name, output in trace:
+        if finite_share(output) < 1.0:
+            return {"layer": name, "input_from": previous_name, "input": stats(previous), "output": stats(output)}
+        previous_name, previous = name, output
+    return None
+
+
+def check_nan_origin(fresh: Forward, stepped: Forward | None, input_ids, broken_fresh: list[str],
+                     broken_stepped: list[str], any_nan_loss: bool) -> CheckResult:
+    """Where NaN starts: the first layer (in forward order) whose output is non-finite, on this one batch."""
+    for when, forward, broken in (("in the freshly loaded model", fresh, broken_fresh),
+                                  ("after one optimizer step", stepped, broken_stepped)):
+        if forward is None or not forward.trace:
+            continue
+        found = first_non_finite(forward.trace, input_ids)
+        if found:
+            found.update({"when": when, "non_finite_weights": broken[:20]})
+            return CheckResult(
+                "model.nan_origin", STAGE, Status.FAIL,
+                f"NaN/Inf first appears {when} at the output of {found['layer']} "
+                f"({found['output']['non_finite_share']:.0%} non-finite; its input from {found['input_from']} has "
+                f"{found['input']['non_finite_share']:.0%})" + (f"; non-finite weights: {', '.join(broken[:3])}" if broken else "") + ".",
+                fix="Reload the checkpoint (weights are broken) or lower the learning rate (the step broke them).",
+                evidence=found,
+            )
+    if any_nan_loss:
+        return CheckResult("model.nan_origin", STAGE, Status.SKIP,
+                           "Every layer's output is finite: the non-finite loss comes from the labels, not the network "
+                           "(see model.nan_rows).")
+    return CheckResult("model.nan_origin", STAGE, Status.SKIP,
+                       "Nothing to trace: every layer output, loss, gradient and weight is finite.")
+
+
+# ---------------------------------------------------------------- model.memory
+
+
+def config_size(model_config) -> tuple[int, int, int]:
+    """(hidden size, layers, heads) under the names BERT- and DistilBERT-style configs use."""
+    hidden = getattr(model_config, "hidden_size", None) or getattr(model_config, "dim", None) or 0
+    layers = getattr(model_config, "num_hidden_layers", None) or getattr(model_config, "n_layers", None) or 0
+    heads = getattr(model_config, "num_attention_heads", None) or getattr(model_config, "n_heads", None) or 1
+    return int(hidden), int(layers), int(heads)
+
+
+def gpu_memory_bytes() -> int | None:
+    """Total memory of the first GPU, when one exists and nvidia-smi can say."""
+    import tensorflow as tf
+
+    if not tf.config.list_physical_devices("GPU") or not shutil.which("nvidia-smi"):
+        return None
+    try:
+        output = subprocess.run(["nvidia-smi", "--query-gpu=memory.total", "--format=csv,noheader,nounits"],
+                                capture_output=True, text=True, timeout=10).stdout
+        return int(output.split()[0]) * 1024 * 1024
+    except Exception:
+        return None
+
+
+def memory_figures(param_count: int, model_config, batch_size: int, sequence_length: int) -> dict[str, Any]:
+    """Memory training needs: float32 weights, gradients and Adam's two slots, plus an activation estimate.
+
+    Activations per layer follow Korthikanti et al. (2022): s*b*h*(34 + 5*a*s/h) bytes in 16-bit,
+    doubled for float32.
+    """
+    import psutil
+
+    hidden, layers, heads = config_size(model_config)
+    state = param_count * 4 * 4
+    activations = 0
+    if hidden:
+        activations = int(2 * layers * sequence_length * batch_size * hidden * (34 + 5 * heads * sequence_length / hidden))
+    return {
+        "parameters": int(param_count),
+        "weights_bytes": param_count * 4,
+        "training_state_bytes": state,
+        "activation_bytes_estimate": activations,
+        "total_bytes": state + activations,
+        "available_ram_bytes": int(psutil.virtual_memory().available),
+        "gpu_bytes": gpu_memory_bytes(),
+        "batch_size": batch_size,
+        "sequence_length": sequence_length,
+    }
+
+
+def _gib(count: float) -> str:
+    return f"{count / 2**30:.2f} GiB" if count >= 2**28 else f"{count / 2**20:.1f} MiB"
+
+
+def check_memory(figures: dict[str, Any]) -> CheckResult:
+    """Whether training fits in the memory of the device it would run on."""
+    device = "GPU" if figures["gpu_bytes"] else "RAM"
+    room = figures["gpu_bytes"] or figures["available_ram_bytes"]
+    summary = (f"{figures['parameters']:,} parameters: training needs about {_gib(figures['total_bytes'])} "
+               f"(weights, gradients and Adam's two slots {_gib(figures['training_state_bytes'])}, activations for "
+               f"batch {figures['batch_size']} x max_length {figures['sequence_length']} about "
+               f"{_gib(figures['activation_bytes_estimate'])}) against {_gib(room)} of {device}.")
+    if figures["total_bytes"] > room:
+        return CheckResult(
+            "model.memory", STAGE, Status.WARN, summary + " It will not fit.",
+            fix="Halve the batch size, shorten max_length, or pick a smaller checkpoint such as distilbert-base-cased.",
+            evidence=figures,
+        )
+    return CheckResult("model.memory", STAGE, Status.PASS, summary, evidence=figures)
+
+
+# ---------------------------------------------------------------- the stage
+
+
+def learning_rate_text(config: RunConfig) -> str:
+    if config.optimizer == "adam":
+        return 'optimizer "adam", learning rate 0.001'
+    return f"{config.optimizer}, learning rate {config.learning_rate:g}"
+
+
+def not_classification_results(checkpoint: str, message: str) -> list[CheckResult]:
+    """The stage's results when the checkpoint has no sequence-classification model: a clear fail, the rest skipped."""
+    failed = CheckResult(
+        "model.config", STAGE, Status.FAIL,
+        f"{checkpoint} cannot be loaded as a TensorFlow sequence classifier: {message}",
+        fix='TFAutoModelForSequenceClassification.from_pretrained("distilbert-base-uncased", num_labels=...)  '
+            "# an encoder checkpoint with a classification head class",
+        evidence={"error": message},
+    )
+    return [failed] + [skipped(check_id, STAGE, "No model to run (see model.config).") for check_id in MODEL_CHECKS[1:]]
+
+
+def run_model_checks(config: RunConfig, model, tokenizer, batch: FirstBatch) -> list[CheckResult]:
+    """Every Model-stage check, on the given (cached, never modified) model and the Data stage's first batch."""
+    task = config.glue_task
+    results = [run_check("model.config", STAGE, check_config, model.config, type(model).__name__, task, tokenizer)]
+    if batch.tf_batch is None:
+        reason = f"No batch to run: {batch.error or 'the Data stage could not build one'} (see data.batch)."
+        return results + [skipped(check_id, STAGE, reason) for check_id in MODEL_CHECKS[1:]]
+    inputs, _ = split_batch(batch.tf_batch)
+    labels = np.asarray(batch.rows[LABEL])
+    num_labels = int(model.config.num_labels)
+    fresh = run_forward(model, batch.tf_batch)
+    results.append(run_check("model.forward", STAGE, check_forward, fresh, len(labels), num_labels))
+    losses = np.array([])
+    if fresh.logits is not None:
+        decoded = decoded_rows(batch, tokenizer, task)
+        losses = per_sample_losses(fresh.logits, labels, task.regression)
+        results.append(run_check("model.nan_rows", STAGE, check_nan_rows, losses, fresh.logits, decoded,
+                                 num_labels, task.regression))
+        expected = float(np.mean(labels[np.isfinite(labels.astype(float))].astype(float) ** 2)) \
+            if task.regression else math.log(num_labels)
+        results.append(run_check(
+            "model.initial_loss", STAGE,
+            lambda: check_initial_loss(configured_loss_value(config.loss, fresh.logits, labels, task.regression),
+                                       expected, configured_loss_value("internal", fresh.logits, labels, task.regression),
+                                       config.loss, task.regression)))
+    else:
+        for check_id in ("model.nan_rows", "model.initial_loss"):
+            results.append(skipped(check_id, STAGE, "The forward pass failed (see model.forward)."))
+
+    copy = fresh_copy(model, inputs)
+    record = one_train_step(copy, batch.tf_batch, config)
+    results.append(run_check("model.gradients", STAGE, lambda: check_gradients(gradient_figures(record), config)))
+    broken_after = non_finite_weights(copy)
+    results.append(run_check("model.weights_after_step", STAGE, check_weights_after_step, record, broken_after,
+                             learning_rate_text(config)))
+    stepped = run_forward(copy, batch.tf_batch) if broken_after else None
+    results.append(run_check("model.nan_origin", STAGE, check_nan_origin, fresh, stepped, inputs["input_ids"],
+                             non_finite_weights(model), broken_after, bool(losses.size and not np.isfinite(losses).all())))
+    del copy
+    results.append(run_check("model.memory", STAGE, lambda: check_memory(memory_figures(
+        model.count_params(), model.config, config.batch_size, config.max_length))))
+    return results

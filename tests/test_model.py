@@ -1,0 +1,228 @@
+import math
+
+import numpy as np
+import pytest
+
+from conftest import make_split
+from diagnostics import loading, model as model_checks
+from diagnostics.config import RunConfig
+from diagnostics.data import build_first_batch
+from diagnostics.glue import TASKS
+from diagnostics.pipeline import model_stage
+from diagnostics.result import Status
+
+
+def stage(config, split, tokenizer, model=None, loader=None):
+    loader = loader or (lambda checkpoint, num_labels, seed: model)
+    return {r.id: r for r in model_stage(config, tokenizer, split, loader)}
+
+
+@pytest.fixture(scope="module")
+def two_label_bert(bert_checkpoint):
+    return loading.load_model(str(bert_checkpoint), 2)
+
+
+# ------------------------------------------------------------ per-sample loss
+
+
+def test_per_sample_losses_match_cross_entropy_and_mark_invalid_labels_nan():
+    logits = np.array([[2.0, 0.0], [0.0, 0.0], [1.0, 1.0]])
+    losses = model_checks.per_sample_losses(logits, np.array([0, 1, 2]), regression=False)
+    assert losses[0] == pytest.approx(-math.log(math.exp(2) / (math.exp(2) + 1)))
+    assert losses[1] == pytest.approx(math.log(2))
+    assert math.isnan(losses[2])
+
+
+def test_per_sample_losses_minus_one_is_nan_and_regression_is_squared_error():
+    assert math.isnan(model_checks.per_sample_losses(np.zeros((1, 3)), np.array([-1]), regression=False)[0])
+    assert model_checks.per_sample_losses(np.array([[1.0], [3.0]]), np.array([2.0, 3.0]), True).tolist() == [1.0, 0.0]
+
+
+# ------------------------------------------------------------ a clean run
+
+
+def test_clean_run_every_check_passes(mnli_split, bert_tokenizer, cached_bert):
+    results = stage(RunConfig(batch_size=6), mnli_split, bert_tokenizer, cached_bert)
+    assert results.pop("model.nan_origin").status is Status.SKIP
+    assert {check: r.status for check, r in results.items()} == {check: Status.PASS for check in results}
+    assert set(results) == set(model_checks.MODEL_CHECKS) - {"model.nan_origin"}
+
+
+def test_clean_run_initial_loss_within_15_percent_of_ln_k(mnli_split, bert_tokenizer, cached_bert):
+    result = stage(RunConfig(batch_size=6), mnli_split, bert_tokenizer, cached_bert)["model.initial_loss"]
+    assert abs(result.evidence["loss"] - math.log(3)) / math.log(3) < 0.15
+
+
+def test_clean_run_bert_batch_carries_token_type_ids(mnli_split, bert_tokenizer, cached_bert):
+    result = stage(RunConfig(batch_size=6), mnli_split, bert_tokenizer, cached_bert)["model.gradients"]
+    assert result.evidence["global_norm"] > 0
+    assert any("encoder/layer_._1" in row["layer"] for row in result.evidence["layer_norms"])
+
+
+def test_cached_model_weights_are_unchanged(mnli_split, bert_tokenizer, cached_bert):
+    before = [w.copy() for w in cached_bert.get_weights()]
+    stage(RunConfig(batch_size=6, learning_rate=10.0), mnli_split, bert_tokenizer, cached_bert)
+    for old, new in zip(before, cached_bert.get_weights()):
+        assert old.tobytes() == new.tobytes()
+
+
+# ------------------------------------------------------------ the course's num_labels=2 on three classes
+
+
+def test_num_labels_two_nan_rows_are_exactly_the_label_two_rows(mnli_split, bert_tokenizer, two_label_bert):
+    config = RunConfig(batch_size=12, num_labels=2, shuffle=False)
+    result = stage(config, mnli_split, bert_tokenizer, two_label_bert)["model.nan_rows"]
+    batch = build_first_batch(mnli_split, bert_tokenizer, config)
+    expected = [i for i, label in enumerate(batch.rows["label"]) if label == 2]
+    assert result.status is Status.FAIL
+    assert [row["position"] for row in result.evidence["rows"]] == expected
+    assert all(row["label"] == 2 and row["loss"] is None and row["decoded"].startswith("[CLS]")
+               for row in result.evidence["rows"])
+    assert "label >= num_labels" in result.summary and "config.num_labels == 2" in result.summary
+    assert "num_labels=3" in result.fix
+
+
+def test_num_labels_two_config_fails_with_task_label_names(mnli_split, bert_tokenizer, two_label_bert):
+    results = stage(RunConfig(batch_size=12, num_labels=2), mnli_split, bert_tokenizer, two_label_bert)
+    assert results["model.config"].status is Status.FAIL
+    assert "num_labels=3" in results["model.config"].fix and "'contradiction'" in results["model.config"].fix
+    assert "Received a label value of 2" in results["model.forward"].summary
+    assert results["model.nan_origin"].status is Status.SKIP
+    assert "labels" in results["model.nan_origin"].summary
+
+
+def test_label_minus_one_rows_are_nan_with_the_test_split_cause(bert_tokenizer, cached_bert):
+    split = make_split("mnli", [("the cat sat", "the dog ran", -1)] * 4)
+    result = stage(RunConfig(batch_size=4), split, bert_tokenizer, cached_bert)["model.nan_rows"]
+    assert result.status is Status.FAIL
+    assert len(result.evidence["rows"]) == 4
+    assert "label -1" in result.summary
+
+
+# ------------------------------------------------------------ NaN weights
+
+
+def test_nan_weights_name_the_first_broken_layer(bert_checkpoint, mnli_split, bert_tokenizer):
+    broken = loading.load_model(str(bert_checkpoint), 3)
+    target = next(v for v in broken.trainable_variables if "layer_._1/attention/self/query/kernel" in v.name)
+    target.assign(np.full(target.shape, np.nan, dtype=np.float32))
+    results = stage(RunConfig(batch_size=6), mnli_split, bert_tokenizer, broken)
+    origin = results["model.nan_origin"]
+    assert origin.status is Status.FAIL
+    assert origin.evidence["layer"] == "encoder layer 1 of 2"
+    assert origin.evidence["input"]["non_finite_share"] == 0.0
+    assert origin.evidence["output"]["non_finite_share"] == 1.0
+    assert "bert/encoder/layer_._1/attention/self/query/kernel" in origin.evidence["non_finite_weights"]
+    assert results["model.forward"].status is Status.FAIL
+    assert "logits are already non-finite" in results["model.nan_rows"].summary
+
+
+def test_learning_rate_that_breaks_weights_fails_after_step(bert_checkpoint, mnli_split, bert_tokenizer, cached_bert):
+    results = stage(RunConfig(batch_size=6, learning_rate=1e39), mnli_split, bert_tokenizer, cached_bert)
+    assert results["model.weights_after_step"].status is Status.FAIL
+    assert results["model.nan_origin"].evidence["when"] == "after one optimizer step"
+
+
+# ------------------------------------------------------------ loss configuration
+
+
+def test_string_loss_on_logits_initial_loss_warn(mnli_split, bert_tokenizer, cached_bert):
+    config = RunConfig(batch_size=6, loss="sparse_categorical_crossentropy")
+    result = stage(config, mnli_split, bert_tokenizer, cached_bert)["model.initial_loss"]
+    assert result.status is Status.WARN
+    assert "from_logits=False" in result.summary
+
+
+def test_keras_loss_from_logits_with_separate_labels_pass(mnli_split, bert_tokenizer, cached_bert):
+    config = RunConfig(batch_size=6, loss="SparseCategoricalCrossentropy(from_logits=True)", labels_in="separate")
+    results = stage(config, mnli_split, bert_tokenizer, cached_bert)
+    assert results["model.initial_loss"].status is Status.PASS
+    assert results["model.gradients"].status is Status.PASS
+
+
+@pytest.mark.parametrize("value, status", [(1.0, Status.PASS), (1.29, Status.PASS), (0.71, Status.PASS),
+                                           (1.31, Status.WARN), (0.69, Status.WARN)])
+def test_initial_loss_distance_from_ln_k_boundary(value, status):
+    assert model_checks.check_initial_loss(value, 1.0, value, "internal", False).status is status
+
+
+@pytest.mark.parametrize("reference, status", [(1.0, Status.PASS), (1.095, Status.PASS), (1.12, Status.WARN)])
+def test_initial_loss_configured_loss_disagrees_with_logits_boundary(reference, status):
+    assert model_checks.check_initial_loss(1.0, 1.0, reference, "sparse_categorical_crossentropy", False).status is status
+
+
+# ------------------------------------------------------------ gradients
+
+
+def test_missing_gradients_fail_names_variables():
+    record = model_checks.StepRecord(loss=1.0, gradients=[("m/bert/pooler/dense/kernel:0", None),
+                                                          ("m/classifier/kernel:0", np.ones(2))])
+    result = model_checks.check_gradients(model_checks.gradient_figures(record), RunConfig())
+    assert result.status is Status.FAIL
+    assert "bert/pooler/dense/kernel" in result.summary and "No gradients provided" in result.summary
+
+
+def test_no_gradients_error_explains_the_label_mismatch():
+    record = model_checks.StepRecord(error="ValueError: No gradients provided for any variable")
+    result = model_checks.check_gradients(model_checks.gradient_figures(record), RunConfig())
+    assert result.status is Status.FAIL
+    assert "labels inside the input dict" in result.summary
+
+
+def test_non_finite_gradient_fail():
+    record = model_checks.StepRecord(loss=1.0, gradients=[("m/classifier/kernel:0", np.array([np.nan, 1.0]))])
+    assert model_checks.check_gradients(model_checks.gradient_figures(record), RunConfig()).status is Status.FAIL
+
+
+# ------------------------------------------------------------ other checkpoints and tasks
+
+
+def test_regression_task_runs_every_check(bert_checkpoint, bert_tokenizer):
+    split = make_split("stsb", [("the cat sat", "a cat sat", 4.5), ("the dog ran", "anna read", 0.5)] * 3)
+    regression = loading.load_model(str(bert_checkpoint), 1)
+    results = stage(RunConfig(task="stsb", batch_size=6), split, bert_tokenizer, regression)
+    assert results["model.config"].status is Status.PASS
+    assert results["model.forward"].evidence["logits_shape"] == [6, 1]
+    assert results["model.nan_rows"].status is Status.PASS
+    assert all(r.status is not Status.ERROR for r in results.values())
+
+
+def test_regression_task_with_three_outputs_config_fail(bert_tokenizer, cached_bert):
+    split = make_split("stsb", [("the cat sat", "a cat sat", 4.5)] * 4)
+    result = stage(RunConfig(task="stsb", batch_size=4, num_labels=3), split, bert_tokenizer, cached_bert)["model.config"]
+    assert result.status is Status.FAIL
+    assert "num_labels=1" in result.fix
+
+
+def test_non_classification_checkpoint_is_a_clear_fail(t5_config_checkpoint, mnli_split, bert_tokenizer):
+    config = RunConfig(checkpoint=str(t5_config_checkpoint), batch_size=4)
+    results = stage(config, mnli_split, bert_tokenizer, loader=loading.load_model)
+    assert results["model.config"].status is Status.FAIL
+    assert "sequence classifier" in results["model.config"].summary
+    assert all(results[c].status is Status.SKIP for c in model_checks.MODEL_CHECKS[1:])
+
+
+def test_tokenizer_without_pad_token_is_a_clear_fail(gpt2_checkpoint, mnli_split):
+    tokenizer = loading.load_tokenizer(str(gpt2_checkpoint))
+    config = RunConfig(checkpoint=str(gpt2_checkpoint), batch_size=4)
+    results = stage(config, mnli_split, tokenizer, loader=loading.load_model)
+    assert results["model.config"].status is Status.FAIL
+    assert "pad_token = tokenizer.eos_token" in results["model.config"].fix
+    assert results["model.forward"].status is Status.SKIP
+
+
+# ------------------------------------------------------------ memory
+
+
+def test_memory_fits_pass_and_too_big_warn():
+    figures = {"parameters": 1000, "training_state_bytes": 16000, "activation_bytes_estimate": 1000, "total_bytes": 17000,
+               "available_ram_bytes": 10**9, "gpu_bytes": None, "batch_size": 8, "sequence_length": 128}
+    assert model_checks.check_memory(figures).status is Status.PASS
+    assert model_checks.check_memory({**figures, "available_ram_bytes": 16999}).status is Status.WARN
+    assert model_checks.check_memory({**figures, "available_ram_bytes": 17000}).status is Status.PASS
+
+
+def test_memory_counts_adam_state_in_float32(cached_bert):
+    figures = model_checks.memory_figures(cached_bert.count_params(), cached_bert.config, 8, 64)
+    assert figures["training_state_bytes"] == cached_bert.count_params() * 16
+    assert figures["activation_bytes_estimate"] > 0
