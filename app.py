@@ -12,6 +12,7 @@ navigation = st.navigation(
         "The walk": [
             st.Page("app_pages/1_data.py", title="1 · Data", default=True),
             st.Page("app_pages/2_model.py", title="2 · Model"),
+            st.Page("app_pages/3_hyperparameters.py", title="3 · Hyperparameters"),
         ],
     }
 )

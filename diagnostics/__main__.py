@@ -87,6 +87,13 @@ def build_parser() -> argparse.ArgumentParser:
                      help="'adam' (a string, Keras defaults), Adam or AdamW objects, or create_optimizer (default Adam)")
     run.add_argument("--learning-rate", type=_learning_rate, help="for Adam, AdamW and create_optimizer (default 5e-5)")
     run.add_argument("--weight-decay", type=_non_negative, help="for AdamW and create_optimizer (default 0)")
+    run.add_argument("--train-steps", type=_positive_int, help="planned training steps, for create_optimizer's schedule")
+    run.add_argument("--warmup-steps", type=int, help="warmup steps, for create_optimizer's schedule")
+    run.add_argument("--sweep-min", type=_learning_rate, help="lowest rate of the sweep (default 1e-6)")
+    run.add_argument("--sweep-max", type=_learning_rate, help="highest rate of the sweep (default 1e-2)")
+    run.add_argument("--sweep-rates", type=_positive_int, help="rates in the sweep's log grid (default 7)")
+    run.add_argument("--sweep-steps", type=_positive_int, help="train steps at each rate (default 8)")
+    run.add_argument("--range-steps", type=_positive_int, help="steps of the learning-rate range test (default 40)")
     run.add_argument("--no-shuffle", action="store_true", help="take the first rows instead of a shuffled batch")
     run.add_argument("--stages", help="comma-separated stages to run (default: all)")
     run.add_argument("--seed", type=int)
@@ -104,7 +111,7 @@ def config_from_args(args) -> "RunConfig":  # noqa: F821
     if args.data_source:
         overrides["data_source"] = args.data_source
     for field in ("checkpoint", "task", "split", "num_labels", "batch_size", "max_length", "labels_in", "seed",
-                  "loss", "optimizer", "learning_rate", "weight_decay"):
+                  "loss", "optimizer", "learning_rate", "weight_decay", "train_steps", "warmup_steps"):
         value = getattr(args, field)
         if value is not None:
             overrides[field] = value
@@ -115,6 +122,15 @@ def config_from_args(args) -> "RunConfig":  # noqa: F821
     return default_config(hub_reachable(), **overrides).validated()
 
 
+def sweep_from_args(args):
+    from diagnostics.hyperparams import SweepSettings
+
+    overrides = {name: value for name, value in (
+        ("min_rate", args.sweep_min), ("max_rate", args.sweep_max), ("rates", args.sweep_rates),
+        ("steps", args.sweep_steps), ("range_steps", args.range_steps)) if value is not None}
+    return SweepSettings(**overrides)
+
+
 def run_command(args) -> int:
     from diagnostics import loading
     from diagnostics.pipeline import parse_stages, run_stages
@@ -122,7 +138,7 @@ def run_command(args) -> int:
 
     config = config_from_args(args)
     stages = parse_stages(args.stages)
-    results = run_stages(config, stages)
+    results = run_stages(config, stages, sweep=sweep_from_args(args).validated())
     report = build_report(config, results, resolved_checkpoint=loading.resolve_checkpoint(config.checkpoint))
     print(f"Checked {config.checkpoint} on {config.task}/{config.split} ({config.data_source} data), stages: {', '.join(stages)}")
     for line in checklist_lines(results):

@@ -104,6 +104,33 @@ def build_first_batch(split, tokenizer, config: RunConfig) -> FirstBatch:
     return batch
 
 
+def training_batches(split, tokenizer, config: RunConfig, count: int) -> list:
+    """The first `count` batches `model.fit` would see (same path as the first batch), cycling a small split.
+
+    Raises:
+        ValueError: the configured columns or tokenizer cannot produce batches (see data.batch).
+    """
+    from datasets import Dataset
+    from transformers import DataCollatorWithPadding
+
+    task = config.glue_task
+    rows_needed = count * config.batch_size
+    order = (np.random.default_rng(config.seed).permutation(len(split)) if config.shuffle
+             else np.arange(len(split)))
+    indices = np.resize(order, rows_needed).tolist()
+    rows = split.select(indices).to_dict()
+    encoded = tokenize(tokenizer, task, rows, config.max_length)
+    tokenized = Dataset.from_dict({**rows, **{key: list(value) for key, value in encoded.items()}})
+    labels = config.label_columns()
+    dataset = tokenized.to_tf_dataset(
+        columns=config.requested_columns(list(tokenizer.model_input_names)),
+        label_cols=labels[0] if labels and len(labels) == 1 else labels,
+        batch_size=config.batch_size, shuffle=False,
+        collate_fn=DataCollatorWithPadding(tokenizer, return_tensors="np"),
+    )
+    return list(dataset.take(count))
+
+
 def split_labels(split) -> np.ndarray:
     """The split's label column as a numpy array, read from Arrow without a Python loop over rows."""
     column = split.data.column(LABEL)

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 from typing import Callable
 
+import numpy as np
+
 from diagnostics import loading
 from diagnostics.config import RunConfig
-from diagnostics.data import build_first_batch, run_data_checks
+from diagnostics.data import LABEL, build_first_batch, run_data_checks, training_batches
 from diagnostics.errors import InputError, NotClassifierError
+from diagnostics.hyperparams import SETUP_CHECKS, STAGE as HPARAMS, TRAINING_CHECKS, SweepSettings, run_hparams_checks
 from diagnostics.model import not_classification_results, run_model_checks
-from diagnostics.result import CheckResult
+from diagnostics.result import CheckResult, skipped
 
-STAGES = ("data", "model")
+STAGES = ("data", "model", "hparams")
 
 
 def parse_stages(text: str | None) -> tuple[str, ...]:
@@ -26,7 +29,8 @@ def parse_stages(text: str | None) -> tuple[str, ...]:
 
 
 def run_stages(config: RunConfig, stages: tuple[str, ...] = STAGES, *, tokenizer=None, split=None,
-               model_loader: Callable = loading.load_model) -> list[CheckResult]:
+               model_loader: Callable = loading.load_model, sweep: SweepSettings = SweepSettings(),
+               progress=None) -> list[CheckResult]:
     """Run the chosen stages in pipeline order.
 
     Args:
@@ -45,14 +49,43 @@ def run_stages(config: RunConfig, stages: tuple[str, ...] = STAGES, *, tokenizer
         results += run_data_checks(config, split, tokenizer)
     if "model" in stages:
         results += model_stage(config, tokenizer, split, model_loader)
+    if "hparams" in stages:
+        results += hparams_stage(config, tokenizer, split, model_loader, sweep, progress)
     return results
+
+
+def _load_classifier(config: RunConfig, model_loader: Callable):
+    """The model under test, or the reason it cannot be loaded as a sequence classifier."""
+    try:
+        return model_loader(config.checkpoint, config.effective_num_labels, config.seed), None
+    except NotClassifierError as exc:
+        return None, str(exc)
+
+
+def hparams_stage(config: RunConfig, tokenizer, split, model_loader: Callable = loading.load_model,
+                  sweep: SweepSettings = SweepSettings(), progress=None,
+                  parts: tuple[str, ...] = ("setup", "training")) -> list[CheckResult]:
+    """The Hyperparameters stage on the first batches `model.fit` would see."""
+    sweep = sweep.validated()
+    checks = (SETUP_CHECKS if "setup" in parts else ()) + (TRAINING_CHECKS if "training" in parts else ())
+    model, problem = _load_classifier(config, model_loader)
+    if model is None:
+        return [skipped(check, HPARAMS, f"No model to train: {problem}") for check in checks]
+    try:
+        batches = training_batches(split, tokenizer, config, count=min(sweep.steps, 16))
+    except Exception as exc:
+        reason = f"No training batches: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''} (see data.batch)."
+        return [skipped(check, HPARAMS, reason) for check in checks]
+    first = build_first_batch(split, tokenizer, config)
+    labels = np.asarray(first.rows[LABEL])
+    return run_hparams_checks(config, model, [first.tf_batch] + batches[1:], labels, sweep,
+                              progress or (lambda fraction, text: None), parts=parts)
 
 
 def model_stage(config: RunConfig, tokenizer, split, model_loader: Callable = loading.load_model) -> list[CheckResult]:
     """The Model stage on the Data stage's first batch; a checkpoint with no classifier is a clear fail."""
-    try:
-        model = model_loader(config.checkpoint, config.effective_num_labels, config.seed)
-    except NotClassifierError as exc:
-        return not_classification_results(config.checkpoint, str(exc))
+    model, problem = _load_classifier(config, model_loader)
+    if model is None:
+        return not_classification_results(config.checkpoint, problem)
     batch = build_first_batch(split, tokenizer, config)
     return run_model_checks(config, model, tokenizer, batch)

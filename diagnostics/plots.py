@@ -80,3 +80,66 @@ def gradient_norm_figure(result: CheckResult) -> go.Figure:
     _layout(figure, "Gradient norm per layer (one train step)", "gradient norm (log)", "")
     figure.update_layout(height=max(300, 22 * len(norms) + 100))
     return figure
+
+
+def sweep_curves_figure(result: CheckResult) -> go.Figure:
+    """Loss against step, one line per learning rate of the sweep."""
+    evidence = result.evidence
+    figure = go.Figure()
+    diverged = evidence.get("diverged", [False] * len(evidence["learning_rates"]))
+    for rate, curve, bad in zip(evidence["learning_rates"], evidence["losses"], diverged):
+        figure.add_scatter(x=evidence["steps"], y=curve, mode="lines+markers",
+                           name=f"{rate:.0e}" + (" (diverged)" if bad else ""),
+                           line=dict(dash="dot" if bad else "solid"))
+    _layout(figure, "Loss at each step, one line per learning rate", "step", "loss")
+    figure.update_layout(legend=dict(orientation="v", x=1.02, xanchor="left", y=1, yanchor="top"))
+    return figure
+
+
+def sweep_final_figure(result: CheckResult) -> go.Figure:
+    """Final loss against learning rate (log axis), the best rate marked and diverged rates flagged."""
+    evidence = result.evidence
+    rates, finals = evidence["learning_rates"], evidence["final_losses"]
+    diverged = evidence.get("diverged", [False] * len(rates))
+    finite = [v for v in finals if v is not None]
+    ceiling = max(finite) * 1.1 if finite else 1.0
+    figure = go.Figure()
+    figure.add_scatter(x=rates, y=finals, mode="lines+markers", name="final loss", marker_color=SPLIT_COLOUR)
+    bad = [(r, v if v is not None else ceiling) for r, v, d in zip(rates, finals, diverged) if d]
+    if bad:
+        figure.add_scatter(x=[r for r, _ in bad], y=[v for _, v in bad], mode="markers", name="diverged",
+                           marker=dict(color=NAN_COLOUR, symbol="x", size=13))
+    if evidence.get("best_rate"):
+        best = evidence["best_rate"]
+        figure.add_vline(x=best, line_dash="dash", line_color="#2CA02C", annotation_text=f"best {best:.0e}")
+    if evidence.get("configured_rate"):
+        figure.add_vline(x=evidence["configured_rate"], line_dash="dot", line_color=BATCH_COLOUR,
+                         annotation_text=f"configured {evidence['configured_rate']:.0e}", annotation_position="bottom right")
+    figure.update_xaxes(type="log")
+    return _layout(figure, "Final loss against learning rate", "learning rate (log)", "final loss")
+
+
+def range_test_figure(result: CheckResult) -> go.Figure:
+    """Loss against a rising learning rate, with each rule's suggested rate."""
+    evidence = result.evidence
+    figure = go.Figure()
+    figure.add_scatter(x=evidence["learning_rates"], y=evidence["losses"], mode="lines", name="loss",
+                       line_color=SPLIT_COLOUR)
+    colours = ["#2CA02C", BATCH_COLOUR, "#9467BD"]
+    positions = ["top left", "bottom left", "top right"]
+    for (name, rate), colour, position in zip(evidence.get("suggestions", {}).items(), colours, positions):
+        figure.add_vline(x=rate, line_dash="dash", line_color=colour, annotation_text=f"{name} {rate:.0e}",
+                         annotation_position=position, annotation_font_color=colour)
+    figure.update_xaxes(type="log")
+    return _layout(figure, "Learning-rate range test", "learning rate (log)", "loss")
+
+
+def schedule_figure(result: CheckResult) -> go.Figure:
+    """The learning rate over the planned training steps."""
+    evidence = result.evidence
+    figure = go.Figure()
+    figure.add_scatter(x=evidence["steps"], y=evidence["learning_rates"], mode="lines", name="learning rate",
+                       line_color=SPLIT_COLOUR, fill="tozeroy")
+    if evidence.get("warmup_steps"):
+        figure.add_vline(x=evidence["warmup_steps"], line_dash="dot", annotation_text="end of warmup")
+    return _layout(figure, f"Learning-rate schedule ({evidence['optimizer']})", "training step", "learning rate")

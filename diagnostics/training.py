@@ -125,3 +125,73 @@ def first_line(exc: BaseException) -> str:
         if line and not line.startswith(("Exception encountered when calling layer", "[[", "Traceback")):
             return line[:400]
     return text[:400] or type(exc).__name__
+
+
+def sweep_optimizer(config: RunConfig, rate: float | None = None):
+    """The optimizer a sweep or an overfit run uses: the configured family at a constant, settable rate.
+
+    The string "adam" and `create_optimizer` both train with Adam; AdamW keeps its weight decay. The
+    rate lives in a variable, so changing it never retraces the train step.
+    """
+    import tf_keras
+
+    rate = config.learning_rate if rate is None else rate
+    if config.optimizer == "AdamW" or (config.optimizer == "create_optimizer" and config.weight_decay):
+        return tf_keras.optimizers.AdamW(learning_rate=rate, weight_decay=config.weight_decay)
+    return tf_keras.optimizers.Adam(learning_rate=rate)
+
+
+def batch_signature(tf_batch):
+    """A `tf.TensorSpec` structure for batches of any row count and sequence length."""
+    import tensorflow as tf
+
+    def spec(tensor):
+        return tf.TensorSpec([None] * len(tensor.shape), tensor.dtype)
+
+    return tf.nest.map_structure(spec, tf_batch)
+
+
+class Trainer:
+    """A copy of a model compiled once, with Keras's own traced train step (what `model.fit` runs per step).
+
+    `reset(rate)` puts back the initial weights, zeroes the optimizer's state and sets the rate, so
+    many rates or runs are tried from the same start without reloading the checkpoint or retracing.
+    The model it was made from is never modified.
+    """
+
+    def __init__(self, model, batches: list, config: RunConfig, *, metrics: list | None = None):
+        import tensorflow as tf
+
+        inputs, _ = split_batch(batches[0])
+        self.model = fresh_copy(model, inputs)
+        self.initial_weights = model.get_weights()
+        self.optimizer = sweep_optimizer(config)
+        self.model.compile(optimizer=self.optimizer, loss=build_loss(config.loss), metrics=metrics)
+        self.batches = batches
+        self._dataset = tf.data.Dataset.from_generator(self._cycle, output_signature=batch_signature(batches[0]))
+        self._position = 0
+        self._iterator = iter(self._dataset)
+        self.train_function = self.model.make_train_function()
+
+    def _cycle(self):
+        while True:
+            yield self.batches[self._position % len(self.batches)]
+            self._position += 1
+
+    def reset(self, rate: float) -> None:
+        """Initial weights, fresh optimizer state, the given learning rate, and back to the first batch."""
+        self.model.set_weights(self.initial_weights)
+        for variable in self.optimizer.variables:
+            variable.assign(np.zeros(variable.shape, dtype=variable.dtype.as_numpy_dtype))
+        self.optimizer.learning_rate = rate
+        self._position = 0
+        self._iterator = iter(self._dataset)
+
+    def set_rate(self, rate: float) -> None:
+        self.optimizer.learning_rate = rate
+
+    def step(self) -> dict[str, float]:
+        """One training step on the next batch; returns that step's loss (and metrics), not a running mean."""
+        self.model.reset_metrics()
+        logs = self.train_function(self._iterator)
+        return {key: float(np.asarray(value)) for key, value in logs.items()}

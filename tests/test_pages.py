@@ -92,3 +92,16 @@ def test_bad_learning_rate_gives_a_message_and_keeps_the_rest(app):
     assert not app.exception
     assert "learning rate must be a positive number" in texts(app)
     assert app.number_input(key="run.batch_size").value == 8
+
+
+def test_hyperparameters_page_flags_string_adam_and_draws_the_sweep(app):
+    app.switch_page("app_pages/3_hyperparameters.py").run()
+    app.selectbox(key="run.optimizer").set_value("adam").run()
+    assert "WARN] `hparams.optimizer`" in texts(app)
+    app.number_input(key="hparams.rates").set_value(3).run()
+    app.number_input(key="hparams.steps").set_value(2).run()
+    app.number_input(key="hparams.range_steps").set_value(8).run()
+    app.button(key="hparams.run").click().run()
+    assert not app.exception
+    assert "`hparams.lr_sweep`" in texts(app) and "`hparams.lr_range_test`" in texts(app)
+    assert len(app.get("plotly_chart")) == 4

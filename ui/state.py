@@ -40,6 +40,8 @@ def init_state() -> None:
         "run.optimizer": defaults.optimizer,
         "run.learning_rate": f"{defaults.learning_rate:g}",
         "run.weight_decay": f"{defaults.weight_decay:g}",
+        "run.train_steps": defaults.train_steps,
+        "run.warmup_steps": defaults.warmup_steps,
     }
     for key, value in initial.items():
         st.session_state.setdefault(key, value)
@@ -104,6 +106,10 @@ def sidebar() -> None:
                         help='Ignored by the string "adam", which always means 0.001.')
         right.text_input("Weight decay", key="run.weight_decay",
                          disabled=st.session_state["run.optimizer"] not in ("AdamW", "create_optimizer"))
+        if st.session_state["run.optimizer"] == "create_optimizer":
+            left, right = st.columns(2)
+            left.number_input("Planned train steps", min_value=1, step=100, key="run.train_steps")
+            right.number_input("Warmup steps", min_value=0, step=10, key="run.warmup_steps")
         with st.expander("Dataset options"):
             st.text_input("columns= for to_tf_dataset", key="run.columns",
                           placeholder="default: the model's inputs + label",
@@ -141,6 +147,8 @@ def config_from_state() -> RunConfig:
         optimizer=state["run.optimizer"],
         learning_rate=parse_number("learning rate", state["run.learning_rate"]),
         weight_decay=parse_number("weight decay", state["run.weight_decay"]),
+        train_steps=int(state["run.train_steps"]),
+        warmup_steps=int(state["run.warmup_steps"]),
     ).validated()
 
 

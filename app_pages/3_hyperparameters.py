@@ -1,0 +1,78 @@
+"""Hyperparameters page: what the strings hid, the learning-rate sweep, the range test and the schedule."""
+
+import pandas as pd
+import streamlit as st
+
+from diagnostics.errors import InputError
+from diagnostics.hyperparams import SweepSettings
+from diagnostics.pipeline import hparams_stage
+from diagnostics.plots import range_test_figure, schedule_figure, sweep_curves_figure, sweep_final_figure
+from ui.render import by_id, checklist, run_stage, status_line
+from ui.state import cached_model, current_config, load_inputs
+
+
+@st.cache_data(show_spinner="Reading the optimizer and loss, and taking one train step on a copy…", max_entries=32)
+def setup_results(config):
+    tokenizer, split = load_inputs(config)
+    return hparams_stage(config, tokenizer, split, cached_model, parts=("setup",))
+
+
+def sweep_settings() -> SweepSettings:
+    left, middle, right = st.columns(3)
+    low = left.number_input("Lowest rate", value=1e-6, min_value=1e-12, format="%.0e", key="hparams.min_rate")
+    high = middle.number_input("Highest rate", value=1e-2, min_value=1e-12, format="%.0e", key="hparams.max_rate")
+    rates = right.number_input("Rates in the grid", value=7, min_value=2, max_value=25, key="hparams.rates")
+    left, middle, right = st.columns(3)
+    steps = left.number_input("Steps at each rate", value=8, min_value=1, max_value=500, key="hparams.steps")
+    range_steps = middle.number_input("Range-test steps", value=40, min_value=5, max_value=1000, key="hparams.range_steps")
+    return SweepSettings(min_rate=low, max_rate=high, rates=int(rates), steps=int(steps), range_steps=int(range_steps))
+
+
+st.title("3 · Hyperparameters")
+st.caption("What a string optimizer or loss silently set, and how the loss moves at each learning rate: the same "
+           "batches from the same starting weights, on a copy of the model.")
+config = current_config()
+setup = run_stage("hparams", lambda: setup_results(config))
+if setup is None:
+    st.stop()
+
+optimizer = by_id(setup, "hparams.optimizer")
+if optimizer and optimizer.evidence.get("settings"):
+    left, right = st.columns([2, 3])
+    left.subheader("The optimizer Keras builds")
+    left.dataframe(pd.DataFrame(optimizer.evidence["settings"]), hide_index=True, width="stretch")
+    schedule = by_id(setup, "hparams.schedule")
+    if schedule and schedule.evidence.get("steps"):
+        right.plotly_chart(schedule_figure(schedule), width="stretch")
+
+st.subheader("Learning-rate sweep and range test")
+settings = sweep_settings()
+key = (config, settings)
+store = st.session_state.setdefault("hparams.training_results", {})
+if st.button("Run the sweep and the range test", type="primary", key="hparams.run"):
+    try:
+        settings.validated()
+        tokenizer, split = load_inputs(config)
+        bar = st.progress(0.0, text="Starting")
+        store[key] = hparams_stage(config, tokenizer, split, cached_model, settings,
+                                   lambda fraction, text: bar.progress(min(max(fraction, 0.0), 1.0), text=text),
+                                   parts=("training",))
+        bar.empty()
+    except InputError as exc:
+        st.error(str(exc))
+training = store.get(key, [])
+if not training:
+    st.info("Press the button to train a copy of the model at each rate. The loaded model is never changed.")
+results = setup + training
+st.session_state["results.hparams"] = results
+sweep, range_test = by_id(training, "hparams.lr_sweep"), by_id(training, "hparams.lr_range_test")
+if sweep and sweep.evidence.get("losses"):
+    left, right = st.columns(2)
+    left.plotly_chart(sweep_curves_figure(sweep), width="stretch")
+    right.plotly_chart(sweep_final_figure(sweep), width="stretch")
+if range_test and range_test.evidence.get("losses"):
+    st.plotly_chart(range_test_figure(range_test), width="stretch")
+
+st.subheader("Checks")
+status_line(results)
+checklist(results)

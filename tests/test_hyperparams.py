@@ -1,0 +1,202 @@
+import math
+
+import numpy as np
+import pytest
+
+from diagnostics import hyperparams as hp
+from diagnostics import loading
+from diagnostics.config import RunConfig
+from diagnostics.data import training_batches
+from diagnostics.errors import InputError
+from diagnostics.pipeline import hparams_stage
+from diagnostics.result import Status
+from diagnostics.training import Trainer
+
+SMALL = hp.SweepSettings(min_rate=1e-5, max_rate=1e-1, rates=3, steps=3, range_steps=12)
+
+
+def stage(config, split, tokenizer, model, settings=SMALL, parts=("setup", "training")):
+    return {r.id: r for r in hparams_stage(config, tokenizer, split, lambda *_: model, settings, parts=parts)}
+
+
+# ------------------------------------------------------------ hparams.optimizer
+
+
+def test_optimizer_string_adam_warns_with_0_001():
+    result = hp.check_optimizer(hp.optimizer_settings(RunConfig(optimizer="adam")))
+    assert result.status is Status.WARN
+    assert "0.001" in result.summary and "'adam'" in result.summary
+    assert "Adam(learning_rate=5e-5)" in result.fix
+    sources = {row["setting"]: row["source"] for row in result.evidence["settings"]}
+    assert sources["learning_rate"] == "Keras default" and sources["beta_1"] == "Keras default"
+
+
+def test_optimizer_adam_object_at_5e_5_passes_and_marks_the_rate_as_set():
+    result = hp.check_optimizer(hp.optimizer_settings(RunConfig(optimizer="Adam", learning_rate=5e-5)))
+    assert result.status is Status.PASS
+    assert {row["setting"]: row["source"] for row in result.evidence["settings"]}["learning_rate"] == "set"
+
+
+@pytest.mark.parametrize("rate, status", [(1e-4, Status.PASS), (1.01e-4, Status.WARN)])
+def test_optimizer_learning_rate_boundary(rate, status):
+    assert hp.check_optimizer(hp.optimizer_settings(RunConfig(optimizer="Adam", learning_rate=rate))).status is status
+
+
+def test_optimizer_create_optimizer_reports_its_peak_rate():
+    figures = hp.optimizer_settings(RunConfig(optimizer="create_optimizer", learning_rate=3e-5, weight_decay=0.01))
+    assert figures["learning_rate"] == pytest.approx(3e-5)
+    assert figures["class"] == "AdamWeightDecay"
+
+
+# ------------------------------------------------------------ hparams.loss
+
+
+def test_loss_string_from_logits_false_on_logits_fails(mnli_split, bert_tokenizer, cached_bert):
+    config = RunConfig(batch_size=6, loss="sparse_categorical_crossentropy")
+    result = stage(config, mnli_split, bert_tokenizer, cached_bert, parts=("setup",))["hparams.loss"]
+    assert result.status is Status.FAIL
+    assert "from_logits=False" in result.summary
+    assert "from_logits=True" in result.fix
+
+
+def test_loss_internal_passes(mnli_split, bert_tokenizer, cached_bert):
+    result = stage(RunConfig(batch_size=6), mnli_split, bert_tokenizer, cached_bert, parts=("setup",))["hparams.loss"]
+    assert result.status is Status.PASS
+
+
+def test_loss_labels_in_dict_with_keras_loss_says_what_this_version_does(mnli_split, bert_tokenizer, cached_bert):
+    config = RunConfig(batch_size=6, loss="SparseCategoricalCrossentropy(from_logits=True)", labels_in="inputs")
+    result = stage(config, mnli_split, bert_tokenizer, cached_bert, parts=("setup",))["hparams.loss"]
+    assert result.status is Status.PASS
+    assert "moves them out" in result.summary and "4.54.1" in result.summary
+
+
+def test_loss_separate_labels_with_internal_loss_says_what_this_version_does(mnli_split, bert_tokenizer, cached_bert):
+    config = RunConfig(batch_size=6, labels_in="separate")
+    result = stage(config, mnli_split, bert_tokenizer, cached_bert, parts=("setup",))["hparams.loss"]
+    assert result.status is Status.PASS
+    assert "copies y" in result.summary
+
+
+def test_loss_mse_on_classes_fails():
+    figures = {"loss": "mse", "labels_in": "inputs", "regression": False, "train_step_error": None,
+               "outputs_are_probabilities": False, "configured_value": 1.0, "cross_entropy_from_logits": 1.0}
+    assert hp.check_loss(figures).status is Status.FAIL
+
+
+# ------------------------------------------------------------ hparams.lr_sweep
+
+
+def test_sweep_finite_curves_for_small_rates_and_flags_a_divergent_one(mnli_split, bert_tokenizer, cached_bert):
+    settings = hp.SweepSettings(min_rate=1e-5, max_rate=10.0, rates=3, steps=4, range_steps=10)
+    before = [w.copy() for w in cached_bert.get_weights()]
+    result = stage(RunConfig(batch_size=6), mnli_split, bert_tokenizer, cached_bert, settings)["hparams.lr_sweep"]
+    evidence = result.evidence
+    assert evidence["learning_rates"] == pytest.approx([1e-5, 1e-2, 10.0])
+    assert len(evidence["losses"]) == 3 and all(len(curve) == 4 for curve in evidence["losses"])
+    assert all(loss is not None and math.isfinite(loss) for loss in evidence["losses"][0])
+    assert evidence["diverged"] == [False, False, True]
+    assert evidence["best_rate"] != 10.0
+    for old, new in zip(before, cached_bert.get_weights()):
+        assert old.tobytes() == new.tobytes()
+
+
+def test_sweep_configured_rate_far_from_best_warns():
+    figures = {"learning_rates": [1e-5, 1e-3], "steps": [1, 2], "losses": [[1.1, 1.09], [1.1, 0.5]],
+               "final_losses": [1.09, 0.5]}
+    result = hp.check_lr_sweep(figures, configured_rate=1e-5)
+    assert result.status is Status.WARN
+    assert "1.0e-03" in result.fix
+
+
+def test_sweep_configured_rate_within_a_decade_passes():
+    figures = {"learning_rates": [1e-5, 1e-4], "steps": [1, 2], "losses": [[1.1, 1.0], [1.1, 0.9]], "final_losses": [1.0, 0.9]}
+    assert hp.check_lr_sweep(figures, configured_rate=1e-5).status is Status.PASS
+
+
+def test_sweep_every_rate_diverged_fails():
+    figures = {"learning_rates": [1e-3, 1e-1], "steps": [1, 2], "losses": [[1.1, None], [1.1, 3.0]],
+               "final_losses": [None, 3.0]}
+    assert hp.check_lr_sweep(figures, configured_rate=1e-3).status is Status.FAIL
+
+
+def test_trainer_reset_restores_weights_and_optimizer_state(mnli_split, bert_tokenizer, cached_bert):
+    batches = training_batches(mnli_split, bert_tokenizer, RunConfig(batch_size=6), count=2)
+    trainer = Trainer(cached_bert, batches, RunConfig())
+    trainer.reset(1e-2)
+    trainer.step()
+    trainer.reset(1e-4)
+    for start, now in zip(cached_bert.get_weights(), trainer.model.get_weights()):
+        np.testing.assert_array_equal(start, now)
+    assert all(not np.asarray(v).any() for v in trainer.optimizer.variables)
+    assert float(trainer.optimizer.learning_rate.numpy()) == pytest.approx(1e-4)
+
+
+# ------------------------------------------------------------ hparams.lr_range_test
+
+
+def test_range_test_restores_weights(mnli_split, bert_tokenizer, cached_bert):
+    batches = training_batches(mnli_split, bert_tokenizer, RunConfig(batch_size=6), count=2)
+    trainer = Trainer(cached_bert, batches, RunConfig())
+    figures = hp.lr_range_test(trainer, hp.SweepSettings(range_steps=15))
+    assert 1 <= len(figures["learning_rates"]) <= 15
+    assert figures["learning_rates"] == sorted(figures["learning_rates"])
+    for start, now in zip(cached_bert.get_weights(), trainer.model.get_weights()):
+        np.testing.assert_array_equal(start, now)
+
+
+def _valley_curve():
+    lrs = np.geomspace(1e-6, 1, 25)
+    losses = 1.1 - 0.6 / (1 + np.exp(-(np.log10(lrs) + 3) * 3))
+    losses[-4:] = [1.0, 2.0, 5.0, np.nan]
+    return lrs.tolist(), losses.tolist()
+
+
+def test_range_test_rules_side_by_side_drop_non_finite_points():
+    lrs, losses = _valley_curve()
+    result = hp.check_lr_range_test({"learning_rates": lrs, "losses": [None if math.isnan(v) else v for v in losses]})
+    assert set(result.evidence["suggestions"]) == {"steepest", "minimum / 10", "valley"}
+    assert result.evidence["dropped_points"] == 1
+    assert 1e-5 < result.evidence["suggested"] < 1e-1
+
+
+def test_range_test_rules_that_disagree_warn():
+    lrs = np.geomspace(1e-6, 1, 12).tolist()
+    losses = [1.1, 1.0, 1.1, 1.0, 1.1, 1.0, 1.1, 0.9, 1.1, 1.0, 1.2, 1.1]
+    result = hp.check_lr_range_test({"learning_rates": lrs, "losses": losses}, disagree_factor=2.0)
+    assert result.status is Status.WARN and "disagree" in result.summary
+
+
+def test_range_test_too_few_points_warn():
+    assert hp.check_lr_range_test({"learning_rates": [1e-6, 1e-5], "losses": [1.0, None]}).status is Status.WARN
+
+
+# ------------------------------------------------------------ hparams.schedule
+
+
+def test_schedule_create_optimizer_warms_up_then_decays():
+    figures = hp.schedule_figures(RunConfig(optimizer="create_optimizer", learning_rate=5e-5, train_steps=100,
+                                            warmup_steps=10))
+    rates = dict(zip(figures["steps"], figures["learning_rates"]))
+    assert rates[0] == 0.0 and rates[10] == pytest.approx(5e-5) and rates[100] == pytest.approx(0.0)
+    assert hp.check_schedule(figures).status is Status.PASS
+
+
+def test_schedule_mostly_warmup_warns():
+    figures = hp.schedule_figures(RunConfig(optimizer="create_optimizer", train_steps=100, warmup_steps=80))
+    assert hp.check_schedule(figures).status is Status.WARN
+
+
+def test_schedule_string_adam_is_a_constant_0_001():
+    figures = hp.schedule_figures(RunConfig(optimizer="adam"))
+    assert set(figures["learning_rates"]) == {0.001}
+
+
+# ------------------------------------------------------------ settings
+
+
+@pytest.mark.parametrize("settings", [hp.SweepSettings(rates=1), hp.SweepSettings(rates=300),
+                                      hp.SweepSettings(min_rate=1e-2, max_rate=1e-3), hp.SweepSettings(steps=0)])
+def test_unusable_sweep_settings_are_a_clear_error(settings):
+    with pytest.raises(InputError):
+        settings.validated()
