@@ -13,7 +13,9 @@ navigation = st.navigation(
             st.Page("app_pages/1_data.py", title="1 · Data", default=True),
             st.Page("app_pages/2_model.py", title="2 · Model"),
             st.Page("app_pages/3_hyperparameters.py", title="3 · Hyperparameters"),
+            st.Page("app_pages/4_overfit.py", title="4 · Overfit test", url_path="overfit"),
         ],
+        "Summary": [st.Page("app_pages/report.py", title="Report", url_path="report")],
     }
 )
 sidebar()

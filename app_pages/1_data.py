@@ -19,7 +19,7 @@ st.title("1 · Data")
 st.caption("The first batch exactly as `model.fit` gets it from `to_tf_dataset` with a padding collator, "
            "decoded back to text, and the labels of the whole split.")
 config = current_config()
-results = run_stage("data", lambda: data_results(config))
+results = run_stage("data", config, lambda: data_results(config))
 if results is None:
     st.stop()
 

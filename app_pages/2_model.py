@@ -19,7 +19,7 @@ st.title("2 · Model")
 st.caption("The first batch through a freshly loaded model: logits, the loss of every row, one real train step "
            "(on a copy; the loaded model is never changed), and where NaN first appears.")
 config = current_config()
-results = run_stage("model", lambda: model_results(config))
+results = run_stage("model", config, lambda: model_results(config))
 if results is None:
     st.stop()
 

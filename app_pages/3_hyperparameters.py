@@ -7,7 +7,7 @@ from diagnostics.errors import InputError
 from diagnostics.hyperparams import SweepSettings
 from diagnostics.pipeline import hparams_stage
 from diagnostics.plots import range_test_figure, schedule_figure, sweep_curves_figure, sweep_final_figure
-from ui.render import by_id, checklist, run_stage, status_line
+from ui.render import by_id, checklist, remember, run_stage, status_line
 from ui.state import cached_model, current_config, load_inputs
 
 
@@ -32,7 +32,7 @@ st.title("3 · Hyperparameters")
 st.caption("What a string optimizer or loss silently set, and how the loss moves at each learning rate: the same "
            "batches from the same starting weights, on a copy of the model.")
 config = current_config()
-setup = run_stage("hparams", lambda: setup_results(config))
+setup = run_stage("hparams", config, lambda: setup_results(config))
 if setup is None:
     st.stop()
 
@@ -64,7 +64,7 @@ training = store.get(key, [])
 if not training:
     st.info("Press the button to train a copy of the model at each rate. The loaded model is never changed.")
 results = setup + training
-st.session_state["results.hparams"] = results
+remember("hparams", config, results)
 sweep, range_test = by_id(training, "hparams.lr_sweep"), by_id(training, "hparams.lr_range_test")
 if sweep and sweep.evidence.get("losses"):
     left, right = st.columns(2)

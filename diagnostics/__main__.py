@@ -2,7 +2,8 @@
 
     python -m diagnostics run --checkpoint NAME_OR_DIR --task TASK [--data-files SPLIT=PATH ...] --json report.json
 
-Exit status: 0 when no check fails, 1 when one fails, 2 for unusable input.
+Exit status: 0 when no check fails, 1 when one fails (or errs; with --fail-on warn, also warns),
+2 for unusable input.
 """
 
 from __future__ import annotations
@@ -94,6 +95,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--sweep-rates", type=_positive_int, help="rates in the sweep's log grid (default 7)")
     run.add_argument("--sweep-steps", type=_positive_int, help="train steps at each rate (default 8)")
     run.add_argument("--range-steps", type=_positive_int, help="steps of the learning-rate range test (default 40)")
+    run.add_argument("--epochs", type=_positive_int, help="epochs of the overfit-one-batch test (default 20)")
+    run.add_argument("--fail-on", choices=("warn", "fail"), default="fail",
+                     help="which statuses give exit 1: fail (default; also error), or warn and worse")
     run.add_argument("--no-shuffle", action="store_true", help="take the first rows instead of a shuffled batch")
     run.add_argument("--stages", help="comma-separated stages to run (default: all)")
     run.add_argument("--seed", type=int)
@@ -133,12 +137,14 @@ def sweep_from_args(args):
 
 def run_command(args) -> int:
     from diagnostics import loading
+    from diagnostics.overfit import DEFAULT_EPOCHS
     from diagnostics.pipeline import parse_stages, run_stages
     from diagnostics.report import build_report, checklist_lines
 
     config = config_from_args(args)
     stages = parse_stages(args.stages)
-    results = run_stages(config, stages, sweep=sweep_from_args(args).validated())
+    results = run_stages(config, stages, sweep=sweep_from_args(args).validated(),
+                         epochs=args.epochs or DEFAULT_EPOCHS)
     report = build_report(config, results, resolved_checkpoint=loading.resolve_checkpoint(config.checkpoint))
     print(f"Checked {config.checkpoint} on {config.task}/{config.split} ({config.data_source} data), stages: {', '.join(stages)}")
     for line in checklist_lines(results):
@@ -147,7 +153,8 @@ def run_command(args) -> int:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(report, indent=2))
         print(f"Report written to {args.json}")
-    return EXIT_FAILED if any(r.status is Status.FAIL for r in results) else EXIT_OK
+    failing = {Status.FAIL, Status.ERROR} | ({Status.WARN} if args.fail_on == "warn" else set())
+    return EXIT_FAILED if any(r.status in failing for r in results) else EXIT_OK
 
 
 def main(argv: list[str] | None = None) -> int:

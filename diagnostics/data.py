@@ -65,11 +65,15 @@ def build_first_batch(split, tokenizer, config: RunConfig) -> FirstBatch:
 
     Only the batch's rows are tokenized, never the whole split.
     """
+    return build_batch(split, tokenizer, config, batch_indices(len(split), config))
+
+
+def build_batch(split, tokenizer, config: RunConfig, indices: list[int]) -> FirstBatch:
+    """A batch of the given split rows, built as `model.fit` would get it."""
     from datasets import Dataset
     from transformers import DataCollatorWithPadding
 
     task = config.glue_task
-    indices = batch_indices(len(split), config)
     rows = split.select(indices).to_dict()
     encoded = tokenize(tokenizer, task, rows, config.max_length)
     full = tokenize(tokenizer, task, rows, None)
@@ -94,7 +98,7 @@ def build_first_batch(split, tokenizer, config: RunConfig) -> FirstBatch:
             # A one-element list triggers a FutureWarning about the output structure; a string gives (x, y).
             label_cols=batch.label_columns[0] if batch.label_columns and len(batch.label_columns) == 1
             else batch.label_columns,
-            batch_size=config.batch_size,
+            batch_size=len(indices),
             shuffle=False,
             collate_fn=collator,
         )

@@ -52,18 +52,38 @@ def optimizer_settings(config: RunConfig) -> dict[str, Any]:
     return {"class": type(optimizer).__name__, "given_as": config.optimizer, "learning_rate": rate, "settings": rows}
 
 
-def check_optimizer(figures: dict[str, Any], *, warn_learning_rate: float = WARN_LEARNING_RATE) -> CheckResult:
-    """The effective optimizer; warn when the learning rate is too high for fine-tuning a pretrained transformer."""
+def check_optimizer(figures: dict[str, Any], *, pretrained: bool = True,
+                    warn_learning_rate: float = WARN_LEARNING_RATE) -> CheckResult:
+    """The effective optimizer; warn when it was given as a string (every setting silently defaulted) or when
+    the learning rate is too high for fine-tuning a pretrained transformer.
+
+    Args:
+        pretrained: False for a checkpoint with random weights (the demo kit), where the rate rule does not apply.
+    """
     rate = figures["learning_rate"]
     defaulted = [row["setting"] for row in figures["settings"] if row["source"] == "Keras default"]
     given = "the string 'adam'" if figures["given_as"] == "adam" else figures["given_as"]
     summary = (f"{given} builds {figures['class']} with learning rate {rate:g}; "
                f"{len(defaulted)} settings are Keras defaults ({', '.join(defaulted[:4])}{', ...' if len(defaulted) > 4 else ''}).")
+    figures = {**figures, "pretrained": pretrained}
+    if figures["given_as"] == "adam":
+        return CheckResult(
+            "hparams.optimizer", STAGE, Status.WARN,
+            summary + f" The string hides its learning rate: 'adam' always means {rate:g}, "
+            + (f"above the {warn_learning_rate:g} a pretrained transformer tolerates." if pretrained
+               else "whatever this checkpoint needs."),
+            fix="model.compile(optimizer=tf_keras.optimizers.Adam(learning_rate=5e-5))  # or transformers.create_optimizer(5e-5, ...)",
+            evidence=figures,
+        )
+    if not pretrained:
+        return CheckResult("hparams.optimizer", STAGE, Status.PASS,
+                           summary + " This checkpoint has random weights (the demo kit), so the 1e-4 ceiling for "
+                           "pretrained transformers does not apply; the sweep shows which rates work.", evidence=figures)
     if rate > warn_learning_rate:
         return CheckResult(
             "hparams.optimizer", STAGE, Status.WARN,
             summary + f" {rate:g} is above {warn_learning_rate:g}: fine-tuning a pretrained transformer at this rate "
-            "tends to wreck its weights" + (", and the string 'adam' always means 0.001." if figures["given_as"] == "adam" else "."),
+            "tends to wreck its weights.",
             fix="model.compile(optimizer=tf_keras.optimizers.Adam(learning_rate=5e-5))  # or transformers.create_optimizer(5e-5, ...)",
             evidence=figures,
         )
@@ -340,7 +360,7 @@ SUGGESTIONS: dict[str, Callable[[np.ndarray, np.ndarray], float]] = {
 }
 
 
-def check_lr_range_test(figures: dict[str, Any], *, disagree_factor: float = 10.0, min_points: int = 5) -> CheckResult:
+def check_lr_range_test(figures: dict[str, Any], *, disagree_factor: float = 30.0, min_points: int = 5) -> CheckResult:
     """Suggest a rate from the range test, with each rule side by side; say when the rules disagree."""
     lrs, losses = _finite(figures["learning_rates"], figures["losses"])
     dropped = len(figures["losses"]) - len(losses)
@@ -423,7 +443,8 @@ def run_hparams_checks(config: RunConfig, model, batches: list, labels: np.ndarr
     results = []
     if "setup" in parts:
         results += [
-            run_check("hparams.optimizer", STAGE, lambda: check_optimizer(optimizer_settings(config))),
+            run_check("hparams.optimizer", STAGE, lambda: check_optimizer(
+                optimizer_settings(config), pretrained=not getattr(model.config, "demo_kit", False))),
             run_check("hparams.loss", STAGE, lambda: check_loss(loss_figures(model, batches[0], labels, config, task))),
             run_check("hparams.schedule", STAGE, lambda: check_schedule(schedule_figures(config))),
         ]

@@ -12,9 +12,10 @@ from diagnostics.data import LABEL, build_first_batch, run_data_checks, training
 from diagnostics.errors import InputError, NotClassifierError
 from diagnostics.hyperparams import SETUP_CHECKS, STAGE as HPARAMS, TRAINING_CHECKS, SweepSettings, run_hparams_checks
 from diagnostics.model import not_classification_results, run_model_checks
+from diagnostics.overfit import DEFAULT_EPOCHS, STAGE as OVERFIT, run_overfit_checks
 from diagnostics.result import CheckResult, skipped
 
-STAGES = ("data", "model", "hparams")
+STAGES = ("data", "model", "hparams", "overfit")
 
 
 def parse_stages(text: str | None) -> tuple[str, ...]:
@@ -30,7 +31,7 @@ def parse_stages(text: str | None) -> tuple[str, ...]:
 
 def run_stages(config: RunConfig, stages: tuple[str, ...] = STAGES, *, tokenizer=None, split=None,
                model_loader: Callable = loading.load_model, sweep: SweepSettings = SweepSettings(),
-               progress=None) -> list[CheckResult]:
+               progress=None, epochs: int = DEFAULT_EPOCHS) -> list[CheckResult]:
     """Run the chosen stages in pipeline order.
 
     Args:
@@ -51,7 +52,24 @@ def run_stages(config: RunConfig, stages: tuple[str, ...] = STAGES, *, tokenizer
         results += model_stage(config, tokenizer, split, model_loader)
     if "hparams" in stages:
         results += hparams_stage(config, tokenizer, split, model_loader, sweep, progress)
+    if "overfit" in stages:
+        best = next((r.evidence.get("best_rate") for r in results if r.id == "hparams.lr_sweep"), None)
+        results += overfit_stage(config, tokenizer, split, model_loader, epochs=epochs, best_rate=best,
+                                 progress=progress)
     return results
+
+
+def overfit_stage(config: RunConfig, tokenizer, split, model_loader: Callable = loading.load_model, *,
+                  epochs: int = DEFAULT_EPOCHS, rate: float | None = None, best_rate: float | None = None,
+                  progress=None) -> list[CheckResult]:
+    """The overfit-one-batch test; `rate` overrides the configured one (e.g. the sweep's best)."""
+    if not 1 <= epochs <= 1000:
+        raise InputError(f"The overfit test needs 1 to 1000 epochs, got {epochs}.")
+    model, problem = _load_classifier(config, model_loader)
+    if model is None:
+        return [skipped("overfit.one_batch", OVERFIT, f"No model to train: {problem}")]
+    return run_overfit_checks(config, model, tokenizer, split, epochs=epochs, rate=rate, best_rate=best_rate,
+                              progress=progress or (lambda fraction, text: None))
 
 
 def _load_classifier(config: RunConfig, model_loader: Callable):
@@ -72,7 +90,8 @@ def hparams_stage(config: RunConfig, tokenizer, split, model_loader: Callable = 
     if model is None:
         return [skipped(check, HPARAMS, f"No model to train: {problem}") for check in checks]
     try:
-        batches = training_batches(split, tokenizer, config, count=min(sweep.steps, 16))
+        # A few batches seen repeatedly: with a new batch every step, K steps show batch-to-batch noise, not learning.
+        batches = training_batches(split, tokenizer, config, count=max(1, min(sweep.steps // 4, 4)))
     except Exception as exc:
         reason = f"No training batches: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''} (see data.batch)."
         return [skipped(check, HPARAMS, reason) for check in checks]

@@ -143,3 +143,22 @@ def schedule_figure(result: CheckResult) -> go.Figure:
     if evidence.get("warmup_steps"):
         figure.add_vline(x=evidence["warmup_steps"], line_dash="dot", annotation_text="end of warmup")
     return _layout(figure, f"Learning-rate schedule ({evidence['optimizer']})", "training step", "learning rate")
+
+
+def overfit_figure(result: CheckResult) -> go.Figure:
+    """Loss and accuracy after every epoch of the overfit test, with the ln K random-guess line."""
+    from plotly.subplots import make_subplots
+
+    evidence = result.evidence
+    epochs = list(range(1, len(evidence["losses"]) + 1))
+    figure = make_subplots(specs=[[{"secondary_y": True}]])
+    figure.add_scatter(x=epochs, y=evidence["losses"], mode="lines+markers", name="loss", line_color=SPLIT_COLOUR)
+    if evidence.get("accuracies"):
+        figure.add_scatter(x=epochs, y=evidence["accuracies"], mode="lines+markers", name="accuracy",
+                           line_color=BATCH_COLOUR, secondary_y=True)
+        figure.update_yaxes(title_text="accuracy", tickformat=".0%", range=[0, 1.05], secondary_y=True)
+    if evidence.get("ln_k"):
+        figure.add_hline(y=evidence["ln_k"], line_dash="dash", line_color=LIMIT_COLOUR,
+                         annotation_text=f"ln K = {evidence['ln_k']:.3f} (random guess)")
+    _layout(figure, "Training on one batch", "epoch", "loss")
+    return figure

@@ -24,16 +24,27 @@ def badge(status: Status) -> str:
     return f":{STATUS_COLOURS[status]}-badge[{STATUS_ICONS[status]} {status.value.upper()}]"
 
 
-def run_stage(stage: str, runner: Callable[[], list[CheckResult]]) -> list[CheckResult] | None:
-    """Run a stage, keep its results in session state, and turn unusable input into a message on the page."""
+def run_stage(stage: str, config, runner: Callable[[], list[CheckResult]]) -> list[CheckResult] | None:
+    """Run a stage, keep its results for the Report, and turn unusable input into a message on the page."""
     try:
         results = runner()
     except InputError as exc:
         st.error(f"{exc}", icon=":material/error:")
         st.caption("Change the run configuration in the sidebar; everything else you entered is kept.")
         return None
-    st.session_state[f"results.{stage}"] = results
+    remember(stage, config, results)
     return results
+
+
+def remember(stage: str, config, results: list[CheckResult]) -> None:
+    """Keep a stage's latest results, with the configuration they belong to, for the Report page."""
+    st.session_state[f"results.{stage}"] = (config, results)
+
+
+def recalled(stage: str, config) -> list[CheckResult]:
+    """The stage's kept results when they belong to this configuration, else nothing."""
+    kept = st.session_state.get(f"results.{stage}")
+    return kept[1] if kept and kept[0] == config else []
 
 
 def status_line(results: list[CheckResult]) -> None:

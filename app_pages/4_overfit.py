@@ -1,0 +1,57 @@
+"""Overfit page: train a copy on one batch holding every label, with a verdict and the predictions."""
+
+import pandas as pd
+import streamlit as st
+
+from diagnostics.errors import InputError
+from diagnostics.pipeline import overfit_stage
+from diagnostics.plots import overfit_figure
+from ui.render import by_id, checklist, recalled, remember
+from ui.state import cached_model, current_config, load_inputs
+
+st.title("4 · Overfit one batch")
+st.caption("A pipeline that works can memorise one batch: loss near zero and every row right within a few dozen "
+           "epochs. The test trains a copy; the loaded model is never changed.")
+config = current_config()
+epochs = st.number_input("Epochs", min_value=1, max_value=1000, value=20, key="overfit.epochs")
+sweep = by_id(recalled("hparams", config), "hparams.lr_sweep")
+best_rate = sweep.evidence.get("best_rate") if sweep else None
+store = st.session_state.setdefault("overfit.results", {})
+
+
+def run(rate=None):
+    try:
+        tokenizer, split = load_inputs(config)
+        bar = st.progress(0.0, text="Copying the model")
+        results = overfit_stage(config, tokenizer, split, cached_model, epochs=int(epochs), rate=rate,
+                                best_rate=best_rate, progress=lambda f, text: bar.progress(min(f, 1.0), text=text))
+        bar.empty()
+        store[(config, int(epochs), rate)] = results
+        st.session_state["overfit.last"] = (config, int(epochs), rate)
+    except InputError as exc:
+        st.error(str(exc))
+
+
+left, right = st.columns([1, 2])
+if left.button("Run the overfit test", type="primary", key="overfit.run"):
+    run()
+if best_rate and right.button(f"Rerun at the sweep's best rate {best_rate:.1e}", key="overfit.rerun_best"):
+    run(best_rate)
+
+last = st.session_state.get("overfit.last")
+results = store.get(last) if last and last[0] == config and last[1] == int(epochs) else None
+if not results:
+    st.info("Press the button to train a copy of the model on one batch.")
+    st.stop()
+remember("overfit", config, results)
+result = results[0]
+(st.success if result.status.value == "pass" else st.error)(result.summary)
+if result.evidence.get("losses"):
+    st.plotly_chart(overfit_figure(result), width="stretch")
+    st.subheader("The batch, with the trained copy's predictions")
+    rows = pd.DataFrame(result.evidence["rows"])
+    st.dataframe(rows[["position", "label", "label_name", "predicted_name", "correct", "decoded"]], hide_index=True,
+                 width="stretch", column_config={"decoded": st.column_config.TextColumn("decoded", width=700),
+                                                 "label_name": "label", "predicted_name": "predicted"})
+    st.caption("The trained copy is thrown away: rebuild the model before real training, as the course advises.")
+checklist(results)

@@ -1,0 +1,44 @@
+"""Report page: every check run so far in one checklist, downloadable as Markdown and JSON."""
+
+import json
+
+import streamlit as st
+
+from diagnostics.pipeline import STAGES, run_stages
+from diagnostics.report import STAGE_TITLES, build_report, markdown_report
+from ui.render import checklist, recalled, remember, run_stage, status_line
+from ui.state import cached_model, current_config, load_inputs
+
+st.title("Report")
+st.caption("Every check of every stage run so far, failing and warning checks first, in pipeline order.")
+config = current_config()
+done = {stage: recalled(stage, config) for stage in STAGES}
+missing = [STAGE_TITLES[stage] for stage, results in done.items() if not results]
+if missing:
+    st.info(f"Not run yet for this configuration: {', '.join(missing)}.")
+if st.button("Run every stage now", type="primary", key="report.run_all"):
+    bar = st.progress(0.0, text="Running the checks")
+
+    def run_all():
+        tokenizer, split = load_inputs(config)
+        return run_stages(config, STAGES, tokenizer=tokenizer, split=split, model_loader=cached_model,
+                          progress=lambda f, text: bar.progress(min(f, 1.0), text=text))
+
+    fresh = run_stage("report", config, run_all)
+    bar.empty()
+    if fresh:
+        for stage in STAGES:
+            remember(stage, config, [r for r in fresh if r.stage == stage])
+        done = {stage: recalled(stage, config) for stage in STAGES}
+
+results = [result for stage in STAGES for result in (done[stage] or [])]
+if not results:
+    st.stop()
+report = build_report(config, results)
+left, right = st.columns(2)
+left.download_button("Download Markdown", markdown_report(report), file_name="pipeline-report.md",
+                     mime="text/markdown", key="report.download_md")
+right.download_button("Download JSON", json.dumps(report, indent=2), file_name="pipeline-report.json",
+                      mime="application/json", key="report.download_json")
+status_line(results)
+checklist(results)
