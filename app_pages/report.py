@@ -13,9 +13,6 @@ st.title("Report")
 st.caption("Every check of every stage run so far, failing and warning checks first, in pipeline order.")
 config = current_config()
 done = {stage: recalled(stage, config) for stage in STAGES}
-missing = [STAGE_TITLES[stage] for stage, results in done.items() if not results]
-if missing:
-    st.info(f"Not run yet for this configuration: {', '.join(missing)}.")
 if st.button("Run every stage now", type="primary", key="report.run_all"):
     bar = st.progress(0.0, text="Running the checks")
 
@@ -31,6 +28,9 @@ if st.button("Run every stage now", type="primary", key="report.run_all"):
             remember(stage, config, [r for r in fresh if r.stage == stage])
         done = {stage: recalled(stage, config) for stage in STAGES}
 
+missing = [STAGE_TITLES[stage] for stage, results in done.items() if not results]
+if missing:
+    st.info(f"Not run yet for this configuration: {', '.join(missing)}. Open their pages, or run every stage here.")
 results = [result for stage in STAGES for result in (done[stage] or [])]
 if not results:
     st.stop()

@@ -4,12 +4,15 @@ Both run the same model and the same batches on CPU, and both are measured warm 
 traced), so the ratio shows the sweep's per-rate and per-step overhead: weight and optimizer resets, one
 step at a time. The sweep's one-time copy and tracing is printed apart as `sweep_setup_s`.
 
-    python bench/sweep_overhead.py [--checkpoint demo] [--rates 7] [--steps 8]
+    python bench/sweep_overhead.py [--checkpoint demo] [--rates 7] [--steps 8] [--repeats 5]
+
+The two sides are timed in turn `repeats` times; the ratio is the median of the per-turn ratios.
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -30,6 +33,7 @@ def main() -> None:
     parser.add_argument("--rates", type=int, default=7)
     parser.add_argument("--steps", type=int, default=8)
     parser.add_argument("--batch-size", type=int, default=16)
+    parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
 
     import tensorflow as tf
@@ -45,19 +49,25 @@ def main() -> None:
     dataset = tf.data.Dataset.from_generator(lambda: iter(batches), output_signature=tf.nest.map_structure(
         lambda t: tf.TensorSpec([None] * len(t.shape), t.dtype), batches[0])).repeat()
     plain.fit(dataset, epochs=1, steps_per_epoch=args.steps, verbose=0)  # trace once
-    start = time.perf_counter()
-    plain.fit(dataset, epochs=1, steps_per_epoch=args.steps, verbose=0)
-    plain_time = time.perf_counter() - start
-
     settings = SweepSettings(rates=args.rates, steps=args.steps)
     start = time.perf_counter()
     trainer = Trainer(model, batches, config)
     trainer.reset(1e-5)
-    trainer.step()  # trace once
+    trainer.run(1)  # trace once
     setup_time = time.perf_counter() - start
-    start = time.perf_counter()
-    lr_sweep(trainer, settings)
-    sweep_time = time.perf_counter() - start
+    # Interleaved, so drift in the machine's speed hits both sides alike.
+    plain_times, sweep_times = [], []
+    for _ in range(args.repeats):
+        start = time.perf_counter()
+        for _ in range(args.rates):
+            plain.fit(dataset, epochs=1, steps_per_epoch=args.steps, verbose=0)
+        plain_times.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        lr_sweep(trainer, settings)
+        sweep_times.append(time.perf_counter() - start)
+    ratios = [sweep / plain for sweep, plain in zip(sweep_times, plain_times)]
+    plain_time = statistics.median(plain_times) / args.rates
+    sweep_time = statistics.median(sweep_times)
 
     print(f"checkpoint = {args.checkpoint}")
     print(f"rates = {args.rates}")
@@ -65,7 +75,7 @@ def main() -> None:
     print(f"plain_fit_s = {plain_time:.3f}")
     print(f"sweep_setup_s = {setup_time:.3f}")
     print(f"sweep_s = {sweep_time:.3f}")
-    print(f"sweep_overhead_ratio = {sweep_time / (args.rates * plain_time):.3f}")
+    print(f"sweep_overhead_ratio = {statistics.median(ratios):.3f}")
 
 
 if __name__ == "__main__":

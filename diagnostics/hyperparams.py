@@ -233,13 +233,10 @@ def lr_sweep(trainer: Trainer, settings: SweepSettings, progress: Progress = _no
     for index, rate in enumerate(rates):
         progress(index / len(rates), f"Training at learning rate {rate:.1e} ({index + 1} of {len(rates)})")
         trainer.reset(rate)
-        curve = []
-        for _ in range(settings.steps):
-            loss = trainer.step()["loss"]
-            curve.append(loss)
-            if not math.isfinite(loss):
-                break
-        curves.append(curve + [math.nan] * (settings.steps - len(curve)))
+        curve = trainer.run(settings.steps)
+        # Once a step is non-finite every later one is too; the running mean hides that, so say it.
+        first_bad = next((i for i, loss in enumerate(curve) if not math.isfinite(loss)), len(curve))
+        curves.append(curve[:first_bad] + [math.nan] * (len(curve) - first_bad))
     trainer.reset(rates[0])
     progress(1.0, "Sweep done")
     tail = max(1, settings.steps // 4)
@@ -307,16 +304,19 @@ def lr_range_test(trainer: Trainer, settings: SweepSettings, progress: Progress 
     rates = np.geomspace(settings.range_start, settings.range_end, settings.range_steps).tolist()
     trainer.reset(rates[0])
     tried, losses = [], []
-    for index, rate in enumerate(rates):
-        if index % 5 == 0:
-            progress(index / len(rates), f"Range test: learning rate {rate:.1e}")
-        trainer.set_rate(rate)
-        loss = trainer.step()["loss"]
-        tried.append(rate)
-        losses.append(loss)
-        finite = [value for value in losses if math.isfinite(value)]
-        if not math.isfinite(loss) or (finite and loss > stop_factor * min(finite)):
-            break
+    chunk = 10  # steps run back to back between checks for a blow-up
+    for start in range(0, len(rates), chunk):
+        progress(start / len(rates), f"Range test: learning rate {rates[start]:.1e}")
+        block = rates[start:start + chunk]
+        for rate, loss in zip(block, trainer.run(len(block), block)):
+            tried.append(rate)
+            losses.append(loss)
+            finite = [value for value in losses if math.isfinite(value)]
+            if not math.isfinite(loss) or (finite and loss > stop_factor * min(finite)):
+                break
+        else:
+            continue
+        break
     trainer.reset(settings.range_start)
     progress(1.0, "Range test done")
     return {"learning_rates": tried, "losses": [v if math.isfinite(v) else None for v in losses]}

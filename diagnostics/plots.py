@@ -156,9 +156,10 @@ def overfit_figure(result: CheckResult) -> go.Figure:
     if evidence.get("accuracies"):
         figure.add_scatter(x=epochs, y=evidence["accuracies"], mode="lines+markers", name="accuracy",
                            line_color=BATCH_COLOUR, secondary_y=True)
-        figure.update_yaxes(title_text="accuracy", tickformat=".0%", range=[0, 1.05], secondary_y=True)
+        figure.update_yaxes(title_text="accuracy", tickformat=".0%", range=[0, 1.05], dtick=0.25, secondary_y=True)
     if evidence.get("ln_k"):
         figure.add_hline(y=evidence["ln_k"], line_dash="dash", line_color=LIMIT_COLOUR,
-                         annotation_text=f"ln K = {evidence['ln_k']:.3f} (random guess)")
+                         annotation_text=f"ln K = {evidence['ln_k']:.3f} (random guess)",
+                         annotation_position="bottom left")
     _layout(figure, "Training on one batch", "epoch", "loss")
     return figure

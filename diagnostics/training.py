@@ -187,11 +187,23 @@ class Trainer:
         self._position = 0
         self._iterator = iter(self._dataset)
 
-    def set_rate(self, rate: float) -> None:
-        self.optimizer.learning_rate = rate
+    def run(self, steps: int, rates: list[float] | None = None) -> list[float]:
+        """`steps` training steps on the next batches; returns each step's loss.
 
-    def step(self) -> dict[str, float]:
-        """One training step on the next batch; returns that step's loss (and metrics), not a running mean."""
+        Keras reports a running mean of the loss; it is reset once here and each step's own loss is
+        recovered from consecutive means, so nothing waits on the device between steps.
+
+        Args:
+            rates: a learning rate for each step (the range test); None keeps the current rate.
+        """
         self.model.reset_metrics()
-        logs = self.train_function(self._iterator)
-        return {key: float(np.asarray(value)) for key, value in logs.items()}
+        means = []
+        for index in range(steps):
+            if rates is not None:
+                self.optimizer.learning_rate = rates[index]
+            means.append(self.train_function(self._iterator)["loss"])
+        running = np.asarray([float(np.asarray(mean)) for mean in means], dtype=np.float64)
+        counts = np.arange(1, steps + 1)
+        totals = running * counts
+        with np.errstate(invalid="ignore"):
+            return np.diff(totals, prepend=0.0).tolist()

@@ -122,3 +122,20 @@ def t5_config_checkpoint(tmp_path_factory, vocab_file) -> Path:
     BertTokenizerFast(vocab_file=str(vocab_file)).save_pretrained(directory)
     T5Config(vocab_size=64, d_model=32, num_layers=2, num_heads=4, d_ff=37).save_pretrained(directory)
     return directory
+
+
+@pytest.fixture(scope="session")
+def demo_model():
+    """The demo checkpoint as a three-label classifier, loaded once and shared: tests must not change it."""
+    from diagnostics.loading import load_model
+
+    return load_model("demo", 3)
+
+
+@pytest.fixture(scope="session")
+def demo_inputs():
+    """The demo tokenizer and the bundled MNLI train split."""
+    from diagnostics.config import RunConfig
+    from diagnostics.loading import load_split, load_tokenizer
+
+    return load_tokenizer("demo"), load_split(RunConfig())

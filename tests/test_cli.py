@@ -29,7 +29,7 @@ def test_run_on_local_bert_checkpoint_and_glue_tsv_reports_decoded_rows(tmp_path
                   "label": ["entailment", "contradiction"] * 4}).to_csv(tsv, sep="\t", index=False)
     report_path = tmp_path / "report.json"
     code = main(["run", "--checkpoint", str(bert_checkpoint), "--task", "mnli", "--data-files", f"train={tsv}",
-                 "--batch-size", "4", "--json", str(report_path)])
+                 "--batch-size", "4", "--stages", "data", "--json", str(report_path)])
     report = json.loads(report_path.read_text())
     decoded = next(c for c in report["checks"] if c["id"] == "data.decoded_samples")
     texts = {row["decoded"] for row in decoded["evidence"]["rows"]}
@@ -105,3 +105,28 @@ def test_model_stage_num_labels_three_passes_every_model_check(tmp_path, bert_ch
     assert code == 0
     assert statuses.pop("model.nan_origin") == "skip"
     assert set(statuses.values()) == {"pass"}
+
+
+def test_run_without_stages_writes_all_four_stages(tmp_path):
+    report_path = tmp_path / "report.json"
+    code = main(["run", "--sweep-rates", "3", "--sweep-steps", "4", "--range-steps", "10", "--json", str(report_path)])
+    report = json.loads(report_path.read_text())
+    assert code == 0
+    assert {check["stage"] for check in report["checks"]} == {"data", "model", "hparams", "overfit"}
+    overfit_check = next(c for c in report["checks"] if c["id"] == "overfit.one_batch")
+    assert overfit_check["status"] == "pass"
+
+
+def test_fail_on_warn_turns_a_warning_into_exit_1():
+    args = ["run", "--stages", "hparams", "--optimizer", "adam", "--sweep-rates", "2", "--sweep-steps", "2",
+            "--range-steps", "5"]
+    assert main(args) == 0
+    assert main(args + ["--fail-on", "warn"]) == 1
+
+
+def test_overfit_at_rate_10_fails_with_the_cause(tmp_path):
+    report_path = tmp_path / "report.json"
+    code = main(["run", "--stages", "overfit", "--learning-rate", "10", "--json", str(report_path)])
+    check = json.loads(report_path.read_text())["checks"][0]
+    assert code == 1
+    assert check["status"] == "fail" and "too high" in check["summary"]

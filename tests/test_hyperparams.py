@@ -124,7 +124,7 @@ def test_trainer_reset_restores_weights_and_optimizer_state(mnli_split, bert_tok
     batches = training_batches(mnli_split, bert_tokenizer, RunConfig(batch_size=6), count=2)
     trainer = Trainer(cached_bert, batches, RunConfig())
     trainer.reset(1e-2)
-    trainer.step()
+    assert len(trainer.run(2)) == 2
     trainer.reset(1e-4)
     for start, now in zip(cached_bert.get_weights(), trainer.model.get_weights()):
         np.testing.assert_array_equal(start, now)

@@ -105,3 +105,23 @@ def test_hyperparameters_page_flags_string_adam_and_draws_the_sweep(app):
     assert not app.exception
     assert "`hparams.lr_sweep`" in texts(app) and "`hparams.lr_range_test`" in texts(app)
     assert len(app.get("plotly_chart")) == 4
+
+
+def test_overfit_page_runs_and_gives_a_verdict(app):
+    app.switch_page("app_pages/4_overfit.py").run()
+    app.number_input(key="overfit.epochs").set_value(20).run()
+    app.button(key="overfit.run").click().run()
+    assert not app.exception
+    assert "the pipeline can learn" in app.success[0].value
+    assert "thrown away" in texts(app)
+
+
+def test_report_page_runs_every_stage_and_offers_downloads(app):
+    app.switch_page("app_pages/report.py").run()
+    assert "Not run yet for this configuration: Model, Hyperparameters, Overfit test" in texts(app)
+    app.button(key="report.run_all").click().run()
+    assert not app.exception
+    downloads = app.get("download_button")
+    assert len(downloads) == 2
+    assert "`overfit.one_batch`" in texts(app) and "`data.columns`" in texts(app)
+    assert "Not run yet" not in texts(app)

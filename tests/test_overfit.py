@@ -1,0 +1,84 @@
+import numpy as np
+import pytest
+
+from conftest import make_split
+from diagnostics import overfit
+from diagnostics.config import DEMO_LEARNING_RATE, RunConfig
+from diagnostics.glue import TASKS
+from diagnostics.result import Status
+
+
+def run(config, model, inputs, **kwargs):
+    tokenizer, split = inputs
+    return overfit.run_overfit_checks(config, model, tokenizer, split, **kwargs)[0]
+
+
+def test_batch_holds_every_label_round_robin():
+    labels = np.array([0] * 20 + [1] * 3 + [2] * 5)
+    indices, missing = overfit.every_label_indices(labels, TASKS["mnli"], 9, seed=0)
+    assert sorted(labels[indices].tolist()) == [0, 0, 0, 1, 1, 1, 2, 2, 2]
+    assert missing == []
+
+
+def test_batch_says_which_labels_the_split_cannot_supply():
+    indices, missing = overfit.every_label_indices(np.array([0, 0, 1, 1]), TASKS["mnli"], 4, seed=0)
+    assert missing == ["contradiction"] and len(indices) == 4
+
+
+def test_clean_configuration_passes_within_default_epochs(demo_model, demo_inputs):
+    result = run(RunConfig(learning_rate=DEMO_LEARNING_RATE), demo_model, demo_inputs)
+    assert result.status is Status.PASS
+    assert result.evidence["epochs"] == overfit.DEFAULT_EPOCHS
+    assert result.evidence["final_accuracy"] == 1.0
+    assert len(result.evidence["losses"]) == len(result.evidence["accuracies"]) == 20
+    assert {row["label"] for row in result.evidence["rows"]} == {0, 1, 2}
+    assert all(row["correct"] for row in result.evidence["rows"])
+
+
+def test_rate_of_10_fails_with_rate_too_high(demo_model, demo_inputs):
+    result = run(RunConfig(), demo_model, demo_inputs, rate=10.0)
+    assert result.status is Status.FAIL
+    assert "rate is too high" in result.summary
+
+
+def test_rate_of_1e_9_fails_with_rate_too_low(demo_model, demo_inputs):
+    result = run(RunConfig(), demo_model, demo_inputs, rate=1e-9, best_rate=3e-3)
+    assert result.status is Status.FAIL
+    assert "rate is too low" in result.summary and "near where it started" in result.summary
+    assert "3.0e-03" in result.summary
+
+
+def test_cached_model_is_byte_identical_afterwards(demo_model, demo_inputs):
+    before = [w.tobytes() for w in demo_model.get_weights()]
+    run(RunConfig(), demo_model, demo_inputs, rate=10.0, epochs=3)
+    assert [w.tobytes() for w in demo_model.get_weights()] == before
+
+
+@pytest.mark.parametrize(
+    "losses, accuracy, status, words",
+    [
+        ([1.1, 0.5, 0.054], 1.0, Status.PASS, "can learn"),
+        ([1.1, 0.5, 0.049], 1.0, Status.PASS, "can learn"),
+        ([1.1, 0.5, 0.049], 0.9, Status.FAIL, "fell too slowly"),
+        ([1.1, 0.9, 0.6], 0.8, Status.FAIL, "fell too slowly"),
+        ([1.1, 1.2, None], 0.3, Status.FAIL, "too high"),
+    ],
+)
+def test_verdict_thresholds(losses, accuracy, status, words):
+    figures = {"losses": losses, "final_accuracy": accuracy, "epochs": 3, "learning_rate": 1e-3, "ln_k": 1.0986,
+               "accuracies": [accuracy] * 3}
+    result = overfit.check_overfit(figures, [])
+    assert result.status is status and words in result.summary
+
+
+def test_regression_passes_on_loss_alone():
+    figures = {"losses": [10.0, 2.0, 0.4], "final_accuracy": None, "epochs": 3, "learning_rate": 1e-3, "ln_k": None,
+               "accuracies": None}
+    assert overfit.check_overfit(figures, []).status is Status.PASS
+
+
+def test_unusable_batch_is_a_skip(demo_model, demo_inputs):
+    tokenizer, _ = demo_inputs
+    split = make_split("mnli", [("a", "b", 0), ("c", "d", 1)])
+    result = overfit.run_overfit_checks(RunConfig(columns=("input_ids", "nope")), demo_model, tokenizer, split)[0]
+    assert result.status is Status.SKIP

@@ -1,0 +1,27 @@
+import json
+
+from diagnostics.config import RunConfig
+from diagnostics.report import build_report, checklist_lines, markdown_report
+from diagnostics.result import CheckResult, Status
+
+RESULTS = [
+    CheckResult("data.columns", "data", Status.PASS, "All columns exist."),
+    CheckResult("model.nan_rows", "model", Status.FAIL, "5 of 16 rows | have NaN.", fix="from_pretrained(..., num_labels=3)",
+                evidence={"rows": [{"index": 1, "loss": float("nan")}]}),
+    CheckResult("hparams.optimizer", "hparams", Status.WARN, "adam means 0.001."),
+]
+
+
+def test_report_is_json_with_run_environment_and_checks():
+    report = build_report(RunConfig(num_labels=2), RESULTS)
+    assert json.loads(json.dumps(report))["run"]["num_labels"] == 2
+    assert report["counts"] == {"pass": 1, "warn": 1, "fail": 1, "error": 0, "skip": 0}
+    assert report["checks"][1]["evidence"]["rows"][0]["loss"] is None
+
+
+def test_checklist_and_markdown_put_failures_first():
+    assert checklist_lines(RESULTS)[0].startswith("FAIL  model.nan_rows")
+    markdown = markdown_report(build_report(RunConfig(), RESULTS))
+    table = [line for line in markdown.splitlines() if line.startswith("| ")]
+    assert table[1].startswith("| FAIL | `model.nan_rows`") and "\\|" in table[1]
+    assert "from_pretrained(..., num_labels=3)" in markdown
