@@ -53,6 +53,7 @@ class RunConfig:
         learning_rate: the rate of an optimizer object (a string optimizer ignores it, as Keras does).
         weight_decay: for AdamW and create_optimizer.
         train_steps / warmup_steps: the planned schedule, for create_optimizer.
+        shuffle_labels: permute the split's labels at random (the shuffled-labels workshop scenario).
     """
 
     checkpoint: str = DEMO_CHECKPOINT
@@ -73,6 +74,7 @@ class RunConfig:
     weight_decay: float = 0.0
     train_steps: int = 1000
     warmup_steps: int = 0
+    shuffle_labels: bool = False
 
     @property
     def glue_task(self) -> GlueTask:

@@ -101,6 +101,7 @@ def build_batch(split, tokenizer, config: RunConfig, indices: list[int]) -> Firs
             batch_size=len(indices),
             shuffle=False,
             collate_fn=collator,
+            num_test_batches=shape_probes(len(indices)),
         )
         batch.tf_batch = next(iter(dataset))
     except Exception as exc:
@@ -131,8 +132,20 @@ def training_batches(split, tokenizer, config: RunConfig, count: int) -> list:
         label_cols=labels[0] if labels and len(labels) == 1 else labels,
         batch_size=config.batch_size, shuffle=False,
         collate_fn=DataCollatorWithPadding(tokenizer, return_tensors="np"),
+        num_test_batches=shape_probes(rows_needed),
     )
     return list(dataset.take(count))
+
+
+def shape_probes(rows: int) -> int:
+    """How many single rows `to_tf_dataset` should sample to infer its output shapes.
+
+    It fixes a dimension when every sampled row has the same length; with its default of 20 samples from
+    a few rows of similar length it can miss the longest row, fix the sequence length too short, and fail
+    on the real batch ("Shape of tensor ... is not compatible"). Ten samples a row makes missing one
+    vanishingly unlikely.
+    """
+    return min(2000, max(20, 10 * rows))
 
 
 def split_labels(split) -> np.ndarray:

@@ -234,7 +234,17 @@ def load_split(config: RunConfig):
         dataset = load_local_file(files[config.split])
     if len(dataset) == 0:
         raise InputError(f"Split {config.split!r} of {task.name} has no rows.")
-    return normalise_labels(dataset, task)
+    dataset = normalise_labels(dataset, task)
+    return shuffled_labels(dataset, config.seed) if config.shuffle_labels else dataset
+
+
+def shuffled_labels(dataset, seed: int):
+    """The split with its label column permuted at random: every text keeps a label, but not its own."""
+    import numpy as np
+
+    labels = dataset.data.column("label").to_numpy()
+    permuted = np.random.default_rng(seed + 7919).permutation(labels)
+    return dataset.remove_columns("label").add_column("label", permuted)
 
 
 def _load_hub_split(task: GlueTask, split: str):

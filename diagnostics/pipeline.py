@@ -10,9 +10,11 @@ from diagnostics import loading
 from diagnostics.config import RunConfig
 from diagnostics.data import LABEL, build_first_batch, run_data_checks, training_batches
 from diagnostics.errors import InputError, NotClassifierError
+from diagnostics.learnability import CHECK_ID as LEARNABILITY, check_learnability, learnability_figures
 from diagnostics.hyperparams import SETUP_CHECKS, STAGE as HPARAMS, TRAINING_CHECKS, SweepSettings, run_hparams_checks
 from diagnostics.model import not_classification_results, run_model_checks
-from diagnostics.overfit import DEFAULT_EPOCHS, STAGE as OVERFIT, run_overfit_checks
+from diagnostics.overfit import DEFAULT_EPOCHS, STAGE as OVERFIT, effective_rate, run_overfit_checks
+from diagnostics.result import run_check
 from diagnostics.result import CheckResult, skipped
 
 STAGES = ("data", "model", "hparams", "overfit")
@@ -48,6 +50,7 @@ def run_stages(config: RunConfig, stages: tuple[str, ...] = STAGES, *, tokenizer
     results: list[CheckResult] = []
     if "data" in stages:
         results += run_data_checks(config, split, tokenizer)
+        results += learnability_stage(config, tokenizer, split, model_loader)
     if "model" in stages:
         results += model_stage(config, tokenizer, split, model_loader)
     if "hparams" in stages:
@@ -57,6 +60,22 @@ def run_stages(config: RunConfig, stages: tuple[str, ...] = STAGES, *, tokenizer
         results += overfit_stage(config, tokenizer, split, model_loader, epochs=epochs, best_rate=best,
                                  progress=progress)
     return results
+
+
+def learnability_stage(config: RunConfig, tokenizer, split, model_loader: Callable = loading.load_model
+                       ) -> list[CheckResult]:
+    """data.learnability: a short run on the given labels against shuffled ones (trains two copies)."""
+    if config.glue_task.regression is False and (split.data.column(LABEL).to_numpy() < 0).all():
+        return [skipped(LEARNABILITY, "data", "The split has no labels (all -1), so there is nothing to learn.")]
+    model, problem = _load_classifier(config, model_loader)
+    if model is None:
+        return [skipped(LEARNABILITY, "data", f"No model to train: {problem}")]
+    if build_first_batch(split, tokenizer, config).tf_batch is None:
+        return [skipped(LEARNABILITY, "data", "No batch can be built (see data.batch).")]
+    if len(split) < 8:
+        return [skipped(LEARNABILITY, "data", f"The split has {len(split)} rows, too few to hold some out.")]
+    return [run_check(LEARNABILITY, "data", lambda: check_learnability(learnability_figures(
+        model, tokenizer, config, split, rate=effective_rate(config))))]
 
 
 def overfit_stage(config: RunConfig, tokenizer, split, model_loader: Callable = loading.load_model, *,
