@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from ui.state import init_state, sidebar
+from ui.state import init_state, scenario_panel, sidebar
 
 st.set_page_config(page_title="Training Pipeline Debugger", layout="wide")
 
@@ -18,5 +18,9 @@ navigation = st.navigation(
         "Summary": [st.Page("app_pages/report.py", title="Report", url_path="report")],
     }
 )
-sidebar()
-navigation.run()
+slot = sidebar()
+try:
+    navigation.run()
+finally:
+    # After the page, so the panel can say which of the scenario's checks the page just ran caught it.
+    scenario_panel(slot)

@@ -12,6 +12,7 @@ import argparse
 import json
 import math
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from diagnostics.config import LOSSES, OPTIMIZERS, default_config
@@ -102,6 +103,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--stages", help="comma-separated stages to run (default: all)")
     run.add_argument("--seed", type=int)
     run.add_argument("--json", type=Path, metavar="PATH", help="write the JSON report here")
+    run.add_argument("--scenario", help="a workshop scenario (see the scenarios command); options given "
+                     "explicitly override its settings")
+    commands.add_parser("scenarios", help="list the workshop scenarios and the checks that must flag each")
     return parser
 
 
@@ -123,7 +127,12 @@ def config_from_args(args) -> "RunConfig":  # noqa: F821
         overrides["columns"] = tuple(c.strip() for c in args.columns.split(",") if c.strip())
     if args.no_shuffle:
         overrides["shuffle"] = False
-    return default_config(hub_reachable(), **overrides).validated()
+    base = default_config(hub_reachable(), **{k: v for k, v in overrides.items() if k == "checkpoint"})
+    if args.scenario:
+        from diagnostics.scenarios import get_scenario
+
+        base = get_scenario(args.scenario).apply(replace(base, task=overrides.get("task", base.task)))
+    return replace(base, **overrides).validated()
 
 
 def sweep_from_args(args):
@@ -149,6 +158,12 @@ def run_command(args) -> int:
     print(f"Checked {config.checkpoint} on {config.task}/{config.split} ({config.data_source} data), stages: {', '.join(stages)}")
     for line in checklist_lines(results):
         print(line)
+    if args.scenario:
+        from diagnostics.scenarios import get_scenario
+
+        caught = get_scenario(args.scenario).caught({r.id: r.status.value for r in results})
+        print(f"Scenario {args.scenario}: " + ("; ".join(f"{check} {'caught it' if ok else 'did NOT catch it'}"
+                                                     for check, ok in caught.items()) or "nothing is expected to fail"))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(report, indent=2))
@@ -157,9 +172,21 @@ def run_command(args) -> int:
     return EXIT_FAILED if any(r.status in failing for r in results) else EXIT_OK
 
 
+def scenarios_command() -> int:
+    from diagnostics.scenarios import SCENARIOS
+
+    for scenario in SCENARIOS.values():
+        flagged = scenario.caught({})
+        print(f"{scenario.name:<28} {scenario.title}")
+        print(f"{'':<28} must be flagged by: {', '.join(flagged) or 'nothing (no check may fail)'}")
+    return EXIT_OK
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        if args.command == "scenarios":
+            return scenarios_command()
         return run_command(args)
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -162,9 +162,17 @@ def check_loss(figures: dict[str, Any], *, warn_disagreement: float = 0.1) -> Ch
             evidence=figures,
         )
     if name != "internal" and labels_in == "inputs":
-        note = (f"labels sit inside the input dict with a Keras loss: Transformers {version}'s train_step moves them out "
-                "and gives them to the Keras loss, so this trains (older versions raised \"No gradients provided\").")
-    elif name == "internal" and labels_in == "separate":
+        return CheckResult(
+            "hparams.loss", STAGE, Status.WARN,
+            f"Loss {name!r} matches the model's output ({configured:.3f} on the batch), but the labels sit inside the "
+            f"input dict with a Keras loss: Transformers {version}'s train_step moves them out and gives them to the "
+            "Keras loss, so this trains here, while other versions raised \"No gradients provided for any variable\" "
+            "and the model also computes its own loss on every step.",
+            fix="to_tf_dataset(columns=[...inputs...], label_cols='label')  # labels apart for a Keras loss;\n"
+                "# or keep them in the dict and compile(optimizer=...) with no loss",
+            evidence=figures,
+        )
+    if name == "internal" and labels_in == "separate":
         note = (f"labels are separate (x, y) with the model's internal loss: Transformers {version}'s train_step copies y "
                 "into the input dict as labels, so the internal loss is used.")
     elif name == "internal":

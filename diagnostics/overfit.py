@@ -11,7 +11,7 @@ from diagnostics.config import RunConfig
 from diagnostics.data import LABEL, FirstBatch, build_batch, decoded_rows, split_labels
 from diagnostics.glue import GlueTask
 from diagnostics.result import CheckResult, Status
-from diagnostics.training import Trainer, split_batch
+from diagnostics.training import Trainer, first_line, split_batch
 
 STAGE = "overfit"
 DEFAULT_EPOCHS = 20
@@ -58,7 +58,12 @@ def overfit_one_batch(model, batch: FirstBatch, config: RunConfig, epochs: int, 
     trainer.reset(rate)
     report = tf_keras.callbacks.LambdaCallback(
         on_epoch_end=lambda epoch, logs: progress((epoch + 1) / epochs, f"Epoch {epoch + 1} of {epochs}: loss {logs['loss']:.4f}"))
-    history = trainer.model.fit(tf.data.Dataset.from_tensors(batch.tf_batch), epochs=epochs, verbose=0, callbacks=[report])
+    try:
+        history = trainer.model.fit(tf.data.Dataset.from_tensors(batch.tf_batch), epochs=epochs, verbose=0,
+                                    callbacks=[report])
+    except Exception as exc:  # what model.fit itself raises is the finding (e.g. a label out of range on CPU)
+        return {"epochs": epochs, "learning_rate": rate, "losses": [], "accuracies": None, "predictions": [],
+                "final_accuracy": None, "ln_k": None, "error": f"{type(exc).__name__}: {first_line(exc)}"}
     inputs, _ = split_batch(batch.tf_batch)
     logits = np.asarray(trainer.model(inputs, training=False).logits)
     del trainer
@@ -91,6 +96,13 @@ def check_overfit(figures: dict[str, Any], rows: list[dict[str, Any]], *, missin
             start or below `near_min_value`.
         stuck_share: a final loss above this share of the start means the loss did not move.
     """
+    if figures.get("error"):
+        return CheckResult(
+            "overfit.one_batch", STAGE, Status.FAIL,
+            f"model.fit on the batch raised {figures['error']} (on a GPU this shows as loss: nan instead).",
+            fix="Fix the labels first (see data.label_range and model.nan_rows).",
+            evidence={**figures, "rows": rows, "missing_labels": missing_labels or [], "best_rate": best_rate},
+        )
     losses = figures["losses"]
     first, final = losses[0], losses[-1]
     accuracy = figures["final_accuracy"]
@@ -137,13 +149,19 @@ def run_overfit_checks(config: RunConfig, model, tokenizer, split, *, epochs: in
                        progress: Callable[[float, str], None] = lambda fraction, text: None) -> list[CheckResult]:
     """The overfit test on a batch holding every label; the model given is never modified."""
     task = config.glue_task
-    indices, missing = every_label_indices(split_labels(split), task, config.batch_size, config.seed)
+    labels = split_labels(split)
+    if not task.regression and not (labels >= 0).any():
+        return [CheckResult("overfit.one_batch", STAGE, Status.SKIP,
+                            "The split has no labels (all -1, a GLUE test split), so there is nothing to learn.")]
+    indices, missing = every_label_indices(labels, task, config.batch_size, config.seed)
     batch = build_batch(split, tokenizer, config, indices)
     if batch.tf_batch is None:
         return [CheckResult("overfit.one_batch", STAGE, Status.SKIP,
                             f"No batch to train on: {batch.error} (see data.batch).")]
     figures = overfit_one_batch(model, batch, config, epochs, rate=rate, progress=progress)
     rows = decoded_rows(batch, tokenizer, task)
+    if figures.get("error"):
+        return [check_overfit(figures, rows, missing_labels=missing, best_rate=best_rate)]
     for row, prediction in zip(rows, figures["predictions"]):
         row["predicted"] = prediction
         row["predicted_name"] = task.label_name(prediction) if not task.regression else f"score {prediction:.2f}"

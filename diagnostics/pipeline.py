@@ -62,11 +62,33 @@ def run_stages(config: RunConfig, stages: tuple[str, ...] = STAGES, *, tokenizer
     return results
 
 
+def out_of_range_labels(split, config: RunConfig) -> int:
+    """How many labels of the split the model's head cannot take (training stops at the first one on CPU)."""
+    from diagnostics.data import invalid_labels, split_labels
+
+    if config.glue_task.regression:
+        return 0
+    return sum(invalid_labels(split_labels(split), config.glue_task, config.effective_num_labels).values())
+
+
+def _untrainable(check_ids, stage: str, split, config: RunConfig) -> list[CheckResult]:
+    """Skips for training checks when labels are out of range, else nothing."""
+    bad = out_of_range_labels(split, config)
+    if not bad:
+        return []
+    reason = (f"Training stops at the first of {bad:,} labels outside [0, {config.effective_num_labels}) "
+              "(see data.label_range and model.nan_rows): fix them or num_labels first.")
+    return [skipped(check, stage, reason) for check in check_ids]
+
+
 def learnability_stage(config: RunConfig, tokenizer, split, model_loader: Callable = loading.load_model
                        ) -> list[CheckResult]:
     """data.learnability: a short run on the given labels against shuffled ones (trains two copies)."""
     if config.glue_task.regression is False and (split.data.column(LABEL).to_numpy() < 0).all():
         return [skipped(LEARNABILITY, "data", "The split has no labels (all -1), so there is nothing to learn.")]
+    untrainable = _untrainable((LEARNABILITY,), "data", split, config)
+    if untrainable:
+        return untrainable
     model, problem = _load_classifier(config, model_loader)
     if model is None:
         return [skipped(LEARNABILITY, "data", f"No model to train: {problem}")]
@@ -116,8 +138,11 @@ def hparams_stage(config: RunConfig, tokenizer, split, model_loader: Callable = 
         return [skipped(check, HPARAMS, reason) for check in checks]
     first = build_first_batch(split, tokenizer, config)
     labels = np.asarray(first.rows[LABEL])
+    untrainable = _untrainable(TRAINING_CHECKS, HPARAMS, split, config) if "training" in parts else []
+    if untrainable:
+        parts = tuple(part for part in parts if part != "training")
     return run_hparams_checks(config, model, [first.tf_batch] + batches[1:], labels, sweep,
-                              progress or (lambda fraction, text: None), parts=parts)
+                              progress or (lambda fraction, text: None), parts=parts) + untrainable
 
 
 def model_stage(config: RunConfig, tokenizer, split, model_loader: Callable = loading.load_model) -> list[CheckResult]:

@@ -131,6 +131,10 @@ def range_test_figure(result: CheckResult) -> go.Figure:
         figure.add_vline(x=rate, line_dash="dash", line_color=colour, annotation_text=f"{name} {rate:.0e}",
                          annotation_position=position, annotation_font_color=colour)
     figure.update_xaxes(type="log")
+    finite = [v for v in evidence["losses"] if v is not None]
+    if finite:
+        # Past the blow-up the loss dwarfs the useful part of the curve; keep the view on the part before it.
+        figure.update_yaxes(range=[0.9 * min(finite), min(max(finite), 2.5 * finite[0]) * 1.05])
     return _layout(figure, "Learning-rate range test", "learning rate (log)", "loss")
 
 

@@ -119,10 +119,12 @@ def first_line(exc: BaseException) -> str:
     TensorFlow prefixes op errors with "{{function_node ...}}" and suffixes "[Op:...]"; both are dropped.
     """
     text = str(exc).strip()
+    noise = ("Exception encountered when calling layer", "[[", "Traceback", "Graph execution error", "Detected at node",
+             "File ", "<stack traces unavailable>", "~", "^")
     for line in text.splitlines():
         line = re.sub(r"\{\{[^}]*\}\}\s*", "", line).strip()
         line = line.split(" [Op:")[0].strip()
-        if line and not line.startswith(("Exception encountered when calling layer", "[[", "Traceback")):
+        if line and not line.startswith(noise):
             return line[:400]
     return text[:400] or type(exc).__name__
 

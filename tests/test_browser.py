@@ -65,7 +65,7 @@ def browser():
 
 @pytest.fixture
 def page(browser):
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    context = browser.new_context(viewport={"width": 1400, "height": 2200})
     page = context.new_page()
     page.console_errors = []
     page.on("console", lambda message: message.type == "error" and page.console_errors.append(message.text))
@@ -79,14 +79,61 @@ def _shot(page, name: str) -> None:
     print(f"screenshot: {SCREENSHOTS / name}.png")
 
 
-def test_data_page_shows_the_decoded_batch(server, page):
+def _choose(page, label: str, option: str) -> None:
+    """Pick an option of a Streamlit selectbox by its label."""
+    page.get_by_role("combobox", name=label).first.click()
+    page.get_by_role("option", name=option).first.click()
+
+
+def _open(page, link: str, text: str) -> None:
+    page.get_by_role("link", name=link).click()
+    page.get_by_text(text).first.wait_for(timeout=180_000)
+
+
+def _settle(page) -> None:
+    page.wait_for_timeout(1500)
+    page.locator("[data-testid='stStatusWidget']").wait_for(state="detached", timeout=180_000)
+
+
+def test_walk_every_page_on_the_demo_kit(server, page):
     page.goto(server)
-    page.get_by_text("The first batch, decoded").wait_for(timeout=120_000)
-    page.get_by_text("data.label_range").first.wait_for(timeout=60_000)
+    page.get_by_text("The first batch, decoded").wait_for(timeout=180_000)
     page.locator("[data-testid='stDataFrame']").first.wait_for(timeout=60_000)
     page.locator(".js-plotly-plot").nth(1).wait_for(timeout=60_000)
     assert page.get_by_text("Offline").first.is_visible()
-    assert page.get_by_text("contradiction").count() >= 1
-    page.wait_for_timeout(1500)
+    _settle(page)
     _shot(page, "1_data")
+
+    _choose(page, "Workshop scenario", "num-labels-too-small: num_labels=2 on MNLI's three labels")
+    _open(page, "2 · Model", "Rows with a NaN loss")
+    page.get_by_text("every one has a label").first.wait_for(timeout=60_000)
+    _settle(page)
+    assert page.get_by_text("caught").count() >= 1
+    _shot(page, "2_model_nan_rows")
+
+    _choose(page, "Workshop scenario", "fixed: The course's fixed script")
+    _open(page, "3 · Hyperparameters", "hparams.optimizer")
+    for label, value in (("Rates in the grid", "3"), ("Steps at each rate", "4"), ("Range-test steps", "12")):
+        field = page.get_by_role("spinbutton", name=label)
+        field.fill(value)
+        field.press("Enter")
+        _settle(page)
+    page.get_by_role("button", name="Run the sweep and the range test").click()
+    page.get_by_text("hparams.lr_range_test").first.wait_for(timeout=180_000)
+    page.get_by_text("Final loss against learning rate").first.wait_for(timeout=60_000)
+    _settle(page)
+    _shot(page, "3_hyperparameters")
+
+    _open(page, "4 · Overfit test", "Press the button")
+    page.get_by_role("button", name="Run the overfit test").click()
+    page.get_by_text("the pipeline can learn").first.wait_for(timeout=180_000)
+    _settle(page)
+    _shot(page, "4_overfit")
+
+    _open(page, "Report", "Run every stage now")
+    page.get_by_role("button", name="Run every stage now").click()
+    page.get_by_role("button", name="Download JSON").wait_for(timeout=300_000)
+    _settle(page)
+    assert page.get_by_text("overfit.one_batch").count() >= 1
+    _shot(page, "5_report")
     assert page.console_errors == []

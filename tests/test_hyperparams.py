@@ -67,8 +67,9 @@ def test_loss_internal_passes(mnli_split, bert_tokenizer, cached_bert):
 def test_loss_labels_in_dict_with_keras_loss_says_what_this_version_does(mnli_split, bert_tokenizer, cached_bert):
     config = RunConfig(batch_size=6, loss="SparseCategoricalCrossentropy(from_logits=True)", labels_in="inputs")
     result = stage(config, mnli_split, bert_tokenizer, cached_bert, parts=("setup",))["hparams.loss"]
-    assert result.status is Status.PASS
+    assert result.status is Status.WARN
     assert "moves them out" in result.summary and "4.54.1" in result.summary
+    assert "No gradients provided" in result.summary
 
 
 def test_loss_separate_labels_with_internal_loss_says_what_this_version_does(mnli_split, bert_tokenizer, cached_bert):

@@ -125,3 +125,14 @@ def test_report_page_runs_every_stage_and_offers_downloads(app):
     assert len(downloads) == 2
     assert "`overfit.one_batch`" in texts(app) and "`data.columns`" in texts(app)
     assert "Not run yet" not in texts(app)
+
+
+def test_scenario_picker_fills_the_sidebar_and_reports_what_caught_it(app):
+    app.selectbox(key="run.scenario").set_value("course-script").run()
+    assert not app.exception
+    assert app.text_input(key="run.columns").value == "input_ids,labels"
+    assert app.selectbox(key="run.optimizer").value == "adam"
+    assert app.number_input(key="run.num_labels").value == 2
+    sidebar = "\n".join(m.value for m in app.sidebar.markdown)
+    assert "`data.columns`: :green[caught]" in sidebar
+    assert "`hparams.loss`: :gray[not run yet]" in sidebar

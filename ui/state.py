@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import streamlit as st
 
 import diagnostics  # noqa: F401  (selects Keras 2 before TensorFlow loads)
@@ -9,9 +11,11 @@ from diagnostics import loading
 from diagnostics.config import DATA_SOURCES, LOSSES, OPTIMIZERS, RunConfig, default_config
 from diagnostics.errors import InputError
 from diagnostics.glue import TASKS, get_task
+from diagnostics.scenarios import SCENARIOS
 
 DATA_SOURCE_LABELS = {"demo": "Bundled demo samples", "hub": "Hugging Face Hub (nyu-mll/glue)", "files": "Local files"}
 CONFIG_KEY = "run.config"
+NO_SCENARIO = "(none)"
 CONFIG_ERROR_KEY = "run.config_error"
 
 
@@ -42,6 +46,8 @@ def init_state() -> None:
         "run.weight_decay": f"{defaults.weight_decay:g}",
         "run.train_steps": defaults.train_steps,
         "run.warmup_steps": defaults.warmup_steps,
+        "run.shuffle_labels": defaults.shuffle_labels,
+        "run.scenario": NO_SCENARIO,
     }
     for key, value in initial.items():
         st.session_state.setdefault(key, value)
@@ -68,8 +74,59 @@ def _parse_quietly(text: str) -> tuple[tuple[str, str], ...]:
         return ()
 
 
-def sidebar() -> None:
-    """Render the run configuration and store the validated RunConfig (or the reason it is invalid)."""
+def apply_scenario() -> None:
+    """Fill the sidebar with the chosen scenario's settings (a widget callback, so it runs before the widgets)."""
+    name = st.session_state["run.scenario"]
+    if name == NO_SCENARIO:
+        return
+    defaults = default_config(hub_reachable(), checkpoint=st.session_state["run.checkpoint"])
+    config = SCENARIOS[name].apply(replace(defaults, task=st.session_state["run.task"]))
+    state = st.session_state
+    state["run.task"], state["run.split"] = config.task, config.split
+    state["run.num_labels"] = config.num_labels
+    state["run.columns"] = ",".join(config.columns) if config.columns else ""
+    state["run.labels_in"], state["run.loss"], state["run.optimizer"] = config.labels_in, config.loss, config.optimizer
+    state["run.learning_rate"] = f"{config.learning_rate:g}"
+    state["run.shuffle_labels"] = config.shuffle_labels
+    if config.data_source != "files":
+        state["run.data_source"] = state["run.data_source"] if state["run.data_source"] != "files" else defaults.data_source
+
+
+def scenario_panel(slot) -> None:
+    """The workshop picker, the chosen scenario's symptom, and which expected checks have caught it so far."""
+    with slot:
+        _scenario_panel()
+
+
+def _scenario_panel() -> None:
+    st.selectbox("Workshop scenario", [NO_SCENARIO, *SCENARIOS], key="run.scenario", on_change=apply_scenario,
+                 format_func=lambda name: name if name == NO_SCENARIO else f"{name}: {SCENARIOS[name].title}",
+                 help="Each preset injects one known bug into the configuration below.")
+    name = st.session_state["run.scenario"]
+    if name == NO_SCENARIO:
+        return
+    scenario = SCENARIOS[name]
+    st.caption(f"**Symptom:** {scenario.symptom}")
+    config = st.session_state.get(CONFIG_KEY)
+    statuses = {}
+    for stage in ("data", "model", "hparams", "overfit"):
+        kept = st.session_state.get(f"results.{stage}")
+        if kept and kept[0] == config:
+            statuses.update({result.id: result.status.value for result in kept[1]})
+    lines = []
+    for checks, caught in scenario.caught(statuses).items():
+        ran = any(check in statuses for check in checks.split(" or "))
+        mark = ":green[caught]" if caught else (":red[missed]" if ran else ":gray[not run yet]")
+        lines.append(f"- `{checks}`: {mark}")
+    st.markdown("**Must be flagged by:**\n" + ("\n".join(lines) if lines else "- nothing: no check may fail"))
+
+
+def sidebar():
+    """Render the run configuration and store the validated RunConfig (or the reason it is invalid).
+
+    Returns:
+        the sidebar slot for the scenario panel, filled by `scenario_panel` once the page has run.
+    """
     with st.sidebar:
         st.header("Run under test")
         if not hub_reachable():
@@ -117,6 +174,7 @@ def sidebar() -> None:
             st.radio("Labels", ("inputs", "separate"), key="run.labels_in", format_func={
                 "inputs": "inside the input dict", "separate": "separate, Keras (x, y)"}.get)
             st.checkbox("Shuffle (to_tf_dataset(shuffle=True))", key="run.shuffle")
+            st.checkbox("Shuffle the labels apart from their texts (a bug)", key="run.shuffle_labels")
             st.number_input("Seed", min_value=0, step=1, key="run.seed")
     try:
         st.session_state[CONFIG_KEY] = config_from_state()
@@ -124,6 +182,9 @@ def sidebar() -> None:
     except InputError as exc:
         st.session_state[CONFIG_KEY] = None
         st.session_state[CONFIG_ERROR_KEY] = str(exc)
+    with st.sidebar:
+        st.divider()
+        return st.container()
 
 
 def config_from_state() -> RunConfig:
@@ -149,6 +210,7 @@ def config_from_state() -> RunConfig:
         weight_decay=parse_number("weight decay", state["run.weight_decay"]),
         train_steps=int(state["run.train_steps"]),
         warmup_steps=int(state["run.warmup_steps"]),
+        shuffle_labels=bool(state["run.shuffle_labels"]),
     ).validated()
 
 
@@ -176,9 +238,10 @@ def cached_tokenizer(checkpoint: str):
 
 
 @st.cache_resource(show_spinner="Loading the split…")
-def cached_split(task: str, split: str, data_source: str, data_files: tuple):
+def cached_split(task: str, split: str, data_source: str, data_files: tuple, shuffle_labels: bool, seed: int):
     """Shared by every session; datasets are immutable (select/map return new objects)."""
-    return loading.load_split(RunConfig(task=task, split=split, data_source=data_source, data_files=data_files))
+    return loading.load_split(RunConfig(task=task, split=split, data_source=data_source, data_files=data_files,
+                                        shuffle_labels=shuffle_labels, seed=seed))
 
 
 @st.cache_resource(show_spinner="Loading the model…", max_entries=4)
@@ -190,5 +253,6 @@ def cached_model(checkpoint: str, num_labels: int, seed: int):
 def load_inputs(config: RunConfig):
     """The tokenizer and split of a configuration, from the shared caches."""
     tokenizer = cached_tokenizer(config.checkpoint)
-    split = cached_split(config.task, config.split, config.data_source, config.data_files)
+    split = cached_split(config.task, config.split, config.data_source, config.data_files, config.shuffle_labels,
+                         config.seed)
     return tokenizer, split

@@ -1,0 +1,122 @@
+"""Workshop scenarios: named presets that each inject one known bug, with the symptom and the checks that must flag it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from diagnostics.config import RunConfig
+from diagnostics.errors import InputError
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One known bug.
+
+    Attributes:
+        name: the preset's name, as `--scenario NAME` takes it.
+        title: one line for a picker.
+        symptom: what a user sees in `model.fit()`.
+        settings: RunConfig fields the scenario sets (over the default configuration).
+        expected: check ids that must warn or fail; a tuple inside means any one of them.
+    """
+
+    name: str
+    title: str
+    symptom: str
+    settings: dict[str, Any] = field(default_factory=dict)
+    expected: tuple = ()
+
+    def apply(self, config: RunConfig) -> RunConfig:
+        """The configuration with this scenario's settings; a split the task lacks becomes its test split."""
+        settings = dict(self.settings)
+        if settings.get("split") == "test":
+            settings["split"] = next(s for s in config.glue_task.splits if s.startswith("test"))
+        return replace(config, **settings)
+
+    def expected_ids(self) -> list[str]:
+        """Every check id named, alternatives included."""
+        return [check for item in self.expected for check in (item if isinstance(item, tuple) else (item,))]
+
+    def caught(self, statuses: dict[str, str]) -> dict[str, bool]:
+        """For each expected item, whether one of its checks warned or failed (keys join alternatives with ' or ')."""
+        flagged = {"warn", "fail"}
+        return {
+            " or ".join(item) if isinstance(item, tuple) else item:
+            any(statuses.get(check) in flagged for check in (item if isinstance(item, tuple) else (item,)))
+            for item in self.expected
+        }
+
+
+SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
+    Scenario(
+        "course-script", "The course's script as written",
+        "columns=['input_ids', 'labels'], compile(loss='sparse_categorical_crossentropy', optimizer='adam') and "
+        "from_pretrained(checkpoint) with its default two labels on MNLI: on CPU model.fit stops with "
+        "'Received a label value of 2 which is outside the valid range of [0, 2)'; on a GPU it prints loss: nan.",
+        {"task": "mnli", "columns": ("input_ids", "labels"), "loss": "sparse_categorical_crossentropy",
+         "optimizer": "adam", "num_labels": 2, "labels_in": "inputs"},
+        ("data.columns", "hparams.loss", ("model.config", "model.nan_rows"), "hparams.optimizer"),
+    ),
+    Scenario(
+        "labels-in-dict-keras-loss", "Labels inside the input dict plus a Keras loss",
+        "The labels stay in the input dict while compile(loss=...) gets a Keras loss. Older Transformers "
+        "raised 'No gradients provided for any variable'; the installed one moves the labels out for you.",
+        {"labels_in": "inputs", "loss": "SparseCategoricalCrossentropy(from_logits=True)"},
+        ("hparams.loss",),
+    ),
+    Scenario(
+        "num-labels-too-small", "num_labels=2 on MNLI's three labels",
+        "from_pretrained(checkpoint, num_labels=2) on MNLI: every row labelled 2 (contradiction) has no output, "
+        "so its loss is NaN on a GPU and an InvalidArgumentError on CPU.",
+        {"task": "mnli", "num_labels": 2},
+        ("model.config", "model.nan_rows"),
+    ),
+    Scenario(
+        "adam-string-default-lr", "optimizer=\"adam\" as a string",
+        "compile(optimizer='adam') trains at Keras's default 0.001, twenty times the 5e-5 a pretrained "
+        "transformer wants: the loss jumps about or the model forgets its pretraining.",
+        {"optimizer": "adam"},
+        ("hparams.optimizer",),
+    ),
+    Scenario(
+        "probabilities-not-logits", "A loss that reads logits as probabilities",
+        "compile(loss=SparseCategoricalCrossentropy(from_logits=False)) on a model that outputs logits: the "
+        "loss starts above ln(K) and falls very slowly.",
+        {"loss": "SparseCategoricalCrossentropy(from_logits=False)", "labels_in": "separate"},
+        ("hparams.loss", "model.initial_loss"),
+    ),
+    Scenario(
+        "test-split-labels", "Training on the test split",
+        "GLUE's test splits carry label -1: on CPU model.fit stops with 'Received a label value of -1', on a "
+        "GPU the loss is NaN from the first batch.",
+        {"split": "test"},
+        ("data.label_range", "model.nan_rows"),
+    ),
+    Scenario(
+        "shuffled-labels", "Labels shuffled apart from their texts",
+        "The labels were permuted (e.g. one column shuffled on its own): training runs and the loss moves a "
+        "little, but validation accuracy stays at chance.",
+        {"shuffle_labels": True},
+        ("data.learnability",),
+    ),
+    Scenario(
+        "lr-too-high", "A learning rate of 0.1",
+        "Adam(learning_rate=0.1): the loss jumps up after a few steps, or turns NaN.",
+        {"optimizer": "Adam", "learning_rate": 0.1},
+        ("hparams.lr_sweep", "overfit.one_batch"),
+    ),
+    Scenario(
+        "fixed", "The course's fixed script",
+        "num_labels=3, the model's internal loss, Adam with a learning rate chosen for the checkpoint (5e-5 for "
+        "a pretrained one; the demo kit's 3e-3 for its random weights): nothing should fail.",
+        {"num_labels": None, "loss": "internal", "optimizer": "Adam", "labels_in": "inputs", "columns": None},
+        (),
+    ),
+)}
+
+
+def get_scenario(name: str) -> Scenario:
+    if name not in SCENARIOS:
+        raise InputError(f"Unknown scenario {name!r}; choose one of: {', '.join(SCENARIOS)}.")
+    return SCENARIOS[name]
