@@ -12,7 +12,8 @@ from diagnostics.config import RunConfig
 from diagnostics.glue import GlueTask
 from diagnostics.model import configured_loss_value, run_forward
 from diagnostics.result import CheckResult, Status, run_check
-from diagnostics.training import StepRecord, Trainer, build_optimizer, fresh_copy, one_train_step, split_batch
+from diagnostics.training import (StepRecord, Trainer, build_optimizer, effective_rate, fresh_copy, one_train_step,
+                                  split_batch)
 
 STAGE = "hparams"
 # Above this, fine-tuning a pretrained transformer usually destroys what it learned (the course uses 5e-5).
@@ -466,7 +467,7 @@ def run_hparams_checks(config: RunConfig, model, batches: list, labels: np.ndarr
             return holder[0]
 
         results.append(run_check("hparams.lr_sweep", STAGE, lambda: check_lr_sweep(
-            lr_sweep(trainer(), settings, lambda f, t: progress(0.7 * f, t)), config.learning_rate)))
+            lr_sweep(trainer(), settings, lambda f, t: progress(0.7 * f, t)), effective_rate(config))))
         results.append(run_check("hparams.lr_range_test", STAGE, lambda: check_lr_range_test(
             lr_range_test(trainer(), settings, lambda f, t: progress(0.7 + 0.3 * f, t)))))
         progress(1.0, "Done")

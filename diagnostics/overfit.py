@@ -11,7 +11,7 @@ from diagnostics.config import RunConfig
 from diagnostics.data import LABEL, FirstBatch, build_batch, decoded_rows, split_labels
 from diagnostics.glue import GlueTask
 from diagnostics.result import CheckResult, Status
-from diagnostics.training import Trainer, first_line, split_batch
+from diagnostics.training import Trainer, effective_rate, first_line, split_batch
 
 STAGE = "overfit"
 DEFAULT_EPOCHS = 20
@@ -34,11 +34,6 @@ def every_label_indices(labels: np.ndarray, task: GlueTask, batch_size: int, see
             if pool and len(chosen) < batch_size:
                 chosen.append(pool.pop())
     return chosen, missing
-
-
-def effective_rate(config: RunConfig) -> float:
-    """The rate training runs at: the string "adam" means 0.001; create_optimizer's peak rate otherwise."""
-    return 0.001 if config.optimizer == "adam" else config.learning_rate
 
 
 def overfit_one_batch(model, batch: FirstBatch, config: RunConfig, epochs: int, *, rate: float | None = None,

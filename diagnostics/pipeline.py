@@ -13,7 +13,8 @@ from diagnostics.errors import InputError, NotClassifierError
 from diagnostics.learnability import CHECK_ID as LEARNABILITY, check_learnability, learnability_figures
 from diagnostics.hyperparams import SETUP_CHECKS, STAGE as HPARAMS, TRAINING_CHECKS, SweepSettings, run_hparams_checks
 from diagnostics.model import not_classification_results, run_model_checks
-from diagnostics.overfit import DEFAULT_EPOCHS, STAGE as OVERFIT, effective_rate, run_overfit_checks
+from diagnostics.overfit import DEFAULT_EPOCHS, STAGE as OVERFIT, run_overfit_checks
+from diagnostics.training import effective_rate
 from diagnostics.result import run_check
 from diagnostics.result import CheckResult, skipped
 

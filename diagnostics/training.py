@@ -129,6 +129,11 @@ def first_line(exc: BaseException) -> str:
     return text[:400] or type(exc).__name__
 
 
+def effective_rate(config: RunConfig) -> float:
+    """The rate training runs at: the string "adam" means 0.001; create_optimizer's peak rate otherwise."""
+    return 0.001 if config.optimizer == "adam" else config.learning_rate
+
+
 def sweep_optimizer(config: RunConfig, rate: float | None = None):
     """The optimizer a sweep or an overfit run uses: the configured family at a constant, settable rate.
 
@@ -137,7 +142,7 @@ def sweep_optimizer(config: RunConfig, rate: float | None = None):
     """
     import tf_keras
 
-    rate = config.learning_rate if rate is None else rate
+    rate = effective_rate(config) if rate is None else rate
     if config.optimizer == "AdamW" or (config.optimizer == "create_optimizer" and config.weight_decay):
         return tf_keras.optimizers.AdamW(learning_rate=rate, weight_decay=config.weight_decay)
     return tf_keras.optimizers.Adam(learning_rate=rate)
