@@ -129,6 +129,19 @@ def load_model(checkpoint: str, num_labels: int, seed: int = 0):
         ) from exc
 
 
+def validate_for_tokenizer(config: RunConfig, tokenizer) -> None:
+    """Settings that only the checkpoint can rule out: a max length beyond its position embeddings.
+
+    Raises:
+        InputError: naming the limit.
+    """
+    limit = getattr(tokenizer, "model_max_length", None)
+    # Tokenizers without a limit report a huge sentinel (int(1e30)).
+    if limit and limit < 1_000_000 and config.max_length > limit:
+        raise InputError(f"max length {config.max_length} is beyond this checkpoint's limit of {limit} tokens "
+                         f"(its position embeddings); use at most {limit}.")
+
+
 def demo_texts() -> list[str]:
     """Every text of the bundled samples, in a fixed order (the demo tokenizer is trained on them)."""
     texts: list[str] = []

@@ -48,6 +48,7 @@ def run_stages(config: RunConfig, stages: tuple[str, ...] = STAGES, *, tokenizer
     config = config.validated()
     tokenizer = tokenizer if tokenizer is not None else loading.load_tokenizer(config.checkpoint)
     split = split if split is not None else loading.load_split(config)
+    loading.validate_for_tokenizer(config, tokenizer)
     results: list[CheckResult] = []
     if "data" in stages:
         results += run_data_checks(config, split, tokenizer)

@@ -130,3 +130,31 @@ def test_overfit_at_rate_10_fails_with_the_cause(tmp_path):
     check = json.loads(report_path.read_text())["checks"][0]
     assert code == 1
     assert check["status"] == "fail" and "too high" in check["summary"]
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--max-length", "100000"], "beyond this checkpoint's limit of 128 tokens"),
+        (["--sweep-rates", "300"], "2 to 25 rates"),
+        (["--scenario", "nope"], "Unknown scenario"),
+    ],
+)
+def test_more_unusable_input_exits_2_with_one_line(args, message, capsys):
+    assert main(["run", "--stages", "data,hparams", *args]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
+
+
+def test_directory_without_config_exits_2(tmp_path, capsys):
+    assert main(["run", "--checkpoint", str(tmp_path)]) == 2
+    assert "has no config.json" in capsys.readouterr().err
+
+
+def test_scenarios_command_lists_every_scenario(capsys):
+    from diagnostics.scenarios import SCENARIOS
+
+    assert main(["scenarios"]) == 0
+    out = capsys.readouterr().out
+    assert all(name in out for name in SCENARIOS)
+    assert "model.config or model.nan_rows" in out

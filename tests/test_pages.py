@@ -136,3 +136,10 @@ def test_scenario_picker_fills_the_sidebar_and_reports_what_caught_it(app):
     sidebar = "\n".join(m.value for m in app.sidebar.markdown)
     assert "`data.columns`: :green[caught]" in sidebar
     assert "`hparams.loss`: :gray[not run yet]" in sidebar
+
+
+def test_max_length_beyond_the_checkpoint_gives_a_message(app):
+    app.number_input(key="run.max_length").set_value(4096).run()
+    assert not app.exception
+    assert "beyond this checkpoint's limit of 128 tokens" in texts(app)
+    assert app.number_input(key="run.max_length").value == 4096

@@ -255,4 +255,5 @@ def load_inputs(config: RunConfig):
     tokenizer = cached_tokenizer(config.checkpoint)
     split = cached_split(config.task, config.split, config.data_source, config.data_files, config.shuffle_labels,
                          config.seed)
+    loading.validate_for_tokenizer(config, tokenizer)
     return tokenizer, split
