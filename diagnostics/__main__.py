@@ -38,24 +38,22 @@ def _positive_int(text: str) -> int:
     return value
 
 
-def _learning_rate(text: str) -> float:
+def _number(text: str, *, allow_zero: bool) -> float:
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
+    if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
+        raise argparse.ArgumentTypeError(f"must be a {'non-negative' if allow_zero else 'positive'} number, got {text}")
     return value
+
+
+def _learning_rate(text: str) -> float:
+    return _number(text, allow_zero=False)
 
 
 def _non_negative(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not math.isfinite(value) or value < 0:
-        raise argparse.ArgumentTypeError(f"must be zero or positive, got {text}")
-    return value
+    return _number(text, allow_zero=True)
 
 
 def _data_file(text: str) -> tuple[str, str]:

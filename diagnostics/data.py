@@ -407,12 +407,21 @@ def check_label_balance(
     """
     if task.regression:
         split_hist, batch_hist = score_histogram(split_labels_), score_histogram(np.asarray(batch_labels))
-        return CheckResult(
-            "data.label_balance", STAGE, Status.PASS,
-            f"Regression scores: split mean {np.nanmean(np.asarray(split_labels_, float)):.2f}, "
-            f"batch mean {np.nanmean(np.asarray(batch_labels, float)):.2f} (see the histogram).",
-            evidence={"regression": True, "split": split_hist, "batch": batch_hist, "rows_scanned": len(split_labels_)},
-        )
+        evidence = {"regression": True, "split": split_hist, "batch": batch_hist, "rows_scanned": len(split_labels_)}
+        total = sum(split_hist["counts"])
+        top = int(np.argmax(split_hist["counts"])) if total else 0
+        share = split_hist["counts"][top] / total if total else 0.0
+        summary = (f"Regression scores: split mean {np.nanmean(np.asarray(split_labels_, float)):.2f}, "
+                   f"batch mean {np.nanmean(np.asarray(batch_labels, float)):.2f} (see the histogram)")
+        if share > warn_dominant_share:
+            edges = split_hist["edges"]
+            return CheckResult(
+                "data.label_balance", STAGE, Status.WARN,
+                f"{summary}; {share:.0%} of the scores lie between {edges[top]:.1f} and {edges[top + 1]:.1f}, so "
+                "predicting that range alone scores well.",
+                fix="Resample or weight rows across the score range.", evidence=evidence,
+            )
+        return CheckResult("data.label_balance", STAGE, Status.PASS, summary + ".", evidence=evidence)
     classes = max(num_labels, task.num_labels)
     names = label_names_for(task, classes)
     split_counts = label_counts(split_labels_, classes)
@@ -504,6 +513,13 @@ def check_baselines(labels: np.ndarray, task: GlueTask, num_labels: int, *, warn
         return CheckResult(
             "data.baselines", STAGE, Status.SKIP,
             "No label of the split is valid, so there is no baseline (see data.label_range).",
+            evidence=figures,
+        )
+    if task.regression and figures["mean_predictor_mse"] == 0:
+        return CheckResult(
+            "data.baselines", STAGE, Status.WARN,
+            f"Every score is {figures['mean']:.2f}: there is nothing to learn, and any model that outputs it is perfect.",
+            fix="Check that the label column was read correctly (e.g. not filled with a default).",
             evidence=figures,
         )
     if task.regression:

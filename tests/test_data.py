@@ -293,3 +293,12 @@ def test_stage_runs_every_check_on_a_regression_task(tokenizer):
 def test_stage_on_clean_data_has_no_failure(tokenizer, mnli_split):
     results = data.run_data_checks(RunConfig(batch_size=6), mnli_split, tokenizer)
     assert [r.id for r in results if r.status in (Status.FAIL, Status.ERROR)] == []
+
+
+def test_label_balance_regression_scores_in_one_bin_warn():
+    result = data.check_label_balance(np.array([2.6] * 9 + [4.0]), [2.6], STSB, 1)
+    assert result.status is Status.WARN and "90%" in result.summary
+
+
+def test_baselines_regression_constant_scores_warn():
+    assert data.check_baselines(np.array([3.0, 3.0, 3.0]), STSB, 1).status is Status.WARN
