@@ -31,7 +31,7 @@ def vocab_file(tmp_path_factory) -> Path:
 def tokenizer(vocab_file):
     from transformers import DistilBertTokenizerFast
 
-    return DistilBertTokenizerFast(vocab_file=str(vocab_file), model_max_length=64)
+    return DistilBertTokenizerFast(vocab_file=str(vocab_file), model_max_length=128)
 
 
 @pytest.fixture(scope="session")
@@ -41,11 +41,11 @@ def bert_checkpoint(tmp_path_factory, vocab_file) -> Path:
     from transformers import BertConfig, BertTokenizerFast, TFBertModel
 
     directory = tmp_path_factory.mktemp("bert-tiny")
-    tokenizer = BertTokenizerFast(vocab_file=str(vocab_file), model_max_length=64)
+    tokenizer = BertTokenizerFast(vocab_file=str(vocab_file), model_max_length=128)
     tokenizer.save_pretrained(directory)
     tf_keras.utils.set_random_seed(0)
     config = BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                        intermediate_size=37, max_position_embeddings=64)
+                        intermediate_size=37, max_position_embeddings=128)
     model = TFBertModel(config)
     model(model.dummy_inputs)
     model.save_pretrained(directory)

@@ -50,7 +50,10 @@ def server():
         pytest.fail("streamlit did not answer /_stcore/health within 90 s")
     yield url
     process.terminate()
-    process.wait(timeout=20)
+    try:
+        process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        process.kill()
 
 
 @pytest.fixture(scope="module")
@@ -83,6 +86,7 @@ def _choose(page, label: str, option: str) -> None:
     """Pick an option of a Streamlit selectbox by its label."""
     page.get_by_role("combobox", name=label).first.click()
     page.get_by_role("option", name=option).first.click()
+    _settle(page)
 
 
 def _open(page, link: str, text: str) -> None:
@@ -91,7 +95,7 @@ def _open(page, link: str, text: str) -> None:
 
 
 def _settle(page) -> None:
-    page.wait_for_timeout(1500)
+    page.wait_for_timeout(2000)
     page.locator("[data-testid='stStatusWidget']").wait_for(state="detached", timeout=180_000)
 
 
@@ -105,10 +109,11 @@ def test_walk_every_page_on_the_demo_kit(server, page):
     _shot(page, "1_data")
 
     _choose(page, "Workshop scenario", "num-labels-too-small: num_labels=2 on MNLI's three labels")
+    assert page.get_by_role("spinbutton", name="num_labels").input_value() == "2"
     _open(page, "2 · Model", "Rows with a NaN loss")
     page.get_by_text("every one has a label").first.wait_for(timeout=60_000)
     _settle(page)
-    assert page.get_by_text("caught").count() >= 1
+    page.locator("[data-testid='stSidebar']").get_by_text("caught").first.wait_for(timeout=60_000)
     _shot(page, "2_model_nan_rows")
 
     _choose(page, "Workshop scenario", "fixed: The course's fixed script")
