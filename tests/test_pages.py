@@ -143,3 +143,11 @@ def test_max_length_beyond_the_checkpoint_gives_a_message(app):
     assert not app.exception
     assert "beyond this checkpoint's limit of 128 tokens" in texts(app)
     assert app.number_input(key="run.max_length").value == 4096
+
+
+def test_scenario_choice_survives_a_page_that_stops_early(app):
+    app.selectbox(key="run.scenario").set_value("lr-too-high").run()
+    app.switch_page("app_pages/4_overfit.py").run()
+    app.run()
+    assert app.selectbox(key="run.scenario").value == "lr-too-high"
+    assert app.text_input(key="run.learning_rate").value == "0.1"

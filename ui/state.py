@@ -92,21 +92,22 @@ def apply_scenario() -> None:
         state["run.data_source"] = state["run.data_source"] if state["run.data_source"] != "files" else defaults.data_source
 
 
-def scenario_panel(slot) -> None:
-    """The workshop picker, the chosen scenario's symptom, and which expected checks have caught it so far."""
-    with slot:
-        _scenario_panel()
-
-
-def _scenario_panel() -> None:
+def scenario_picker() -> None:
+    """The workshop picker and the chosen scenario's symptom (before the page, so the choice is never lost)."""
     st.selectbox("Workshop scenario", [NO_SCENARIO, *SCENARIOS], key="run.scenario", on_change=apply_scenario,
                  format_func=lambda name: name if name == NO_SCENARIO else f"{name}: {SCENARIOS[name].title}",
-                 help="Each preset injects one known bug into the configuration below.")
+                 help="Each preset injects one known bug into the configuration above.")
     name = st.session_state["run.scenario"]
+    if name != NO_SCENARIO:
+        st.caption(f"**Symptom:** {SCENARIOS[name].symptom}")
+
+
+def scenario_panel(slot) -> None:
+    """Which of the chosen scenario's expected checks have caught it so far (after the page has run)."""
+    name = st.session_state.get("run.scenario", NO_SCENARIO)
     if name == NO_SCENARIO:
         return
     scenario = SCENARIOS[name]
-    st.caption(f"**Symptom:** {scenario.symptom}")
     config = st.session_state.get(CONFIG_KEY)
     statuses = {}
     for stage in ("data", "model", "hparams", "overfit"):
@@ -118,7 +119,7 @@ def _scenario_panel() -> None:
         ran = any(check in statuses for check in checks.split(" or "))
         mark = ":green[caught]" if caught else (":red[missed]" if ran else ":gray[not run yet]")
         lines.append(f"- `{checks}`: {mark}")
-    st.markdown("**Must be flagged by:**\n" + ("\n".join(lines) if lines else "- nothing: no check may fail"))
+    slot.markdown("**Must be flagged by:**\n" + ("\n".join(lines) if lines else "- nothing: no check may fail"))
 
 
 def sidebar():
@@ -184,6 +185,7 @@ def sidebar():
         st.session_state[CONFIG_ERROR_KEY] = str(exc)
     with st.sidebar:
         st.divider()
+        scenario_picker()
         return st.container()
 
 
