@@ -52,6 +52,6 @@ if result.evidence.get("losses"):
     rows = pd.DataFrame(result.evidence["rows"])
     st.dataframe(rows[["position", "label", "label_name", "predicted_name", "correct", "decoded"]], hide_index=True,
                  width="stretch", column_config={"decoded": st.column_config.TextColumn("decoded", width=700),
-                                                 "label_name": "label", "predicted_name": "predicted"})
+                                                 "label": "label id", "label_name": "label", "predicted_name": "predicted"})
     st.caption("The trained copy is thrown away: rebuild the model before real training, as the course advises.")
 checklist(results)
