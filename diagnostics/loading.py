@@ -101,14 +101,6 @@ def load_tokenizer(checkpoint: str):
     return _from_pretrained(AutoTokenizer, checkpoint)
 
 
-def load_model_config(checkpoint: str, num_labels: int | None = None):
-    """The checkpoint's `config.json` as Transformers reads it."""
-    from transformers import AutoConfig
-
-    kwargs = {} if num_labels is None else {"num_labels": num_labels}
-    return _from_pretrained(AutoConfig, checkpoint, **kwargs)
-
-
 def load_model(checkpoint: str, num_labels: int, seed: int = 0):
     """A fresh sequence-classification model, as `TFAutoModelForSequenceClassification.from_pretrained`.
 

@@ -14,7 +14,7 @@ from diagnostics.config import RunConfig
 from diagnostics.data import LABEL, FirstBatch, decoded_rows
 from diagnostics.glue import GlueTask
 from diagnostics.result import CheckResult, Status, run_check, skipped
-from diagnostics.training import StepRecord, first_line, fresh_copy, one_train_step, split_batch
+from diagnostics.training import StepRecord, effective_rate, first_line, fresh_copy, one_train_step, split_batch
 
 STAGE = "model"
 MODEL_CHECKS = ("model.config", "model.forward", "model.nan_rows", "model.initial_loss", "model.gradients",
@@ -563,9 +563,8 @@ def check_memory(figures: dict[str, Any]) -> CheckResult:
 
 
 def learning_rate_text(config: RunConfig) -> str:
-    if config.optimizer == "adam":
-        return 'optimizer "adam", learning rate 0.001'
-    return f"{config.optimizer}, learning rate {config.learning_rate:g}"
+    given = 'optimizer "adam"' if config.optimizer == "adam" else config.optimizer
+    return f"{given}, learning rate {effective_rate(config):g}"
 
 
 def not_classification_results(checkpoint: str, message: str) -> list[CheckResult]:

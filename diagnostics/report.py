@@ -6,7 +6,7 @@ import platform
 from importlib import metadata
 
 from diagnostics.config import RunConfig
-from diagnostics.result import CheckResult, Status, worst_first
+from diagnostics.result import SEVERITY, CheckResult, Status, worst_first
 
 STAGE_ORDER = ("data", "model", "hparams", "overfit")
 STAGE_TITLES = {"data": "Data", "model": "Model", "hparams": "Hyperparameters", "overfit": "Overfit test"}
@@ -57,8 +57,7 @@ def markdown_report(report: dict) -> str:
         "|---|---|---|",
     ]
     order = {stage: i for i, stage in enumerate(STAGE_ORDER)}
-    severity = {"fail": 0, "error": 1, "warn": 2, "skip": 3, "pass": 4}
-    checks = sorted(report["checks"], key=lambda c: (severity[c["status"]], order.get(c["stage"], 9)))
+    checks = sorted(report["checks"], key=lambda c: (SEVERITY[Status(c["status"])], order.get(c["stage"], len(order))))
     for check in checks:
         summary = check["summary"].replace("|", "\\|")
         lines.append(f"| {check['status'].upper()} | `{check['id']}` | {summary} |")
