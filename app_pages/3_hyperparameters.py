@@ -19,12 +19,12 @@ def setup_results(config):
 
 def sweep_settings() -> SweepSettings:
     left, middle, right = st.columns(3)
-    low = left.number_input("Lowest rate", value=1e-6, min_value=1e-12, format="%.0e", key="hparams.min_rate")
-    high = middle.number_input("Highest rate", value=1e-2, min_value=1e-12, format="%.0e", key="hparams.max_rate")
-    rates = right.number_input("Rates in the grid", value=7, min_value=2, max_value=25, key="hparams.rates")
+    low = left.number_input("Lowest rate", value=1e-6, format="%.0e", key="hparams.min_rate")
+    high = middle.number_input("Highest rate", value=1e-2, format="%.0e", key="hparams.max_rate")
+    rates = right.number_input("Rates in the grid", value=7, step=1, key="hparams.rates")
     left, middle, right = st.columns(3)
-    steps = left.number_input("Steps at each rate", value=8, min_value=1, max_value=500, key="hparams.steps")
-    range_steps = middle.number_input("Range-test steps", value=40, min_value=5, max_value=1000, key="hparams.range_steps")
+    steps = left.number_input("Steps at each rate", value=8, step=1, key="hparams.steps")
+    range_steps = middle.number_input("Range-test steps", value=40, step=1, key="hparams.range_steps")
     return SweepSettings(min_rate=low, max_rate=high, rates=int(rates), steps=int(steps), range_steps=int(range_steps))
 
 
@@ -49,9 +49,14 @@ st.subheader("Learning-rate sweep and range test")
 settings = sweep_settings()
 key = (config, settings)
 store = st.session_state.setdefault("hparams.training_results", {})
-if st.button("Run the sweep and the range test", type="primary", key="hparams.run"):
+settings_error = None
+try:
+    settings.validated()
+except InputError as exc:
+    settings_error = str(exc)
+    st.error(f"Sweep settings: {settings_error}")
+if st.button("Run the sweep and the range test", type="primary", key="hparams.run", disabled=bool(settings_error)):
     try:
-        settings.validated()
         tokenizer, split = load_inputs(config)
         bar = st.progress(0.0, text="Starting")
         store[key] = hparams_stage(config, tokenizer, split, cached_model, settings,

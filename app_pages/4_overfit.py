@@ -4,7 +4,7 @@ import pandas as pd
 import streamlit as st
 
 from diagnostics.errors import InputError
-from diagnostics.pipeline import overfit_stage
+from diagnostics.pipeline import overfit_stage, validate_epochs
 from diagnostics.plots import overfit_figure
 from ui.render import by_id, checklist, recalled, remember
 from ui.state import cached_model, current_config, load_inputs
@@ -13,7 +13,12 @@ st.title("4 · Overfit one batch")
 st.caption("A pipeline that works can memorise one batch: loss near zero and every row right within a few dozen "
            "epochs. The test trains a copy; the loaded model is never changed.")
 config = current_config()
-epochs = st.number_input("Epochs", min_value=1, max_value=1000, value=20, key="overfit.epochs")
+epochs = st.number_input("Epochs", value=20, step=1, key="overfit.epochs")
+try:
+    epochs, epochs_error = validate_epochs(epochs), None
+except InputError as exc:
+    epochs_error = str(exc)
+    st.error(epochs_error)
 sweep = by_id(recalled("hparams", config), "hparams.lr_sweep")
 best_rate = sweep.evidence.get("best_rate") if sweep else None
 store = st.session_state.setdefault("overfit.results", {})
@@ -23,29 +28,30 @@ def run(rate=None):
     try:
         tokenizer, split = load_inputs(config)
         bar = st.progress(0.0, text="Copying the model")
-        results = overfit_stage(config, tokenizer, split, cached_model, epochs=int(epochs), rate=rate,
+        results = overfit_stage(config, tokenizer, split, cached_model, epochs=epochs, rate=rate,
                                 best_rate=best_rate, progress=lambda f, text: bar.progress(min(f, 1.0), text=text))
         bar.empty()
-        store[(config, int(epochs), rate)] = results
-        st.session_state["overfit.last"] = (config, int(epochs), rate)
+        store[(config, epochs, rate)] = results
+        st.session_state["overfit.last"] = (config, epochs, rate)
     except InputError as exc:
         st.error(str(exc))
 
 
 left, right = st.columns([1, 2])
-if left.button("Run the overfit test", type="primary", key="overfit.run"):
+if left.button("Run the overfit test", type="primary", key="overfit.run", disabled=bool(epochs_error)):
     run()
-if best_rate and right.button(f"Rerun at the sweep's best rate {best_rate:.1e}", key="overfit.rerun_best"):
+if best_rate and right.button(f"Rerun at the sweep's best rate {best_rate:.1e}", key="overfit.rerun_best",
+                              disabled=bool(epochs_error)):
     run(best_rate)
 
 last = st.session_state.get("overfit.last")
-results = store.get(last) if last and last[0] == config and last[1] == int(epochs) else None
+results = store.get(last) if last and last[0] == config and last[1] == epochs else None
 if not results:
     st.info("Press the button to train a copy of the model on one batch.")
     st.stop()
 remember("overfit", config, results)
 result = results[0]
-(st.success if result.status.value == "pass" else st.error)(result.summary)
+{"pass": st.success, "skip": st.warning}.get(result.status.value, st.error)(result.summary)
 if result.evidence.get("losses"):
     st.plotly_chart(overfit_figure(result), width="stretch")
     st.subheader("The batch, with the trained copy's predictions")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, replace
 
+from diagnostics import limits
 from diagnostics.errors import InputError
 from diagnostics.glue import GlueTask, get_task
 
@@ -128,6 +129,7 @@ class RunConfig:
                             "and at least one train step")
         if self.data_source != "files" and self.split not in task.splits:
             problems.append(f"task {task.name} has no split {self.split!r}; its splits are {', '.join(task.splits)}")
+        problems += limits.config_problems(self)
         if problems:
             raise InputError("; ".join(problems) + ".")
         return replace(self, task=task.name, checkpoint=self.checkpoint.strip())

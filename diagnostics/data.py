@@ -75,6 +75,12 @@ def build_batch(split, tokenizer, config: RunConfig, indices: list[int]) -> Firs
 
     task = config.glue_task
     rows = split.select(indices).to_dict()
+    missing = [column for column in task.text_columns if column not in rows]
+    if missing:
+        return FirstBatch(indices=indices, rows=rows, input_ids=[], full_lengths=[],
+                          requested_columns=config.requested_columns(list(tokenizer.model_input_names)),
+                          label_columns=config.label_columns(), tokenized_columns=list(rows),
+                          error=f"KeyError: the split has no {', '.join(missing)} column, which {task.name} needs")
     encoded = tokenize(tokenizer, task, rows, config.max_length)
     full = tokenize(tokenizer, task, rows, None)
     tokenized = Dataset.from_dict({**rows, **{key: list(value) for key, value in encoded.items()}})

@@ -8,6 +8,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from diagnostics import limits
 from diagnostics.config import RunConfig
 from diagnostics.glue import GlueTask
 from diagnostics.model import configured_loss_value, run_forward
@@ -218,6 +219,7 @@ class SweepSettings:
             problems.append(f"steps per rate must be 1 to 500, got {self.steps}")
         if not (0 < self.range_start < self.range_end) or not 5 <= self.range_steps <= 1000:
             problems.append("the range test needs 0 < start rate < end rate and 5 to 1000 steps")
+        problems += limits.sweep_problems(self)
         if problems:
             raise InputError("; ".join(problems) + ".")
         return self

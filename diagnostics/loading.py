@@ -10,6 +10,7 @@ import tempfile
 import urllib.request
 from pathlib import Path
 
+from diagnostics import limits
 from diagnostics.config import DEMO_CHECKPOINT, DEMO_LEARNING_RATE, RunConfig
 from diagnostics.errors import InputError, NotClassifierError
 from diagnostics.glue import TASKS, GlueTask, get_task
@@ -92,13 +93,23 @@ def _from_pretrained(loader, checkpoint: str, **kwargs):
             " The Hugging Face Hub cannot be reached from here: use a local directory or the demo kit ('demo')."
         )
         raise InputError(f"Cannot load {where} {checkpoint!r}: {str(exc).splitlines()[0]}{hint}") from exc
+    except ValueError as exc:
+        if "custom code" in str(exc) or "trust_remote_code" in str(exc):
+            raise InputError(f"{checkpoint!r} needs its own Python code to load; this app never runs a checkpoint's "
+                             "code (trust_remote_code stays off). Use a checkpoint of a Transformers architecture.") from exc
+        raise
 
 
 def load_tokenizer(checkpoint: str):
     """The checkpoint's tokenizer, through `AutoTokenizer.from_pretrained`."""
     from transformers import AutoTokenizer
 
-    return _from_pretrained(AutoTokenizer, checkpoint)
+    try:
+        return _from_pretrained(AutoTokenizer, checkpoint)
+    except InputError:
+        raise
+    except ValueError as exc:
+        raise InputError(f"Cannot load a tokenizer from {checkpoint!r}: {str(exc).splitlines()[0]}") from exc
 
 
 def load_model(checkpoint: str, num_labels: int, seed: int = 0):
@@ -112,13 +123,28 @@ def load_model(checkpoint: str, num_labels: int, seed: int = 0):
     import tf_keras
     from transformers import TFAutoModelForSequenceClassification
 
+    if limits.hosted() is not None:  # refuse an oversized checkpoint before downloading its weights
+        from transformers import AutoConfig
+
+        _refuse_size(checkpoint, limits.estimated_parameters(_from_pretrained(AutoConfig, checkpoint)))
     tf_keras.utils.set_random_seed(seed)
     try:
-        return _from_pretrained(TFAutoModelForSequenceClassification, checkpoint, num_labels=num_labels)
+        model = _from_pretrained(TFAutoModelForSequenceClassification, checkpoint, num_labels=num_labels)
+    except InputError:
+        raise
     except ValueError as exc:
         raise NotClassifierError(
             f"{checkpoint!r} has no TensorFlow sequence-classification model: {str(exc).splitlines()[0]}"
         ) from exc
+    if limits.hosted() is not None:
+        _refuse_size(checkpoint, model.count_params())
+    return model
+
+
+def _refuse_size(checkpoint: str, parameters: int) -> None:
+    problem = limits.parameters_problem(checkpoint, parameters)
+    if problem:
+        raise InputError(problem + ".")
 
 
 def validate_for_tokenizer(config: RunConfig, tokenizer) -> None:

@@ -10,6 +10,7 @@ import numpy as np
 from diagnostics.config import RunConfig
 from diagnostics.data import LABEL, FirstBatch, build_batch, decoded_rows, split_labels
 from diagnostics.glue import GlueTask
+from diagnostics.limits import check_deadline
 from diagnostics.result import CheckResult, Status
 from diagnostics.training import Trainer, effective_rate, first_line, split_batch
 
@@ -52,6 +53,7 @@ def overfit_one_batch(model, batch: FirstBatch, config: RunConfig, epochs: int, 
     trainer = Trainer(model, [batch.tf_batch], config, metrics=None if task.regression else ["accuracy"])
     trainer.reset(rate)
     report = tf_keras.callbacks.LambdaCallback(
+        on_epoch_begin=lambda epoch, logs: check_deadline(f"at epoch {epoch + 1} of {epochs} of the overfit test"),
         on_epoch_end=lambda epoch, logs: progress((epoch + 1) / epochs, f"Epoch {epoch + 1} of {epochs}: loss {logs['loss']:.4f}"))
     try:
         history = trainer.model.fit(tf.data.Dataset.from_tensors(batch.tf_batch), epochs=epochs, verbose=0,

@@ -6,7 +6,7 @@ from typing import Callable
 
 import numpy as np
 
-from diagnostics import loading
+from diagnostics import limits, loading
 from diagnostics.config import RunConfig
 from diagnostics.data import LABEL, build_first_batch, run_data_checks, training_batches
 from diagnostics.errors import InputError, NotClassifierError
@@ -15,8 +15,7 @@ from diagnostics.hyperparams import SETUP_CHECKS, STAGE as HPARAMS, TRAINING_CHE
 from diagnostics.model import not_classification_results, run_model_checks
 from diagnostics.overfit import DEFAULT_EPOCHS, STAGE as OVERFIT, run_overfit_checks
 from diagnostics.training import effective_rate
-from diagnostics.result import run_check
-from diagnostics.result import CheckResult, skipped
+from diagnostics.result import CheckResult, run_check, skipped
 
 STAGES = ("data", "model", "hparams", "overfit")
 
@@ -32,6 +31,7 @@ def parse_stages(text: str | None) -> tuple[str, ...]:
     return names
 
 
+@limits.budgeted
 def run_stages(config: RunConfig, stages: tuple[str, ...] = STAGES, *, tokenizer=None, split=None,
                model_loader: Callable = loading.load_model, sweep: SweepSettings = SweepSettings(),
                progress=None, epochs: int = DEFAULT_EPOCHS) -> list[CheckResult]:
@@ -83,6 +83,7 @@ def _untrainable(check_ids, stage: str, split, config: RunConfig) -> list[CheckR
     return [skipped(check, stage, reason) for check in check_ids]
 
 
+@limits.budgeted
 def learnability_stage(config: RunConfig, tokenizer, split, model_loader: Callable = loading.load_model
                        ) -> list[CheckResult]:
     """data.learnability: a short run on the given labels against shuffled ones (trains two copies)."""
@@ -102,17 +103,30 @@ def learnability_stage(config: RunConfig, tokenizer, split, model_loader: Callab
         model, tokenizer, config, split, rate=effective_rate(config))))]
 
 
+@limits.budgeted
 def overfit_stage(config: RunConfig, tokenizer, split, model_loader: Callable = loading.load_model, *,
                   epochs: int = DEFAULT_EPOCHS, rate: float | None = None, best_rate: float | None = None,
                   progress=None) -> list[CheckResult]:
     """The overfit-one-batch test; `rate` overrides the configured one (e.g. the sweep's best)."""
-    if not 1 <= epochs <= 1000:
-        raise InputError(f"The overfit test needs 1 to 1000 epochs, got {epochs}.")
+    validate_epochs(epochs)
     model, problem = _load_classifier(config, model_loader)
     if model is None:
         return [skipped("overfit.one_batch", OVERFIT, f"No model to train: {problem}")]
-    return run_overfit_checks(config, model, tokenizer, split, epochs=epochs, rate=rate, best_rate=best_rate,
-                              progress=progress or (lambda fraction, text: None))
+    try:
+        return run_overfit_checks(config, model, tokenizer, split, epochs=epochs, rate=rate, best_rate=best_rate,
+                                  progress=progress or (lambda fraction, text: None))
+    except limits.BudgetExceeded as exc:
+        return [skipped("overfit.one_batch", OVERFIT, str(exc))]
+
+
+def validate_epochs(epochs) -> int:
+    """The overfit test's epoch count, or an InputError saying what it may be."""
+    if not (isinstance(epochs, int) or float(epochs).is_integer()) or not 1 <= epochs <= 1000:
+        raise InputError(f"The overfit test needs a whole number of epochs from 1 to 1000, got {epochs}.")
+    problem = limits.epochs_problem(int(epochs))
+    if problem:
+        raise InputError(problem[0].upper() + problem[1:] + ".")
+    return int(epochs)
 
 
 def _load_classifier(config: RunConfig, model_loader: Callable):
@@ -123,6 +137,7 @@ def _load_classifier(config: RunConfig, model_loader: Callable):
         return None, str(exc)
 
 
+@limits.budgeted
 def hparams_stage(config: RunConfig, tokenizer, split, model_loader: Callable = loading.load_model,
                   sweep: SweepSettings = SweepSettings(), progress=None,
                   parts: tuple[str, ...] = ("setup", "training")) -> list[CheckResult]:
@@ -147,6 +162,7 @@ def hparams_stage(config: RunConfig, tokenizer, split, model_loader: Callable = 
                               progress or (lambda fraction, text: None), parts=parts) + untrainable
 
 
+@limits.budgeted
 def model_stage(config: RunConfig, tokenizer, split, model_loader: Callable = loading.load_model) -> list[CheckResult]:
     """The Model stage on the Data stage's first batch; a checkpoint with no classifier is a clear fail."""
     model, problem = _load_classifier(config, model_loader)

@@ -88,8 +88,13 @@ def error_result(check_id: str, stage: str, exc: BaseException) -> CheckResult:
 
 def run_check(check_id: str, stage: str, check: Callable[..., CheckResult], *args, **kwargs) -> CheckResult:
     """Call one check; an exception becomes an `error` result carrying its type and message."""
+    from diagnostics.limits import BudgetExceeded, check_deadline
+
     try:
+        check_deadline(f"before {check_id} could start")
         return check(*args, **kwargs)
+    except BudgetExceeded as exc:
+        return skipped(check_id, stage, str(exc))
     except Exception as exc:  # a broken check must never blank the report
         return error_result(check_id, stage, exc)
 

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from diagnostics.config import RunConfig
+from diagnostics.limits import check_deadline
 
 LABEL_KEYS = ("labels", "label")
 
@@ -206,6 +207,7 @@ class Trainer:
         self.model.reset_metrics()
         means = []
         for index in range(steps):
+            check_deadline(f"at training step {index + 1} of {steps}")
             if rates is not None:
                 self.optimizer.learning_rate = rates[index]
             means.append(self.train_function(self._iterator)["loss"])

@@ -114,6 +114,21 @@ def gpt2_checkpoint(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def nan_checkpoint(tmp_path_factory, bert_checkpoint) -> Path:
+    """The tiny BERT classifier with every weight NaN, written by save_pretrained: every loss is NaN."""
+    import numpy as np
+
+    from diagnostics.loading import load_model, load_tokenizer
+
+    directory = tmp_path_factory.mktemp("bert-nan")
+    model = load_model(str(bert_checkpoint), 3)
+    model.set_weights([np.full(w.shape, np.nan, dtype=w.dtype) for w in model.get_weights()])
+    model.save_pretrained(directory)
+    load_tokenizer(str(bert_checkpoint)).save_pretrained(directory)
+    return directory
+
+
+@pytest.fixture(scope="session")
 def t5_config_checkpoint(tmp_path_factory, vocab_file) -> Path:
     """A directory whose config is an encoder-decoder (T5) with no TF sequence-classification class."""
     from transformers import BertTokenizerFast, T5Config

@@ -7,7 +7,7 @@ from dataclasses import replace
 import streamlit as st
 
 import diagnostics  # noqa: F401  (selects Keras 2 before TensorFlow loads)
-from diagnostics import loading
+from diagnostics import limits, loading
 from diagnostics.config import DATA_SOURCES, LOSSES, OPTIMIZERS, RunConfig, default_config
 from diagnostics.errors import InputError
 from diagnostics.glue import TASKS, get_task
@@ -133,10 +133,14 @@ def sidebar():
         if not hub_reachable():
             st.info("Offline: the Hugging Face Hub cannot be reached, so the app runs on the bundled demo kit "
                     "(a tiny DistilBERT built here and GLUE-schema samples).", icon=":material/cloud_off:")
+        hosted = limits.hosted()
+        if hosted:
+            st.caption(f"**Hosted mode** limits every run: {hosted.describe()}.")
         st.text_input("Checkpoint", key="run.checkpoint",
                       help="A Hub name, a local directory written by save_pretrained, or 'demo' for the offline kit.")
         st.selectbox("GLUE task", list(TASKS), key="run.task")
-        source = st.radio("Data", DATA_SOURCES, key="run.data_source", format_func=DATA_SOURCE_LABELS.get)
+        sources = [source for source in DATA_SOURCES if not (hosted and source == "files")]
+        source = st.radio("Data", sources, key="run.data_source", format_func=DATA_SOURCE_LABELS.get)
         if source == "files":
             st.text_area("Data files (one SPLIT=PATH a line)", key="run.data_files",
                          placeholder="train=/data/mnli/train.tsv\nvalidation_matched=/data/mnli/dev.tsv",
@@ -146,15 +150,18 @@ def sidebar():
             splits = list(get_task(st.session_state["run.task"]).splits)
         if splits:
             if st.session_state["run.split"] not in splits:
+                gone = st.session_state["run.split"]
                 st.session_state["run.split"] = splits[0]
+                if gone:
+                    st.caption(f"There is no split {gone!r} here; showing {splits[0]!r}.")
             st.selectbox("Split", splits, key="run.split")
         task = get_task(st.session_state["run.task"])
-        st.number_input("num_labels", min_value=1, max_value=1000, step=1, key="run.num_labels",
+        st.number_input("num_labels", step=1, key="run.num_labels",
                         placeholder=f"task default ({task.num_labels})",
                         help="What from_pretrained(..., num_labels=N) gets. Empty: the task's own count.")
         left, right = st.columns(2)
-        left.number_input("Batch size", min_value=1, max_value=4096, step=1, key="run.batch_size")
-        right.number_input("Max length", min_value=1, max_value=8192, step=1, key="run.max_length")
+        left.number_input("Batch size", step=1, key="run.batch_size")
+        right.number_input("Max length", step=1, key="run.max_length")
         st.subheader("Training setup")
         st.selectbox("Loss", list(LOSSES), key="run.loss", help="\n\n".join(f"**{k}**: {v}" for k, v in LOSSES.items()))
         st.selectbox("Optimizer", list(OPTIMIZERS), key="run.optimizer",

@@ -1,0 +1,131 @@
+"""Hosted mode (DEBUGGER_HOSTED=1): caps, refused local paths, the per-run time budget, and no remote code."""
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from conftest import ROOT
+from diagnostics import limits, loading
+from diagnostics.__main__ import main
+from diagnostics.config import RunConfig
+from diagnostics.errors import InputError
+from diagnostics.hyperparams import SweepSettings
+from diagnostics.pipeline import hparams_stage, overfit_stage, validate_epochs
+from diagnostics.result import Status
+
+
+@pytest.fixture
+def hosted(monkeypatch):
+    monkeypatch.setenv(limits.HOSTED_ENV, "1")
+    return limits.hosted()
+
+
+def test_off_by_default(monkeypatch):
+    monkeypatch.delenv(limits.HOSTED_ENV, raising=False)
+    assert limits.hosted() is None
+    RunConfig(batch_size=4096, max_length=100_000).validated()  # nothing capped
+    SweepSettings(rates=25, steps=500).validated()
+
+
+def test_each_cap_reads_its_own_variable(hosted, monkeypatch):
+    monkeypatch.setenv("DEBUGGER_MAX_BATCH_SIZE", "64")
+    monkeypatch.setenv("DEBUGGER_RUN_BUDGET_S", "30.5")
+    assert limits.hosted().max_batch_size == 64 and limits.hosted().run_budget_s == 30.5
+
+
+@pytest.mark.parametrize("overrides, message", [
+    ({"batch_size": 33}, "hosted mode caps the batch size at 32 (got 33)"),
+    ({"max_length": 512}, "hosted mode caps max length at 256 (got 512)"),
+    ({"checkpoint": "/models/bert"}, "hosted mode refuses local checkpoint paths ('/models/bert')"),
+    ({"checkpoint": "~/bert"}, "hosted mode refuses local checkpoint paths"),
+    ({"data_source": "files", "data_files": (("train", "/etc/passwd"),)}, "hosted mode refuses local data files"),
+])
+def test_configuration_beyond_the_caps_is_refused(hosted, overrides, message):
+    with pytest.raises(InputError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        RunConfig(**overrides).validated()
+
+
+def test_the_demo_kit_and_hub_names_are_allowed(hosted):
+    RunConfig(checkpoint="demo").validated()
+    RunConfig(checkpoint="distilbert-base-uncased", data_source="hub").validated()
+
+
+@pytest.mark.parametrize("settings, message", [
+    (SweepSettings(rates=10), "caps the sweep at 9 rates"),
+    (SweepSettings(steps=21), "caps steps per rate at 20"),
+    (SweepSettings(range_steps=101), "caps the range test at 100 steps"),
+])
+def test_sweeps_beyond_the_caps_are_refused(hosted, settings, message):
+    with pytest.raises(InputError, match=message):
+        settings.validated()
+
+
+def test_overfit_epochs_beyond_the_cap_are_refused(hosted):
+    assert validate_epochs(50) == 50
+    with pytest.raises(InputError, match="Hosted mode caps the overfit test at 50 epochs"):
+        validate_epochs(51)
+
+
+def test_checkpoint_beyond_the_parameter_cap_is_refused_before_and_after_loading(hosted, monkeypatch):
+    monkeypatch.setenv("DEBUGGER_MAX_PARAMETERS", "100000")
+    with pytest.raises(InputError, match="hosted mode caps checkpoints at"):
+        loading.load_model("demo", 3)
+
+
+def test_parameter_estimate_from_the_config_is_close_to_the_built_model(demo_model):
+    estimate = limits.estimated_parameters(demo_model.config)
+    assert abs(estimate - demo_model.count_params()) / demo_model.count_params() < 0.1
+
+
+def test_checkpoint_code_is_never_run(tmp_path):
+    (tmp_path / "config.json").write_text(
+        '{"model_type": "my-custom", "auto_map": {"AutoConfig": "configuration_my.MyConfig", '
+        '"TFAutoModelForSequenceClassification": "modeling_my.TFMyModel"}}')
+    for name in ("configuration_my.py", "modeling_my.py"):
+        (tmp_path / name).write_text("raise SystemExit('checkpoint code ran')\n")
+    for load in (loading.load_tokenizer, lambda checkpoint: loading.load_model(checkpoint, 2)):
+        with pytest.raises(InputError, match="trust_remote_code stays off"):
+            load(str(tmp_path))
+
+
+def test_time_budget_stops_training_cleanly_with_a_skip(hosted, monkeypatch, demo_model, demo_inputs):
+    monkeypatch.setenv("DEBUGGER_MAX_OVERFIT_EPOCHS", "1000")
+    monkeypatch.setenv("DEBUGGER_RUN_BUDGET_S", "1")
+    tokenizer, split = demo_inputs
+    [result] = overfit_stage(RunConfig(batch_size=8), tokenizer, split, lambda *a: demo_model, epochs=1000)
+    assert result.status is Status.SKIP
+    assert "time budget of 1 s at epoch" in result.summary and "of 1000 of the overfit test" in result.summary
+
+
+def test_time_budget_spent_skips_every_later_check(hosted, monkeypatch, demo_model, demo_inputs):
+    monkeypatch.setenv("DEBUGGER_RUN_BUDGET_S", "0")
+    tokenizer, split = demo_inputs
+    results = hparams_stage(RunConfig(batch_size=8), tokenizer, split, lambda *a: demo_model,
+                            SweepSettings(rates=2, steps=2, range_steps=5))
+    assert {result.status for result in results} == {Status.SKIP}
+    assert all("time budget of 0 s" in result.summary for result in results)
+
+
+def test_budget_is_off_outside_hosted_mode(monkeypatch, demo_model, demo_inputs):
+    monkeypatch.delenv(limits.HOSTED_ENV, raising=False)
+    monkeypatch.setenv("DEBUGGER_RUN_BUDGET_S", "0")
+    tokenizer, split = demo_inputs
+    [result] = overfit_stage(RunConfig(batch_size=8), tokenizer, split, lambda *a: demo_model, epochs=1)
+    assert result.status is not Status.SKIP
+
+
+def test_command_line_refuses_local_paths_with_exit_2(hosted, capsys, tmp_path):
+    assert main(["run", "--checkpoint", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "hosted mode refuses local checkpoint paths" in err and len(err.strip().splitlines()) == 1
+
+
+def test_page_in_hosted_mode_states_its_limits_and_offers_no_local_files(hosted):
+    app = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180).run()
+    assert not app.exception
+    assert "Hosted mode" in "\n".join(caption.value for caption in app.sidebar.caption)
+    assert app.radio(key="run.data_source").options == ["Bundled demo samples", "Hugging Face Hub (nyu-mll/glue)"]
+    app.number_input(key="run.batch_size").set_value(64).run()
+    assert "hosted mode caps the batch size at 32 (got 64)" in "\n".join(error.value for error in app.error)
+    app.text_input(key="run.checkpoint").set_value("/tmp").run()
+    assert "refuses local checkpoint paths" in "\n".join(error.value for error in app.error)
+    assert app.number_input(key="run.batch_size").value == 64
