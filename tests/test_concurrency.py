@@ -1,0 +1,106 @@
+"""Many users at once: sessions share the cached model (st.cache_resource) and must not disturb each other."""
+
+import threading
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from conftest import ROOT
+from diagnostics.config import RunConfig
+from diagnostics.pipeline import overfit_stage
+from ui.state import cached_model
+
+APP = str(ROOT / "app.py")
+SWEEP = {"hparams.rates": 3, "hparams.steps": 3, "hparams.range_steps": 8}
+
+
+def training_session() -> dict:
+    """One user's session: the sweep and the overfit test on the demo kit; returns the curves they saw."""
+    at = AppTest.from_file(APP, default_timeout=300).run()
+    at.switch_page("app_pages/3_hyperparameters.py").run()
+    for key, value in SWEEP.items():
+        at.number_input(key=key).set_value(value).run()
+    at.button(key="hparams.run").click().run()
+    at.switch_page("app_pages/4_overfit.py").run()
+    at.number_input(key="overfit.epochs").set_value(8).run()
+    at.button(key="overfit.run").click().run()
+    assert not at.exception, at.exception
+    results = {result.id: result for result in at.session_state["results.hparams"][1]}
+    results.update({result.id: result for result in at.session_state["results.overfit"][1]})
+    return {
+        "sweep": results["hparams.lr_sweep"].evidence["losses"],
+        "range": results["hparams.lr_range_test"].evidence["losses"],
+        "overfit": results["overfit.one_batch"].evidence["losses"],
+    }
+
+
+def assert_same_curves(first: dict, second: dict) -> None:
+    assert first.keys() == second.keys()
+    for name in first:
+        a, b = first[name], second[name]
+        a = np.asarray(list(a.values()) if isinstance(a, dict) else a, dtype=float)
+        b = np.asarray(list(b.values()) if isinstance(b, dict) else b, dtype=float)
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6, equal_nan=True, err_msg=name)
+
+
+def test_two_sessions_at_once_get_what_each_gets_alone_and_the_cached_model_never_changes():
+    alone = training_session()
+    shared = cached_model("demo", 3, 0)  # the object every session above and below gets from the cache
+    before = [weight.copy() for weight in shared.get_weights()]
+
+    outcomes: dict[int, dict] = {}
+    failures: list[BaseException] = []
+
+    def session(number: int) -> None:
+        try:
+            outcomes[number] = training_session()
+        except BaseException as exc:  # reported below; a thread's exception would otherwise vanish
+            failures.append(exc)
+
+    threads = [threading.Thread(target=session, args=(number,)) for number in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=600)
+    assert not failures, failures
+    assert len(outcomes) == 2
+    for outcome in outcomes.values():
+        assert_same_curves(alone, outcome)
+    assert cached_model("demo", 3, 0) is shared
+    for kept, now in zip(before, shared.get_weights()):
+        np.testing.assert_array_equal(kept, now)
+
+
+class StopTraining(Exception):
+    """Ends the background session's training once the other page has rendered."""
+
+
+def test_a_heavy_check_in_one_session_does_not_block_another_sessions_page(demo_inputs):
+    tokenizer, split = demo_inputs
+    model = cached_model("demo", 3, 0)
+    started, stop = threading.Event(), threading.Event()
+    epochs_done: list[int] = []
+
+    def progress(fraction: float, text: str) -> None:
+        epochs_done.append(1)
+        started.set()
+        if stop.is_set():
+            raise StopTraining
+
+    heavy = threading.Thread(target=lambda: overfit_stage(RunConfig(batch_size=16), tokenizer, split,
+                                                          lambda *args: model, epochs=1000, progress=progress))
+    heavy.start()
+    try:
+        assert started.wait(timeout=300), "the heavy check never started"
+        other = AppTest.from_file(APP, default_timeout=300).run()  # another user opens the Data page
+        other.selectbox(key="run.task").set_value("sst2").run()
+        rendered_while_training = heavy.is_alive()
+        epochs_at_render = len(epochs_done)
+    finally:
+        stop.set()
+        heavy.join(timeout=300)
+    assert not other.exception
+    assert set(other.dataframe[0].value["label_name"]) <= {"negative", "positive"}
+    assert rendered_while_training, "the heavy check ended before the other page rendered: make it longer"
+    assert epochs_at_render < 1000
