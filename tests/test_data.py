@@ -271,6 +271,15 @@ def test_duplicates_conflicting_labels_warn():
     assert result.evidence["duplicate_rows"] == 1
 
 
+def test_duplicates_show_the_conflicting_rows_and_are_scanned_once_per_split():
+    split = make_split("sst2", [("a good film", 1), ("a bad film", 0), ("a good film", 0), ("a sad film", 0)])
+    figures = data.duplicate_figures(split, SST2)
+    assert [(row["sentence"], row["label"]) for row in figures["conflict_examples"]] in (
+        [("a good film", 1), ("a good film", 0)], [("a good film", 0), ("a good film", 1)])
+    assert (split._fingerprint, ("sentence",), 5) in data._DUPLICATES_MEMO
+    assert data.duplicate_figures(split, SST2) == figures
+
+
 def test_duplicates_repeats_with_same_label_warn_above_threshold():
     split = make_split("sst2", [("a good film", 1)] * 3 + [("a bad film", 0)])
     result = data.check_duplicates(data.duplicate_figures(split, SST2))

@@ -1,0 +1,111 @@
+"""Split-wide checks against reading the label column: time(label range + label balance + duplicates) / time(pyarrow read).
+
+A GLUE-schema MNLI split of N rows (default 400,000, about MNLI's train size) is written as parquet,
+the format the Hub serves GLUE in, and loaded as a `datasets.Dataset` the way the app loads local
+files. The checks then scan the whole split as the Data page does; the floor is
+`pyarrow.parquet.read_table(path, columns=["label"])`. Loading the split is not timed on either side
+(the app loads it once and caches it for every session).
+
+    python bench/split_scan.py [--rows 400000] [--repeats 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import numpy as np  # noqa: E402
+import pyarrow as pa  # noqa: E402
+import pyarrow.parquet as pq  # noqa: E402
+
+import diagnostics  # noqa: E402,F401
+from diagnostics import data, loading  # noqa: E402
+from diagnostics.config import RunConfig  # noqa: E402
+from diagnostics.data import (check_duplicates, check_label_balance, check_label_range, duplicate_figures,  # noqa: E402
+                              split_labels)
+
+
+def write_split(path: Path, rows: int, seed: int = 0) -> None:
+    """MNLI-schema rows: premises of 8 to 30 words, hypotheses of 4 to 14, 1% of rows repeated."""
+    rng = np.random.default_rng(seed)
+    words = np.array([f"w{i}" for i in range(20_000)])
+
+    def sentences(count, low, high):
+        lengths = rng.integers(low, high, count)
+        tokens = words[rng.integers(0, len(words), lengths.sum())]
+        return [" ".join(chunk) for chunk in np.split(tokens, np.cumsum(lengths)[:-1])]
+
+    premise, hypothesis = sentences(rows, 8, 30), sentences(rows, 4, 14)
+    label = rng.integers(0, 3, rows)
+    repeats = rng.choice(rows, rows // 100, replace=False)
+    for index in repeats:
+        source = (index * 7919) % rows
+        premise[index], hypothesis[index] = premise[source], hypothesis[source]
+    table = pa.table({"premise": premise, "hypothesis": hypothesis, "label": label.astype(np.int64),
+                      "idx": np.arange(rows, dtype=np.int32)})
+    pq.write_table(table, path)
+
+
+def scan(split, config: RunConfig) -> list:
+    task, num_labels = config.glue_task, config.effective_num_labels
+    labels = split_labels(split)
+    batch_labels = labels[: config.batch_size].tolist()
+    return [
+        check_label_range(labels, batch_labels, task, num_labels, config.split),
+        check_label_balance(labels, batch_labels, task, num_labels),
+        check_duplicates(duplicate_figures(split, task)),
+    ]
+
+
+def timed(function) -> float:
+    start = time.perf_counter()
+    function()
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=400_000)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+
+    def first_scan():
+        data._DUPLICATES_MEMO.clear()  # as when the split is scanned for the first time
+        return scan(split, config)
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "train.parquet"
+        write_split(path, args.rows)
+        config = RunConfig(task="mnli", data_source="files", data_files=(("train", str(path)),))
+        split = loading.load_split(config)
+        results = first_scan()  # warm
+        pq.read_table(path, columns=["label"])
+        read = statistics.median(timed(lambda: pq.read_table(path, columns=["label"])) for _ in range(args.repeats))
+        texts = statistics.median(timed(lambda: pq.read_table(path, columns=["premise", "hypothesis"]))
+                                  for _ in range(args.repeats))
+        duplicates = statistics.median(timed(lambda: (data._DUPLICATES_MEMO.clear(),
+                                                      duplicate_figures(split, config.glue_task)))
+                                       for _ in range(args.repeats))
+        first = statistics.median(timed(first_scan) for _ in range(args.repeats))
+        again = statistics.median(timed(lambda: scan(split, config)) for _ in range(args.repeats))
+    print(f"rows = {len(split)}")
+    for result in results:
+        print(f"# {result.id}: {result.status.value}: {result.summary}")
+    print(f"pyarrow_label_read_s = {read:.4f}")
+    print(f"pyarrow_text_read_s = {texts:.4f}")
+    print(f"duplicates_s = {duplicates:.4f}")
+    print(f"duplicates_vs_text_read_ratio = {duplicates / texts:.2f}")
+    print(f"split_checks_first_scan_s = {first:.4f}")
+    print(f"split_checks_rescan_s = {again:.4f}")
+    print(f"split_scan_ratio_rescan = {again / read:.2f}")
+    print(f"split_scan_ratio = {first / read:.2f}")
+
+
+if __name__ == "__main__":
+    main()
