@@ -16,12 +16,15 @@ CHECK_ID = "data.learnability"
 STAGE = "data"
 
 
-def held_out_score(model, tokenizer, config: RunConfig, split, train_rows: list[int], held_rows: list[int],
-                   steps: int, rate: float) -> dict[str, float]:
-    """Train a copy for `steps` steps on `train_rows`; score it on `held_rows` (accuracy, or MSE for regression)."""
-    batches = [build_batch(split, tokenizer, config, train_rows[i:i + config.batch_size]).tf_batch
-               for i in range(0, len(train_rows), config.batch_size)]
-    trainer = Trainer(model, batches, config)
+def train_batches(split, tokenizer, config: RunConfig, rows: list[int]) -> list:
+    return [build_batch(split, tokenizer, config, rows[i:i + config.batch_size]).tf_batch
+            for i in range(0, len(rows), config.batch_size)]
+
+
+def held_out_score(trainer: Trainer, tokenizer, config: RunConfig, split, train_rows: list[int],
+                   held_rows: list[int], steps: int, rate: float) -> dict[str, float]:
+    """Train the copy from its start for `steps` steps on `train_rows`; score it on `held_rows` (accuracy, or MSE)."""
+    trainer.use(train_batches(split, tokenizer, config, train_rows))
     trainer.reset(rate)
     losses = trainer.run(steps)
     held = build_batch(split, tokenizer, config, held_rows)
@@ -46,8 +49,9 @@ def learnability_figures(model, tokenizer, config: RunConfig, split, *, rate: fl
     labels = split.data.column(LABEL).to_numpy()
     control_split = split.remove_columns(LABEL).add_column(
         LABEL, np.random.default_rng(config.seed + 1).permutation(labels))
-    given = held_out_score(model, tokenizer, config, split, train, held, steps, rate)
-    control = held_out_score(model, tokenizer, config, control_split, train, held, steps, rate)
+    trainer = Trainer(model, train_batches(split, tokenizer, config, train), config)  # one copy for both runs
+    given = held_out_score(trainer, tokenizer, config, split, train, held, steps, rate)
+    control = held_out_score(trainer, tokenizer, config, control_split, train, held, steps, rate)
     held_labels = labels[held]
     if config.glue_task.regression:
         chance = float(np.var(held_labels.astype(float)))

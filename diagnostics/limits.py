@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import functools
+import gc
 import os
 import time
 from dataclasses import dataclass, fields
@@ -143,11 +144,19 @@ def run_budget():
 
 
 def budgeted(function):
-    """Run `function` inside `run_budget()`."""
+    """Run a stage inside `run_budget()`, and free what it trained once it returns.
+
+    A trained copy holds its weights, gradients and optimizer slots, and refers to itself through
+    Keras's traced train step, so only the cycle collector frees it; running it here frees the
+    largest tensors between stages instead of whenever Python next collects.
+    """
     @functools.wraps(function)
     def wrapper(*args, **kwargs):
-        with run_budget():
-            return function(*args, **kwargs)
+        try:
+            with run_budget():
+                return function(*args, **kwargs)
+        finally:
+            gc.collect()
     return wrapper
 
 

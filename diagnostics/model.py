@@ -363,11 +363,11 @@ def check_initial_loss(value: float, expected: float, reference: float, loss_nam
 def gradient_figures(record: StepRecord) -> dict[str, Any]:
     """Global gradient norm, per-layer norms, and the variables with no or non-finite gradients."""
     missing = [variable_path(name) for name, grad in record.gradients if grad is None]
-    broken = [variable_path(name) for name, grad in record.gradients if grad is not None and not np.isfinite(grad).all()]
+    broken = [variable_path(name) for name, grad in record.gradients if grad is not None and not grad.finite]
     groups: dict[str, float] = {}
     for name, grad in record.gradients:
         if grad is not None:
-            groups[layer_group(name)] = groups.get(layer_group(name), 0.0) + float(np.sum(np.square(grad, dtype=np.float64)))
+            groups[layer_group(name)] = groups.get(layer_group(name), 0.0) + grad.sum_squares
     norms = [{"layer": layer, "norm": math.sqrt(total) if math.isfinite(total) else None} for layer, total in groups.items()]
     total = sum(v for v in groups.values())
     return {

@@ -60,8 +60,33 @@ def fresh_copy(model, inputs: dict):
     """
     copy = type(model)(model.config)
     copy(inputs, training=False)
-    copy.set_weights(model.get_weights())
+    copy_weights(model, copy)
     return copy
+
+
+def copy_weights(source, target) -> None:
+    """`target.set_weights(source.get_weights())`, variable by variable, without a host copy of them all."""
+    if len(source.weights) != len(target.weights):
+        raise ValueError(f"cannot copy {len(source.weights)} weights into a model with {len(target.weights)}")
+    for to, of in zip(target.weights, source.weights):
+        to.assign(of)
+
+
+@dataclass(frozen=True)
+class GradientStats:
+    """One variable's gradient, summarised where it is computed (a full copy would double the memory)."""
+
+    sum_squares: float
+    finite: bool
+
+    @classmethod
+    def of(cls, grad) -> "GradientStats":
+        """From a gradient tensor (dense or IndexedSlices) or a numpy array."""
+        import tensorflow as tf
+
+        dense = tf_to_dense(grad) if not isinstance(grad, np.ndarray) else tf.constant(grad)
+        return cls(sum_squares=float(tf.reduce_sum(tf.square(tf.cast(dense, tf.float64)))),
+                   finite=bool(tf.reduce_all(tf.math.is_finite(dense))))
 
 
 @dataclass
@@ -70,12 +95,12 @@ class StepRecord:
 
     Attributes:
         loss: the loss it minimised (None when it failed before).
-        gradients: (variable name, gradient or None) for every trainable variable.
+        gradients: (variable name, its GradientStats or None when it got no gradient) for every trainable variable.
         error: "Type: message" when the step raised.
     """
 
     loss: float | None = None
-    gradients: list[tuple[str, np.ndarray | None]] = field(default_factory=list)
+    gradients: list[tuple[str, GradientStats | None]] = field(default_factory=list)
     error: str | None = None
 
 
@@ -93,7 +118,7 @@ def one_train_step(copy, tf_batch, config: RunConfig) -> StepRecord:
 
     def recording_apply(grads_and_vars, *args, **kwargs):
         pairs = list(grads_and_vars)
-        record.gradients = [(var.name, None if grad is None else np.asarray(tf_to_dense(grad))) for grad, var in pairs]
+        record.gradients = [(var.name, None if grad is None else GradientStats.of(grad)) for grad, var in pairs]
         return apply(pairs, *args, **kwargs)
 
     optimizer.apply_gradients = recording_apply
@@ -149,16 +174,6 @@ def sweep_optimizer(config: RunConfig, rate: float | None = None):
     return tf_keras.optimizers.Adam(learning_rate=rate)
 
 
-def batch_signature(tf_batch):
-    """A `tf.TensorSpec` structure for batches of any row count and sequence length."""
-    import tensorflow as tf
-
-    def spec(tensor):
-        return tf.TensorSpec([None] * len(tensor.shape), tensor.dtype)
-
-    return tf.nest.map_structure(spec, tf_batch)
-
-
 class Trainer:
     """A copy of a model compiled once, with Keras's own traced train step (what `model.fit` runs per step).
 
@@ -172,27 +187,31 @@ class Trainer:
 
         inputs, _ = split_batch(batches[0])
         self.model = fresh_copy(model, inputs)
-        self.initial_weights = model.get_weights()
+        self.source = model  # read, never written: each reset copies its weights back in
         self.optimizer = sweep_optimizer(config)
         self.model.compile(optimizer=self.optimizer, loss=build_loss(config.loss), metrics=metrics)
-        self.batches = batches
-        self._dataset = tf.data.Dataset.from_generator(self._cycle, output_signature=batch_signature(batches[0]))
-        self._position = 0
-        self._iterator = iter(self._dataset)
+        self.use(batches)
         self.train_function = self.model.make_train_function()
 
-    def _cycle(self):
-        while True:
-            yield self.batches[self._position % len(self.batches)]
-            self._position += 1
+    def use(self, batches: list) -> None:
+        """Train on these batches, in order and cycling, from the next `reset` on."""
+        import tensorflow as tf
+
+        # Built from tensors, not `from_generator`: TensorFlow keeps a generator's state in a
+        # process-wide registry, which would keep this copy (weights, optimizer slots) alive for good.
+        dataset = tf.data.Dataset.from_tensors(batches[0])
+        for batch in batches[1:]:
+            dataset = dataset.concatenate(tf.data.Dataset.from_tensors(batch))
+        self.batches = batches
+        self._dataset = dataset.repeat()
+        self._iterator = iter(self._dataset)
 
     def reset(self, rate: float) -> None:
         """Initial weights, fresh optimizer state, the given learning rate, and back to the first batch."""
-        self.model.set_weights(self.initial_weights)
+        copy_weights(self.source, self.model)
         for variable in self.optimizer.variables:
             variable.assign(np.zeros(variable.shape, dtype=variable.dtype.as_numpy_dtype))
         self.optimizer.learning_rate = rate
-        self._position = 0
         self._iterator = iter(self._dataset)
 
     def run(self, steps: int, rates: list[float] | None = None) -> list[float]:

@@ -10,6 +10,7 @@ from diagnostics.data import build_first_batch
 from diagnostics.glue import TASKS
 from diagnostics.pipeline import model_stage
 from diagnostics.result import Status
+from diagnostics.training import GradientStats
 
 
 def stage(config, split, tokenizer, model=None, loader=None):
@@ -156,7 +157,7 @@ def test_initial_loss_configured_loss_disagrees_with_logits_boundary(reference, 
 
 def test_missing_gradients_fail_names_variables():
     record = model_checks.StepRecord(loss=1.0, gradients=[("m/bert/pooler/dense/kernel:0", None),
-                                                          ("m/classifier/kernel:0", np.ones(2))])
+                                                          ("m/classifier/kernel:0", GradientStats.of(np.ones(2)))])
     result = model_checks.check_gradients(model_checks.gradient_figures(record), RunConfig())
     assert result.status is Status.FAIL
     assert "bert/pooler/dense/kernel" in result.summary and "No gradients provided" in result.summary
@@ -170,7 +171,7 @@ def test_no_gradients_error_explains_the_label_mismatch():
 
 
 def test_non_finite_gradient_fail():
-    record = model_checks.StepRecord(loss=1.0, gradients=[("m/classifier/kernel:0", np.array([np.nan, 1.0]))])
+    record = model_checks.StepRecord(loss=1.0, gradients=[("m/classifier/kernel:0", GradientStats.of(np.array([np.nan, 1.0])))])
     assert model_checks.check_gradients(model_checks.gradient_figures(record), RunConfig()).status is Status.FAIL
 
 
