@@ -45,7 +45,6 @@ def overfit_one_batch(model, batch: FirstBatch, config: RunConfig, epochs: int, 
         losses and accuracies after every step (None for regression), the rate, and the copy's final
         predictions for each row.
     """
-    import tensorflow as tf
     import tf_keras
 
     task = config.glue_task
@@ -56,8 +55,7 @@ def overfit_one_batch(model, batch: FirstBatch, config: RunConfig, epochs: int, 
         on_epoch_begin=lambda epoch, logs: check_deadline(f"at epoch {epoch + 1} of {epochs} of the overfit test"),
         on_epoch_end=lambda epoch, logs: progress((epoch + 1) / epochs, f"Epoch {epoch + 1} of {epochs}: loss {logs['loss']:.4f}"))
     try:
-        history = trainer.model.fit(tf.data.Dataset.from_tensors(batch.tf_batch), epochs=epochs, verbose=0,
-                                    callbacks=[report])
+        history = trainer.fit(batch.tf_batch, epochs, callbacks=[report])
     except Exception as exc:  # what model.fit itself raises is the finding (e.g. a label out of range on CPU)
         return {"epochs": epochs, "learning_rate": rate, "losses": [], "accuracies": None, "predictions": [],
                 "final_accuracy": None, "ln_k": None, "error": f"{type(exc).__name__}: {first_line(exc)}"}

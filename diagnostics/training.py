@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from diagnostics.config import RunConfig
+from diagnostics.devices import batch_rows, per_replica_dataset, training_strategy
 from diagnostics.limits import check_deadline
 
 LABEL_KEYS = ("labels", "label")
@@ -183,28 +184,38 @@ class Trainer:
     """
 
     def __init__(self, model, batches: list, config: RunConfig, *, metrics: list | None = None):
-        import tensorflow as tf
-
         inputs, _ = split_batch(batches[0])
-        self.model = fresh_copy(model, inputs)
+        # Every device of the machine trains (a MirroredStrategy over several GPUs); one device otherwise.
+        self.strategy = training_strategy(min_rows=min(batch_rows(batch) for batch in batches))
+        with self.strategy.scope():
+            self.model = fresh_copy(model, inputs)
+            self.optimizer = sweep_optimizer(config)
+            self.model.compile(optimizer=self.optimizer, loss=build_loss(config.loss), metrics=metrics)
         self.source = model  # read, never written: each reset copies its weights back in
-        self.optimizer = sweep_optimizer(config)
-        self.model.compile(optimizer=self.optimizer, loss=build_loss(config.loss), metrics=metrics)
         self.use(batches)
         self.train_function = self.model.make_train_function()
 
     def use(self, batches: list) -> None:
-        """Train on these batches, in order and cycling, from the next `reset` on."""
-        import tensorflow as tf
+        """Train on these batches, in order and cycling, from the next `reset` on.
 
+        On several replicas, a batch with fewer rows than replicas is left out (one would get no rows).
+        """
+        replicas = self.strategy.num_replicas_in_sync
+        usable = [batch for batch in batches if batch_rows(batch) >= replicas] or batches
         # Built from tensors, not `from_generator`: TensorFlow keeps a generator's state in a
         # process-wide registry, which would keep this copy (weights, optimizer slots) alive for good.
-        dataset = tf.data.Dataset.from_tensors(batches[0])
-        for batch in batches[1:]:
-            dataset = dataset.concatenate(tf.data.Dataset.from_tensors(batch))
-        self.batches = batches
-        self._dataset = dataset.repeat()
+        self.batches = usable
+        self._dataset = per_replica_dataset(usable, self.strategy, repeat=True)
         self._iterator = iter(self._dataset)
+
+    def fit(self, batch, epochs: int, callbacks: list | None = None):
+        """Plain `model.fit` on one batch for `epochs` epochs (one step each), on every replica."""
+        if self.strategy.num_replicas_in_sync == 1:
+            return self.model.fit(per_replica_dataset([batch], self.strategy, repeat=False), epochs=epochs, verbose=0,
+                                  callbacks=callbacks)
+        # Keras needs a step count for a distributed dataset; it then keeps one iterator across epochs.
+        return self.model.fit(per_replica_dataset([batch], self.strategy, repeat=True), epochs=epochs,
+                              steps_per_epoch=1, verbose=0, callbacks=callbacks)
 
     def reset(self, rate: float) -> None:
         """Initial weights, fresh optimizer state, the given learning rate, and back to the first batch."""

@@ -1,0 +1,77 @@
+"""Which devices the training checks (sweep, range test, overfit test, learnability) run on.
+
+One device: TensorFlow's default strategy, as plain Keras uses. Several GPUs: a `MirroredStrategy` over
+all of them, so every accelerator of the machine trains; each batch is split by rows across the
+replicas and the gradients are summed across them, which gives the same step as one device on the
+whole batch. `DEBUGGER_DEVICES=/gpu:0,/gpu:1` names the devices instead (CPU logical devices work too,
+which is how the tests exercise the path on a machine without GPUs).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+
+import numpy as np
+
+DEVICES_ENV = "DEBUGGER_DEVICES"
+
+
+def training_devices() -> list[str]:
+    """The devices named in DEBUGGER_DEVICES, else every GPU TensorFlow sees."""
+    import tensorflow as tf
+
+    named = [name.strip() for name in os.environ.get(DEVICES_ENV, "").split(",") if name.strip()]
+    return named or [device.name for device in tf.config.list_logical_devices("GPU")]
+
+
+def training_strategy(min_rows: int | None = None):
+    """The strategy for training copies: mirrored over several devices, else the default one.
+
+    Args:
+        min_rows: the fewest rows in any batch to train on; a batch must give every replica a row,
+            so fewer rows than devices fall back to one device.
+    """
+    import tensorflow as tf
+
+    devices = training_devices()
+    if len(devices) > 1 and (min_rows is None or min_rows >= len(devices)):
+        return _mirrored(tuple(devices))
+    return tf.distribute.get_strategy()
+
+
+@functools.lru_cache(maxsize=4)
+def _mirrored(devices: tuple[str, ...]):
+    import tensorflow as tf
+
+    return tf.distribute.MirroredStrategy(list(devices))
+
+
+def batch_rows(tf_batch) -> int:
+    """Rows in a batch as `to_tf_dataset` gives it (a dict, or an (inputs, labels) pair)."""
+    import tensorflow as tf
+
+    return int(tf.nest.flatten(tf_batch)[0].shape[0])
+
+
+def per_replica_dataset(batches: list, strategy, *, repeat: bool):
+    """The batches as a dataset the strategy can feed: on several replicas, each batch's rows split evenly
+    across them (a replica takes one consecutive element per step)."""
+    import tensorflow as tf
+
+    replicas = strategy.num_replicas_in_sync
+    pieces = []
+    for batch in batches:
+        if replicas == 1:
+            pieces.append(batch)
+            continue
+        bounds = np.linspace(0, batch_rows(batch), replicas + 1).astype(int)
+        pieces += [tf.nest.map_structure(lambda tensor, lo=lo, hi=hi: tensor[lo:hi], batch)
+                   for lo, hi in zip(bounds[:-1], bounds[1:])]
+    dataset = tf.data.Dataset.from_tensors(pieces[0])
+    for piece in pieces[1:]:
+        dataset = dataset.concatenate(tf.data.Dataset.from_tensors(piece))
+    dataset = dataset.repeat() if repeat else dataset
+    if replicas == 1:
+        return dataset
+    return strategy.distribute_datasets_from_function(lambda context: dataset)

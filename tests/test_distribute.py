@@ -1,0 +1,72 @@
+"""The training checks under tf.distribute: a MirroredStrategy over two logical CPU devices, as over two GPUs."""
+
+import json
+import os
+import subprocess
+import sys
+
+from conftest import ROOT
+from diagnostics.devices import DEVICES_ENV, training_strategy
+
+# Logical devices must be configured before TensorFlow starts, so this runs in a fresh process.
+SCRIPT = """
+import json, os, sys
+import diagnostics
+import tensorflow as tf
+cpu = tf.config.list_physical_devices("CPU")[0]
+tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+from diagnostics import loading
+from diagnostics.config import RunConfig
+from diagnostics.data import build_first_batch, training_batches
+from diagnostics.learnability import learnability_figures
+from diagnostics.overfit import overfit_one_batch
+from diagnostics.training import Trainer
+
+config = RunConfig(batch_size=8).validated()
+tokenizer, split = loading.load_tokenizer("demo"), loading.load_split(config)
+model = loading.load_model("demo", 3)
+before = [weight.copy() for weight in model.get_weights()]
+batch = build_first_batch(split, tokenizer, config)
+batches = training_batches(split, tokenizer, config, count=3)
+out = {}
+for name, devices in (("one", ""), ("mirrored", "/cpu:0,/cpu:1")):
+    os.environ["DEBUGGER_DEVICES"] = devices
+    trainer = Trainer(model, batches, config)
+    trainer.reset(3e-3)
+    out[name] = {
+        "replicas": trainer.strategy.num_replicas_in_sync,
+        "variable_devices": sorted({v.device for v in trainer.model.weights[0].values}) if devices else [],
+        "sweep": trainer.run(6),
+        "overfit": overfit_one_batch(model, batch, config, 5)["losses"],
+        "learnability": learnability_figures(model, tokenizer, config, split, rate=3e-3, epochs=1)["given"]["score"],
+    }
+out["unchanged"] = all((a == b).all() for a, b in zip(before, model.get_weights()))
+print("RESULT " + json.dumps(out))
+"""
+
+
+def test_sweep_overfit_and_learnability_under_a_mirrored_strategy_match_one_device():
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", SCRIPT], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(next(line for line in done.stdout.splitlines() if line.startswith("RESULT "))[7:])
+    one, mirrored = out["one"], out["mirrored"]
+    assert one["replicas"] == 1 and mirrored["replicas"] == 2
+    assert len(mirrored["variable_devices"]) == 2  # each weight lives on both devices
+    for name in ("sweep", "overfit"):
+        assert len(one[name]) == len(mirrored[name]) > 0
+        for a, b in zip(one[name], mirrored[name]):
+            assert abs(a - b) <= 1e-4 * max(1.0, abs(a)), (name, one[name], mirrored[name])
+    assert abs(one["learnability"] - mirrored["learnability"]) <= 0.1
+    assert out["unchanged"]
+
+
+def test_fewer_rows_than_devices_fall_back_to_one_device(monkeypatch):
+    monkeypatch.setenv(DEVICES_ENV, "/cpu:0,/cpu:1")
+    assert training_strategy(min_rows=1).num_replicas_in_sync == 1
+
+
+def test_one_device_uses_the_default_strategy(monkeypatch):
+    monkeypatch.delenv(DEVICES_ENV, raising=False)
+    assert training_strategy(min_rows=16).num_replicas_in_sync == 1
