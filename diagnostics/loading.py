@@ -309,11 +309,16 @@ def load_local_file(path: str):
     # GLUE's own tsv files hold unbalanced quotes, so quoting is off for tsv (csv.QUOTE_NONE).
     options = {"delimiter": "\t", "quoting": 3} if file.suffix.lower() == ".tsv" else {}
     try:
-        return load_dataset(builder, data_files=str(file), split="train", **options)
+        dataset = load_dataset(builder, data_files=str(file), split="train", **options)
     except Exception as exc:
+        if "corresponds to no data" in str(exc):
+            raise InputError(f"Data file {path} has no rows (a header at most).") from exc
         cause = exc.__cause__ or exc
         raise InputError(f"Could not read {path} as {file.suffix[1:]}: {type(cause).__name__}: "
                          f"{str(cause).splitlines()[0] if str(cause) else ''}") from exc
+    if len(dataset) == 0:
+        raise InputError(f"Data file {path} has no rows (a header at most).")
+    return dataset
 
 
 def normalise_labels(dataset, task: GlueTask):

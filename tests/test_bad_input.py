@@ -80,13 +80,14 @@ def test_page_offers_only_glue_tasks(app):
     assert app.selectbox(key="run.task").options == list(TASKS)
 
 
-@pytest.mark.parametrize("content, message", [
-    (None, "does not exist"),
-    ("", "is empty"),
-    ("\x00\x01\x02 not json {", "Could not read"),
+@pytest.mark.parametrize("name, content, message", [
+    ("train.json", None, "does not exist"),
+    ("train.json", "", "is empty"),
+    ("train.csv", "premise,hypothesis,label\n", "has no rows"),
+    ("train.json", "\x00\x01\x02 not json {", "Could not read"),
 ])
-def test_page_data_file_missing_empty_or_unparseable(app, tmp_path, content, message):
-    path = tmp_path / "train.json"
+def test_page_data_file_missing_empty_or_unparseable(app, tmp_path, name, content, message):
+    path = tmp_path / name
     if content is not None:
         path.write_text(content)
     use_files(app, f"train={path}")
@@ -193,8 +194,8 @@ def _no_config_dir(tmp_path):
     return str(tmp_path)
 
 
-def _file(tmp_path, content):
-    path = tmp_path / "train.json"
+def _file(tmp_path, content, name="train.json"):
+    path = tmp_path / name
     if content is not None:
         path.write_text(content)
     return f"train={path}"
@@ -207,6 +208,7 @@ def _file(tmp_path, content):
     (lambda t: ["--task", "imdb"], "Unknown GLUE task 'imdb'"),
     (lambda t: ["--data-files", _file(t, None)], "does not exist"),
     (lambda t: ["--data-files", _file(t, "")], "is empty"),
+    (lambda t: ["--data-files", _file(t, "premise,hypothesis,label\n", "train.csv")], "has no rows"),
     (lambda t: ["--data-files", _file(t, "\x00\x01 not json {")], "Could not read"),
     (lambda t: ["--data-files", "train.csv"], "should be SPLIT=PATH"),
     (lambda t: ["--split", "dev"], "has no split 'dev'"),

@@ -142,3 +142,26 @@ def test_walk_every_page_on_the_demo_kit(server, page):
     assert page.get_by_text("overfit.one_batch").count() >= 1
     _shot(page, "5_report")
     assert page.console_errors == []
+
+
+def test_bad_input_gives_a_message_and_keeps_the_sidebar(server, page):
+    page.goto(server)
+    page.get_by_text("The first batch, decoded").wait_for(timeout=180_000)
+    _settle(page)
+    batch = page.get_by_role("spinbutton", name="Batch size")
+    batch.fill("8")
+    batch.press("Enter")
+    _settle(page)
+    rate = page.get_by_role("textbox", name="Learning rate")
+    rate.fill("fast")
+    rate.press("Enter")
+    page.get_by_text("learning rate 'fast' is not a number").first.wait_for(timeout=60_000)
+    _settle(page)
+    assert page.get_by_role("spinbutton", name="Batch size").input_value() == "8"
+    _shot(page, "6_bad_input")
+    rate = page.get_by_role("textbox", name="Learning rate")
+    rate.fill("0.003")
+    rate.press("Enter")
+    page.get_by_text("The first batch, decoded").wait_for(timeout=120_000)
+    assert page.get_by_text("is not a number").count() == 0
+    assert page.console_errors == []

@@ -236,6 +236,7 @@ def current_config() -> RunConfig | None:
     config = st.session_state.get(CONFIG_KEY)
     if config is None:
         st.error(f"The run configuration cannot be used: {st.session_state.get(CONFIG_ERROR_KEY)}")
+        st.caption("Change it in the sidebar; everything else you entered is kept.")
         st.stop()
     return config
 
