@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
@@ -607,6 +608,7 @@ def check_truncation(
 
 
 _DUPLICATES_MEMO: "OrderedDict[tuple, dict[str, Any]]" = OrderedDict()
+_DUPLICATES_LOCK = threading.Lock()
 
 
 def duplicate_figures(split, task: GlueTask, *, examples: int = 5) -> dict[str, Any]:
@@ -617,9 +619,10 @@ def duplicate_figures(split, task: GlueTask, *, examples: int = 5) -> dict[str, 
     anything else in the configuration never rescans the texts.
     """
     key = (getattr(split, "_fingerprint", None) or id(split), tuple(task.text_columns), examples)
-    if key in _DUPLICATES_MEMO:
-        _DUPLICATES_MEMO.move_to_end(key)
-        return dict(_DUPLICATES_MEMO[key])
+    with _DUPLICATES_LOCK:  # sessions of the app scan in threads of their own
+        if key in _DUPLICATES_MEMO:
+            _DUPLICATES_MEMO.move_to_end(key)
+            return dict(_DUPLICATES_MEMO[key])
     keys = list(task.text_columns)
     table = split.data.table.select(keys + [LABEL])
     groups = table.group_by(keys, use_threads=True).aggregate([(LABEL, "count"), (LABEL, "count_distinct")])
@@ -634,9 +637,10 @@ def duplicate_figures(split, task: GlueTask, *, examples: int = 5) -> dict[str, 
         "conflicting_rows": int(counts[distinct > 1].sum()),
         "conflict_examples": sample.slice(0, examples * 2).to_pylist(),
     }
-    _DUPLICATES_MEMO[key] = figures
-    while len(_DUPLICATES_MEMO) > 16:
-        _DUPLICATES_MEMO.popitem(last=False)
+    with _DUPLICATES_LOCK:
+        _DUPLICATES_MEMO[key] = figures
+        while len(_DUPLICATES_MEMO) > 16:
+            _DUPLICATES_MEMO.popitem(last=False)
     return dict(figures)
 
 
