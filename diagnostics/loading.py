@@ -262,11 +262,20 @@ def load_split(config: RunConfig):
             raise InputError(
                 f"No data file for split {config.split!r}; the files given cover: {', '.join(files) or 'nothing'}."
             )
-        dataset = load_local_file(files[config.split])
+        dataset = load_demo_file(files[config.split]) if config.data_source == "demo" else load_local_file(
+            files[config.split])
     if len(dataset) == 0:
         raise InputError(f"Split {config.split!r} of {task.name} has no rows.")
     dataset = normalise_labels(dataset, task)
     return shuffled_labels(dataset, config.seed) if config.shuffle_labels else dataset
+
+
+def load_demo_file(path: str):
+    """A bundled JSON-lines sample, read by Arrow straight into memory (no `load_dataset` cache to write)."""
+    from datasets import Dataset
+    from pyarrow import json as pa_json
+
+    return Dataset(pa_json.read_json(path))
 
 
 def shuffled_labels(dataset, seed: int):
