@@ -4,9 +4,12 @@ import pandas as pd
 import streamlit as st
 
 from diagnostics.data import run_data_checks
+from diagnostics.errors import InputError
+from diagnostics.learnability import CHECK_ID as LEARNABILITY
+from diagnostics.pipeline import learnability_stage
 from diagnostics.plots import label_balance_figure, token_length_figure
-from ui.render import by_id, checklist, run_stage, status_line
-from ui.state import current_config, load_inputs
+from ui.render import by_id, checklist, recalled, remember, run_stage, status_line
+from ui.state import cached_model, current_config, load_inputs
 
 
 @st.cache_data(show_spinner="Building the first batch and scanning the split…", max_entries=32)
@@ -19,6 +22,8 @@ st.title("1 · Data")
 st.caption("The first batch exactly as `model.fit` gets it from `to_tf_dataset` with a padding collator, "
            "decoded back to text, and the labels of the whole split.")
 config = current_config()
+# What the Report's "Run every stage now" found, before this page's own results replace the kept ones.
+reported = [result for result in recalled("data", config) if result.id == LEARNABILITY]
 results = run_stage("data", config, lambda: data_results(config))
 if results is None:
     st.stop()
@@ -54,6 +59,32 @@ batch = by_id(results, "data.batch")
 if batch and batch.evidence.get("entries"):
     st.subheader("What the model receives")
     st.dataframe(pd.DataFrame(batch.evidence["entries"]), hide_index=True)
+
+st.subheader("Do the labels carry signal?")
+st.caption("Two short runs on copies of the model: one on the given labels, one on the same labels shuffled. "
+           "If held-out rows are predicted no better with the given labels, the labels no longer match their texts.")
+store = st.session_state.setdefault("data.learnability", {})
+if st.button("Run the learnability check", key="data.learnability_run"):
+    try:
+        tokenizer, split = load_inputs(config)
+        with st.spinner("Training two copies: the given labels, then shuffled ones…"):
+            store[config] = learnability_stage(config, tokenizer, split, cached_model)
+    except InputError as exc:
+        st.error(str(exc))
+learnability = store.get(config) or reported
+if learnability:
+    figures = learnability[0].evidence
+    if figures.get("given"):
+        metric = "held-out error" if figures["regression"] else "held-out accuracy"
+        st.dataframe(pd.DataFrame([
+            {"labels": "given", metric: figures["given"]["score"], "final train loss": figures["given"]["final_train_loss"]},
+            {"labels": "shuffled", metric: figures["shuffled"]["score"],
+             "final train loss": figures["shuffled"]["final_train_loss"]},
+        ]), hide_index=True)
+else:
+    st.info("Press the button to run it (it trains two copies; the loaded model is never changed).")
+results = results + learnability
+remember("data", config, results)
 
 st.subheader("Checks")
 checklist(results)

@@ -151,3 +151,25 @@ def test_scenario_choice_survives_a_page_that_stops_early(app):
     app.run()
     assert app.selectbox(key="run.scenario").value == "lr-too-high"
     assert app.text_input(key="run.learning_rate").value == "0.1"
+
+
+def test_data_page_learnability_check_catches_shuffled_labels(app):
+    app.selectbox(key="run.scenario").set_value("shuffled-labels").run()
+    assert "`data.learnability`: :gray[not run yet]" in "\n".join(m.value for m in app.sidebar.markdown)
+    app.button(key="data.learnability_run").click().run()
+    assert not app.exception
+    assert "WARN] `data.learnability`" in texts(app)
+    assert list(app.dataframe[-1].value["labels"]) == ["given", "shuffled"]
+    assert "`data.learnability`: :green[caught]" in "\n".join(m.value for m in app.sidebar.markdown)
+    app.switch_page("app_pages/report.py").run()
+    assert "`data.learnability`" in texts(app)
+
+
+def test_learnability_from_the_report_shows_on_the_data_page(app):
+    app.switch_page("app_pages/report.py").run()
+    app.button(key="report.run_all").click().run()
+    app.switch_page("app_pages/1_data.py").run()
+    assert not app.exception
+    assert "`data.learnability`" in texts(app)
+    app.switch_page("app_pages/report.py").run()
+    assert "`data.learnability`" in texts(app)  # visiting the Data page kept it
