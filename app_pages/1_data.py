@@ -28,7 +28,7 @@ results = run_stage("data", config, lambda: data_results(config))
 if results is None:
     st.stop()
 
-status_line(results)
+summary = st.empty()  # the counts, filled once the learnability result below is known
 st.subheader("The first batch, decoded")
 decoded = by_id(results, "data.decoded_samples")
 if decoded and decoded.evidence.get("rows"):
@@ -85,6 +85,7 @@ else:
     st.info("Press the button to run it (it trains two copies; the loaded model is never changed).")
 results = results + learnability
 remember("data", config, results)
+status_line(results, summary)
 
 st.subheader("Checks")
 checklist(results)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import threading
+import weakref
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
@@ -55,12 +56,39 @@ def batch_indices(num_rows: int, config: RunConfig) -> list[int]:
     return np.random.default_rng(config.seed).permutation(num_rows)[:size].tolist()
 
 
+_TOKENIZER_LOCKS: "weakref.WeakKeyDictionary[Any, threading.Lock]" = weakref.WeakKeyDictionary()
+_TOKENIZER_LOCKS_GUARD = threading.Lock()
+
+
+def tokenizer_lock(tokenizer) -> threading.Lock:
+    """The lock for one tokenizer object shared by the app's sessions.
+
+    A fast tokenizer sets its truncation on the Rust tokenizer before each call, and that object may
+    not be borrowed from two threads at once ("RuntimeError: Already borrowed"), so every call into it
+    (encoding, decoding) holds this lock.
+    """
+    with _TOKENIZER_LOCKS_GUARD:
+        lock = _TOKENIZER_LOCKS.get(tokenizer)
+        if lock is None:
+            lock = _TOKENIZER_LOCKS[tokenizer] = threading.Lock()
+        return lock
+
+
+def locked_collator(collator, tokenizer):
+    """The collator, holding the tokenizer's lock while it pads (padding reads the pad id from the tokenizer)."""
+    def collate(features):
+        with tokenizer_lock(tokenizer):
+            return collator(features)
+    return collate
+
+
 def tokenize(tokenizer, task: GlueTask, rows: dict[str, list], max_length: int | None):
     """Tokenize rows as the course does: the task's text columns as a (pair of) sequence(s)."""
     texts = [rows[column] for column in task.text_columns]
-    if max_length is None:
-        return tokenizer(*texts, truncation=False)
-    return tokenizer(*texts, truncation=True, max_length=max_length)
+    with tokenizer_lock(tokenizer):
+        if max_length is None:
+            return tokenizer(*texts, truncation=False)
+        return tokenizer(*texts, truncation=True, max_length=max_length)
 
 
 def build_first_batch(split, tokenizer, config: RunConfig) -> FirstBatch:
@@ -100,7 +128,7 @@ def build_batch(split, tokenizer, config: RunConfig, indices: list[int]) -> Firs
         batch.error = "ValueError: the tokenizer has no padding token, so DataCollatorWithPadding cannot pad the batch"
         batch.error_fix = "tokenizer.pad_token = tokenizer.eos_token  # and model.config.pad_token_id = tokenizer.pad_token_id"
         return batch
-    collator = DataCollatorWithPadding(tokenizer, return_tensors="np")
+    collator = locked_collator(DataCollatorWithPadding(tokenizer, return_tensors="np"), tokenizer)
     try:
         dataset = tokenized.to_tf_dataset(
             columns=batch.requested_columns,
@@ -140,7 +168,7 @@ def training_batches(split, tokenizer, config: RunConfig, count: int) -> list:
         columns=config.requested_columns(list(tokenizer.model_input_names)),
         label_cols=labels[0] if labels and len(labels) == 1 else labels,
         batch_size=config.batch_size, shuffle=False,
-        collate_fn=DataCollatorWithPadding(tokenizer, return_tensors="np"),
+        collate_fn=locked_collator(DataCollatorWithPadding(tokenizer, return_tensors="np"), tokenizer),
         num_test_batches=shape_probes(rows_needed),
     )
     return list(dataset.take(count))
@@ -284,12 +312,14 @@ def check_batch(batch: FirstBatch, batch_size: int) -> CheckResult:
 def decoded_rows(batch: FirstBatch, tokenizer, task: GlueTask) -> list[dict[str, Any]]:
     """Every batch row decoded with `tokenizer.decode`, beside its label id and name."""
     labels = batch.rows.get(LABEL, [None] * len(batch.indices))
-    unk = tokenizer.unk_token_id
+    with tokenizer_lock(tokenizer):
+        unk = tokenizer.unk_token_id
+        decoded = [tokenizer.decode(ids) for ids in batch.input_ids]
     return [
         {
             "position": position,
             "index": int(index),
-            "decoded": tokenizer.decode(ids),
+            "decoded": decoded[position],
             "label": labels[position],
             "label_name": task.label_name(labels[position]),
             "tokens": len(ids),

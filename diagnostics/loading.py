@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import tempfile
+import threading
 import urllib.request
 from pathlib import Path
 
@@ -112,6 +113,9 @@ def load_tokenizer(checkpoint: str):
         raise InputError(f"Cannot load a tokenizer from {checkpoint!r}: {str(exc).splitlines()[0]}") from exc
 
 
+_LOAD_LOCK = threading.Lock()
+
+
 def load_model(checkpoint: str, num_labels: int, seed: int = 0):
     """A fresh sequence-classification model, as `TFAutoModelForSequenceClassification.from_pretrained`.
 
@@ -127,9 +131,10 @@ def load_model(checkpoint: str, num_labels: int, seed: int = 0):
         from transformers import AutoConfig
 
         _refuse_size(checkpoint, limits.estimated_parameters(_from_pretrained(AutoConfig, checkpoint)))
-    tf_keras.utils.set_random_seed(seed)
     try:
-        model = _from_pretrained(TFAutoModelForSequenceClassification, checkpoint, num_labels=num_labels)
+        with _LOAD_LOCK:  # the seed is process-wide: two loads at once would draw each other's head weights
+            tf_keras.utils.set_random_seed(seed)
+            model = _from_pretrained(TFAutoModelForSequenceClassification, checkpoint, num_labels=num_labels)
     except InputError:
         raise
     except ValueError as exc:

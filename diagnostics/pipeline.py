@@ -147,13 +147,15 @@ def hparams_stage(config: RunConfig, tokenizer, split, model_loader: Callable = 
     model, problem = _load_classifier(config, model_loader)
     if model is None:
         return [skipped(check, HPARAMS, f"No model to train: {problem}") for check in checks]
+    first = build_first_batch(split, tokenizer, config)
+    if first.tf_batch is None:
+        return [skipped(check, HPARAMS, f"No training batches: {first.error} (see data.batch).") for check in checks]
     try:
         # A few batches seen repeatedly: with a new batch every step, K steps show batch-to-batch noise, not learning.
         batches = training_batches(split, tokenizer, config, count=max(1, min(sweep.steps // 4, 4)))
     except Exception as exc:
         reason = f"No training batches: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''} (see data.batch)."
         return [skipped(check, HPARAMS, reason) for check in checks]
-    first = build_first_batch(split, tokenizer, config)
     labels = np.asarray(first.rows[LABEL])
     untrainable = _untrainable(TRAINING_CHECKS, HPARAMS, split, config) if "training" in parts else []
     if untrainable:

@@ -104,3 +104,31 @@ def test_a_heavy_check_in_one_session_does_not_block_another_sessions_page(demo_
     assert set(other.dataframe[0].value["label_name"]) <= {"negative", "positive"}
     assert rendered_while_training, "the heavy check ended before the other page rendered: make it longer"
     assert epochs_at_render < 1000
+
+
+def test_one_tokenizer_shared_by_sessions_is_never_borrowed_twice(demo_inputs):
+    """A fast tokenizer raises "Already borrowed" when two threads call it at once; the app's calls take turns."""
+    from diagnostics import data
+    from diagnostics.glue import get_task
+
+    tokenizer, split = demo_inputs
+    task = get_task("mnli")
+    rows = split.select(range(64)).to_dict()
+    failures: list[BaseException] = []
+
+    def session(number: int) -> None:
+        try:
+            for step in range(150):
+                data.tokenize(tokenizer, task, rows, None if step % 2 else 8 + number)
+                if step % 25 == 0:
+                    batch = data.build_first_batch(split, tokenizer, RunConfig(batch_size=8, max_length=16 + number))
+                    data.decoded_rows(batch, tokenizer, task)
+        except BaseException as exc:
+            failures.append(exc)
+
+    threads = [threading.Thread(target=session, args=(number,)) for number in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=300)
+    assert not failures, failures

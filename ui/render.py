@@ -47,9 +47,10 @@ def recalled(stage: str, config) -> list[CheckResult]:
     return kept[1] if kept and kept[0] == config else []
 
 
-def status_line(results: list[CheckResult]) -> None:
+def status_line(results: list[CheckResult], where=st) -> None:
+    """Badges counting the results of each status, in `where` (the page, or a placeholder filled later)."""
     counts = {status: sum(r.status is status for r in results) for status in Status}
-    st.markdown("  ".join(f"{badge(status)} {count}" for status, count in counts.items() if count))
+    where.markdown("  ".join(f"{badge(status)} {count}" for status, count in counts.items() if count))
 
 
 def checklist(results: list[CheckResult]) -> None:
