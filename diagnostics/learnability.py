@@ -21,13 +21,12 @@ def train_batches(split, tokenizer, config: RunConfig, rows: list[int]) -> list:
             for i in range(0, len(rows), config.batch_size)]
 
 
-def held_out_score(trainer: Trainer, tokenizer, config: RunConfig, split, train_rows: list[int],
-                   held_rows: list[int], steps: int, rate: float) -> dict[str, float]:
-    """Train the copy from its start for `steps` steps on `train_rows`; score it on `held_rows` (accuracy, or MSE)."""
-    trainer.use(train_batches(split, tokenizer, config, train_rows))
+def held_out_score(trainer: Trainer, batches: list, held, config: RunConfig, steps: int, rate: float
+                   ) -> dict[str, float]:
+    """Train the copy from its start for `steps` steps on `batches`; score it on the `held` batch (accuracy, or MSE)."""
+    trainer.use(batches)
     trainer.reset(rate)
     losses = trainer.run(steps)
-    held = build_batch(split, tokenizer, config, held_rows)
     inputs, _ = split_batch(held.tf_batch)
     logits = np.asarray(trainer.model(inputs, training=False).logits)
     labels = np.asarray(held.rows[LABEL])
@@ -49,9 +48,11 @@ def learnability_figures(model, tokenizer, config: RunConfig, split, *, rate: fl
     labels = split.data.column(LABEL).to_numpy()
     control_split = split.remove_columns(LABEL).add_column(
         LABEL, np.random.default_rng(config.seed + 1).permutation(labels))
-    trainer = Trainer(model, train_batches(split, tokenizer, config, train), config)  # one copy for both runs
-    given = held_out_score(trainer, tokenizer, config, split, train, held, steps, rate)
-    control = held_out_score(trainer, tokenizer, config, control_split, train, held, steps, rate)
+    given_batches = train_batches(split, tokenizer, config, train)
+    trainer = Trainer(model, given_batches, config)  # one copy for both runs
+    given = held_out_score(trainer, given_batches, build_batch(split, tokenizer, config, held), config, steps, rate)
+    control = held_out_score(trainer, train_batches(control_split, tokenizer, config, train),
+                             build_batch(control_split, tokenizer, config, held), config, steps, rate)
     held_labels = labels[held]
     if config.glue_task.regression:
         chance = float(np.var(held_labels.astype(float)))

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import functools
-import gc
 import os
 import time
 from dataclasses import dataclass, fields
@@ -56,6 +54,11 @@ def hosted() -> Limits | None:
     return Limits.from_environment()
 
 
+def _over_caps(caps) -> list[str]:
+    """"hosted mode caps … (got …)" for each (what, value, cap) whose value is beyond its cap; `what` holds {cap}."""
+    return [f"hosted mode caps {what.format(cap=cap)} (got {value})" for what, value, cap in caps if value > cap]
+
+
 def config_problems(config) -> list[str]:
     """What a RunConfig asks for beyond the hosted limits (nothing when hosted mode is off)."""
     from diagnostics.loading import DEMO_CHECKPOINT, is_local_path
@@ -63,11 +66,8 @@ def config_problems(config) -> list[str]:
     limits = hosted()
     if limits is None:
         return []
-    problems = []
-    if config.batch_size > limits.max_batch_size:
-        problems.append(f"hosted mode caps the batch size at {limits.max_batch_size} (got {config.batch_size})")
-    if config.max_length > limits.max_length:
-        problems.append(f"hosted mode caps max length at {limits.max_length} (got {config.max_length})")
+    problems = _over_caps([("the batch size at {cap}", config.batch_size, limits.max_batch_size),
+                           ("max length at {cap}", config.max_length, limits.max_length)])
     if config.checkpoint.strip() != DEMO_CHECKPOINT and is_local_path(config.checkpoint.strip()):
         problems.append(f"hosted mode refuses local checkpoint paths ({config.checkpoint!r}): give a Hub name or 'demo'")
     if config.data_source == "files":
@@ -79,21 +79,16 @@ def sweep_problems(settings) -> list[str]:
     limits = hosted()
     if limits is None:
         return []
-    problems = []
-    if settings.rates > limits.max_sweep_rates:
-        problems.append(f"hosted mode caps the sweep at {limits.max_sweep_rates} rates (got {settings.rates})")
-    if settings.steps > limits.max_sweep_steps:
-        problems.append(f"hosted mode caps steps per rate at {limits.max_sweep_steps} (got {settings.steps})")
-    if settings.range_steps > limits.max_range_steps:
-        problems.append(f"hosted mode caps the range test at {limits.max_range_steps} steps (got {settings.range_steps})")
-    return problems
+    return _over_caps([("the sweep at {cap} rates", settings.rates, limits.max_sweep_rates),
+                       ("steps per rate at {cap}", settings.steps, limits.max_sweep_steps),
+                       ("the range test at {cap} steps", settings.range_steps, limits.max_range_steps)])
 
 
-def epochs_problem(epochs: int) -> str | None:
+def epochs_problems(epochs: int) -> list[str]:
     limits = hosted()
-    if limits is not None and epochs > limits.max_overfit_epochs:
-        return f"hosted mode caps the overfit test at {limits.max_overfit_epochs} epochs (got {epochs})"
-    return None
+    if limits is None:
+        return []
+    return _over_caps([("the overfit test at {cap} epochs", epochs, limits.max_overfit_epochs)])
 
 
 def parameters_problem(checkpoint: str, parameters: int) -> str | None:
@@ -141,23 +136,6 @@ def run_budget():
         yield
     finally:
         _deadline.reset(token)
-
-
-def budgeted(function):
-    """Run a stage inside `run_budget()`, and free what it trained once it returns.
-
-    A trained copy holds its weights, gradients and optimizer slots, and refers to itself through
-    Keras's traced train step, so only the cycle collector frees it; running it here frees the
-    largest tensors between stages instead of whenever Python next collects.
-    """
-    @functools.wraps(function)
-    def wrapper(*args, **kwargs):
-        try:
-            with run_budget():
-                return function(*args, **kwargs)
-        finally:
-            gc.collect()
-    return wrapper
 
 
 def check_deadline(where: str = "") -> None:

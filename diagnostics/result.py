@@ -10,6 +10,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from diagnostics.limits import BudgetExceeded, check_deadline
+
 
 class Status(str, Enum):
     PASS = "pass"
@@ -87,9 +89,8 @@ def error_result(check_id: str, stage: str, exc: BaseException) -> CheckResult:
 
 
 def run_check(check_id: str, stage: str, check: Callable[..., CheckResult], *args, **kwargs) -> CheckResult:
-    """Call one check; an exception becomes an `error` result carrying its type and message."""
-    from diagnostics.limits import BudgetExceeded, check_deadline
-
+    """Call one check; an exception becomes an `error` result carrying its type and message, and a run past
+    hosted mode's time budget a `skip` saying so."""
     try:
         check_deadline(f"before {check_id} could start")
         return check(*args, **kwargs)

@@ -196,26 +196,19 @@ class Trainer:
         self.train_function = self.model.make_train_function()
 
     def use(self, batches: list) -> None:
-        """Train on these batches, in order and cycling, from the next `reset` on.
-
-        On several replicas, a batch with fewer rows than replicas is left out (one would get no rows).
-        """
-        replicas = self.strategy.num_replicas_in_sync
-        usable = [batch for batch in batches if batch_rows(batch) >= replicas] or batches
+        """Train on these batches (no fewer rows each than the copy's replicas), in order and cycling,
+        from the next `reset` on."""
         # Built from tensors, not `from_generator`: TensorFlow keeps a generator's state in a
         # process-wide registry, which would keep this copy (weights, optimizer slots) alive for good.
-        self.batches = usable
-        self._dataset = per_replica_dataset(usable, self.strategy, repeat=True)
+        self._dataset = per_replica_dataset(batches, self.strategy, repeat=True)
         self._iterator = iter(self._dataset)
 
     def fit(self, batch, epochs: int, callbacks: list | None = None):
         """Plain `model.fit` on one batch for `epochs` epochs (one step each), on every replica."""
-        if self.strategy.num_replicas_in_sync == 1:
-            return self.model.fit(per_replica_dataset([batch], self.strategy, repeat=False), epochs=epochs, verbose=0,
-                                  callbacks=callbacks)
-        # Keras needs a step count for a distributed dataset; it then keeps one iterator across epochs.
-        return self.model.fit(per_replica_dataset([batch], self.strategy, repeat=True), epochs=epochs,
-                              steps_per_epoch=1, verbose=0, callbacks=callbacks)
+        # Keras needs a step count for a distributed dataset, and then keeps one iterator across epochs.
+        distributed = self.strategy.num_replicas_in_sync > 1
+        return self.model.fit(per_replica_dataset([batch], self.strategy, repeat=distributed), epochs=epochs,
+                              steps_per_epoch=1 if distributed else None, verbose=0, callbacks=callbacks)
 
     def reset(self, rate: float) -> None:
         """Initial weights, fresh optimizer state, the given learning rate, and back to the first batch."""

@@ -35,6 +35,24 @@ def training_session() -> dict:
     }
 
 
+def at_once(session, count: int) -> list[BaseException]:
+    """Run `session(number)` in `count` threads at once; what they raised (a thread's exception would vanish)."""
+    failures: list[BaseException] = []
+
+    def run(number: int) -> None:
+        try:
+            session(number)
+        except BaseException as exc:
+            failures.append(exc)
+
+    threads = [threading.Thread(target=run, args=(number,)) for number in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=600)
+    return failures
+
+
 def assert_same_curves(first: dict, second: dict) -> None:
     assert first.keys() == second.keys()
     for name in first:
@@ -50,19 +68,11 @@ def test_two_sessions_at_once_get_what_each_gets_alone_and_the_cached_model_neve
     before = [weight.copy() for weight in shared.get_weights()]
 
     outcomes: dict[int, dict] = {}
-    failures: list[BaseException] = []
 
     def session(number: int) -> None:
-        try:
-            outcomes[number] = training_session()
-        except BaseException as exc:  # reported below; a thread's exception would otherwise vanish
-            failures.append(exc)
+        outcomes[number] = training_session()
 
-    threads = [threading.Thread(target=session, args=(number,)) for number in range(2)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=600)
+    failures = at_once(session, 2)
     assert not failures, failures
     assert len(outcomes) == 2
     for outcome in outcomes.values():
@@ -114,21 +124,13 @@ def test_one_tokenizer_shared_by_sessions_is_never_borrowed_twice(demo_inputs):
     tokenizer, split = demo_inputs
     task = get_task("mnli")
     rows = split.select(range(64)).to_dict()
-    failures: list[BaseException] = []
 
     def session(number: int) -> None:
-        try:
-            for step in range(150):
-                data.tokenize(tokenizer, task, rows, None if step % 2 else 8 + number)
-                if step % 25 == 0:
-                    batch = data.build_first_batch(split, tokenizer, RunConfig(batch_size=8, max_length=16 + number))
-                    data.decoded_rows(batch, tokenizer, task)
-        except BaseException as exc:
-            failures.append(exc)
+        for step in range(150):
+            data.tokenize(tokenizer, task, rows, None if step % 2 else 8 + number)
+            if step % 25 == 0:
+                batch = data.build_first_batch(split, tokenizer, RunConfig(batch_size=8, max_length=16 + number))
+                data.decoded_rows(batch, tokenizer, task)
 
-    threads = [threading.Thread(target=session, args=(number,)) for number in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=300)
+    failures = at_once(session, 4)
     assert not failures, failures

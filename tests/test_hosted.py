@@ -61,7 +61,7 @@ def test_sweeps_beyond_the_caps_are_refused(hosted, settings, message):
 
 def test_overfit_epochs_beyond_the_cap_are_refused(hosted):
     assert validate_epochs(50) == 50
-    with pytest.raises(InputError, match="Hosted mode caps the overfit test at 50 epochs"):
+    with pytest.raises(InputError, match="hosted mode caps the overfit test at 50 epochs"):
         validate_epochs(51)
 
 
