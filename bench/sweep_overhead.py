@@ -63,7 +63,7 @@ def main() -> None:
             plain.fit(dataset, epochs=1, steps_per_epoch=args.steps, verbose=0)
         plain_times.append(time.perf_counter() - start)
         start = time.perf_counter()
-        lr_sweep(trainer, settings)
+        lr_sweep(trainer, settings, batches[-1])
         sweep_times.append(time.perf_counter() - start)
     ratios = [sweep / plain for sweep, plain in zip(sweep_times, plain_times)]
     plain_time = statistics.median(plain_times) / args.rates

@@ -146,6 +146,19 @@ def build_batch(split, tokenizer, config: RunConfig, indices: list[int]) -> Firs
     return batch
 
 
+def training_order(num_rows: int, config: RunConfig) -> np.ndarray:
+    """The order `model.fit` meets the split's rows in: seeded like `to_tf_dataset(shuffle=True)`, else as stored."""
+    return np.random.default_rng(config.seed).permutation(num_rows) if config.shuffle else np.arange(num_rows)
+
+
+def held_out_indices(num_rows: int, config: RunConfig, trained_rows: int, size: int = 32) -> list[int]:
+    """Rows after the first `trained_rows` of the training order, for scoring what training did; a split too
+    small to spare any gives its last rows (then they overlap the training rows)."""
+    order = training_order(num_rows, config)
+    spare = order[trained_rows:trained_rows + size]
+    return (spare if len(spare) >= min(8, size) else order[-min(size, num_rows):]).tolist()
+
+
 def training_batches(split, tokenizer, config: RunConfig, count: int) -> list:
     """The first `count` batches `model.fit` would see (same path as the first batch), cycling a small split.
 
@@ -157,9 +170,7 @@ def training_batches(split, tokenizer, config: RunConfig, count: int) -> list:
 
     task = config.glue_task
     rows_needed = count * config.batch_size
-    order = (np.random.default_rng(config.seed).permutation(len(split)) if config.shuffle
-             else np.arange(len(split)))
-    indices = np.resize(order, rows_needed).tolist()
+    indices = np.resize(training_order(len(split), config), rows_needed).tolist()
     rows = split.select(indices).to_dict()
     encoded = tokenize(tokenizer, task, rows, config.max_length)
     tokenized = Dataset.from_dict({**rows, **{key: list(value) for key, value in encoded.items()}})

@@ -13,8 +13,9 @@ from diagnostics.config import RunConfig
 from diagnostics.glue import GlueTask
 from diagnostics.model import configured_loss_value, run_forward
 from diagnostics.result import CheckResult, Status, run_check
-from diagnostics.training import (StepRecord, Trainer, build_optimizer, effective_rate, fresh_copy, one_train_step,
-                                  split_batch)
+from diagnostics.training import (FAIL_DRIFT_PER_STEP, WARN_DRIFT_PER_STEP, StepRecord, Trainer, build_optimizer,
+                                  effective_rate, fresh_copy, held_out_figures, is_pretrained, labels_in_range, one_train_step,
+                                  round_down_rate, smoothed, split_batch, weight_drift)
 
 STAGE = "hparams"
 # Above this, fine-tuning a pretrained transformer usually destroys what it learned (the course uses 5e-5).
@@ -108,6 +109,8 @@ def loss_figures(model, tf_batch, labels: np.ndarray, config: RunConfig, task: G
     figures["configured_value"] = configured_loss_value(config.loss, logits, labels, task.regression)
     figures["cross_entropy_from_logits"] = configured_loss_value("internal", logits, labels, task.regression)
     inputs, _ = split_batch(tf_batch)
+    if not task.regression:
+        tf_batch, figures["labels_drawn_in_range"] = labels_in_range(tf_batch, int(model.config.num_labels), config.seed)
     record: StepRecord = one_train_step(fresh_copy(model, inputs), tf_batch, config)
     figures["train_step_loss"] = record.loss
     figures["train_step_error"] = record.error
@@ -122,6 +125,22 @@ def _installed_transformers() -> str:
 
 
 def check_loss(figures: dict[str, Any], *, warn_disagreement: float = 0.1) -> CheckResult:
+    """Whether the loss matches what the model outputs (found by behaviour, not by the loss's name), judged on
+    labels in range so that out-of-range labels (another check's finding) never hide a wrong loss.
+
+    Args:
+        warn_disagreement: relative gap between the configured loss and cross-entropy from the logits
+            above which the loss reads the logits as something else.
+    """
+    result = _judge_loss(figures, warn_disagreement=warn_disagreement)
+    drawn = figures.get("labels_drawn_in_range") or 0
+    if drawn and result.status is not Status.SKIP:
+        result.summary += (f" (Judged with the batch's {drawn} out-of-range labels replaced by labels in range: "
+                           "those are data.label_range's and model.nan_rows' finding.)")
+    return result
+
+
+def _judge_loss(figures: dict[str, Any], *, warn_disagreement: float) -> CheckResult:
     """Whether the loss matches what the model outputs (found by behaviour, not by the loss's name).
 
     Args:
@@ -232,15 +251,28 @@ def _no_progress(fraction: float, text: str) -> None:
     return None
 
 
-def lr_sweep(trainer: Trainer, settings: SweepSettings, progress: Progress = _no_progress) -> dict[str, Any]:
-    """The same batches from the same initial weights, K steps at each rate of a log grid.
+def lr_sweep(trainer: Trainer, settings: SweepSettings, held, *, configured_rate: float | None = None,
+             regression: bool = False, progress: Progress = _no_progress) -> dict[str, Any]:
+    """The same batches from the same initial weights, K steps at each rate of a log grid (and at the
+    configured rate), each scored on held-out rows and by how far it moved the pretrained weights.
+
+    A short run from the same start favours high rates (the loss on the batches trained on falls fastest at
+    the highest rate that does not blow up), so a rate is judged on rows it did not train on, and by the
+    drift of the pretrained kernels per step, which predicts what a long run at that rate does to them.
+
+    Args:
+        held: a batch of rows the sweep never trains on.
+        configured_rate: added to the grid, so the rate under test is measured, not interpolated.
 
     Returns:
-        learning_rates, steps, losses (one list per rate) and final_losses (mean of the last
-        quarter of each curve; None when non-finite).
+        learning_rates, steps, losses (one list per rate, None once non-finite), smoothed (the same,
+        smoothed), held_out_start and held_out (loss, accuracy, commonest_share per rate), and
+        drift_per_step (relative change of the pretrained kernels per step, per rate).
     """
-    rates = settings.grid()
-    curves = []
+    rates = sorted(set(settings.grid() + ([configured_rate] if configured_rate else [])))
+    trainer.reset(rates[0])
+    start = held_out_figures(trainer.model, held, regression)
+    curves, scores, drifts = [], [], []
     for index, rate in enumerate(rates):
         progress(index / len(rates), f"Training at learning rate {rate:.1e} ({index + 1} of {len(rates)})")
         trainer.reset(rate)
@@ -248,89 +280,163 @@ def lr_sweep(trainer: Trainer, settings: SweepSettings, progress: Progress = _no
         # Once a step is non-finite every later one is too; the running mean hides that, so say it.
         first_bad = next((i for i, loss in enumerate(curve) if not math.isfinite(loss)), len(curve))
         curves.append(curve[:first_bad] + [math.nan] * (len(curve) - first_bad))
+        scores.append(held_out_figures(trainer.model, held, regression))
+        drifts.append(weight_drift(trainer.source, trainer.model) / settings.steps)
     trainer.reset(rates[0])
     progress(1.0, "Sweep done")
-    tail = max(1, settings.steps // 4)
-    finals = [float(np.mean(curve[-tail:])) for curve in curves]
     return {
         "learning_rates": rates,
+        "configured_rate": configured_rate,
         "steps": list(range(1, settings.steps + 1)),
-        "losses": [[loss if math.isfinite(loss) else None for loss in curve] for curve in curves],
-        "final_losses": [value if math.isfinite(value) else None for value in finals],
+        "losses": [[_finite_or_none(loss) for loss in curve] for curve in curves],
+        "smoothed": [[_finite_or_none(loss) for loss in smoothed(curve, SWEEP_SMOOTHING)] for curve in curves],
+        "held_out_rows": start["rows"],
+        "held_out_start": start,
+        "held_out": scores,
+        "drift_per_step": [d if math.isfinite(d) else None for d in drifts],
     }
 
 
-def sweep_verdicts(figures: dict[str, Any], *, rise_tolerance: float = 0.05) -> dict[str, Any]:
-    """Which rates diverged (non-finite, or ending more than `rise_tolerance` above where they started; a
-    small rise is the noise of different batches) and which rate is best."""
-    diverged = []
-    for curve, final in zip(figures["losses"], figures["final_losses"]):
-        first = curve[0]
-        diverged.append(final is None or first is None or final > first * (1 + rise_tolerance))
-    candidates = [(final, rate) for rate, final, bad in zip(figures["learning_rates"], figures["final_losses"], diverged)
-                  if not bad]
-    best = min(candidates)[1] if candidates else None
-    return {"diverged": diverged, "best_rate": best}
+# A sweep curve has a few steps, so its smoothing forgets faster than a range test's (beta 0.98 over ~100 steps).
+SWEEP_SMOOTHING = 0.6
 
 
-def check_lr_sweep(figures: dict[str, Any], configured_rate: float, *, warn_decades: float = 1.0) -> CheckResult:
-    """Warn when the configured rate is more than `warn_decades` powers of ten from the sweep's best rate."""
-    verdicts = sweep_verdicts(figures)
-    figures = {**figures, **verdicts, "configured_rate": configured_rate}
-    flagged = [f"{rate:.0e}" for rate, bad in zip(figures["learning_rates"], verdicts["diverged"]) if bad]
+def _finite_or_none(value: float) -> float | None:
+    return float(value) if value is not None and math.isfinite(value) else None
+
+
+def sweep_verdicts(figures: dict[str, Any], *, pretrained: bool, blowup_factor: float = 2.0,
+                   held_out_rise: float = 0.1, warn_drift: float = WARN_DRIFT_PER_STEP) -> dict[str, Any]:
+    """Why each rate is bad (empty when it is not), the recommended rate and the highest rate pretrained
+    weights tolerate.
+
+    A rate is bad when its loss turned non-finite or blew up (smoothed, beyond `blowup_factor` times where it
+    started), when its held-out loss rose more than `held_out_rise` above the untrained model's, or (on a
+    pretrained checkpoint) when each step moved the pretrained kernels by more than `warn_drift` of their
+    size. The recommended rate is the good rate with the lowest held-out loss.
+    """
+    start = figures["held_out_start"]["loss"]
+    reasons = []
+    for curve, score, drift in zip(figures["smoothed"], figures["held_out"], figures["drift_per_step"]):
+        why = []
+        if any(value is None for value in curve) or score["loss"] is None:
+            why.append("loss turned NaN")
+        elif curve[-1] > blowup_factor * curve[0]:
+            why.append(f"loss blew up ({curve[0]:.3f} to {curve[-1]:.3f})")
+        elif start is not None and score["loss"] > start * (1 + held_out_rise):
+            why.append(f"held-out loss rose ({start:.3f} to {score['loss']:.3f})")
+        if pretrained and drift is not None and drift > warn_drift:
+            why.append(f"moves pretrained weights {drift:.1e} of their size a step")
+        reasons.append(why)
+    good = [(score["loss"], rate) for rate, score, why in zip(figures["learning_rates"], figures["held_out"], reasons)
+            if not why]
+    ratios = [drift / rate for rate, drift, why in zip(figures["learning_rates"], figures["drift_per_step"], reasons)
+              if drift and not any("NaN" in w or "blew" in w for w in why)]
+    return {
+        "reasons": reasons,
+        "diverged": [bool(why) for why in reasons],
+        "best_rate": min(good)[1] if good else None,
+        "max_safe_rate": float(warn_drift / np.median(ratios)) if pretrained and ratios else None,
+    }
+
+
+def check_lr_sweep(figures: dict[str, Any], configured_rate: float, *, pretrained: bool = True,
+                   warn_decades: float = 1.0, fail_drift: float = FAIL_DRIFT_PER_STEP,
+                   thin_held_out_rows: int = 16) -> CheckResult:
+    """Judge the configured rate by what it did in the sweep; name the recommended rate as the fix.
+
+    Fails when the configured rate diverged or moves pretrained weights by more than `fail_drift` a step;
+    warns when it is merely too high, or more than `warn_decades` powers of ten below the recommended rate.
+    """
+    verdicts = sweep_verdicts(figures, pretrained=pretrained)
+    figures = {**figures, **verdicts, "configured_rate": configured_rate, "pretrained": pretrained}
+    rates = figures["learning_rates"]
     best = verdicts["best_rate"]
+    flagged = [f"{rate:.0e}" for rate, bad in zip(rates, verdicts["diverged"]) if bad]
     if best is None:
         return CheckResult(
             "hparams.lr_sweep", STAGE, Status.FAIL,
-            f"Every rate from {figures['learning_rates'][0]:.0e} to {figures['learning_rates'][-1]:.0e} diverged "
-            "(non-finite or rising loss): the problem is not the rate; look at model.nan_rows and hparams.loss.",
+            f"Every rate from {rates[0]:.0e} to {rates[-1]:.0e} diverged, worsened the held-out loss or overwrote "
+            "the pretrained weights: the problem is not the rate; look at model.nan_rows and hparams.loss.",
             fix="Fix the failing Data and Model checks first, then sweep again.",
             evidence=figures,
         )
-    distance = abs(math.log10(configured_rate / best))
-    diverged_text = f"; diverged: {', '.join(flagged)}" if flagged else "; none diverged"
-    summary = (f"After {len(figures['steps'])} steps from the same weights, {best:.1e} reaches the lowest loss "
-               f"({min(v for v in figures['final_losses'] if v is not None):.3f}){diverged_text}.")
-    if distance > warn_decades:
+    best_score = figures["held_out"][rates.index(best)]
+    start = figures["held_out_start"]
+    thin = (f" The held-out rows are few ({figures['held_out_rows']}), so held-out differences are rough."
+            if figures["held_out_rows"] < thin_held_out_rows else "")
+    summary = (f"After {len(figures['steps'])} steps from the same weights, {best:.1e} gives the lowest held-out loss "
+               f"({best_score['loss']:.3f}, from {start['loss']:.3f} untrained) among rates that neither diverge nor "
+               f"overwrite pretrained weights; flagged: {', '.join(flagged) or 'none'}.")
+    fix = f"tf_keras.optimizers.Adam(learning_rate={best:.0e})"
+    index = min(range(len(rates)), key=lambda i: abs(math.log(rates[i] / configured_rate)))
+    why, drift = verdicts["reasons"][index], figures["drift_per_step"][index]
+    if why:
+        severe = any("NaN" in w or "blew" in w for w in why) or (pretrained and drift is not None and drift > fail_drift)
+        consequence = (" At that drift a few hundred steps overwrite what pretraining learned: real fine-tuning at "
+                       "such rates ends at or near chance." if pretrained and drift and drift > WARN_DRIFT_PER_STEP
+                       else "")
+        return CheckResult(
+            "hparams.lr_sweep", STAGE, Status.FAIL if severe else Status.WARN,
+            f"The configured rate {configured_rate:g} is too high: {'; '.join(why)}.{consequence} {summary}{thin}",
+            fix=fix, evidence=figures)
+    if math.log10(best / configured_rate) > warn_decades:
         return CheckResult(
             "hparams.lr_sweep", STAGE, Status.WARN,
-            summary + f" The configured rate {configured_rate:g} is {distance:.1f} powers of ten away from it.",
-            fix=f"tf_keras.optimizers.Adam(learning_rate={best:.1e})",
-            evidence=figures,
-        )
-    return CheckResult("hparams.lr_sweep", STAGE, Status.PASS,
-                       summary + f" The configured rate {configured_rate:g} is within {warn_decades:g} power of ten of it.",
-                       evidence=figures)
+            f"The configured rate {configured_rate:g} is more than {warn_decades:g} power of ten below the "
+            f"recommended {best:.1e}, so training will crawl. {summary}{thin}",
+            fix=fix, evidence=figures)
+    return CheckResult(
+        "hparams.lr_sweep", STAGE, Status.PASS,
+        f"The configured rate {configured_rate:g} neither diverges nor overwrites pretrained weights"
+        + (f" ({drift:.1e} of their size a step)" if pretrained and drift else "") + f". {summary}{thin}",
+        evidence=figures)
 
 
 # ---------------------------------------------------------------- hparams.lr_range_test
+
+
+RANGE_SMOOTHING = 0.98
 
 
 def lr_range_test(trainer: Trainer, settings: SweepSettings, progress: Progress = _no_progress, *,
                   stop_factor: float = 4.0) -> dict[str, Any]:
     """One run with the rate rising exponentially each step (fastai's lr_find); weights restored afterwards.
 
-    Stops early once the loss exceeds `stop_factor` times its lowest value or turns non-finite.
+    Stops once the smoothed loss (exponential moving average with bias correction, as Lightning's finder)
+    exceeds `stop_factor` times its lowest value, or a loss turns non-finite: one noisy batch never ends it.
     """
     rates = np.geomspace(settings.range_start, settings.range_end, settings.range_steps).tolist()
     trainer.reset(rates[0])
     tried, losses = [], []
     chunk = 10  # steps run back to back between checks for a blow-up
-    for start in range(0, len(rates), chunk):
-        progress(start / len(rates), f"Range test: learning rate {rates[start]:.1e}")
-        block = rates[start:start + chunk]
-        for rate, loss in zip(block, trainer.run(len(block), block)):
-            tried.append(rate)
-            losses.append(loss)
-            finite = [value for value in losses if math.isfinite(value)]
-            if not math.isfinite(loss) or (finite and loss > stop_factor * min(finite)):
+    try:
+        for start in range(0, len(rates), chunk):
+            progress(start / len(rates), f"Range test: learning rate {rates[start]:.1e}")
+            block = rates[start:start + chunk]
+            tried += block
+            losses += trainer.run(len(block), block)
+            stop = _range_stop(losses, stop_factor)
+            if stop is not None:
+                tried, losses = tried[:stop + 1], losses[:stop + 1]
                 break
-        else:
-            continue
-        break
-    trainer.reset(settings.range_start)
+    finally:
+        trainer.reset(settings.range_start)
     progress(1.0, "Range test done")
-    return {"learning_rates": tried, "losses": [v if math.isfinite(v) else None for v in losses]}
+    return {"learning_rates": tried, "losses": [_finite_or_none(v) for v in losses],
+            "smoothed": [_finite_or_none(v) for v in smoothed(losses, RANGE_SMOOTHING)]}
+
+
+def _range_stop(losses: list[float], stop_factor: float) -> int | None:
+    """The index of the first step whose loss is non-finite or whose smoothed loss blew up, if any."""
+    lowest = math.inf
+    for index, value in enumerate(smoothed(losses, RANGE_SMOOTHING)):
+        if not math.isfinite(losses[index]) or not math.isfinite(value):
+            return index
+        if index > 0 and value > stop_factor * lowest:
+            return index
+        lowest = min(lowest, value)
+    return None
 
 
 def _finite(lrs: list[float], losses: list[float | None]) -> tuple[np.ndarray, np.ndarray]:
@@ -371,10 +477,17 @@ SUGGESTIONS: dict[str, Callable[[np.ndarray, np.ndarray], float]] = {
 }
 
 
-def check_lr_range_test(figures: dict[str, Any], *, disagree_factor: float = 30.0, min_points: int = 5) -> CheckResult:
-    """Suggest a rate from the range test, with each rule side by side; say when the rules disagree."""
-    lrs, losses = _finite(figures["learning_rates"], figures["losses"])
-    dropped = len(figures["losses"]) - len(losses)
+def check_lr_range_test(figures: dict[str, Any], *, max_safe_rate: float | None = None, disagree_factor: float = 30.0,
+                        min_points: int = 5, trim: int = 1) -> CheckResult:
+    """Suggest a rate from the smoothed range-test curve (first and last `trim` points left out), each rule side
+    by side; say when the rules disagree. On a pretrained checkpoint the suggestion is capped at the highest
+    rate its weights tolerate (`max_safe_rate`, from the sweep's drift), since the loss of a few steps cannot
+    show what a long run at a high rate does to them."""
+    curve = figures.get("smoothed") or figures["losses"]
+    lrs, losses = _finite(figures["learning_rates"], curve)
+    dropped = len(figures["losses"]) - len(_finite(figures["learning_rates"], figures["losses"])[1])
+    lrs, losses = (lrs[trim:len(lrs) - trim], losses[trim:len(losses) - trim]) if len(lrs) > 2 * trim + min_points \
+        else (lrs, losses)
     if len(losses) < min_points:
         return CheckResult("hparams.lr_range_test", STAGE, Status.WARN,
                            f"Only {len(losses)} finite points before the loss blew up, too few to suggest a rate: "
@@ -383,18 +496,25 @@ def check_lr_range_test(figures: dict[str, Any], *, disagree_factor: float = 30.
     suggestions = {name: rule(lrs, losses) for name, rule in SUGGESTIONS.items()}
     spread = max(suggestions.values()) / min(suggestions.values())
     chosen = suggestions["valley"]
+    capped = max_safe_rate is not None and chosen > max_safe_rate
+    if capped:
+        chosen = round_down_rate(max_safe_rate)
     side_by_side = ", ".join(f"{name} {rate:.1e}" for name, rate in suggestions.items())
-    evidence = {**figures, "suggestions": suggestions, "suggested": chosen, "dropped_points": dropped, "spread": spread}
+    cap_text = (f" Capped at {chosen:.0e}: above {max_safe_rate:.1e} each step moves the pretrained weights by more "
+                f"than {WARN_DRIFT_PER_STEP:g} of their size (hparams.lr_sweep)." if capped else "")
+    evidence = {**figures, "suggestions": suggestions, "suggested": chosen, "dropped_points": dropped, "spread": spread,
+                "finite_points": int(len(losses)), "max_safe_rate": max_safe_rate}
+    fix = f"tf_keras.optimizers.Adam(learning_rate={chosen:.0e})"
     if spread > disagree_factor:
         return CheckResult(
             "hparams.lr_range_test", STAGE, Status.WARN,
-            f"The rules disagree by {spread:.0f}x ({side_by_side}; {dropped} non-finite points dropped): the curve is "
-            f"noisy or flat; prefer the sweep's best rate, or take valley {chosen:.1e}.",
-            fix=f"tf_keras.optimizers.Adam(learning_rate={chosen:.1e})",
-            evidence=evidence,
-        )
+            f"The rules disagree by {spread:.0f}x on {len(losses)} smoothed points ({side_by_side}; {dropped} non-finite "
+            f"points dropped): the curve is noisy or flat; prefer the sweep's recommended rate, or take {chosen:.1e}."
+            + cap_text,
+            fix=fix, evidence=evidence)
     return CheckResult("hparams.lr_range_test", STAGE, Status.PASS,
-                       f"Suggested rate {chosen:.1e} (valley); the rules agree within {spread:.1f}x: {side_by_side}.",
+                       f"Suggested rate {chosen:.1e} from {len(losses)} smoothed points; the rules agree within "
+                       f"{spread:.1f}x: {side_by_side}." + cap_text,
                        fix=None, evidence=evidence)
 
 
@@ -443,19 +563,21 @@ TRAINING_CHECKS = ("hparams.lr_sweep", "hparams.lr_range_test")
 
 
 def run_hparams_checks(config: RunConfig, model, batches: list, labels: np.ndarray, settings: SweepSettings,
-                       progress: Progress = _no_progress, *, parts: tuple[str, ...] = ("setup", "training")
-                       ) -> list[CheckResult]:
+                       progress: Progress = _no_progress, *, held=None,
+                       parts: tuple[str, ...] = ("setup", "training")) -> list[CheckResult]:
     """The Hyperparameters-stage checks; training happens on one copy of the (never modified) model.
 
     Args:
+        held: a batch of rows the sweep never trains on (the sweep scores each rate on it).
         parts: "setup" (optimizer, loss, schedule: seconds) and/or "training" (sweep and range test).
     """
     task = config.glue_task
+    pretrained = is_pretrained(model)
     results = []
     if "setup" in parts:
         results += [
             run_check("hparams.optimizer", STAGE, lambda: check_optimizer(
-                optimizer_settings(config), pretrained=not getattr(model.config, "demo_kit", False))),
+                optimizer_settings(config), pretrained=pretrained)),
             run_check("hparams.loss", STAGE, lambda: check_loss(loss_figures(model, batches[0], labels, config, task))),
             run_check("hparams.schedule", STAGE, lambda: check_schedule(schedule_figures(config))),
         ]
@@ -468,9 +590,13 @@ def run_hparams_checks(config: RunConfig, model, batches: list, labels: np.ndarr
                 holder.append(Trainer(model, batches, config))
             return holder[0]
 
+        rate = effective_rate(config)
         results.append(run_check("hparams.lr_sweep", STAGE, lambda: check_lr_sweep(
-            lr_sweep(trainer(), settings, lambda f, t: progress(0.7 * f, t)), effective_rate(config))))
+            lr_sweep(trainer(), settings, held if held is not None else batches[-1], configured_rate=rate,
+                     regression=task.regression, progress=lambda f, t: progress(0.7 * f, t)),
+            rate, pretrained=pretrained)))
+        safe = results[-1].evidence.get("max_safe_rate") if results[-1].evidence else None
         results.append(run_check("hparams.lr_range_test", STAGE, lambda: check_lr_range_test(
-            lr_range_test(trainer(), settings, lambda f, t: progress(0.7 + 0.3 * f, t)))))
+            lr_range_test(trainer(), settings, lambda f, t: progress(0.7 + 0.3 * f, t)), max_safe_rate=safe)))
         progress(1.0, "Done")
     return results

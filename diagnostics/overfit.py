@@ -12,7 +12,8 @@ from diagnostics.data import LABEL, FirstBatch, build_batch, decoded_rows, split
 from diagnostics.glue import GlueTask
 from diagnostics.limits import check_deadline
 from diagnostics.result import CheckResult, Status
-from diagnostics.training import Trainer, effective_rate, first_line, split_batch
+from diagnostics.training import (WARN_DRIFT_PER_STEP, Trainer, effective_rate, first_line, is_pretrained,
+                                  round_down_rate, split_batch, smoothed, weight_drift)
 
 STAGE = "overfit"
 DEFAULT_EPOCHS = 20
@@ -61,6 +62,7 @@ def overfit_one_batch(model, batch: FirstBatch, config: RunConfig, epochs: int, 
                 "final_accuracy": None, "ln_k": None, "error": f"{type(exc).__name__}: {first_line(exc)}"}
     inputs, _ = split_batch(batch.tf_batch)
     logits = np.asarray(trainer.model(inputs, training=False).logits)
+    drift = weight_drift(model, trainer.model) / epochs if is_pretrained(model) else None
     del trainer
     losses = [float(v) for v in history.history["loss"]]
     accuracies = [float(v) for v in history.history.get("accuracy", [])] or None
@@ -74,69 +76,118 @@ def overfit_one_batch(model, batch: FirstBatch, config: RunConfig, epochs: int, 
         "predictions": predictions,
         "final_accuracy": None if task.regression else float(np.mean(np.asarray(predictions) == labels)),
         "ln_k": None if task.regression else math.log(int(model.config.num_labels)),
+        "pretrained": is_pretrained(model),
+        "drift_per_step": drift,
     }
 
 
+def curve_shape(losses: list[float | None], *, spike_share: float = 0.25) -> dict[str, Any]:
+    """What an overfit curve shows: how much of the starting loss it shed, its largest spike, whether it mostly falls.
+
+    A spike is a rise above the lowest loss reached so far by more than `spike_share` of the starting loss: the
+    optimizer threw away what it had learned (a rate too high), which batch noise on one fixed batch never does.
+    """
+    values = [v for v in losses if v is not None]
+    first, final = values[0], values[-1]
+    lowest, spike, spike_at = math.inf, 0.0, None
+    for epoch, value in enumerate(values, start=1):
+        if value - lowest > spike:
+            spike, spike_at = value - lowest, epoch
+        lowest = min(lowest, value)
+    trend = smoothed(values, 0.5)
+    falls = sum(later <= earlier for earlier, later in zip(trend, trend[1:])) / max(1, len(trend) - 1)
+    return {"first": first, "final": final, "lowest": min(values), "progress": (first - final) / first if first else 0.0,
+            "spike": spike, "spike_at": spike_at, "spiked": spike > spike_share * first, "falling_share": falls}
+
+
 def check_overfit(figures: dict[str, Any], rows: list[dict[str, Any]], *, missing_labels: list[str] | None = None,
-                  best_rate: float | None = None, near_min_share: float = 0.05, near_min_value: float = 0.05,
-                  stuck_share: float = 0.9) -> CheckResult:
-    """Pass when the loss falls near its minimum and (classification) every row is predicted right.
+                  best_rate: float | None = None, memorised_share: float = 0.5, memorised_value: float = 0.05,
+                  learning_progress: float = 0.05, learning_falls: float = 0.8, spike_share: float = 0.25,
+                  warn_drift: float = WARN_DRIFT_PER_STEP) -> CheckResult:
+    """Judge the overfit run by its curve.
+
+    Pass when the batch is memorised (every row right and the loss at most `memorised_share` of its start, or
+    below `memorised_value`), or when the loss falls steadily (at least `learning_progress` of its start, the
+    smoothed curve falling on `learning_falls` of the epochs) with every row right: a pretrained model at a
+    careful rate learns slowly and correctly. Fail when it spikes (see `curve_shape`), turns NaN, rises or stays
+    put. Warn, whatever the curve, when a pretrained model's weights moved more than `warn_drift` of their size
+    an epoch: the batch can be memorised at a rate that wrecks pretraining in a real run.
 
     Args:
         figures: from `overfit_one_batch`.
         rows: the batch decoded, with predictions.
         missing_labels: task labels the split could not supply to the batch.
-        best_rate: the Hyperparameters sweep's best rate, when known.
-        near_min_share / near_min_value: the loss counts as near its minimum below `near_min_share` of its
-            start or below `near_min_value`.
-        stuck_share: a final loss above this share of the start means the loss did not move.
+        best_rate: the Hyperparameters sweep's recommended rate, when known.
     """
+    evidence = {**figures, "rows": rows, "missing_labels": missing_labels or [], "best_rate": best_rate}
     if figures.get("error"):
         return CheckResult(
             "overfit.one_batch", STAGE, Status.FAIL,
             f"model.fit on the batch raised {figures['error']} (on a GPU this shows as loss: nan instead).",
-            fix="Fix the labels first (see data.label_range and model.nan_rows).",
-            evidence={**figures, "rows": rows, "missing_labels": missing_labels or [], "best_rate": best_rate},
-        )
-    losses = figures["losses"]
-    first, final = losses[0], losses[-1]
-    accuracy = figures["final_accuracy"]
-    evidence = {**figures, "rows": rows, "missing_labels": missing_labels or [], "best_rate": best_rate}
+            fix="Fix the labels first (see data.label_range and model.nan_rows).", evidence=evidence)
+    losses, accuracy = figures["losses"], figures["final_accuracy"]
+    rate = figures["learning_rate"]
+    run = f"{figures['epochs']} epochs at learning rate {rate:g}"
     note = f" The split has no {', '.join(missing_labels)}, so the batch cannot hold every label." if missing_labels else ""
-    run = f"{figures['epochs']} epochs at learning rate {figures['learning_rate']:g}"
     regression = accuracy is None
-    if first is not None and final is not None and math.isfinite(first) and math.isfinite(final):
-        near_minimum = final < near_min_share * first or final < near_min_value
-        if near_minimum and (regression or accuracy == 1.0):
-            achieved = "" if regression else " and predicts every row right (100%)"
-            return CheckResult(
-                "overfit.one_batch", STAGE, Status.PASS,
-                f"After {run}, the loss fell from {first:.3f} to {final:.4f}{achieved}: the pipeline can learn.{note}",
-                evidence=evidence,
-            )
-    rerun = (f" The sweep's best rate is {best_rate:.1e}: rerun at it." if best_rate else
-             " Run the Hyperparameters sweep to find a better rate.")
-    if any(v is None for v in losses) or (final is not None and first is not None and final > first):
-        cause = ("the loss rose or turned NaN: the learning rate is too high, or rows have labels out of range "
-                 "(see model.nan_rows)")
-        fix = "tf_keras.optimizers.Adam(learning_rate=5e-5)  # lower the rate; fix model.nan_rows first"
-    elif final >= stuck_share * first:
-        cause = ("the loss stayed near where it started" + (f" (ln K = {figures['ln_k']:.3f})" if figures["ln_k"] else "")
-                 + ": the learning rate is too low, or weights are frozen or disconnected from the loss (see model.gradients)")
-        fix = "tf_keras.optimizers.Adam(learning_rate=...)  # a rate from the sweep; check layer.trainable"
-    else:
-        cause = ("the loss fell too slowly: the learning rate is too low, or the loss reads logits as probabilities "
-                 "(from_logits=False, see hparams.loss)")
-        fix = "More epochs or a higher rate; loss=SparseCategoricalCrossentropy(from_logits=True) or the internal loss"
-    shown_final = "NaN" if final is None else f"{final:.4f}"
+    all_right = regression or accuracy == 1.0
     reached = "" if regression else f", accuracy {accuracy:.0%}"
-    return CheckResult(
-        "overfit.one_batch", STAGE, Status.FAIL,
-        f"After {run}, the loss went from {first if first is None else round(first, 3)} to {shown_final}{reached}: "
-        f"{cause}.{rerun}{note}",
-        fix=fix,
-        evidence=evidence,
-    )
+    if not losses or losses[0] is None:
+        return CheckResult("overfit.one_batch", STAGE, Status.FAIL, f"After {run} the loss was NaN from the first "
+                           "epoch: rows have labels out of range (see model.nan_rows) or the weights are not finite.",
+                           fix="Fix model.nan_rows and model.weights_after_step first.", evidence=evidence)
+    shape = curve_shape(losses, spike_share=spike_share)
+    evidence["curve"] = shape
+    lower = round_down_rate(best_rate) if best_rate and best_rate < rate else round_down_rate(rate / 10)
+    lower_fix = f"tf_keras.optimizers.Adam(learning_rate={lower:.0e})  # lower the rate"
+    went = f"the loss went from {shape['first']:.3f} to " + ("NaN" if losses[-1] is None else f"{shape['final']:.4f}")
+    if any(v is None for v in losses):
+        return CheckResult("overfit.one_batch", STAGE, Status.FAIL,
+                           f"After {run}, {went}{reached}: the learning rate is too high (or rows have labels out of "
+                           f"range, see model.nan_rows).{note}", fix=lower_fix, evidence=evidence)
+    if shape["spiked"]:
+        return CheckResult(
+            "overfit.one_batch", STAGE, Status.FAIL,
+            f"After {run}, {went}{reached}, but it jumped by {shape['spike']:.3f} above its lowest point at epoch "
+            f"{shape['spike_at']}: training is unstable, the learning rate is too high.{note}",
+            fix=lower_fix, evidence=evidence)
+    drift = figures.get("drift_per_step")
+    memorised = all_right and (shape["final"] <= memorised_share * shape["first"] or shape["final"] < memorised_value)
+    learning = all_right and shape["progress"] >= learning_progress and shape["falling_share"] >= learning_falls
+    if figures.get("pretrained") and drift is not None and drift > warn_drift:
+        outcome = "memorised the batch" if memorised else went
+        return CheckResult(
+            "overfit.one_batch", STAGE, Status.WARN,
+            f"After {run} the model {outcome}{reached}, but each epoch moved its pretrained weights by {drift:.1e} of "
+            f"their size (more than {warn_drift:g}): a real run of a few hundred steps at this rate overwrites what "
+            f"pretraining learned, however well one batch is memorised.{note}",
+            fix=lower_fix, evidence=evidence)
+    if memorised:
+        achieved = "" if regression else " and predicts every row right (100%)"
+        return CheckResult("overfit.one_batch", STAGE, Status.PASS,
+                           f"After {run}, {went}{achieved}: the pipeline can learn.{note}", evidence=evidence)
+    if learning:
+        return CheckResult(
+            "overfit.one_batch", STAGE, Status.PASS,
+            f"After {run}, {went}{reached}, falling steadily ({shape['progress']:.0%} of its start): the pipeline "
+            f"learns, slowly at this rate; more epochs would memorise the batch.{note}",
+            evidence=evidence)
+    rerun = (f" The sweep recommends {best_rate:.1e}: rerun at it." if best_rate else
+             " Run the Hyperparameters sweep to find a better rate.")
+    if shape["final"] > shape["first"]:
+        cause = "the loss rose: the learning rate is too high"
+        fix = lower_fix
+    elif shape["final"] >= 0.9 * shape["first"]:
+        cause = ("the loss stayed near where it started" + (f" (ln K = {figures['ln_k']:.3f})" if figures.get("ln_k") else "")
+                 + ": the learning rate is too low, or weights are frozen or disconnected from the loss (see model.gradients)")
+        fix = (f"tf_keras.optimizers.Adam(learning_rate={best_rate:.0e})" if best_rate else
+               "tf_keras.optimizers.Adam(learning_rate=...)  # a rate from the sweep") + "  # check layer.trainable"
+    else:
+        cause = ("the loss fell too slowly or unevenly: the learning rate is too low, or the loss reads logits as "
+                 "probabilities (from_logits=False, see hparams.loss)")
+        fix = "More epochs or a higher rate; loss=SparseCategoricalCrossentropy(from_logits=True) or the internal loss"
+    return CheckResult("overfit.one_batch", STAGE, Status.FAIL, f"After {run}, {went}{reached}: {cause}.{rerun}{note}",
+                       fix=fix, evidence=evidence)
 
 
 def run_overfit_checks(config: RunConfig, model, tokenizer, split, *, epochs: int = DEFAULT_EPOCHS,

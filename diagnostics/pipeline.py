@@ -10,11 +10,12 @@ import numpy as np
 
 from diagnostics import limits, loading
 from diagnostics.config import RunConfig
-from diagnostics.data import LABEL, build_first_batch, run_data_checks, training_batches
+from diagnostics.data import (LABEL, build_batch, build_first_batch, held_out_indices, run_data_checks,
+                              training_batches)
 from diagnostics.errors import InputError, NotClassifierError
 from diagnostics.learnability import CHECK_ID as LEARNABILITY, check_learnability, learnability_figures
 from diagnostics.hyperparams import SETUP_CHECKS, STAGE as HPARAMS, TRAINING_CHECKS, SweepSettings, run_hparams_checks
-from diagnostics.model import not_classification_results, run_model_checks
+from diagnostics.model import MODEL_CHECKS, not_classification_results, run_model_checks
 from diagnostics.overfit import DEFAULT_EPOCHS, STAGE as OVERFIT, run_overfit_checks
 from diagnostics.training import effective_rate
 from diagnostics.result import CheckResult, run_check, skipped
@@ -92,6 +93,18 @@ def out_of_range_labels(split, config: RunConfig) -> int:
     return sum(invalid_labels(split_labels(split), config.glue_task, config.effective_num_labels).values())
 
 
+def _missing_columns(check_ids, stage: str, split, config: RunConfig) -> list[CheckResult]:
+    """Skips for checks that need the task's text and label columns when the split lacks some, else nothing."""
+    task = config.glue_task
+    expected = list(task.text_columns) + [LABEL]
+    missing = [column for column in expected if column not in split.column_names]
+    if not missing:
+        return []
+    reason = (f"The split has no {', '.join(missing)} column (it has {', '.join(split.column_names)}; {task.name} "
+              f"needs {', '.join(expected)}): see data.columns.")
+    return [skipped(check, stage, reason) for check in check_ids]
+
+
 def _untrainable(check_ids, stage: str, split, config: RunConfig) -> list[CheckResult]:
     """Skips for training checks when labels are out of range, else nothing."""
     bad = out_of_range_labels(split, config)
@@ -106,6 +119,9 @@ def _untrainable(check_ids, stage: str, split, config: RunConfig) -> list[CheckR
 def learnability_stage(config: RunConfig, tokenizer, split, model_loader: Callable = loading.load_model
                        ) -> list[CheckResult]:
     """data.learnability: a short run on the given labels against shuffled ones (trains two copies)."""
+    missing = _missing_columns((LEARNABILITY,), "data", split, config)
+    if missing:
+        return missing
     if config.glue_task.regression is False and (split.data.column(LABEL).to_numpy() < 0).all():
         return [skipped(LEARNABILITY, "data", "The split has no labels (all -1), so there is nothing to learn.")]
     untrainable = _untrainable((LEARNABILITY,), "data", split, config)
@@ -128,6 +144,9 @@ def overfit_stage(config: RunConfig, tokenizer, split, model_loader: Callable = 
                   progress=None) -> list[CheckResult]:
     """The overfit-one-batch test; `rate` overrides the configured one (e.g. the sweep's best)."""
     validate_epochs(epochs)
+    missing = _missing_columns(("overfit.one_batch",), OVERFIT, split, config)
+    if missing:
+        return missing
     model, problem = _load_classifier(config, model_loader)
     if model is None:
         return [skipped("overfit.one_batch", OVERFIT, f"No model to train: {problem}")]
@@ -163,6 +182,9 @@ def hparams_stage(config: RunConfig, tokenizer, split, model_loader: Callable = 
     """The Hyperparameters stage on the first batches `model.fit` would see."""
     sweep = sweep.validated()
     checks = (SETUP_CHECKS if "setup" in parts else ()) + (TRAINING_CHECKS if "training" in parts else ())
+    missing = _missing_columns(checks, HPARAMS, split, config)
+    if missing:
+        return missing
     model, problem = _load_classifier(config, model_loader)
     if model is None:
         return [skipped(check, HPARAMS, f"No model to train: {problem}") for check in checks]
@@ -171,7 +193,10 @@ def hparams_stage(config: RunConfig, tokenizer, split, model_loader: Callable = 
         return [skipped(check, HPARAMS, f"No training batches: {first.error} (see data.batch).") for check in checks]
     try:
         # A few batches seen repeatedly: with a new batch every step, K steps show batch-to-batch noise, not learning.
-        batches = training_batches(split, tokenizer, config, count=max(1, min(sweep.steps // 4, 4)))
+        count = max(1, min(sweep.steps // 4, 4))
+        batches = training_batches(split, tokenizer, config, count=count)
+        held = build_batch(split, tokenizer, config,
+                           held_out_indices(len(split), config, count * config.batch_size)).tf_batch
     except Exception as exc:
         reason = f"No training batches: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''} (see data.batch)."
         return [skipped(check, HPARAMS, reason) for check in checks]
@@ -180,12 +205,15 @@ def hparams_stage(config: RunConfig, tokenizer, split, model_loader: Callable = 
     if untrainable:
         parts = tuple(part for part in parts if part != "training")
     return run_hparams_checks(config, model, [first.tf_batch] + batches[1:], labels, sweep,
-                              progress or (lambda fraction, text: None), parts=parts) + untrainable
+                              progress or (lambda fraction, text: None), held=held, parts=parts) + untrainable
 
 
 @stage
 def model_stage(config: RunConfig, tokenizer, split, model_loader: Callable = loading.load_model) -> list[CheckResult]:
     """The Model stage on the Data stage's first batch; a checkpoint with no classifier is a clear fail."""
+    missing = _missing_columns(MODEL_CHECKS, "model", split, config)
+    if missing:
+        return missing
     model, problem = _load_classifier(config, model_loader)
     if model is None:
         return not_classification_results(config.checkpoint, problem)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
+from diagnostics.training import WARN_DRIFT_PER_STEP
 from diagnostics.result import CheckResult
 
 SPLIT_COLOUR, BATCH_COLOUR, LIMIT_COLOUR = "#4C78A8", "#F58518", "#E45756"
@@ -97,26 +98,42 @@ def sweep_curves_figure(result: CheckResult) -> go.Figure:
 
 
 def sweep_final_figure(result: CheckResult) -> go.Figure:
-    """Final loss against learning rate (log axis), the best rate marked and diverged rates flagged."""
+    """Held-out loss after the sweep's steps against learning rate (log axis), the untrained model's held-out loss
+    as a line, flagged rates crossed, the recommended and configured rates marked; on a pretrained checkpoint,
+    the drift of its weights per step on a second axis with the limit it tolerates."""
     evidence = result.evidence
-    rates, finals = evidence["learning_rates"], evidence["final_losses"]
-    diverged = evidence.get("diverged", [False] * len(rates))
-    finite = [v for v in finals if v is not None]
+    rates = evidence["learning_rates"]
+    held = [score["loss"] for score in evidence["held_out"]]
+    flagged = evidence.get("diverged", [False] * len(rates))
+    finite = [v for v in held if v is not None]
     ceiling = max(finite) * 1.1 if finite else 1.0
     figure = go.Figure()
-    figure.add_scatter(x=rates, y=finals, mode="lines+markers", name="final loss", marker_color=SPLIT_COLOUR)
-    bad = [(r, v if v is not None else ceiling) for r, v, d in zip(rates, finals, diverged) if d]
+    figure.add_scatter(x=rates, y=held, mode="lines+markers", name="held-out loss", marker_color=SPLIT_COLOUR)
+    bad = [(r, v if v is not None else ceiling) for r, v, d in zip(rates, held, flagged) if d]
     if bad:
-        figure.add_scatter(x=[r for r, _ in bad], y=[v for _, v in bad], mode="markers", name="diverged",
+        figure.add_scatter(x=[r for r, _ in bad], y=[v for _, v in bad], mode="markers", name="flagged",
                            marker=dict(color=NAN_COLOUR, symbol="x", size=13))
+    start = evidence["held_out_start"]["loss"]
+    if start is not None:
+        figure.add_hline(y=start, line_dash="dot", line_color="#7F7F7F", annotation_text="untrained",
+                         annotation_position="bottom left")
+    if evidence.get("pretrained") and any(evidence.get("drift_per_step") or []):
+        figure.add_scatter(x=rates, y=evidence["drift_per_step"], mode="lines+markers", name="weight drift a step",
+                           yaxis="y2", line=dict(color="#9467BD", dash="dash"))
+        figure.add_scatter(x=[rates[0], rates[-1]], y=[WARN_DRIFT_PER_STEP] * 2, mode="lines", yaxis="y2",
+                           name=f"drift limit {WARN_DRIFT_PER_STEP:g}", line=dict(color="#9467BD", dash="dot", width=1))
+        figure.update_layout(yaxis2=dict(title="drift of pretrained weights a step (log)", type="log", overlaying="y",
+                                         side="right", showgrid=False))
     if evidence.get("best_rate"):
         best = evidence["best_rate"]
-        figure.add_vline(x=best, line_dash="dash", line_color="#2CA02C", annotation_text=f"best {best:.0e}")
+        figure.add_vline(x=best, line_dash="dash", line_color="#2CA02C", annotation_text=f"recommended {best:.0e}")
     if evidence.get("configured_rate"):
         figure.add_vline(x=evidence["configured_rate"], line_dash="dot", line_color=BATCH_COLOUR,
                          annotation_text=f"configured {evidence['configured_rate']:.0e}", annotation_position="bottom right")
     figure.update_xaxes(type="log")
-    return _layout(figure, "Final loss against learning rate", "learning rate (log)", "final loss")
+    figure = _layout(figure, "Held-out loss against learning rate", "learning rate (log)", "held-out loss")
+    figure.update_layout(legend=dict(orientation="h", y=-0.3), margin=dict(l=50, r=80, t=50, b=90), height=420)
+    return figure
 
 
 def range_test_figure(result: CheckResult) -> go.Figure:
@@ -124,14 +141,17 @@ def range_test_figure(result: CheckResult) -> go.Figure:
     evidence = result.evidence
     figure = go.Figure()
     figure.add_scatter(x=evidence["learning_rates"], y=evidence["losses"], mode="lines", name="loss",
-                       line_color=SPLIT_COLOUR)
+                       line=dict(color=SPLIT_COLOUR, width=1), opacity=0.5)
+    if evidence.get("smoothed"):
+        figure.add_scatter(x=evidence["learning_rates"], y=evidence["smoothed"], mode="lines", name="smoothed",
+                           line_color=SPLIT_COLOUR)
     colours = ["#2CA02C", BATCH_COLOUR, "#9467BD"]
     positions = ["top left", "bottom left", "top right"]
     for (name, rate), colour, position in zip(evidence.get("suggestions", {}).items(), colours, positions):
         figure.add_vline(x=rate, line_dash="dash", line_color=colour, annotation_text=f"{name} {rate:.0e}",
                          annotation_position=position, annotation_font_color=colour)
     figure.update_xaxes(type="log")
-    finite = [v for v in evidence["losses"] if v is not None]
+    finite = [v for v in evidence.get("smoothed") or evidence["losses"] if v is not None]
     if finite:
         # Past the blow-up the loss dwarfs the useful part of the curve; keep the view on the part before it.
         figure.update_yaxes(range=[0.9 * min(finite), min(max(finite), 2.5 * finite[0]) * 1.05])

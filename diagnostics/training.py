@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -51,6 +52,31 @@ def split_batch(tf_batch) -> tuple[dict, Any]:
     inputs = {key: value for key, value in tf_batch.items() if key not in LABEL_KEYS}
     labels = next((tf_batch[key] for key in LABEL_KEYS if key in tf_batch), None)
     return inputs, labels
+
+
+def labels_in_range(tf_batch, num_labels: int, seed: int = 0):
+    """The batch with every label outside [0, num_labels) replaced by one drawn in range, and how many were.
+
+    Checks that judge something other than the labels (the loss, a train step) use it, so an out-of-range label,
+    which is data.label_range's finding, does not hide theirs.
+    """
+    import tensorflow as tf
+
+    inputs, labels = split_batch(tf_batch)
+    if labels is None:
+        return tf_batch, 0
+    values = np.asarray(labels)
+    if not np.issubdtype(values.dtype, np.integer):
+        return tf_batch, 0
+    bad = (values < 0) | (values >= num_labels)
+    if not bad.any():
+        return tf_batch, 0
+    drawn = np.where(bad, np.random.default_rng(seed).integers(0, num_labels, size=values.shape), values)
+    replaced = tf.constant(drawn.astype(values.dtype))
+    if isinstance(tf_batch, tuple):
+        return (inputs, replaced), int(bad.sum())
+    key = next(key for key in LABEL_KEYS if key in tf_batch)
+    return {**inputs, key: replaced}, int(bad.sum())
 
 
 def fresh_copy(model, inputs: dict):
@@ -154,6 +180,87 @@ def first_line(exc: BaseException) -> str:
         if line and not line.startswith(noise):
             return line[:400]
     return text[:400] or type(exc).__name__
+
+
+# Variables of the task head, which from_pretrained initialises at random: their size says nothing about
+# what pretraining learned, so weight drift is measured on every other kernel.
+HEAD_MARKERS = ("classifier", "score")
+# Above this, one optimizer step moves a pretrained kernel by more than a thousandth of its size: a few
+# hundred such steps overwrite what pretraining learned. Measured on all-MiniLM-L6-v2 with Adam
+# (bench/lr_truth.py): 1e-4 gives about 7e-4 a step and fine-tunes well; 3e-4 gives about 2e-3 and ends
+# well below the best held-out accuracy; 1e-3 gives about 6e-3 and ends at chance.
+WARN_DRIFT_PER_STEP = 1e-3
+FAIL_DRIFT_PER_STEP = 3e-3
+
+
+def is_pretrained(model) -> bool:
+    """False for checkpoints with random weights (the demo kit), where drift from the start means nothing."""
+    return not getattr(model.config, "demo_kit", False)
+
+
+def weight_drift(source, copy) -> float:
+    """How far the copy's pretrained kernels moved from the source's: the median over kernels of
+    ||W_copy - W_source|| / ||W_source|| (the new task head left out)."""
+    import tensorflow as tf
+
+    ratios = []
+    for original, trained in zip(source.trainable_variables, copy.trainable_variables):
+        path = original.name
+        if "kernel" not in path or any(marker in path for marker in HEAD_MARKERS) or len(original.shape) < 2:
+            continue
+        size = float(tf.norm(original))
+        if size > 0:
+            ratios.append(float(tf.norm(tf.cast(trained, original.dtype) - original)) / size)
+    return float(np.median(ratios)) if ratios else 0.0
+
+
+def held_out_figures(model, batch, regression: bool) -> dict[str, Any]:
+    """Loss, accuracy and the share of the commonest predicted class on a batch the model never trained on.
+
+    Rows whose label is outside the head's range are left out (they have no loss to measure).
+    """
+    inputs, labels = split_batch(batch)
+    logits = np.asarray(model(inputs, training=False).logits, dtype=np.float64)
+    labels = np.asarray(labels)
+    if regression:
+        errors = (logits[:, 0] - labels.astype(np.float64)) ** 2
+        return {"loss": _finite_mean(errors), "accuracy": None, "commonest_share": None, "rows": int(len(labels))}
+    labels = labels.astype(np.int64)
+    valid = (labels >= 0) & (labels < logits.shape[1])
+    with np.errstate(all="ignore"):
+        shifted = logits - logits.max(axis=1, keepdims=True)
+        log_probs = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+    picked = -np.take_along_axis(log_probs, np.where(valid, labels, 0)[:, None], axis=1)[:, 0]
+    predictions = logits.argmax(axis=1)
+    return {
+        "loss": _finite_mean(picked[valid]),
+        "accuracy": float(np.mean(predictions[valid] == labels[valid])) if valid.any() else None,
+        "commonest_share": float(np.bincount(predictions).max() / len(predictions)) if len(predictions) else None,
+        "rows": int(valid.sum()),
+    }
+
+
+def _finite_mean(values: np.ndarray) -> float | None:
+    value = float(np.mean(values)) if len(values) else float("nan")
+    return value if np.isfinite(value) else None
+
+
+def round_down_rate(rate: float) -> float:
+    """A rate rounded down to one significant digit (1.4e-4 -> 1e-4), as a fix should name it."""
+    exponent = math.floor(math.log10(rate))
+    return math.floor(rate / 10 ** exponent) * 10 ** exponent
+
+
+def smoothed(losses: list[float], beta: float = 0.98) -> list[float]:
+    """Exponential moving average with bias correction (fastai's and Lightning's finders); NaN stays NaN."""
+    average, out = 0.0, []
+    for index, loss in enumerate(losses, start=1):
+        if not np.isfinite(loss):
+            out.append(float("nan"))
+            continue
+        average = beta * average + (1 - beta) * loss
+        out.append(average / (1 - beta ** index))
+    return out
 
 
 def effective_rate(config: RunConfig) -> float:

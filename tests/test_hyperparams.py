@@ -88,36 +88,70 @@ def test_loss_mse_on_classes_fails():
 # ------------------------------------------------------------ hparams.lr_sweep
 
 
-def test_sweep_finite_curves_for_small_rates_and_flags_a_divergent_one(mnli_split, bert_tokenizer, cached_bert):
+def test_sweep_measures_the_configured_rate_and_flags_a_divergent_one(mnli_split, bert_tokenizer, cached_bert):
     settings = hp.SweepSettings(min_rate=1e-5, max_rate=10.0, rates=3, steps=4, range_steps=10)
     before = [w.copy() for w in cached_bert.get_weights()]
     result = stage(RunConfig(batch_size=6), mnli_split, bert_tokenizer, cached_bert, settings)["hparams.lr_sweep"]
     evidence = result.evidence
-    assert evidence["learning_rates"] == pytest.approx([1e-5, 1e-2, 10.0])
-    assert len(evidence["losses"]) == 3 and all(len(curve) == 4 for curve in evidence["losses"])
+    assert evidence["learning_rates"] == pytest.approx([1e-5, 5e-5, 1e-2, 10.0])
+    assert len(evidence["losses"]) == 4 and all(len(curve) == 4 for curve in evidence["losses"])
     assert all(loss is not None and math.isfinite(loss) for loss in evidence["losses"][0])
-    assert evidence["diverged"] == [False, False, True]
+    assert len(evidence["held_out"]) == 4 and evidence["held_out_start"]["loss"] > 0
+    assert evidence["diverged"][0] is False and evidence["diverged"][-1] is True
     assert evidence["best_rate"] != 10.0
     for old, new in zip(before, cached_bert.get_weights()):
         assert old.tobytes() == new.tobytes()
 
 
-def test_sweep_configured_rate_far_from_best_warns():
-    figures = {"learning_rates": [1e-5, 1e-3], "steps": [1, 2], "losses": [[1.1, 1.09], [1.1, 0.5]],
-               "final_losses": [1.09, 0.5]}
-    result = hp.check_lr_sweep(figures, configured_rate=1e-5)
-    assert result.status is Status.WARN
-    assert "1.0e-03" in result.fix
+def sweep_figures(rates, held_losses, drifts, start=1.0, curves=None):
+    """Sweep evidence as lr_sweep returns it, from plain numbers."""
+    curves = curves or [[1.0, 0.9] for _ in rates]
+    return {"learning_rates": rates, "steps": [1, 2], "losses": curves, "smoothed": curves,
+            "held_out_rows": 32, "held_out_start": {"loss": start},
+            "held_out": [{"loss": loss, "accuracy": None, "commonest_share": None} for loss in held_losses],
+            "drift_per_step": drifts}
 
 
-def test_sweep_configured_rate_within_a_decade_passes():
-    figures = {"learning_rates": [1e-5, 1e-4], "steps": [1, 2], "losses": [[1.1, 1.0], [1.1, 0.9]], "final_losses": [1.0, 0.9]}
-    assert hp.check_lr_sweep(figures, configured_rate=1e-5).status is Status.PASS
+RATES = [1e-5, 1e-4, 1e-3]
+
+
+@pytest.mark.parametrize("drift, status", [(7e-3, Status.FAIL), (2e-3, Status.WARN), (1e-3, Status.PASS)])
+def test_sweep_configured_rate_overwriting_pretrained_weights(drift, status):
+    figures = sweep_figures(RATES, [0.9, 0.8, 0.7], [1e-5, 7e-4, drift])
+    result = hp.check_lr_sweep(figures, configured_rate=1e-3, pretrained=True)
+    assert result.status is status
+    if status is not Status.PASS:
+        assert "1e-04" in result.fix and "pretrained" in result.summary
+
+
+def test_sweep_recommends_the_good_rate_with_the_lowest_held_out_loss():
+    figures = sweep_figures(RATES, [0.9, 0.8, 0.7], [1e-5, 7e-4, 7e-3])
+    evidence = hp.check_lr_sweep(figures, configured_rate=1e-4).evidence
+    assert evidence["best_rate"] == 1e-4
+    assert evidence["max_safe_rate"] == pytest.approx(1e-3 / 7, rel=0.3)
+
+
+def test_sweep_random_weights_ignore_drift_passes():
+    figures = sweep_figures(RATES, [0.9, 0.8, 0.7], [1e-5, 7e-4, 7e-3])
+    result = hp.check_lr_sweep(figures, configured_rate=1e-3, pretrained=False)
+    assert result.status is Status.PASS and result.evidence["best_rate"] == 1e-3
+
+
+def test_sweep_held_out_loss_rising_flags_the_rate():
+    figures = sweep_figures(RATES, [0.9, 0.8, 1.2], [0, 0, 0])
+    result = hp.check_lr_sweep(figures, configured_rate=1e-3, pretrained=False)
+    assert result.status is Status.WARN and "held-out loss rose" in result.summary
+
+
+def test_sweep_configured_rate_far_below_the_recommended_warns():
+    figures = sweep_figures([1e-7, 1e-5, 1e-4], [0.99, 0.9, 0.8], [0, 0, 0])
+    result = hp.check_lr_sweep(figures, configured_rate=1e-7, pretrained=False)
+    assert result.status is Status.WARN and "below" in result.summary
+    assert "1e-04" in result.fix
 
 
 def test_sweep_every_rate_diverged_fails():
-    figures = {"learning_rates": [1e-3, 1e-1], "steps": [1, 2], "losses": [[1.1, None], [1.1, 3.0]],
-               "final_losses": [None, 3.0]}
+    figures = sweep_figures([1e-3, 1e-1], [None, 3.0], [0, 0], curves=[[1.1, None], [1.1, 3.0]])
     assert hp.check_lr_sweep(figures, configured_rate=1e-3).status is Status.FAIL
 
 
@@ -166,6 +200,21 @@ def test_range_test_rules_that_disagree_warn():
     losses = [1.1, 1.0, 1.1, 1.0, 1.1, 1.0, 1.1, 0.9, 1.1, 1.0, 1.2, 1.1]
     result = hp.check_lr_range_test({"learning_rates": lrs, "losses": losses}, disagree_factor=2.0)
     assert result.status is Status.WARN and "disagree" in result.summary
+
+
+def test_range_test_stop_rule_ignores_one_noisy_step():
+    noisy = [2.37, 0.83, 2.12, 3.54] + [1.0] * 20
+    assert hp._range_stop(noisy, 4.0) is None
+    assert hp._range_stop([1.0] * 10 + [50.0] * 10, 4.0) is not None
+    assert hp._range_stop([1.0, float("nan")], 4.0) == 1
+
+
+def test_range_test_suggestion_capped_at_the_rate_pretrained_weights_tolerate():
+    lrs, losses = _valley_curve()
+    result = hp.check_lr_range_test({"learning_rates": lrs, "losses": [None if math.isnan(v) else v for v in losses]},
+                                    max_safe_rate=1.4e-4)
+    assert result.evidence["suggested"] == pytest.approx(1e-4)
+    assert "Capped" in result.summary
 
 
 def test_range_test_too_few_points_warn():

@@ -58,17 +58,32 @@ def test_cached_model_is_byte_identical_afterwards(demo_model, demo_inputs):
     "losses, accuracy, status, words",
     [
         ([1.1, 0.5, 0.054], 1.0, Status.PASS, "can learn"),
-        ([1.1, 0.5, 0.049], 1.0, Status.PASS, "can learn"),
+        ([1.1, 0.7, 0.55], 1.0, Status.PASS, "can learn"),
+        ([0.685, 0.6, 0.5, 0.4, 0.3, 0.204], 1.0, Status.PASS, "can learn"),
+        ([0.693, 0.686, 0.684, 0.675, 0.66, 0.632], 1.0, Status.PASS, "slowly"),
         ([1.1, 0.5, 0.049], 0.9, Status.FAIL, "fell too slowly"),
         ([1.1, 0.9, 0.6], 0.8, Status.FAIL, "fell too slowly"),
+        ([1.1, 1.09, 1.08], 0.5, Status.FAIL, "stayed near"),
         ([1.1, 1.2, None], 0.3, Status.FAIL, "too high"),
+        ([0.69, 0.3, 0.002, 1.52, 0.6, 0.01], 1.0, Status.FAIL, "unstable"),
+        ([0.69, 0.54, 2.53, 1.07, 0.74, 0.69], 0.5, Status.FAIL, "unstable"),
     ],
 )
 def test_verdict_thresholds(losses, accuracy, status, words):
-    figures = {"losses": losses, "final_accuracy": accuracy, "epochs": 3, "learning_rate": 1e-3, "ln_k": 1.0986,
-               "accuracies": [accuracy] * 3}
+    figures = {"losses": losses, "final_accuracy": accuracy, "epochs": len(losses), "learning_rate": 1e-3,
+               "ln_k": 1.0986, "accuracies": [accuracy] * len(losses)}
     result = overfit.check_overfit(figures, [])
     assert result.status is status and words in result.summary
+
+
+@pytest.mark.parametrize("drift, status", [(6e-3, Status.WARN), (1.01e-3, Status.WARN), (1e-3, Status.PASS)])
+def test_pretrained_weights_moving_too_far_warn_even_when_memorised(drift, status):
+    figures = {"losses": [0.69, 0.3, 0.05, 0.001], "final_accuracy": 1.0, "epochs": 4, "learning_rate": 1e-3,
+               "ln_k": 0.693, "accuracies": [1.0] * 4, "pretrained": True, "drift_per_step": drift}
+    result = overfit.check_overfit(figures, [], best_rate=1.2e-4)
+    assert result.status is status
+    if status is Status.WARN:
+        assert "pretrained weights" in result.summary and "1e-04" in result.fix
 
 
 def test_regression_passes_on_loss_alone():
