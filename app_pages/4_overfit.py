@@ -40,7 +40,7 @@ def run(rate=None):
 left, right = st.columns([1, 2])
 if left.button("Run the overfit test", type="primary", key="overfit.run", disabled=bool(epochs_error)):
     run()
-if best_rate and right.button(f"Rerun at the sweep's best rate {best_rate:.1e}", key="overfit.rerun_best",
+if best_rate and right.button(f"Rerun at the sweep's recommended rate {best_rate:.1e}", key="overfit.rerun_best",
                               disabled=bool(epochs_error)):
     run(best_rate)
 

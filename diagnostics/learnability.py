@@ -10,7 +10,7 @@ import numpy as np
 from diagnostics.config import RunConfig
 from diagnostics.data import LABEL, build_batch
 from diagnostics.result import CheckResult, Status
-from diagnostics.training import Trainer, split_batch
+from diagnostics.training import Trainer, is_pretrained, split_batch
 
 CHECK_ID = "data.learnability"
 STAGE = "data"
@@ -61,20 +61,20 @@ def learnability_figures(model, tokenizer, config: RunConfig, split, *, rate: fl
     else:
         chance = float(np.bincount(held_labels[held_labels >= 0].astype(int)).max() / max(1, (held_labels >= 0).sum())) \
             if (held_labels >= 0).any() else 0.0
-    return {"given": given, "shuffled": control, "chance": chance, "train_rows": len(train), "held_rows": len(held),
+    return {"given": given, "shuffled": control, "chance": chance, "pretrained": is_pretrained(model), "train_rows": len(train), "held_rows": len(held),
             "steps": steps, "learning_rate": rate, "regression": config.glue_task.regression}
 
 
 def check_learnability(figures: dict[str, Any], *, min_accuracy_gain: float = 0.1, max_error_ratio: float = 0.8,
-                       fit_margin: float = 0.1, fitted_share: float = 0.25) -> CheckResult:
+                       fit_margin: float = 0.1) -> CheckResult:
     """Do the given labels carry signal the model picks up, compared with the same labels shuffled?
 
     Held-out rows decide first: the given labels pass when they beat both the shuffled control and the majority
     label by `min_accuracy_gain` (regression: an error below `max_error_ratio` of the control's). A short run on
     a hard task (RTE-like) beats neither, so the training rows decide next: real labels are fitted faster than
-    random ones (final training loss below the control's by `fit_margin`). When both runs fitted their training
-    rows (loss down by `fitted_share`) and the given labels did no better on either count, they behave like random
-    labels: warn. When neither run fitted anything, the run says nothing: inconclusive, with the numbers.
+    random ones (final training loss below the control's by `fit_margin`). When neither separates them: on a
+    randomly initialised model (which learns labels with signal within this run) they behave like random labels:
+    warn; on a pretrained one the run cannot tell: inconclusive (skip), with the numbers.
     """
     given, control = figures["given"], figures["shuffled"]
     run = (f"{figures['steps']} steps on {figures['train_rows']} rows at rate {figures['learning_rate']:g}, "
@@ -98,19 +98,23 @@ def check_learnability(figures: dict[str, Any], *, min_accuracy_gain: float = 0.
             f"The labels carry structure: after {run}, {fits}; real labels are fitted faster than random ones. "
             f"Held-out rows do not separate them yet ({numbers}): this run is too short for the task to generalise.",
             evidence=figures)
-    fitted = all(run_["final_train_loss"] <= (1 - fitted_share) * run_["first_train_loss"] for run_ in (given, control))
-    if fitted:
+    # A pretrained model memorises random labels about as fast as real ones (on real MNLI at 5e-5: training loss
+    # 1.09 to 0.41 with the given labels, 1.09 to 0.43 with shuffled ones) and a short run at a fine-tuning rate
+    # may not generalise yet, so for it nothing here separates detached labels from a hard task. A randomly
+    # initialised model at its high rate learns labels that carry signal within this run (the demo kit's do).
+    if not figures.get("pretrained", True):
         return CheckResult(
             CHECK_ID, STAGE, Status.WARN,
-            f"The labels behave like random ones: after {run}, the model fitted both runs' training rows ({fits}), yet "
-            f"the given labels were fitted no faster and generalise no better ({numbers}). The labels no longer line "
-            "up with their texts (a shuffle or a join that reordered one column).",
+            f"The labels behave like random ones: after {run}, the given labels were fitted no faster than shuffled "
+            f"ones ({fits}) and generalise no better ({numbers}). The labels no longer line up with their texts "
+            "(a shuffle or a join that reordered one column), or this run is too short for the model.",
             fix="Check that texts and labels were shuffled or filtered together (dataset.shuffle on the whole "
                 "dataset, never on one column).",
             evidence=figures)
     return CheckResult(
         CHECK_ID, STAGE, Status.SKIP,
-        f"Inconclusive: after {run}, neither run fitted its training rows ({fits}) nor beat the majority label on "
-        f"held-out rows ({numbers}). A run this short cannot tell detached labels from a hard task; a longer run "
-        "(more rows or a higher rate) would.",
+        f"Inconclusive: after {run}, the given labels neither beat the shuffled ones on held-out rows ({numbers}) "
+        f"nor were fitted faster ({fits}). A pretrained model memorises random labels about as fast as real ones, "
+        "and a run this short on a hard task may not generalise yet, so it cannot tell detached labels from a hard "
+        "task; a longer run on more rows would.",
         evidence=figures)

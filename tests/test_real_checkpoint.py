@@ -1,0 +1,58 @@
+"""The verdicts on a real pretrained checkpoint (all-MiniLM-L6-v2) and real GLUE text (tests/data/), through the
+command line exactly as a user runs it, at small batches. Ground truth for the rates: bench/lr_truth.py."""
+
+import json
+
+import pytest
+
+from conftest import REAL_DATA
+from diagnostics.__main__ import main
+
+SMALL = ["--batch-size", "8", "--max-length", "64"]
+
+
+def run(tmp_path, real_checkpoint, task, *args):
+    split, path = REAL_DATA[task]
+    report = tmp_path / f"{task}.json"
+    code = main(["run", "--checkpoint", str(real_checkpoint), "--task", task, "--data-files", f"{split}={path}",
+                 "--split", split, *SMALL, *args, "--json", str(report)])
+    checks = {check["id"]: check for check in json.loads(report.read_text())["checks"]}
+    return code, checks
+
+
+@pytest.mark.parametrize("task", ["mnli", "mrpc"])
+def test_fixed_scenario_on_real_text_has_no_failing_check_and_no_learnability_warning(tmp_path, real_checkpoint, task):
+    code, checks = run(tmp_path, real_checkpoint, task, "--scenario", "fixed")
+    failing = {check_id: check["summary"] for check_id, check in checks.items() if check["status"] in ("fail", "error")}
+    assert failing == {}
+    assert code == 0
+    assert checks["data.learnability"]["status"] != "warn", checks["data.learnability"]["summary"]
+    assert checks["hparams.lr_sweep"]["status"] == "pass", checks["hparams.lr_sweep"]["summary"]
+    assert checks["overfit.one_batch"]["status"] == "pass", checks["overfit.one_batch"]["summary"]
+
+
+def test_string_adam_is_flagged_by_a_measurement_with_a_good_rate_as_the_fix(tmp_path, real_checkpoint):
+    code, checks = run(tmp_path, real_checkpoint, "mnli", "--optimizer", "adam", "--stages", "hparams")
+    sweep = checks["hparams.lr_sweep"]
+    assert sweep["status"] == "fail", sweep["summary"]
+    assert "pretrained" in sweep["summary"]
+    recommended = sweep["evidence"]["best_rate"]
+    # Rates real fine-tuning calls good on this checkpoint (bench/lr_truth.py): 1e-5 to 1e-4.
+    assert 1e-5 <= recommended <= 1.5e-4
+    assert f"{recommended:.0e}" in sweep["fix"]
+    range_test = checks["hparams.lr_range_test"]
+    assert range_test["evidence"]["finite_points"] >= 20
+    assert 1e-6 <= range_test["evidence"]["suggested"] <= 1.5e-4
+    assert code == 1
+
+
+def test_course_script_bugs_on_real_text_are_each_flagged_by_their_own_check(tmp_path, real_checkpoint):
+    code, checks = run(tmp_path, real_checkpoint, "mnli", "--scenario", "course-script", "--stages",
+                       "data,model,hparams")
+    statuses = {check_id: check["status"] for check_id, check in checks.items()}
+    assert statuses["data.columns"] in ("warn", "fail")
+    assert statuses["model.config"] == "fail" and statuses["model.nan_rows"] == "fail"
+    assert statuses["hparams.optimizer"] == "warn"
+    assert statuses["hparams.loss"] == "fail"
+    assert "from_logits" in checks["hparams.loss"]["summary"] or "probabilities" in checks["hparams.loss"]["summary"]
+    assert code == 1
