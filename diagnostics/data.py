@@ -232,7 +232,8 @@ def check_columns(
     if missing_in_split:
         return CheckResult(
             "data.columns", STAGE, Status.FAIL,
-            f"The split lacks {', '.join(missing_in_split)}, which {task.name} needs; it has: {', '.join(split_columns)}.",
+            f"The split lacks {', '.join(missing_in_split)}: {task.name} needs {', '.join(needed)}; it has: "
+            f"{', '.join(split_columns)}.",
             fix=f"dataset = dataset.rename_column('<your column>', '{missing_in_split[0]}')",
             evidence=evidence,
         )
@@ -741,10 +742,11 @@ def run_data_checks(config: RunConfig, split, tokenizer) -> list[CheckResult]:
         rows = decoded_rows(batch, tokenizer, task)
         results.append(run_check("data.decoded_samples", STAGE, check_decoded_samples, rows))
     else:
-        missing = [c for c in task.text_columns if c not in split_columns]
+        missing = [c for c in list(task.text_columns) + [LABEL] if c not in split_columns]
         results.insert(0, CheckResult(
             "data.columns", STAGE, Status.FAIL,
-            f"The split lacks {', '.join(missing) or 'nothing'}, which {task.name} needs; it has: {', '.join(split_columns)}.",
+            f"The split lacks {', '.join(missing) or 'nothing'}: {task.name} needs "
+            f"{', '.join(list(task.text_columns) + [LABEL])}; it has: {', '.join(split_columns)}.",
             fix=f"dataset = dataset.rename_column('<your column>', '{missing[0]}')" if missing else None,
             evidence={"split_columns": split_columns, "needed": list(task.text_columns) + [LABEL]},
         ))

@@ -141,12 +141,6 @@ def check_loss(figures: dict[str, Any], *, warn_disagreement: float = 0.1) -> Ch
 
 
 def _judge_loss(figures: dict[str, Any], *, warn_disagreement: float) -> CheckResult:
-    """Whether the loss matches what the model outputs (found by behaviour, not by the loss's name).
-
-    Args:
-        warn_disagreement: relative gap between the configured loss and cross-entropy from the logits
-            above which the loss reads the logits as something else.
-    """
     name, labels_in, regression = figures["loss"], figures["labels_in"], figures["regression"]
     version = _installed_transformers()
     if figures.get("error"):

@@ -10,7 +10,7 @@ import numpy as np
 from diagnostics.config import RunConfig
 from diagnostics.data import LABEL, build_batch
 from diagnostics.result import CheckResult, Status
-from diagnostics.training import Trainer, is_pretrained, split_batch
+from diagnostics.training import Trainer, held_out_figures, is_pretrained
 
 CHECK_ID = "data.learnability"
 STAGE = "data"
@@ -27,13 +27,8 @@ def held_out_score(trainer: Trainer, batches: list, held, config: RunConfig, ste
     trainer.use(batches)
     trainer.reset(rate)
     losses = trainer.run(steps)
-    inputs, _ = split_batch(held.tf_batch)
-    logits = np.asarray(trainer.model(inputs, training=False).logits)
-    labels = np.asarray(held.rows[LABEL])
-    if config.glue_task.regression:
-        score = float(np.mean((logits[:, 0] - labels.astype(float)) ** 2))
-    else:
-        score = float(np.mean(logits.argmax(axis=1) == labels))
+    scored = held_out_figures(trainer.model, held.tf_batch, config.glue_task.regression)
+    score = scored["loss"] if config.glue_task.regression else scored["accuracy"]
     tail = max(1, len(losses) // 4)
     return {"score": score, "first_train_loss": float(np.mean(losses[:tail])),
             "final_train_loss": float(np.mean(losses[-tail:]))}
@@ -61,8 +56,8 @@ def learnability_figures(model, tokenizer, config: RunConfig, split, *, rate: fl
     else:
         chance = float(np.bincount(held_labels[held_labels >= 0].astype(int)).max() / max(1, (held_labels >= 0).sum())) \
             if (held_labels >= 0).any() else 0.0
-    return {"given": given, "shuffled": control, "chance": chance, "pretrained": is_pretrained(model), "train_rows": len(train), "held_rows": len(held),
-            "steps": steps, "learning_rate": rate, "regression": config.glue_task.regression}
+    return {"given": given, "shuffled": control, "chance": chance, "pretrained": is_pretrained(model),
+            "train_rows": len(train), "held_rows": len(held), "steps": steps, "learning_rate": rate, "regression": config.glue_task.regression}
 
 
 def check_learnability(figures: dict[str, Any], *, min_accuracy_gain: float = 0.1, max_error_ratio: float = 0.8,

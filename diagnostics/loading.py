@@ -186,10 +186,16 @@ def demo_checkpoint_dir() -> Path:
     target = cache_dir() / f"demo-distilbert-v{DEMO_VERSION}"
     if (target / "config.json").is_file() and (target / "tokenizer_config.json").is_file():
         return target
+    return build_directory(target, _build_demo_checkpoint)
+
+
+def build_directory(target: Path, build) -> Path:
+    """`build(staging)` fills a temporary directory that is then renamed to `target`, so concurrent first uses
+    never see half a checkpoint; when another process got there first, its copy is kept."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix="demo-build-", dir=target.parent))
+    staging = Path(tempfile.mkdtemp(prefix="build-", dir=target.parent))
     try:
-        _build_demo_checkpoint(staging)
+        build(staging)
         try:
             staging.rename(target)
         except OSError:

@@ -14,7 +14,8 @@ from diagnostics.config import RunConfig
 from diagnostics.data import LABEL, FirstBatch, decoded_rows
 from diagnostics.glue import GlueTask
 from diagnostics.result import CheckResult, Status, run_check, skipped
-from diagnostics.training import StepRecord, effective_rate, first_line, fresh_copy, one_train_step, split_batch
+from diagnostics.training import (StepRecord, effective_rate, first_line, fresh_copy, one_train_step,
+                                  per_sample_losses, split_batch)
 
 STAGE = "model"
 MODEL_CHECKS = ("model.config", "model.forward", "model.nan_rows", "model.initial_loss", "model.gradients",
@@ -64,25 +65,6 @@ def run_forward(model, tf_batch) -> Forward:
         except Exception as exc:
             record.fit_call_error = f"{type(exc).__name__}: {first_line(exc)}"
     return record
-
-
-def per_sample_losses(logits: np.ndarray, labels: np.ndarray, regression: bool) -> np.ndarray:
-    """Loss of every row, computed the same way on every device.
-
-    Cross-entropy from `log_softmax` and a gather, with NaN where the label is outside
-    [0, num_labels) (CPU kernels raise there, GPU kernels return NaN). Regression: squared error.
-    """
-    logits = np.asarray(logits, dtype=np.float64)
-    labels = np.asarray(labels)
-    if regression:
-        return (logits.reshape(len(labels), -1)[:, 0] - labels.astype(np.float64)) ** 2
-    with np.errstate(all="ignore"):
-        shifted = logits - logits.max(axis=1, keepdims=True)
-        log_probs = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
-    labels = labels.astype(np.int64)
-    valid = (labels >= 0) & (labels < logits.shape[1])
-    picked = np.take_along_axis(log_probs, np.where(valid, labels, 0)[:, None], axis=1)[:, 0]
-    return np.where(valid, -picked, np.nan)
 
 
 def finite_share(array: np.ndarray) -> float:

