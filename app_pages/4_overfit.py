@@ -51,7 +51,7 @@ if not results:
     st.stop()
 remember("overfit", config, results)
 result = results[0]
-{"pass": st.success, "skip": st.warning}.get(result.status.value, st.error)(result.summary)
+{"pass": st.success, "warn": st.warning, "skip": st.info}.get(result.status.value, st.error)(result.summary)
 if result.evidence.get("losses"):
     st.plotly_chart(overfit_figure(result), width="stretch")
     st.subheader("The batch, with the trained copy's predictions")

@@ -300,14 +300,16 @@ def _finite_or_none(value: float) -> float | None:
 
 
 def sweep_verdicts(figures: dict[str, Any], *, pretrained: bool, blowup_factor: float = 2.0,
-                   held_out_rise: float = 0.1, warn_drift: float = WARN_DRIFT_PER_STEP) -> dict[str, Any]:
+                   held_out_rise: float = 0.1, warn_drift: float = WARN_DRIFT_PER_STEP,
+                   min_held_out_gain: float = 0.01) -> dict[str, Any]:
     """Why each rate is bad (empty when it is not), the recommended rate and the highest rate pretrained
     weights tolerate.
 
     A rate is bad when its loss turned non-finite or blew up (smoothed, beyond `blowup_factor` times where it
     started), when its held-out loss rose more than `held_out_rise` above the untrained model's, or (on a
     pretrained checkpoint) when each step moved the pretrained kernels by more than `warn_drift` of their
-    size. The recommended rate is the good rate with the lowest held-out loss.
+    size. The recommended rate is the good rate with the lowest held-out loss; when no good rate lowered the
+    held-out loss by `min_held_out_gain` of its start, the one with the lowest smoothed training loss.
     """
     start = figures["held_out_start"]["loss"]
     reasons = []
@@ -322,14 +324,20 @@ def sweep_verdicts(figures: dict[str, Any], *, pretrained: bool, blowup_factor: 
         if pretrained and drift is not None and drift > warn_drift:
             why.append(f"moves pretrained weights {drift:.1e} of their size a step")
         reasons.append(why)
-    good = [(score["loss"], rate) for rate, score, why in zip(figures["learning_rates"], figures["held_out"], reasons)
+    good = [(score["loss"], curve[-1], rate)
+            for rate, score, curve, why in zip(figures["learning_rates"], figures["held_out"], figures["smoothed"], reasons)
             if not why]
+    # After a few steps the held-out loss may not have moved at all (random weights learn nothing general that
+    # soon); then its differences are noise, and the loss on the batches trained on ranks the good rates instead.
+    separates = bool(good) and start is not None and start - min(good)[0] >= min_held_out_gain * start
+    ranked = sorted(good) if separates else sorted(good, key=lambda entry: entry[1])
     ratios = [drift / rate for rate, drift, why in zip(figures["learning_rates"], figures["drift_per_step"], reasons)
               if drift and not any("NaN" in w or "blew" in w for w in why)]
     return {
         "reasons": reasons,
         "diverged": [bool(why) for why in reasons],
-        "best_rate": min(good)[1] if good else None,
+        "best_rate": ranked[0][2] if ranked else None,
+        "ranked_by": "held-out loss" if separates else "training loss",
         "max_safe_rate": float(warn_drift / np.median(ratios)) if pretrained and ratios else None,
     }
 
@@ -359,9 +367,13 @@ def check_lr_sweep(figures: dict[str, Any], configured_rate: float, *, pretraine
     start = figures["held_out_start"]
     thin = (f" The held-out rows are few ({figures['held_out_rows']}), so held-out differences are rough."
             if figures["held_out_rows"] < thin_held_out_rows else "")
-    summary = (f"After {len(figures['steps'])} steps from the same weights, {best:.1e} gives the lowest held-out loss "
-               f"({best_score['loss']:.3f}, from {start['loss']:.3f} untrained) among rates that neither diverge nor "
-               f"overwrite pretrained weights; flagged: {', '.join(flagged) or 'none'}.")
+    if verdicts["ranked_by"] == "held-out loss":
+        basis = f"the lowest held-out loss ({best_score['loss']:.3f}, from {start['loss']:.3f} untrained)"
+    else:
+        basis = (f"the lowest training loss; the held-out loss moved less than 1% of its start ({start['loss']:.3f}) "
+                 "at every rate, too little to rank them, so this rests on the rows trained on")
+    summary = (f"After {len(figures['steps'])} steps from the same weights, {best:.1e} gives {basis}, among rates "
+               f"that neither diverge nor overwrite pretrained weights; flagged: {', '.join(flagged) or 'none'}.")
     fix = f"tf_keras.optimizers.Adam(learning_rate={best:.0e})"
     index = min(range(len(rates)), key=lambda i: abs(math.log(rates[i] / configured_rate)))
     why, drift = verdicts["reasons"][index], figures["drift_per_step"][index]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import plotly.graph_objects as go
 
 from diagnostics.training import WARN_DRIFT_PER_STEP
@@ -83,6 +85,18 @@ def gradient_norm_figure(result: CheckResult) -> go.Figure:
     return figure
 
 
+def _mark_rate(figure: go.Figure, rate: float, text: str, colour: str, dash: str, top: bool = True) -> None:
+    """A vertical line at a rate on a log x axis, labelled beside it.
+
+    `add_vline(annotation_text=...)` places its label at the raw value, which a log axis reads as log10(x): a
+    label for 1e-4 lands near 1 (and stretches the axis to reach it). The label is placed at log10(rate) instead.
+    """
+    figure.add_vline(x=rate, line_dash=dash, line_color=colour)
+    figure.add_annotation(x=math.log10(rate), y=1.0 if top else 0.0, xref="x", yref="paper", text=text,
+                          showarrow=False, xanchor="left", yanchor="top" if top else "bottom",
+                          font=dict(color=colour, size=11), bgcolor="rgba(255,255,255,0.8)")
+
+
 def sweep_curves_figure(result: CheckResult) -> go.Figure:
     """Loss against step, one line per learning rate of the sweep."""
     evidence = result.evidence
@@ -90,7 +104,7 @@ def sweep_curves_figure(result: CheckResult) -> go.Figure:
     diverged = evidence.get("diverged", [False] * len(evidence["learning_rates"]))
     for rate, curve, bad in zip(evidence["learning_rates"], evidence["losses"], diverged):
         figure.add_scatter(x=evidence["steps"], y=curve, mode="lines+markers",
-                           name=f"{rate:.0e}" + (" (diverged)" if bad else ""),
+                           name=f"{rate:.0e}" + (" (flagged)" if bad else ""),
                            line=dict(dash="dot" if bad else "solid"))
     _layout(figure, "Loss at each step, one line per learning rate", "step", "loss")
     figure.update_layout(legend=dict(orientation="v", x=1.02, xanchor="left", y=1, yanchor="top"))
@@ -123,13 +137,12 @@ def sweep_final_figure(result: CheckResult) -> go.Figure:
         figure.add_scatter(x=[rates[0], rates[-1]], y=[WARN_DRIFT_PER_STEP] * 2, mode="lines", yaxis="y2",
                            name=f"drift limit {WARN_DRIFT_PER_STEP:g}", line=dict(color="#9467BD", dash="dot", width=1))
         figure.update_layout(yaxis2=dict(title="drift of pretrained weights a step (log)", type="log", overlaying="y",
-                                         side="right", showgrid=False))
+                                         side="right", showgrid=False, tickformat=".0e", dtick=1))
     if evidence.get("best_rate"):
-        best = evidence["best_rate"]
-        figure.add_vline(x=best, line_dash="dash", line_color="#2CA02C", annotation_text=f"recommended {best:.0e}")
+        _mark_rate(figure, evidence["best_rate"], f"recommended {evidence['best_rate']:.0e}", "#2CA02C", "dash")
     if evidence.get("configured_rate"):
-        figure.add_vline(x=evidence["configured_rate"], line_dash="dot", line_color=BATCH_COLOUR,
-                         annotation_text=f"configured {evidence['configured_rate']:.0e}", annotation_position="bottom right")
+        _mark_rate(figure, evidence["configured_rate"], f"configured {evidence['configured_rate']:.0e}", BATCH_COLOUR,
+                   "dot", top=False)
     figure.update_xaxes(type="log")
     figure = _layout(figure, "Held-out loss against learning rate", "learning rate (log)", "held-out loss")
     figure.update_layout(legend=dict(orientation="h", y=-0.3), margin=dict(l=50, r=80, t=50, b=90), height=420)
@@ -146,10 +159,12 @@ def range_test_figure(result: CheckResult) -> go.Figure:
         figure.add_scatter(x=evidence["learning_rates"], y=evidence["smoothed"], mode="lines", name="smoothed",
                            line_color=SPLIT_COLOUR)
     colours = ["#2CA02C", BATCH_COLOUR, "#9467BD"]
-    positions = ["top left", "bottom left", "top right"]
-    for (name, rate), colour, position in zip(evidence.get("suggestions", {}).items(), colours, positions):
-        figure.add_vline(x=rate, line_dash="dash", line_color=colour, annotation_text=f"{name} {rate:.0e}",
-                         annotation_position=position, annotation_font_color=colour)
+    for index, ((name, rate), colour) in enumerate(zip(evidence.get("suggestions", {}).items(), colours)):
+        _mark_rate(figure, rate, f"{name} {rate:.0e}", colour, "dash", top=index != 1)
+    if evidence.get("suggested") and evidence.get("max_safe_rate") and evidence["suggested"] <= evidence["max_safe_rate"] \
+            and evidence["suggested"] not in evidence.get("suggestions", {}).values():
+        _mark_rate(figure, evidence["suggested"], f"suggested {evidence['suggested']:.0e} (capped)", "#D62728", "solid",
+                   top=False)
     figure.update_xaxes(type="log")
     finite = [v for v in evidence.get("smoothed") or evidence["losses"] if v is not None]
     if finite:

@@ -125,7 +125,7 @@ def test_walk_every_page_on_the_demo_kit(server, page):
         _settle(page)
     page.get_by_role("button", name="Run the sweep and the range test").click()
     page.get_by_text("hparams.lr_range_test").first.wait_for(timeout=180_000)
-    page.get_by_text("Final loss against learning rate").first.wait_for(timeout=60_000)
+    page.get_by_text("Held-out loss against learning rate").first.wait_for(timeout=60_000)
     _settle(page)
     _shot(page, "3_hyperparameters")
 

@@ -250,3 +250,11 @@ def test_schedule_string_adam_is_a_constant_0_001():
 def test_unusable_sweep_settings_are_a_clear_error(settings):
     with pytest.raises(InputError):
         settings.validated()
+
+
+def test_sweep_held_out_loss_that_did_not_move_ranks_by_training_loss():
+    curves = [[1.1, 1.1], [1.1, 1.05], [1.1, 0.9]]
+    figures = sweep_figures(RATES, [1.0995, 1.0985, 1.0990], [0, 0, 0], start=1.0995, curves=curves)
+    result = hp.check_lr_sweep(figures, configured_rate=1e-3, pretrained=False)
+    assert result.evidence["best_rate"] == 1e-3 and result.evidence["ranked_by"] == "training loss"
+    assert "too little to rank" in result.summary
