@@ -4,7 +4,8 @@ On a real pretrained checkpoint (all-MiniLM-L6-v2, fetched by scripts/real_check
 text (tests/data/), a fresh copy is fine-tuned at each rate of a grid for enough steps to separate the
 rates, with plain Keras train steps, and scored on held-out rows. Beside each rate it prints what the
 debugger's measured learning-rate checks say when that rate is configured: the sweep's verdict on it and
-its recommended rate, the range test's suggestion, and the overfit test at that rate.
+its recommended rate, the range test's suggestion, and the overfit test at that rate. "one class" is the share
+of held-out rows the fine-tuned model gives its commonest class (100%: it collapsed to one class).
 
 A rate is bad in truth when its held-out accuracy is within 5 points of the majority class, or below 90%
 of the best rate's. The debugger calls a rate bad when `hparams.lr_sweep` or `overfit.one_batch` warns or
@@ -135,14 +136,18 @@ def main() -> None:
         from lr_truth_debugger import debugger_table
 
         rows = debugger_table(task_config(task, checkpoint, 8, args.max_length), RATES)
-        print(f"  {'rate':>6}  {'held-out':>8}  {'truth':>5}  {'sweep':>24}  {'overfit':>8}  {'debugger':>8}")
+        if not any(not is_bad for is_bad in bad.values()):
+            print("  no rate beats the majority class by 5 points: this sample cannot separate the rates")
+        print(f"  {'rate':>6}  {'held-out':>8}  {'one class':>9}  {'truth':>5}  {'sweep':>24}  {'overfit':>8}  "
+              f"{'debugger':>8}")
         for rate in RATES:
             key = f"{rate:g}"
             row = rows[key]
             verdict_bad = row["bad"]
             agree += verdict_bad == bad[key]
             total += 1
-            print(f"  {key:>6}  {truth['rates'][key]['accuracy']:>8.1%}  {'bad' if bad[key] else 'good':>5}  "
+            print(f"  {key:>6}  {truth['rates'][key]['accuracy']:>8.1%}  "
+                  f"{truth['rates'][key]['predicted_share_of_commonest']:>9.0%}  {'bad' if bad[key] else 'good':>5}  "
                   f"{row['sweep']:>24}  {row['overfit']:>8}  {'bad' if verdict_bad else 'good':>8}"
                   f"{'' if verdict_bad == bad[key] else '  <- disagrees'}")
         recommended = rows["recommended"]

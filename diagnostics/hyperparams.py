@@ -569,8 +569,8 @@ TRAINING_CHECKS = ("hparams.lr_sweep", "hparams.lr_range_test")
 
 
 def run_hparams_checks(config: RunConfig, model, batches: list, labels: np.ndarray, settings: SweepSettings,
-                       progress: Progress = _no_progress, *, held=None,
-                       parts: tuple[str, ...] = ("setup", "training")) -> list[CheckResult]:
+                       progress: Progress = _no_progress, *, held, parts: tuple[str, ...] = ("setup", "training")
+                       ) -> list[CheckResult]:
     """The Hyperparameters-stage checks; training happens on one copy of the (never modified) model.
 
     Args:
@@ -598,7 +598,7 @@ def run_hparams_checks(config: RunConfig, model, batches: list, labels: np.ndarr
 
         rate = effective_rate(config)
         results.append(run_check("hparams.lr_sweep", STAGE, lambda: check_lr_sweep(
-            lr_sweep(trainer(), settings, held if held is not None else batches[-1], configured_rate=rate,
+            lr_sweep(trainer(), settings, held, configured_rate=rate,
                      regression=task.regression, progress=lambda f, t: progress(0.7 * f, t)),
             rate, pretrained=pretrained)))
         safe = results[-1].evidence.get("max_safe_rate") if results[-1].evidence else None
