@@ -3,19 +3,15 @@
 import pandas as pd
 import streamlit as st
 
-from diagnostics.data import run_data_checks
-from diagnostics.errors import InputError
-from diagnostics.learnability import CHECK_ID as LEARNABILITY
-from diagnostics.pipeline import learnability_stage
+from diagnostics.pipeline import LEARNABILITY, data_stage, learnability_stage
 from diagnostics.plots import label_balance_figure, token_length_figure
 from ui.render import by_id, checklist, recalled, remember, run_stage, status_line
-from ui.state import cached_model, current_config, load_inputs
+from ui.state import current_config, open_run
 
 
 @st.cache_data(show_spinner="Building the first batch and scanning the split…", max_entries=32)
 def data_results(config):
-    tokenizer, split = load_inputs(config)
-    return run_data_checks(config, split, tokenizer)
+    return data_stage(open_run(config))
 
 
 st.title("1 · Data")
@@ -24,7 +20,7 @@ st.caption("The first batch exactly as `model.fit` gets it from `to_tf_dataset` 
 config = current_config()
 # What the Report's "Run every stage now" found, before this page's own results replace the kept ones.
 reported = [result for result in recalled("data", config) if result.id == LEARNABILITY]
-results = run_stage("data", config, lambda: data_results(config))
+results = run_stage("data", lambda: data_results(config))
 if results is None:
     st.stop()
 
@@ -65,12 +61,8 @@ st.caption("Two short runs on copies of the model: one on the given labels, one 
            "If held-out rows are predicted no better with the given labels, the labels no longer match their texts.")
 store = st.session_state.setdefault("data.learnability", {})
 if st.button("Run the learnability check", key="data.learnability_run"):
-    try:
-        tokenizer, split = load_inputs(config)
-        with st.spinner("Training two copies: the given labels, then shuffled ones…"):
-            store[config] = learnability_stage(config, tokenizer, split, cached_model)
-    except InputError as exc:
-        st.error(str(exc))
+    with st.spinner("Training two copies: the given labels, then shuffled ones…"):
+        store[config] = run_stage("data", lambda: learnability_stage(open_run(config)))
 learnability = store.get(config) or reported
 if learnability:
     figures = learnability[0].evidence

@@ -5,23 +5,23 @@ import streamlit as st
 
 from diagnostics.pipeline import model_stage
 from diagnostics.plots import gradient_norm_figure, per_sample_loss_figure
-from ui.render import by_id, checklist, run_stage, status_line
-from ui.state import cached_model, current_config, load_inputs
+from ui.render import by_id, checklist, remember, run_stage, status_line
+from ui.state import current_config, open_run
 
 
 @st.cache_data(show_spinner="Running the batch through the model and taking one train step on a copy…", max_entries=32)
 def model_results(config):
-    tokenizer, split = load_inputs(config)
-    return model_stage(config, tokenizer, split, cached_model)
+    return model_stage(open_run(config))
 
 
 st.title("2 · Model")
 st.caption("The first batch through a freshly loaded model: logits, the loss of every row, one real train step "
            "(on a copy; the loaded model is never changed), and where NaN first appears.")
 config = current_config()
-results = run_stage("model", config, lambda: model_results(config))
+results = run_stage("model", lambda: model_results(config))
 if results is None:
     st.stop()
+remember("model", config, results)
 
 status_line(results)
 nan_rows = by_id(results, "model.nan_rows")

@@ -8,13 +8,12 @@ from diagnostics.hyperparams import SweepSettings
 from diagnostics.pipeline import hparams_stage
 from diagnostics.plots import range_test_figure, schedule_figure, sweep_curves_figure, sweep_final_figure
 from ui.render import by_id, checklist, remember, run_stage, status_line
-from ui.state import cached_model, current_config, load_inputs
+from ui.state import current_config, open_run
 
 
 @st.cache_data(show_spinner="Reading the optimizer and loss, and taking one train step on a copy…", max_entries=32)
 def setup_results(config):
-    tokenizer, split = load_inputs(config)
-    return hparams_stage(config, tokenizer, split, cached_model, parts=("setup",))
+    return hparams_stage(open_run(config), parts=("setup",))
 
 
 def sweep_settings() -> SweepSettings:
@@ -32,7 +31,7 @@ st.title("3 · Hyperparameters")
 st.caption("What a string optimizer or loss silently set, and how the loss moves at each learning rate: the same "
            "batches from the same starting weights, on a copy of the model.")
 config = current_config()
-setup = run_stage("hparams", config, lambda: setup_results(config))
+setup = run_stage("hparams", lambda: setup_results(config))
 if setup is None:
     st.stop()
 
@@ -56,16 +55,12 @@ except InputError as exc:
     settings_error = str(exc)
     st.error(f"Sweep settings: {settings_error}")
 if st.button("Run the sweep and the range test", type="primary", key="hparams.run", disabled=bool(settings_error)):
-    try:
-        tokenizer, split = load_inputs(config)
-        bar = st.progress(0.0, text="Starting")
-        store[key] = hparams_stage(config, tokenizer, split, cached_model, settings,
-                                   lambda fraction, text: bar.progress(min(max(fraction, 0.0), 1.0), text=text),
-                                   parts=("training",))
-        bar.empty()
-    except InputError as exc:
-        st.error(str(exc))
-training = store.get(key, [])
+    bar = st.progress(0.0, text="Starting")
+    store[key] = run_stage("hparams", lambda: hparams_stage(
+        open_run(config), sweep=settings, parts=("training",),
+        progress=lambda fraction, text: bar.progress(min(max(fraction, 0.0), 1.0), text=text)))
+    bar.empty()
+training = store.get(key) or []
 if not training:
     st.info("Press the button to train a copy of the model at each rate. The loaded model is never changed.")
 results = setup + training

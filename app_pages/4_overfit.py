@@ -6,8 +6,8 @@ import streamlit as st
 from diagnostics.errors import InputError
 from diagnostics.pipeline import overfit_stage, validate_epochs
 from diagnostics.plots import overfit_figure
-from ui.render import by_id, checklist, recalled, remember
-from ui.state import cached_model, current_config, load_inputs
+from ui.render import by_id, checklist, recalled, remember, run_stage
+from ui.state import current_config, open_run
 
 st.title("4 · Overfit one batch")
 st.caption("A pipeline that works can memorise one batch: loss near zero and every row right within a few dozen "
@@ -25,16 +25,14 @@ store = st.session_state.setdefault("overfit.results", {})
 
 
 def run(rate=None):
-    try:
-        tokenizer, split = load_inputs(config)
-        bar = st.progress(0.0, text="Copying the model")
-        results = overfit_stage(config, tokenizer, split, cached_model, epochs=epochs, rate=rate,
-                                best_rate=best_rate, progress=lambda f, text: bar.progress(min(f, 1.0), text=text))
-        bar.empty()
+    bar = st.progress(0.0, text="Copying the model")
+    results = run_stage("overfit", lambda: overfit_stage(
+        open_run(config), epochs=epochs, rate=rate, best_rate=best_rate,
+        progress=lambda f, text: bar.progress(min(f, 1.0), text=text)))
+    bar.empty()
+    if results:
         store[(config, epochs, rate)] = results
         st.session_state["overfit.last"] = (config, epochs, rate)
-    except InputError as exc:
-        st.error(str(exc))
 
 
 left, right = st.columns([1, 2])

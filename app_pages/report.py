@@ -5,9 +5,10 @@ import json
 import streamlit as st
 
 from diagnostics.pipeline import STAGES, run_stages
-from diagnostics.report import STAGE_TITLES, build_report, markdown_report
+from diagnostics.registry import STAGE_TITLES
+from diagnostics.report import build_report, markdown_report
 from ui.render import checklist, recalled, remember, run_stage, status_line
-from ui.state import cached_model, current_config, load_inputs
+from ui.state import current_config, open_run
 
 st.title("Report")
 st.caption("Every check of every stage run so far, failing and warning checks first, in pipeline order.")
@@ -16,12 +17,8 @@ done = {stage: recalled(stage, config) for stage in STAGES}
 if st.button("Run every stage now", type="primary", key="report.run_all"):
     bar = st.progress(0.0, text="Running the checks")
 
-    def run_all():
-        tokenizer, split = load_inputs(config)
-        return run_stages(config, STAGES, tokenizer=tokenizer, split=split, model_loader=cached_model,
-                          progress=lambda f, text: bar.progress(min(f, 1.0), text=text))
-
-    fresh = run_stage("report", config, run_all)
+    fresh = run_stage("report", lambda: run_stages(open_run(config), STAGES,
+                                                    progress=lambda f, text: bar.progress(min(f, 1.0), text=text)))
     bar.empty()
     if fresh:
         for stage in STAGES:

@@ -21,10 +21,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -36,7 +34,7 @@ import numpy as np  # noqa: E402
 import diagnostics  # noqa: E402,F401
 from diagnostics import loading  # noqa: E402
 from diagnostics.config import RunConfig  # noqa: E402
-from diagnostics.data import LABEL, build_batch  # noqa: E402
+from diagnostics.batches import LABEL, build_batch  # noqa: E402
 from diagnostics.training import Trainer, split_batch  # noqa: E402
 
 DATA = {"mrpc": ("validation", ROOT / "tests/data/mrpc/validation.tsv"),

@@ -13,7 +13,7 @@ import numpy as np
 
 from diagnostics import loading
 from diagnostics.config import RunConfig
-from diagnostics.data import build_batch, held_out_indices, training_batches
+from diagnostics.batches import build_batch, held_out_indices, training_batches
 from diagnostics.hyperparams import (SweepSettings, check_lr_range_test, check_lr_sweep, lr_range_test, lr_sweep,
                                      sweep_verdicts)
 from diagnostics.overfit import run_overfit_checks

@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import diagnostics  # noqa: E402,F401
 from diagnostics import loading  # noqa: E402
 from diagnostics.config import RunConfig  # noqa: E402
-from diagnostics.data import training_batches  # noqa: E402
+from diagnostics.batches import training_batches  # noqa: E402
 from diagnostics.hyperparams import SweepSettings, lr_sweep  # noqa: E402
 from diagnostics.training import Trainer, build_loss, fresh_copy, split_batch, sweep_optimizer  # noqa: E402
 

@@ -1,6 +1,7 @@
 """Command line: run the checks headless, print the checklist, write the JSON report.
 
     python -m diagnostics run --checkpoint NAME_OR_DIR --task TASK [--data-files SPLIT=PATH ...] --json report.json
+    python -m diagnostics checks [--json]      every check: id, stage, title, thresholds
 
 Exit status: 0 when no check fails, 1 when one fails (or errs; with --fail-on warn, also warns),
 2 for unusable input.
@@ -15,7 +16,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from diagnostics.config import LOSSES, OPTIMIZERS, default_config
+from diagnostics.config import LOSSES, OPTIMIZERS, RunConfig, default_config
 from diagnostics.errors import InputError
 from diagnostics.result import Status
 
@@ -101,13 +102,17 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--stages", help="comma-separated stages to run (default: all)")
     run.add_argument("--seed", type=int)
     run.add_argument("--json", type=Path, metavar="PATH", help="write the JSON report here")
+    run.add_argument("--junit", type=Path, metavar="PATH",
+                     help="write a JUnit XML report here (one test case per check; fail and error are failures)")
     run.add_argument("--scenario", help="a workshop scenario (see the scenarios command); options given "
                      "explicitly override its settings")
     commands.add_parser("scenarios", help="list the workshop scenarios and the checks that must flag each")
+    checks = commands.add_parser("checks", help="list every check: id, stage, title and thresholds")
+    checks.add_argument("--json", action="store_true", help="print the listing as JSON")
     return parser
 
 
-def config_from_args(args) -> "RunConfig":  # noqa: F821
+def config_from_args(args) -> RunConfig:
     from diagnostics.loading import hub_reachable
 
     overrides = {}
@@ -145,13 +150,13 @@ def sweep_from_args(args):
 def run_command(args) -> int:
     from diagnostics import loading
     from diagnostics.overfit import DEFAULT_EPOCHS
-    from diagnostics.pipeline import parse_stages, run_stages
-    from diagnostics.report import build_report, checklist_lines
+    from diagnostics.pipeline import open_run, parse_stages, run_stages
+    from diagnostics.report import build_report, checklist_lines, junit_report
 
     config = config_from_args(args)
     stages = parse_stages(args.stages)
-    results = run_stages(config, stages, sweep=sweep_from_args(args).validated(),
-                         epochs=args.epochs or DEFAULT_EPOCHS)
+    sweep = sweep_from_args(args).validated()
+    results = run_stages(open_run(config), stages, sweep=sweep, epochs=args.epochs or DEFAULT_EPOCHS)
     report = build_report(config, results, resolved_checkpoint=loading.resolve_checkpoint(config.checkpoint))
     print(f"Checked {config.checkpoint} on {config.task}/{config.split} ({config.data_source} data), stages: {', '.join(stages)}")
     for line in checklist_lines(results):
@@ -162,10 +167,11 @@ def run_command(args) -> int:
         caught = get_scenario(args.scenario).caught({r.id: r.status.value for r in results})
         print(f"Scenario {args.scenario}: " + ("; ".join(f"{check} {'caught it' if ok else 'did NOT catch it'}"
                                                      for check, ok in caught.items()) or "nothing is expected to fail"))
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(report, indent=2))
-        print(f"Report written to {args.json}")
+    for path, text in ((args.json, lambda: json.dumps(report, indent=2)), (args.junit, lambda: junit_report(report))):
+        if path:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text())
+            print(f"Report written to {path}")
     failing = {Status.FAIL, Status.ERROR} | ({Status.WARN} if args.fail_on == "warn" else set())
     return EXIT_FAILED if any(r.status in failing for r in results) else EXIT_OK
 
@@ -180,11 +186,27 @@ def scenarios_command() -> int:
     return EXIT_OK
 
 
+def checks_command(as_json: bool) -> int:
+    from diagnostics.registry import listing
+
+    checks = listing()
+    if as_json:
+        print(json.dumps(checks, indent=2))
+        return EXIT_OK
+    for check in checks:
+        print(f"{check['id']:<26} {check['stage_title']:<16} {check['title']}")
+        for condition in check["conditions"]:
+            print(f"{'':<28}{condition['name']} = {condition['value']:g}: {condition['meaning']}")
+    return EXIT_OK
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         if args.command == "scenarios":
             return scenarios_command()
+        if args.command == "checks":
+            return checks_command(args.json)
         return run_command(args)
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import asdict, dataclass, replace
 
 from diagnostics import limits
@@ -129,7 +130,7 @@ class RunConfig:
                             "and at least one train step")
         if self.data_source != "files" and self.split not in task.splits:
             problems.append(f"task {task.name} has no split {self.split!r}; its splits are {', '.join(task.splits)}")
-        problems += limits.config_problems(self)
+        problems += hosted_problems(self)
         if problems:
             raise InputError("; ".join(problems) + ".")
         return replace(self, task=task.name, checkpoint=self.checkpoint.strip())
@@ -148,12 +149,36 @@ DEMO_LEARNING_RATE = 3e-3
 
 
 def default_config(hub_reachable: bool, **overrides) -> RunConfig:
-    """The app's and the command line's starting configuration: the Hub when reachable, else the demo kit
-    (with the demo checkpoint's own learning rate, unless another checkpoint is chosen)."""
-    demo = not hub_reachable and overrides.get("checkpoint", DEMO_CHECKPOINT) == DEMO_CHECKPOINT
-    base = RunConfig(
-        checkpoint=HUB_DEFAULT_CHECKPOINT if hub_reachable else DEMO_CHECKPOINT,
-        data_source="hub" if hub_reachable else "demo",
-        learning_rate=DEMO_LEARNING_RATE if demo else RunConfig.learning_rate,
-    )
+    """The app's and the command line's starting configuration. The checkpoint defaults to the Hub's when it
+    answers, else the demo kit's; the settings follow the checkpoint: the demo checkpoint gets the kit's samples
+    and its own rate (3e-3, whether or not the Hub answers), a pretrained one Hub data when the Hub answers (the
+    kit's samples when not) and 5e-5, a rate that fine-tunes a pretrained model without wrecking it."""
+    checkpoint = overrides.get("checkpoint") or (HUB_DEFAULT_CHECKPOINT if hub_reachable else DEMO_CHECKPOINT)
+    demo = checkpoint.strip() == DEMO_CHECKPOINT
+    base = RunConfig(checkpoint=checkpoint, data_source="hub" if hub_reachable and not demo else "demo",
+                     learning_rate=DEMO_LEARNING_RATE if demo else RunConfig.learning_rate)
     return replace(base, **overrides)
+
+
+def is_local_path(checkpoint: str) -> bool:
+    """A checkpoint given as a filesystem path rather than a Hub name."""
+    # Hub names are "name" or "org/name"; anything else with a path shape is a directory.
+    return (
+        checkpoint.startswith(("/", ".", "~"))
+        or os.path.exists(os.path.expanduser(checkpoint))
+        or checkpoint.count("/") >= 2
+    )
+
+
+def hosted_problems(config: "RunConfig") -> list[str]:
+    """What a RunConfig asks for beyond the hosted limits (nothing when hosted mode is off)."""
+    caps = limits.hosted()
+    if caps is None:
+        return []
+    problems = limits.over_caps([("the batch size at {cap}", config.batch_size, caps.max_batch_size),
+                                 ("max length at {cap}", config.max_length, caps.max_length)])
+    if config.checkpoint.strip() != DEMO_CHECKPOINT and is_local_path(config.checkpoint.strip()):
+        problems.append(f"hosted mode refuses local checkpoint paths ({config.checkpoint!r}): give a Hub name or 'demo'")
+    if config.data_source == "files":
+        problems.append("hosted mode refuses local data files: use the Hub or the bundled samples")
+    return problems

@@ -4,209 +4,20 @@ from __future__ import annotations
 
 import math
 import threading
-import weakref
 from collections import OrderedDict
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import pyarrow.compute as pc
 
 from diagnostics.config import RunConfig
+from diagnostics.batches import (COLLATOR_LABEL, LABEL, FirstBatch, build_first_batch, decoded_rows, invalid_labels,
+                                 label_names_for, plain_label, split_labels)
 from diagnostics.glue import STSB_RANGE, GlueTask
+from diagnostics.registry import threshold
 from diagnostics.result import CheckResult, Status, run_check, skipped
 
 STAGE = "data"
-LABEL = "label"
-# DataCollatorWithPadding renames `label` to `labels`, so `to_tf_dataset` accepts either name.
-COLLATOR_LABEL = "labels"
-
-
-@dataclass
-class FirstBatch:
-    """The first training batch and what it was built from.
-
-    Attributes:
-        indices: the split rows in the batch, in batch order.
-        rows: the raw columns of those rows (texts, label, idx).
-        input_ids: token ids per row after truncation at max_length.
-        full_lengths: token count per row without truncation.
-        requested_columns / label_columns: what was passed to `to_tf_dataset`.
-        tf_batch: the first element of that `tf.data.Dataset` (a dict, or `(dict, labels)`).
-        error: "Type: message" when `to_tf_dataset` could not produce a batch.
-    """
-
-    indices: list[int]
-    rows: dict[str, list]
-    input_ids: list[list[int]]
-    full_lengths: list[int]
-    requested_columns: list[str]
-    label_columns: list[str] | None
-    tf_batch: Any = None
-    error: str | None = None
-    error_fix: str | None = None
-    tokenized_columns: list[str] = field(default_factory=list)
-
-
-def batch_indices(num_rows: int, config: RunConfig) -> list[int]:
-    """The rows of the first batch: a seeded shuffle like `to_tf_dataset(shuffle=True)`, else the first rows."""
-    size = min(config.batch_size, num_rows)
-    if not config.shuffle:
-        return list(range(size))
-    return np.random.default_rng(config.seed).permutation(num_rows)[:size].tolist()
-
-
-_TOKENIZER_LOCKS: "weakref.WeakKeyDictionary[Any, threading.Lock]" = weakref.WeakKeyDictionary()
-_TOKENIZER_LOCKS_GUARD = threading.Lock()
-
-
-def tokenizer_lock(tokenizer) -> threading.Lock:
-    """The lock for one tokenizer object shared by the app's sessions.
-
-    A fast tokenizer sets its truncation on the Rust tokenizer before each call, and that object may
-    not be borrowed from two threads at once ("RuntimeError: Already borrowed"), so every call into it
-    (encoding, decoding) holds this lock.
-    """
-    with _TOKENIZER_LOCKS_GUARD:
-        lock = _TOKENIZER_LOCKS.get(tokenizer)
-        if lock is None:
-            lock = _TOKENIZER_LOCKS[tokenizer] = threading.Lock()
-        return lock
-
-
-def locked_collator(collator, tokenizer):
-    """The collator, holding the tokenizer's lock while it pads (padding reads the pad id from the tokenizer)."""
-    def collate(features):
-        with tokenizer_lock(tokenizer):
-            return collator(features)
-    return collate
-
-
-def tokenize(tokenizer, task: GlueTask, rows: dict[str, list], max_length: int | None):
-    """Tokenize rows as the course does: the task's text columns as a (pair of) sequence(s)."""
-    texts = [rows[column] for column in task.text_columns]
-    with tokenizer_lock(tokenizer):
-        if max_length is None:
-            return tokenizer(*texts, truncation=False)
-        return tokenizer(*texts, truncation=True, max_length=max_length)
-
-
-def build_first_batch(split, tokenizer, config: RunConfig) -> FirstBatch:
-    """Build the first batch through the real `to_tf_dataset` + `DataCollatorWithPadding` path.
-
-    Only the batch's rows are tokenized, never the whole split.
-    """
-    return build_batch(split, tokenizer, config, batch_indices(len(split), config))
-
-
-def build_batch(split, tokenizer, config: RunConfig, indices: list[int]) -> FirstBatch:
-    """A batch of the given split rows, built as `model.fit` would get it."""
-    from datasets import Dataset
-    from transformers import DataCollatorWithPadding
-
-    task = config.glue_task
-    rows = split.select(indices).to_dict()
-    missing = [column for column in task.text_columns if column not in rows]
-    if missing:
-        return FirstBatch(indices=indices, rows=rows, input_ids=[], full_lengths=[],
-                          requested_columns=config.requested_columns(list(tokenizer.model_input_names)),
-                          label_columns=config.label_columns(), tokenized_columns=list(rows),
-                          error=f"KeyError: the split has no {', '.join(missing)} column, which {task.name} needs")
-    encoded = tokenize(tokenizer, task, rows, config.max_length)
-    full = tokenize(tokenizer, task, rows, None)
-    tokenized = Dataset.from_dict({**rows, **{key: list(value) for key, value in encoded.items()}})
-    batch = FirstBatch(
-        indices=indices,
-        rows=rows,
-        input_ids=list(encoded["input_ids"]),
-        full_lengths=[len(ids) for ids in full["input_ids"]],
-        requested_columns=config.requested_columns(list(tokenizer.model_input_names)),
-        label_columns=config.label_columns(),
-        tokenized_columns=tokenized.column_names,
-    )
-    if tokenizer.pad_token is None:
-        batch.error = "ValueError: the tokenizer has no padding token, so DataCollatorWithPadding cannot pad the batch"
-        batch.error_fix = "tokenizer.pad_token = tokenizer.eos_token  # and model.config.pad_token_id = tokenizer.pad_token_id"
-        return batch
-    collator = locked_collator(DataCollatorWithPadding(tokenizer, return_tensors="np"), tokenizer)
-    try:
-        dataset = tokenized.to_tf_dataset(
-            columns=batch.requested_columns,
-            # A one-element list triggers a FutureWarning about the output structure; a string gives (x, y).
-            label_cols=batch.label_columns[0] if batch.label_columns and len(batch.label_columns) == 1
-            else batch.label_columns,
-            batch_size=len(indices),
-            shuffle=False,
-            collate_fn=collator,
-            num_test_batches=shape_probes(len(indices)),
-        )
-        batch.tf_batch = next(iter(dataset))
-    except Exception as exc:
-        batch.error = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0]}"
-    return batch
-
-
-def training_order(num_rows: int, config: RunConfig) -> np.ndarray:
-    """The order `model.fit` meets the split's rows in: seeded like `to_tf_dataset(shuffle=True)`, else as stored."""
-    return np.random.default_rng(config.seed).permutation(num_rows) if config.shuffle else np.arange(num_rows)
-
-
-def held_out_indices(num_rows: int, config: RunConfig, trained_rows: int, size: int = 32) -> list[int]:
-    """Rows after the first `trained_rows` of the training order, for scoring what training did; a split too
-    small to spare any gives its last rows (then they overlap the training rows)."""
-    order = training_order(num_rows, config)
-    spare = order[trained_rows:trained_rows + size]
-    return (spare if len(spare) >= min(8, size) else order[-min(size, num_rows):]).tolist()
-
-
-def training_batches(split, tokenizer, config: RunConfig, count: int) -> list:
-    """The first `count` batches `model.fit` would see (same path as the first batch), cycling a small split.
-
-    Raises:
-        ValueError: the configured columns or tokenizer cannot produce batches (see data.batch).
-    """
-    from datasets import Dataset
-    from transformers import DataCollatorWithPadding
-
-    task = config.glue_task
-    rows_needed = count * config.batch_size
-    indices = np.resize(training_order(len(split), config), rows_needed).tolist()
-    rows = split.select(indices).to_dict()
-    encoded = tokenize(tokenizer, task, rows, config.max_length)
-    tokenized = Dataset.from_dict({**rows, **{key: list(value) for key, value in encoded.items()}})
-    labels = config.label_columns()
-    dataset = tokenized.to_tf_dataset(
-        columns=config.requested_columns(list(tokenizer.model_input_names)),
-        label_cols=labels[0] if labels and len(labels) == 1 else labels,
-        batch_size=config.batch_size, shuffle=False,
-        collate_fn=locked_collator(DataCollatorWithPadding(tokenizer, return_tensors="np"), tokenizer),
-        num_test_batches=shape_probes(rows_needed),
-    )
-    return list(dataset.take(count))
-
-
-def shape_probes(rows: int) -> int:
-    """How many single rows `to_tf_dataset` should sample to infer its output shapes.
-
-    It fixes a dimension when every sampled row has the same length; with its default of 20 samples from
-    a few rows of similar length it can miss the longest row, fix the sequence length too short, and fail
-    on the real batch ("Shape of tensor ... is not compatible"). Ten samples a row makes missing one
-    vanishingly unlikely.
-    """
-    return min(2000, max(20, 10 * rows))
-
-
-def split_labels(split) -> np.ndarray:
-    """The split's label column as a numpy array, read from Arrow without a Python loop over rows."""
-    column = split.data.column(LABEL)
-    return column.to_numpy()
-
-
-def label_names_for(task: GlueTask, num_labels: int) -> list[str]:
-    """Names of label ids 0..num_labels-1 (extra ids beyond the task's names are shown as numbers)."""
-    return [task.label_name(label) if label < len(task.label_names) else f"label {label}" for label in range(num_labels)]
-
-
 # ---------------------------------------------------------------- data.columns
 
 
@@ -321,27 +132,8 @@ def check_batch(batch: FirstBatch, batch_size: int) -> CheckResult:
 # ---------------------------------------------------------------- data.decoded_samples
 
 
-def decoded_rows(batch: FirstBatch, tokenizer, task: GlueTask) -> list[dict[str, Any]]:
-    """Every batch row decoded with `tokenizer.decode`, beside its label id and name."""
-    labels = batch.rows.get(LABEL, [None] * len(batch.indices))
-    with tokenizer_lock(tokenizer):
-        unk = tokenizer.unk_token_id
-        decoded = [tokenizer.decode(ids) for ids in batch.input_ids]
-    return [
-        {
-            "position": position,
-            "index": int(index),
-            "decoded": decoded[position],
-            "label": labels[position],
-            "label_name": task.label_name(labels[position]),
-            "tokens": len(ids),
-            "unknown_tokens": sum(1 for token in ids if unk is not None and token == unk),
-        }
-        for position, (index, ids) in enumerate(zip(batch.indices, batch.input_ids))
-    ]
-
-
-def check_decoded_samples(rows: list[dict[str, Any]], *, warn_unknown_share: float = 0.05) -> CheckResult:
+def check_decoded_samples(rows: list[dict[str, Any]], *,
+                          warn_unknown_share: float = threshold("data.decoded_samples", "warn_unknown_share")) -> CheckResult:
     """The decoded batch reads as text: few unknown tokens, no empty rows.
 
     Args:
@@ -369,25 +161,6 @@ def check_decoded_samples(rows: list[dict[str, Any]], *, warn_unknown_share: flo
 # ---------------------------------------------------------------- data.label_range
 
 
-def invalid_labels(labels: np.ndarray, task: GlueTask, num_labels: int) -> dict[Any, int]:
-    """Counts of each label value outside the valid range (regression: outside STS-B's 0..5 or not finite)."""
-    values = np.asarray(labels)
-    if task.regression:
-        numeric = values.astype(float)
-        bad = ~np.isfinite(numeric) | (numeric < STSB_RANGE[0]) | (numeric > STSB_RANGE[1])
-    else:
-        bad = (values < 0) | (values >= num_labels)
-    found, counts = np.unique(values[bad], return_counts=True)
-    return {_plain(value): int(count) for value, count in zip(found, counts)}
-
-
-def _plain(value):
-    value = value.item() if hasattr(value, "item") else value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value
-
-
 def check_label_range(
     split_labels_: np.ndarray, batch_labels: list, task: GlueTask, num_labels: int, split_name: str
 ) -> CheckResult:
@@ -401,7 +174,7 @@ def check_label_range(
         "rows_scanned": int(len(split_labels_)),
         "split_invalid": [{"label": label, "count": count} for label, count in in_split.items()],
         "batch_invalid": [{"label": label, "count": count} for label, count in in_batch.items()],
-        "batch_positions": [i for i, label in enumerate(batch_labels) if _plain(np.asarray(label)) in in_batch],
+        "batch_positions": [i for i, label in enumerate(batch_labels) if plain_label(np.asarray(label)) in in_batch],
     }
     if not in_split and not in_batch:
         return CheckResult(
@@ -448,9 +221,8 @@ def score_histogram(labels: np.ndarray, bins: int = 10) -> dict[str, list]:
     return {"edges": edges.tolist(), "counts": counts.tolist()}
 
 
-def check_label_balance(
-    split_labels_: np.ndarray, batch_labels: list, task: GlueTask, num_labels: int, *, warn_dominant_share: float = 0.8
-) -> CheckResult:
+def check_label_balance(split_labels_: np.ndarray, batch_labels: list, task: GlueTask, num_labels: int, *,
+                        warn_dominant_share: float = threshold("data.label_balance", "warn_dominant_share")) -> CheckResult:
     """Label distribution of the batch and of the split; warn when one label dominates or one is missing from the batch.
 
     Args:
@@ -553,7 +325,8 @@ def baseline_figures(labels: np.ndarray, task: GlueTask, num_labels: int) -> dic
     }
 
 
-def check_baselines(labels: np.ndarray, task: GlueTask, num_labels: int, *, warn_majority_accuracy: float = 0.9) -> CheckResult:
+def check_baselines(labels: np.ndarray, task: GlueTask, num_labels: int, *,
+                    warn_majority_accuracy: float = threshold("data.baselines", "warn_majority_accuracy")) -> CheckResult:
     """What a model that learned nothing scores, to read the training curves against.
 
     Args:
@@ -615,9 +388,9 @@ def truncation_figures(batch: FirstBatch, max_length: int) -> dict[str, Any]:
     }
 
 
-def check_truncation(
-    figures: dict[str, Any], *, warn_truncated_share: float = 0.1, warn_padding_share: float = 0.6
-) -> CheckResult:
+def check_truncation(figures: dict[str, Any], *,
+                     warn_truncated_share: float = threshold("data.truncation", "warn_truncated_share"),
+                     warn_padding_share: float = threshold("data.truncation", "warn_padding_share")) -> CheckResult:
     """Too many rows cut at max_length loses the text; too much padding wastes compute.
 
     Args:
@@ -686,7 +459,8 @@ def duplicate_figures(split, task: GlueTask, *, examples: int = 5) -> dict[str, 
     return dict(figures)
 
 
-def check_duplicates(figures: dict[str, Any], *, warn_duplicate_share: float = 0.05) -> CheckResult:
+def check_duplicates(figures: dict[str, Any], *,
+                     warn_duplicate_share: float = threshold("data.duplicates", "warn_duplicate_share")) -> CheckResult:
     """The same text should not appear many times, nor with different labels.
 
     Args:
@@ -717,8 +491,13 @@ def check_duplicates(figures: dict[str, Any], *, warn_duplicate_share: float = 0
 # ---------------------------------------------------------------- the stage
 
 
-def run_data_checks(config: RunConfig, split, tokenizer) -> list[CheckResult]:
-    """Every Data-stage check on the configured split, with the tokenizer of the checkpoint under test."""
+def run_data_checks(config: RunConfig, split, tokenizer, first_batch: Callable[[], FirstBatch] | None = None
+                    ) -> list[CheckResult]:
+    """Every Data-stage check on the configured split, with the tokenizer of the checkpoint under test.
+
+    Args:
+        first_batch: returns the run's first batch (a run context builds it once for every stage); default: build it.
+    """
     task = config.glue_task
     num_labels = config.effective_num_labels
     split_columns = list(split.column_names)
@@ -728,7 +507,7 @@ def run_data_checks(config: RunConfig, split, tokenizer) -> list[CheckResult]:
     results: list[CheckResult] = []
     if has_texts:
         try:
-            batch = build_first_batch(split, tokenizer, config)
+            batch = first_batch() if first_batch else build_first_batch(split, tokenizer, config)
         except Exception as exc:
             results.append(CheckResult(
                 "data.batch", STAGE, Status.FAIL,
@@ -739,8 +518,8 @@ def run_data_checks(config: RunConfig, split, tokenizer) -> list[CheckResult]:
     if batch is not None:
         results.append(run_check("data.columns", STAGE, check_columns, split_columns, task, batch, model_inputs))
         results.append(run_check("data.batch", STAGE, check_batch, batch, config.batch_size))
-        rows = decoded_rows(batch, tokenizer, task)
-        results.append(run_check("data.decoded_samples", STAGE, check_decoded_samples, rows))
+        results.append(run_check("data.decoded_samples", STAGE,
+                                 lambda: check_decoded_samples(decoded_rows(batch, tokenizer, task))))
     else:
         missing = [c for c in list(task.text_columns) + [LABEL] if c not in split_columns]
         results.insert(0, CheckResult(

@@ -11,15 +11,14 @@ import numpy as np
 from diagnostics import limits
 from diagnostics.config import RunConfig
 from diagnostics.glue import GlueTask
-from diagnostics.model import configured_loss_value, run_forward
+from diagnostics.measurement import configured_loss_value, run_forward
+from diagnostics.registry import WARN_DRIFT, threshold
 from diagnostics.result import CheckResult, Status, run_check
-from diagnostics.training import (FAIL_DRIFT_PER_STEP, WARN_DRIFT_PER_STEP, StepRecord, Trainer, build_optimizer,
+from diagnostics.training import (StepRecord, Trainer, build_optimizer,
                                   effective_rate, fresh_copy, held_out_figures, is_pretrained, labels_in_range, one_train_step,
                                   round_down_rate, smoothed, split_batch, weight_drift)
 
 STAGE = "hparams"
-# Above this, fine-tuning a pretrained transformer usually destroys what it learned (the course uses 5e-5).
-WARN_LEARNING_RATE = 1e-4
 
 
 # ---------------------------------------------------------------- hparams.optimizer
@@ -56,7 +55,7 @@ def optimizer_settings(config: RunConfig) -> dict[str, Any]:
 
 
 def check_optimizer(figures: dict[str, Any], *, pretrained: bool = True,
-                    warn_learning_rate: float = WARN_LEARNING_RATE) -> CheckResult:
+                    warn_learning_rate: float = threshold("hparams.optimizer", "warn_learning_rate")) -> CheckResult:
     """The effective optimizer; warn when it was given as a string (every setting silently defaulted) or when
     the learning rate is too high for fine-tuning a pretrained transformer.
 
@@ -124,7 +123,8 @@ def _installed_transformers() -> str:
     return version("transformers")
 
 
-def check_loss(figures: dict[str, Any], *, warn_disagreement: float = 0.1) -> CheckResult:
+def check_loss(figures: dict[str, Any], *,
+               warn_disagreement: float = threshold("hparams.loss", "warn_disagreement")) -> CheckResult:
     """Whether the loss matches what the model outputs (found by behaviour, not by the loss's name), judged on
     labels in range so that out-of-range labels (another check's finding) never hide a wrong loss.
 
@@ -299,9 +299,11 @@ def _finite_or_none(value: float) -> float | None:
     return float(value) if value is not None and math.isfinite(value) else None
 
 
-def sweep_verdicts(figures: dict[str, Any], *, pretrained: bool, blowup_factor: float = 2.0,
-                   held_out_rise: float = 0.1, warn_drift: float = WARN_DRIFT_PER_STEP,
-                   min_held_out_gain: float = 0.01) -> dict[str, Any]:
+def sweep_verdicts(figures: dict[str, Any], *, pretrained: bool,
+                   blowup_factor: float = threshold("hparams.lr_sweep", "blowup_factor"),
+                   held_out_rise: float = threshold("hparams.lr_sweep", "held_out_rise"),
+                   warn_drift: float = threshold("hparams.lr_sweep", "warn_drift"),
+                   min_held_out_gain: float = threshold("hparams.lr_sweep", "min_held_out_gain")) -> dict[str, Any]:
     """Why each rate is bad (empty when it is not), the recommended rate and the highest rate pretrained
     weights tolerate.
 
@@ -343,8 +345,9 @@ def sweep_verdicts(figures: dict[str, Any], *, pretrained: bool, blowup_factor: 
 
 
 def check_lr_sweep(figures: dict[str, Any], configured_rate: float, *, pretrained: bool = True,
-                   warn_decades: float = 1.0, fail_drift: float = FAIL_DRIFT_PER_STEP,
-                   thin_held_out_rows: int = 16) -> CheckResult:
+                   warn_decades: float = threshold("hparams.lr_sweep", "warn_decades"),
+                   fail_drift: float = threshold("hparams.lr_sweep", "fail_drift"),
+                   thin_held_out_rows: int = threshold("hparams.lr_sweep", "thin_held_out_rows")) -> CheckResult:
     """Judge the configured rate by what it did in the sweep; name the recommended rate as the fix.
 
     Fails when the configured rate diverged or moves pretrained weights by more than `fail_drift` a step;
@@ -380,7 +383,7 @@ def check_lr_sweep(figures: dict[str, Any], configured_rate: float, *, pretraine
     if why:
         severe = any("NaN" in w or "blew" in w for w in why) or (pretrained and drift is not None and drift > fail_drift)
         consequence = (" At that drift a few hundred steps overwrite what pretraining learned: real fine-tuning at "
-                       "such rates ends at or near chance." if pretrained and drift and drift > WARN_DRIFT_PER_STEP
+                       "such rates ends at or near chance." if pretrained and drift and drift > WARN_DRIFT
                        else "")
         return CheckResult(
             "hparams.lr_sweep", STAGE, Status.FAIL if severe else Status.WARN,
@@ -483,8 +486,10 @@ SUGGESTIONS: dict[str, Callable[[np.ndarray, np.ndarray], float]] = {
 }
 
 
-def check_lr_range_test(figures: dict[str, Any], *, max_safe_rate: float | None = None, disagree_factor: float = 30.0,
-                        min_points: int = 5, trim: int = 1) -> CheckResult:
+def check_lr_range_test(figures: dict[str, Any], *, max_safe_rate: float | None = None,
+                        disagree_factor: float = threshold("hparams.lr_range_test", "disagree_factor"),
+                        min_points: int = threshold("hparams.lr_range_test", "min_points"),
+                        trim: int = threshold("hparams.lr_range_test", "trim")) -> CheckResult:
     """Suggest a rate from the smoothed range-test curve (first and last `trim` points left out), each rule side
     by side; say when the rules disagree. On a pretrained checkpoint the suggestion is capped at the highest
     rate its weights tolerate (`max_safe_rate`, from the sweep's drift), since the loss of a few steps cannot
@@ -507,7 +512,7 @@ def check_lr_range_test(figures: dict[str, Any], *, max_safe_rate: float | None 
         chosen = round_down_rate(max_safe_rate)
     side_by_side = ", ".join(f"{name} {rate:.1e}" for name, rate in suggestions.items())
     cap_text = (f" Capped at {chosen:.0e}: above {max_safe_rate:.1e} each step moves the pretrained weights by more "
-                f"than {WARN_DRIFT_PER_STEP:g} of their size (hparams.lr_sweep)." if capped else "")
+                f"than {WARN_DRIFT:g} of their size (hparams.lr_sweep)." if capped else "")
     evidence = {**figures, "suggestions": suggestions, "suggested": chosen, "dropped_points": dropped, "spread": spread,
                 "finite_points": int(len(losses)), "max_safe_rate": max_safe_rate}
     fix = f"tf_keras.optimizers.Adam(learning_rate={chosen:.0e})"
@@ -543,7 +548,8 @@ def schedule_figures(config: RunConfig, *, points: int = 200) -> dict[str, Any]:
             "train_steps": config.train_steps, "warmup_steps": config.warmup_steps}
 
 
-def check_schedule(figures: dict[str, Any], *, warn_warmup_share: float = 0.5) -> CheckResult:
+def check_schedule(figures: dict[str, Any], *,
+                   warn_warmup_share: float = threshold("hparams.schedule", "warn_warmup_share")) -> CheckResult:
     """The planned schedule; warn when warmup takes most of training."""
     peak = max(figures["learning_rates"])
     if figures["optimizer"] != "create_optimizer":
@@ -562,10 +568,6 @@ def check_schedule(figures: dict[str, Any], *, warn_warmup_share: float = 0.5) -
 
 
 # ---------------------------------------------------------------- the stage
-
-
-SETUP_CHECKS = ("hparams.optimizer", "hparams.loss", "hparams.schedule")
-TRAINING_CHECKS = ("hparams.lr_sweep", "hparams.lr_range_test")
 
 
 def run_hparams_checks(config: RunConfig, model, batches: list, labels: np.ndarray, settings: SweepSettings,

@@ -8,17 +8,12 @@ from typing import Any
 import numpy as np
 
 from diagnostics.config import RunConfig
-from diagnostics.data import LABEL, build_batch
+from diagnostics.batches import LABEL, batches_of, build_batch
+from diagnostics.registry import threshold
 from diagnostics.result import CheckResult, Status
 from diagnostics.training import Trainer, held_out_figures, is_pretrained
 
-CHECK_ID = "data.learnability"
-STAGE = "data"
-
-
-def train_batches(split, tokenizer, config: RunConfig, rows: list[int]) -> list:
-    return [build_batch(split, tokenizer, config, rows[i:i + config.batch_size]).tf_batch
-            for i in range(0, len(rows), config.batch_size)]
+CHECK_ID, STAGE = "data.learnability", "data"
 
 
 def held_out_score(trainer: Trainer, batches: list, held, config: RunConfig, steps: int, rate: float
@@ -45,10 +40,10 @@ def learnability_figures(model, tokenizer, config: RunConfig, split, *, rate: fl
     labels = split.data.column(LABEL).to_numpy()
     control_split = split.remove_columns(LABEL).add_column(
         LABEL, np.random.default_rng(config.seed + 1).permutation(labels))
-    given_batches = train_batches(split, tokenizer, config, train)
+    given_batches = batches_of(split, tokenizer, config, train)
     trainer = Trainer(model, given_batches, config)  # one copy for both runs
     given = held_out_score(trainer, given_batches, build_batch(split, tokenizer, config, held), config, steps, rate)
-    control = held_out_score(trainer, train_batches(control_split, tokenizer, config, train),
+    control = held_out_score(trainer, batches_of(control_split, tokenizer, config, train),
                              build_batch(control_split, tokenizer, config, held), config, steps, rate)
     held_labels = labels[held]
     if config.glue_task.regression:
@@ -60,8 +55,10 @@ def learnability_figures(model, tokenizer, config: RunConfig, split, *, rate: fl
             "train_rows": len(train), "held_rows": len(held), "steps": steps, "learning_rate": rate, "regression": config.glue_task.regression}
 
 
-def check_learnability(figures: dict[str, Any], *, min_accuracy_gain: float = 0.1, max_error_ratio: float = 0.8,
-                       fit_margin: float = 0.1) -> CheckResult:
+def check_learnability(figures: dict[str, Any], *,
+                       min_accuracy_gain: float = threshold("data.learnability", "min_accuracy_gain"),
+                       max_error_ratio: float = threshold("data.learnability", "max_error_ratio"),
+                       fit_margin: float = threshold("data.learnability", "fit_margin")) -> CheckResult:
     """Do the given labels carry signal the model picks up, compared with the same labels shuffled?
 
     Held-out rows decide first: the given labels pass when they beat both the shuffled control and the majority

@@ -12,7 +12,7 @@ import urllib.request
 from pathlib import Path
 
 from diagnostics import limits
-from diagnostics.config import DEMO_CHECKPOINT, DEMO_LEARNING_RATE, RunConfig
+from diagnostics.config import DEMO_CHECKPOINT, DEMO_LEARNING_RATE, RunConfig, is_local_path
 from diagnostics.errors import InputError, NotClassifierError
 from diagnostics.glue import TASKS, GlueTask, get_task
 
@@ -47,16 +47,6 @@ def hub_reachable(timeout: float = 3.0) -> bool:
             return True
     except Exception:
         return False
-
-
-def is_local_path(checkpoint: str) -> bool:
-    """A checkpoint given as a filesystem path rather than a Hub name."""
-    # Hub names are "name" or "org/name"; anything else with a path shape is a directory.
-    return (
-        checkpoint.startswith(("/", ".", "~"))
-        or os.path.exists(os.path.expanduser(checkpoint))
-        or checkpoint.count("/") >= 2
-    )
 
 
 def resolve_checkpoint(checkpoint: str) -> str:
@@ -130,7 +120,7 @@ def load_model(checkpoint: str, num_labels: int, seed: int = 0):
     if limits.hosted() is not None:  # refuse an oversized checkpoint before downloading its weights
         from transformers import AutoConfig
 
-        _refuse_size(checkpoint, limits.estimated_parameters(_from_pretrained(AutoConfig, checkpoint)))
+        _refuse_size(checkpoint, estimated_parameters(_from_pretrained(AutoConfig, checkpoint)))
     try:
         with _LOAD_LOCK:  # the seed is process-wide: two loads at once would draw each other's head weights
             tf_keras.utils.set_random_seed(seed)
@@ -363,3 +353,21 @@ def normalise_labels(dataset, task: GlueTask):
         labels = pc.coalesce(as_name, pc.cast(numeric, pa.int64()), pa.scalar(-2, pa.int64()))
         labels = pc.cast(labels, pa.int64())
     return dataset.remove_columns("label").add_column("label", labels.to_numpy())
+
+
+def estimated_parameters(config) -> int:
+    """A transformer's parameter count from its config alone, before any weights are downloaded.
+
+    Embeddings plus, for each layer, attention (4·h²) and the feed-forward block (2·h·ffn). Within a
+    few percent for BERT-style encoders; the exact count is checked again once the model is built.
+    """
+    hidden = _first(config, "hidden_size", "dim", "d_model", "n_embd") or 0
+    layers = _first(config, "num_hidden_layers", "n_layers", "num_layers", "n_layer") or 0
+    ffn = _first(config, "intermediate_size", "hidden_dim", "d_ff", "n_inner") or 4 * hidden
+    vocab = getattr(config, "vocab_size", 0) or 0
+    positions = _first(config, "max_position_embeddings", "n_positions") or 0
+    return int((vocab + positions) * hidden + layers * (4 * hidden * hidden + 2 * hidden * ffn))
+
+
+def _first(config, *names):
+    return next((getattr(config, name) for name in names if getattr(config, name, None)), None)

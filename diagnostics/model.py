@@ -5,66 +5,23 @@ from __future__ import annotations
 import math
 import shutil
 import subprocess
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from diagnostics.config import RunConfig
-from diagnostics.data import LABEL, FirstBatch, decoded_rows
+from diagnostics.batches import LABEL, FirstBatch, decoded_rows
 from diagnostics.glue import GlueTask
+from diagnostics.measurement import Forward, configured_loss_value, run_forward
+from diagnostics.registry import checks_of, threshold
 from diagnostics.result import CheckResult, Status, run_check, skipped
-from diagnostics.training import (StepRecord, effective_rate, first_line, fresh_copy, one_train_step,
+from diagnostics.training import (StepRecord, effective_rate, fresh_copy, one_train_step,
                                   per_sample_losses, split_batch)
 
 STAGE = "model"
-MODEL_CHECKS = ("model.config", "model.forward", "model.nan_rows", "model.initial_loss", "model.gradients",
-                "model.weights_after_step", "model.nan_origin", "model.memory")
 
 
 # ---------------------------------------------------------------- measuring
-
-
-@dataclass
-class Forward:
-    """One eager forward pass of the batch.
-
-    Attributes:
-        logits: (rows, num_labels) array, or None when the pass raised.
-        trace: (name, output) of each stage of the network in forward order: embeddings,
-            every encoder layer, the logits.
-        error: "Type: message" when the forward pass itself raised.
-        fit_call_error: "Type: message" when calling the model with the labels inside the
-            input dict (as `model.fit` does) raised, e.g. an out-of-range label on CPU.
-    """
-
-    logits: np.ndarray | None = None
-    trace: list[tuple[str, np.ndarray]] = field(default_factory=list)
-    error: str | None = None
-    fit_call_error: str | None = None
-
-
-def run_forward(model, tf_batch) -> Forward:
-    """The batch through the model, eagerly (like `run_eagerly=True`), keeping every layer's output."""
-    inputs, _ = split_batch(tf_batch)
-    record = Forward()
-    try:
-        output = model(inputs, training=False, output_hidden_states=True)
-    except Exception as exc:
-        record.error = f"{type(exc).__name__}: {first_line(exc)}"
-        return record
-    record.logits = np.asarray(output.logits)
-    hidden = [np.asarray(state) for state in (output.hidden_states or ())]
-    if hidden:
-        record.trace.append(("embeddings", hidden[0]))
-        record.trace += [(f"encoder layer {i} of {len(hidden) - 1}", state) for i, state in enumerate(hidden[1:])]
-    record.trace.append(("classification head (logits)", record.logits))
-    if not isinstance(tf_batch, tuple) and "labels" in tf_batch:
-        try:
-            model(dict(tf_batch), training=False)
-        except Exception as exc:
-            record.fit_call_error = f"{type(exc).__name__}: {first_line(exc)}"
-    return record
 
 
 def finite_share(array: np.ndarray) -> float:
@@ -277,27 +234,9 @@ def check_nan_rows(losses: np.ndarray, logits: np.ndarray, decoded: list[dict[st
 # ---------------------------------------------------------------- model.initial_loss
 
 
-def configured_loss_value(loss_name: str, logits: np.ndarray, labels: np.ndarray, regression: bool) -> float:
-    """Mean loss of the rows with a valid label, computed with the configured loss (the model's own, or Keras')."""
-    import tf_keras
-
-    from diagnostics.training import build_loss
-
-    labels = np.asarray(labels)
-    if regression:
-        valid = np.isfinite(labels.astype(float))
-    else:
-        valid = (labels >= 0) & (labels < logits.shape[1])
-    if not valid.any():
-        return math.nan
-    if loss_name == "internal":
-        return float(np.mean(per_sample_losses(logits[valid], labels[valid], regression)))
-    loss = tf_keras.losses.get(build_loss(loss_name))
-    return float(np.mean(np.asarray(loss(labels[valid], logits[valid]))))
-
-
 def check_initial_loss(value: float, expected: float, reference: float, loss_name: str, regression: bool, *,
-                       warn_relative_gap: float = 0.3, warn_loss_disagreement: float = 0.1) -> CheckResult:
+                       warn_relative_gap: float = threshold("model.initial_loss", "warn_relative_gap"),
+                       warn_loss_disagreement: float = threshold("model.initial_loss", "warn_loss_disagreement")) -> CheckResult:
     """The fresh model's loss should sit near the random-guess loss ln K (regression: mean of label squared),
     and the configured loss should agree with the loss computed properly on the same logits.
 
@@ -558,7 +497,7 @@ def not_classification_results(checkpoint: str, message: str) -> list[CheckResul
             "# an encoder checkpoint with a classification head class",
         evidence={"error": message},
     )
-    return [failed] + [skipped(check_id, STAGE, "No model to run (see model.config).") for check_id in MODEL_CHECKS[1:]]
+    return [failed] + [skipped(check_id, STAGE, "No model to run (see model.config).") for check_id in checks_of(STAGE)[1:]]
 
 
 def run_model_checks(config: RunConfig, model, tokenizer, batch: FirstBatch) -> list[CheckResult]:
@@ -567,7 +506,7 @@ def run_model_checks(config: RunConfig, model, tokenizer, batch: FirstBatch) -> 
     results = [run_check("model.config", STAGE, check_config, model.config, type(model).__name__, task, tokenizer)]
     if batch.tf_batch is None:
         reason = f"No batch to run: {batch.error or 'the Data stage could not build one'} (see data.batch)."
-        return results + [skipped(check_id, STAGE, reason) for check_id in MODEL_CHECKS[1:]]
+        return results + [skipped(check_id, STAGE, reason) for check_id in checks_of(STAGE)[1:]]
     inputs, _ = split_batch(batch.tf_batch)
     labels = np.asarray(batch.rows[LABEL])
     num_labels = int(model.config.num_labels)

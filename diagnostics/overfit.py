@@ -8,11 +8,12 @@ from typing import Any, Callable
 import numpy as np
 
 from diagnostics.config import RunConfig
-from diagnostics.data import LABEL, FirstBatch, build_batch, decoded_rows, split_labels
+from diagnostics.batches import LABEL, FirstBatch, build_batch, decoded_rows, split_labels
 from diagnostics.glue import GlueTask
-from diagnostics.limits import check_deadline
+from diagnostics.budget import check_deadline
+from diagnostics.registry import threshold
 from diagnostics.result import CheckResult, Status
-from diagnostics.training import (WARN_DRIFT_PER_STEP, Trainer, effective_rate, first_line, is_pretrained,
+from diagnostics.training import (Trainer, effective_rate, first_line, is_pretrained,
                                   round_down_rate, split_batch, smoothed, weight_drift)
 
 STAGE = "overfit"
@@ -81,7 +82,8 @@ def overfit_one_batch(model, batch: FirstBatch, config: RunConfig, epochs: int, 
     }
 
 
-def curve_shape(losses: list[float | None], *, spike_share: float = 0.25) -> dict[str, Any]:
+def curve_shape(losses: list[float | None], *,
+                spike_share: float = threshold("overfit.one_batch", "spike_share")) -> dict[str, Any]:
     """What an overfit curve shows: how much of the starting loss it shed, its largest spike, whether it mostly falls.
 
     A spike is a rise above the lowest loss reached so far by more than `spike_share` of the starting loss: the
@@ -100,10 +102,14 @@ def curve_shape(losses: list[float | None], *, spike_share: float = 0.25) -> dic
             "spike": spike, "spike_at": spike_at, "spiked": spike > spike_share * first, "falling_share": falls}
 
 
-def check_overfit(figures: dict[str, Any], rows: list[dict[str, Any]], *, missing_labels: list[str] | None = None,
-                  best_rate: float | None = None, memorised_share: float = 0.5, memorised_value: float = 0.05,
-                  learning_progress: float = 0.05, learning_falls: float = 0.8, spike_share: float = 0.25,
-                  warn_drift: float = WARN_DRIFT_PER_STEP) -> CheckResult:
+def check_overfit(figures: dict[str, Any], rows: list[dict[str, Any]], *,
+                  missing_labels: list[str] | None = None, best_rate: float | None = None,
+                  memorised_share: float = threshold("overfit.one_batch", "memorised_share"),
+                  memorised_value: float = threshold("overfit.one_batch", "memorised_value"),
+                  learning_progress: float = threshold("overfit.one_batch", "learning_progress"),
+                  learning_falls: float = threshold("overfit.one_batch", "learning_falls"),
+                  spike_share: float = threshold("overfit.one_batch", "spike_share"),
+                  warn_drift: float = threshold("overfit.one_batch", "warn_drift")) -> CheckResult:
     """Judge the overfit run by its curve.
 
     Pass when the batch is memorised (every row right and the loss at most `memorised_share` of its start, or

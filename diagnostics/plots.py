@@ -6,7 +6,7 @@ import math
 
 import plotly.graph_objects as go
 
-from diagnostics.training import WARN_DRIFT_PER_STEP
+from diagnostics.registry import WARN_DRIFT
 from diagnostics.result import CheckResult
 
 SPLIT_COLOUR, BATCH_COLOUR, LIMIT_COLOUR = "#4C78A8", "#F58518", "#E45756"
@@ -134,8 +134,8 @@ def sweep_final_figure(result: CheckResult) -> go.Figure:
     if evidence.get("pretrained") and any(evidence.get("drift_per_step") or []):
         figure.add_scatter(x=rates, y=evidence["drift_per_step"], mode="lines+markers", name="weight drift a step",
                            yaxis="y2", line=dict(color="#9467BD", dash="dash"))
-        figure.add_scatter(x=[rates[0], rates[-1]], y=[WARN_DRIFT_PER_STEP] * 2, mode="lines", yaxis="y2",
-                           name=f"drift limit {WARN_DRIFT_PER_STEP:g}", line=dict(color="#9467BD", dash="dot", width=1))
+        figure.add_scatter(x=[rates[0], rates[-1]], y=[WARN_DRIFT] * 2, mode="lines", yaxis="y2",
+                           name=f"drift limit {WARN_DRIFT:g}", line=dict(color="#9467BD", dash="dot", width=1))
         figure.update_layout(yaxis2=dict(title="drift of pretrained weights a step (log)", type="log", overlaying="y",
                                          side="right", showgrid=False, tickformat=".0e", dtick=1))
     if evidence.get("best_rate"):

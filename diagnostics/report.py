@@ -6,10 +6,9 @@ import platform
 from importlib import metadata
 
 from diagnostics.config import RunConfig
+from diagnostics.registry import STAGE_ORDER
 from diagnostics.result import SEVERITY, CheckResult, Status, worst_first
 
-STAGE_ORDER = ("data", "model", "hparams", "overfit")
-STAGE_TITLES = {"data": "Data", "model": "Model", "hparams": "Hyperparameters", "overfit": "Overfit test"}
 STATUS_MARKS = {Status.PASS: "PASS", Status.WARN: "WARN", Status.FAIL: "FAIL", Status.ERROR: "ERROR", Status.SKIP: "SKIP"}
 PACKAGES = ("tensorflow", "tf-keras", "transformers", "datasets", "tokenizers", "numpy", "streamlit", "plotly")
 
@@ -68,3 +67,35 @@ def markdown_report(report: dict) -> str:
             lines += [f"**{check['id']}**", "", "```python", check["fix"], "```", ""]
     lines += ["", "Versions: " + ", ".join(f"{k} {v}" for k, v in report["environment"].items())]
     return "\n".join(lines) + "\n"
+
+
+def junit_report(report: dict) -> str:
+    """The report as JUnit XML for a CI server: one test suite per stage, one test case per check. `fail` and
+    `error` are failures (with the finding and the fix), `skip` is skipped, `warn` passes with its finding in
+    system-out and a `status` property."""
+    from xml.etree import ElementTree as ET
+
+    root = ET.Element("testsuites", name="Training Pipeline Debugger")
+    run = report["run"]
+    for stage in STAGE_ORDER:
+        checks = [check for check in report["checks"] if check["stage"] == stage]
+        if not checks:
+            continue
+        suite = ET.SubElement(root, "testsuite", name=stage, tests=str(len(checks)),
+                              failures=str(sum(c["status"] in ("fail", "error") for c in checks)),
+                              errors="0", skipped=str(sum(c["status"] == "skip" for c in checks)))
+        properties = ET.SubElement(suite, "properties")
+        for name in ("checkpoint", "task", "split"):
+            ET.SubElement(properties, "property", name=name, value=str(run[name]))
+        for check in checks:
+            case = ET.SubElement(suite, "testcase", name=check["id"], classname=f"diagnostics.{stage}")
+            ET.SubElement(ET.SubElement(case, "properties"), "property", name="status", value=check["status"])
+            text = check["summary"] + (f"\n\nFix:\n{check['fix']}" if check["fix"] else "")
+            if check["status"] in ("fail", "error"):
+                ET.SubElement(case, "failure", message=check["summary"], type=check["status"]).text = text
+            elif check["status"] == "skip":
+                ET.SubElement(case, "skipped", message=check["summary"])
+            elif check["status"] == "warn":
+                ET.SubElement(case, "system-out").text = f"WARN: {text}"
+    ET.indent(root)
+    return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"

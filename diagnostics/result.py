@@ -10,7 +10,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from diagnostics.limits import BudgetExceeded, check_deadline
+from diagnostics.budget import BudgetExceeded, check_deadline
 
 
 class Status(str, Enum):
@@ -73,7 +73,8 @@ def to_json(value: Any) -> Any:
 
 
 def error_result(check_id: str, stage: str, exc: BaseException) -> CheckResult:
-    """The result of a check that raised: the exception type and message, never a traceback on the page."""
+    """The result of a check that raised: the exception type and message on the page, the traceback in the
+    evidence for the JSON report."""
     message = str(exc).strip().splitlines()[0] if str(exc).strip() else "(no message)"
     return CheckResult(
         id=check_id,
@@ -84,6 +85,7 @@ def error_result(check_id: str, stage: str, exc: BaseException) -> CheckResult:
             "exception": type(exc).__name__,
             "message": str(exc)[:2000],
             "where": traceback.format_exception(exc)[-2].strip()[:500] if exc.__traceback__ else "",
+            "traceback": "".join(traceback.format_exception(exc))[-8000:],
         },
     )
 

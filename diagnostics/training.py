@@ -11,7 +11,7 @@ import numpy as np
 
 from diagnostics.config import RunConfig
 from diagnostics.devices import batch_rows, per_replica_dataset, training_strategy
-from diagnostics.limits import check_deadline
+from diagnostics.budget import check_deadline
 
 LABEL_KEYS = ("labels", "label")
 
@@ -185,12 +185,6 @@ def first_line(exc: BaseException) -> str:
 # Variables of the task head, which from_pretrained initialises at random: their size says nothing about
 # what pretraining learned, so weight drift is measured on every other kernel.
 HEAD_MARKERS = ("classifier", "score")
-# Above this, one optimizer step moves a pretrained kernel by more than a thousandth of its size: a few
-# hundred such steps overwrite what pretraining learned. Measured on all-MiniLM-L6-v2 with Adam
-# (bench/lr_truth.py): 1e-4 gives about 7e-4 a step and fine-tunes well; 3e-4 gives about 2e-3 and ends
-# well below the best held-out accuracy; 1e-3 gives about 6e-3 and ends at chance.
-WARN_DRIFT_PER_STEP = 1e-3
-FAIL_DRIFT_PER_STEP = 3e-3
 
 
 def is_pretrained(model) -> bool:

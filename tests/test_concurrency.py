@@ -9,6 +9,7 @@ from streamlit.testing.v1 import AppTest
 from conftest import ROOT
 from diagnostics.config import RunConfig
 from diagnostics.hyperparams import SweepSettings
+from diagnostics.context import RunContext
 from diagnostics.pipeline import hparams_stage, overfit_stage
 from ui.state import cached_model, load_inputs
 
@@ -23,9 +24,9 @@ def training_session() -> dict:
     """
     config = RunConfig(batch_size=16, learning_rate=3e-3).validated()
     tokenizer, split = load_inputs(config)
-    training = hparams_stage(config, tokenizer, split, cached_model, SweepSettings(rates=3, steps=3, range_steps=8),
-                             parts=("training",))
-    overfit = overfit_stage(config, tokenizer, split, cached_model, epochs=8)
+    run = RunContext(config, tokenizer, split, cached_model)  # one per session: sharing it is tested apart
+    training = hparams_stage(run, sweep=SweepSettings(rates=3, steps=3, range_steps=8), parts=("training",))
+    overfit = overfit_stage(run, epochs=8)
     results = {result.id: result for result in training + overfit}
     assert not {result.status.value for result in results.values()} & {"error", "skip"}, results
     return {
@@ -98,8 +99,8 @@ def test_a_heavy_check_in_one_session_does_not_block_another_sessions_page(demo_
         if stop.is_set():
             raise StopTraining
 
-    heavy = threading.Thread(target=lambda: overfit_stage(RunConfig(batch_size=16), tokenizer, split,
-                                                          lambda *args: model, epochs=1000, progress=progress))
+    heavy = threading.Thread(target=lambda: overfit_stage(RunContext(RunConfig(batch_size=16), tokenizer, split,
+                                                                     lambda *args: model), epochs=1000, progress=progress))
     heavy.start()
     try:
         assert started.wait(timeout=300), "the heavy check never started"
@@ -118,7 +119,7 @@ def test_a_heavy_check_in_one_session_does_not_block_another_sessions_page(demo_
 
 def test_one_tokenizer_shared_by_sessions_is_never_borrowed_twice(demo_inputs):
     """A fast tokenizer raises "Already borrowed" when two threads call it at once; the app's calls take turns."""
-    from diagnostics import data
+    from diagnostics import batches as data
     from diagnostics.glue import get_task
 
     tokenizer, split = demo_inputs

@@ -17,7 +17,7 @@ cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
 from diagnostics import loading
 from diagnostics.config import RunConfig
-from diagnostics.data import build_first_batch, training_batches
+from diagnostics.batches import build_first_batch, training_batches
 from diagnostics.learnability import learnability_figures
 from diagnostics.overfit import overfit_one_batch
 from diagnostics.training import Trainer

@@ -9,6 +9,7 @@ from diagnostics.__main__ import main
 from diagnostics.config import RunConfig
 from diagnostics.errors import InputError
 from diagnostics.hyperparams import SweepSettings
+from diagnostics.context import RunContext
 from diagnostics.pipeline import hparams_stage, overfit_stage, validate_epochs
 from diagnostics.result import Status
 
@@ -72,7 +73,7 @@ def test_checkpoint_beyond_the_parameter_cap_is_refused_before_and_after_loading
 
 
 def test_parameter_estimate_from_the_config_is_close_to_the_built_model(demo_model):
-    estimate = limits.estimated_parameters(demo_model.config)
+    estimate = loading.estimated_parameters(demo_model.config)
     assert abs(estimate - demo_model.count_params()) / demo_model.count_params() < 0.1
 
 
@@ -91,7 +92,7 @@ def test_time_budget_stops_training_cleanly_with_a_skip(hosted, monkeypatch, dem
     monkeypatch.setenv("DEBUGGER_MAX_OVERFIT_EPOCHS", "1000")
     monkeypatch.setenv("DEBUGGER_RUN_BUDGET_S", "1")
     tokenizer, split = demo_inputs
-    [result] = overfit_stage(RunConfig(batch_size=8), tokenizer, split, lambda *a: demo_model, epochs=1000)
+    [result] = overfit_stage(RunContext(RunConfig(batch_size=8), tokenizer, split, lambda *a: demo_model), epochs=1000)
     assert result.status is Status.SKIP
     assert "time budget of 1 s at epoch" in result.summary and "of 1000 of the overfit test" in result.summary
 
@@ -99,8 +100,8 @@ def test_time_budget_stops_training_cleanly_with_a_skip(hosted, monkeypatch, dem
 def test_time_budget_spent_skips_every_later_check(hosted, monkeypatch, demo_model, demo_inputs):
     monkeypatch.setenv("DEBUGGER_RUN_BUDGET_S", "0")
     tokenizer, split = demo_inputs
-    results = hparams_stage(RunConfig(batch_size=8), tokenizer, split, lambda *a: demo_model,
-                            SweepSettings(rates=2, steps=2, range_steps=5))
+    results = hparams_stage(RunContext(RunConfig(batch_size=8), tokenizer, split, lambda *a: demo_model),
+                            sweep=SweepSettings(rates=2, steps=2, range_steps=5))
     assert {result.status for result in results} == {Status.SKIP}
     assert all("time budget of 0 s" in result.summary for result in results)
 
@@ -109,7 +110,7 @@ def test_budget_is_off_outside_hosted_mode(monkeypatch, demo_model, demo_inputs)
     monkeypatch.delenv(limits.HOSTED_ENV, raising=False)
     monkeypatch.setenv("DEBUGGER_RUN_BUDGET_S", "0")
     tokenizer, split = demo_inputs
-    [result] = overfit_stage(RunConfig(batch_size=8), tokenizer, split, lambda *a: demo_model, epochs=1)
+    [result] = overfit_stage(RunContext(RunConfig(batch_size=8), tokenizer, split, lambda *a: demo_model), epochs=1)
     assert result.status is not Status.SKIP
 
 

@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 
 from diagnostics import hyperparams as hp
-from diagnostics import loading
 from diagnostics.config import RunConfig
-from diagnostics.data import training_batches
+from diagnostics.batches import training_batches
+from diagnostics.context import RunContext
 from diagnostics.errors import InputError
 from diagnostics.pipeline import hparams_stage
 from diagnostics.result import Status
@@ -16,7 +16,7 @@ SMALL = hp.SweepSettings(min_rate=1e-5, max_rate=1e-1, rates=3, steps=3, range_s
 
 
 def stage(config, split, tokenizer, model, settings=SMALL, parts=("setup", "training")):
-    return {r.id: r for r in hparams_stage(config, tokenizer, split, lambda *_: model, settings, parts=parts)}
+    return {r.id: r for r in hparams_stage(RunContext(config, tokenizer, split, lambda *_: model), sweep=settings, parts=parts)}
 
 
 # ------------------------------------------------------------ hparams.optimizer

@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 
 from conftest import make_split
-from diagnostics import loading, model as model_checks
+from diagnostics import loading, model as model_checks, registry
 from diagnostics.config import RunConfig
-from diagnostics.data import build_first_batch
-from diagnostics.glue import TASKS
+from diagnostics.batches import build_first_batch
+from diagnostics.context import RunContext
 from diagnostics.pipeline import model_stage
 from diagnostics.result import Status
 from diagnostics.training import GradientStats
@@ -15,7 +15,7 @@ from diagnostics.training import GradientStats
 
 def stage(config, split, tokenizer, model=None, loader=None):
     loader = loader or (lambda checkpoint, num_labels, seed: model)
-    return {r.id: r for r in model_stage(config, tokenizer, split, loader)}
+    return {r.id: r for r in model_stage(RunContext(config, tokenizer, split, loader))}
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +46,7 @@ def test_clean_run_every_check_passes(mnli_split, bert_tokenizer, cached_bert):
     results = stage(RunConfig(batch_size=6), mnli_split, bert_tokenizer, cached_bert)
     assert results.pop("model.nan_origin").status is Status.SKIP
     assert {check: r.status for check, r in results.items()} == {check: Status.PASS for check in results}
-    assert set(results) == set(model_checks.MODEL_CHECKS) - {"model.nan_origin"}
+    assert set(results) == set(registry.checks_of("model")) - {"model.nan_origin"}
 
 
 def test_clean_run_initial_loss_within_15_percent_of_ln_k(mnli_split, bert_tokenizer, cached_bert):
@@ -200,7 +200,7 @@ def test_non_classification_checkpoint_is_a_clear_fail(t5_config_checkpoint, mnl
     results = stage(config, mnli_split, bert_tokenizer, loader=loading.load_model)
     assert results["model.config"].status is Status.FAIL
     assert "sequence classifier" in results["model.config"].summary
-    assert all(results[c].status is Status.SKIP for c in model_checks.MODEL_CHECKS[1:])
+    assert all(results[c].status is Status.SKIP for c in registry.checks_of("model")[1:])
 
 
 def test_tokenizer_without_pad_token_is_a_clear_fail(gpt2_checkpoint, mnli_split):

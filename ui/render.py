@@ -7,7 +7,7 @@ from typing import Callable
 import streamlit as st
 
 from diagnostics.errors import InputError
-from diagnostics.report import STAGE_ORDER
+from diagnostics.registry import STAGE_ORDER
 from diagnostics.result import CheckResult, Status, worst_first
 
 STATUS_ICONS = {
@@ -24,16 +24,18 @@ def badge(status: Status) -> str:
     return f":{STATUS_COLOURS[status]}-badge[{STATUS_ICONS[status]} {status.value.upper()}]"
 
 
-def run_stage(stage: str, config, runner: Callable[[], list[CheckResult]]) -> list[CheckResult] | None:
-    """Run a stage, keep its results for the Report, and turn unusable input into a message on the page."""
+def run_stage(stage: str, runner: Callable[[], list[CheckResult]]) -> list[CheckResult] | None:
+    """Run a stage; unusable input, or anything a stage could not turn into a result, is a message on the page."""
     try:
-        results = runner()
+        return runner()
     except InputError as exc:
         st.error(f"{exc}", icon=":material/error:")
         st.caption("Change the run configuration in the sidebar; everything else you entered is kept.")
         return None
-    remember(stage, config, results)
-    return results
+    except Exception as exc:  # a stage turns its own failures into error results; this is the last guard
+        st.error(f"The {stage} run stopped on {type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else '(no message)'}",
+                 icon=":material/bug_report:")
+        return None
 
 
 def remember(stage: str, config, results: list[CheckResult]) -> None:

@@ -8,7 +8,8 @@ import streamlit as st
 
 import diagnostics  # noqa: F401  (selects Keras 2 before TensorFlow loads)
 from diagnostics import limits, loading
-from diagnostics.config import DATA_SOURCES, LOSSES, OPTIMIZERS, RunConfig, default_config
+from diagnostics.context import RunContext
+from diagnostics.config import DATA_SOURCES, DEMO_CHECKPOINT, LOSSES, OPTIMIZERS, RunConfig, default_config
 from diagnostics.errors import InputError
 from diagnostics.glue import TASKS, get_task
 from diagnostics.scenarios import SCENARIOS
@@ -48,9 +49,25 @@ def init_state() -> None:
         "run.warmup_steps": defaults.warmup_steps,
         "run.shuffle_labels": defaults.shuffle_labels,
         "run.scenario": NO_SCENARIO,
+        "run.defaults_for": defaults.checkpoint,
     }
     for key, value in initial.items():
         st.session_state.setdefault(key, value)
+
+
+FOLLOWS_CHECKPOINT = {"run.learning_rate": lambda c: f"{c.learning_rate:g}", "run.data_source": lambda c: c.data_source}
+
+
+def follow_checkpoint() -> None:
+    """A new checkpoint brings its own defaults (the demo kit's samples and 3e-3, or 5e-5 for a pretrained model)
+    to every setting the user has not changed; one they set stays (a widget callback, so it runs first)."""
+    state = st.session_state
+    before = default_config(hub_reachable(), checkpoint=state["run.defaults_for"])
+    after = default_config(hub_reachable(), checkpoint=state["run.checkpoint"])
+    for key, value in FOLLOWS_CHECKPOINT.items():
+        if state[key] == value(before):
+            state[key] = value(after)
+    state["run.defaults_for"] = after.checkpoint
 
 
 def parse_data_files(text: str) -> tuple[tuple[str, str], ...]:
@@ -131,12 +148,15 @@ def sidebar():
     with st.sidebar:
         st.header("Run under test")
         if not hub_reachable():
-            st.info("Offline: the Hugging Face Hub cannot be reached, so the app runs on the bundled demo kit "
-                    "(a tiny DistilBERT built here and GLUE-schema samples).", icon=":material/cloud_off:")
+            on_kit = st.session_state["run.checkpoint"].strip() == DEMO_CHECKPOINT
+            st.info("Offline: the Hugging Face Hub cannot be reached, so " + (
+                "the app runs on the bundled demo kit (a tiny DistilBERT built here and GLUE-schema samples)."
+                if on_kit else "checkpoints and data come from this machine: a directory written by "
+                "save_pretrained, and local files or the bundled samples."), icon=":material/cloud_off:")
         hosted = limits.hosted()
         if hosted:
             st.caption(f"**Hosted mode** limits every run: {hosted.describe()}.")
-        st.text_input("Checkpoint", key="run.checkpoint",
+        st.text_input("Checkpoint", key="run.checkpoint", on_change=follow_checkpoint,
                       help="A Hub name, a local directory written by save_pretrained, or 'demo' for the offline kit.")
         st.selectbox("GLUE task", list(TASKS), key="run.task")
         sources = [source for source in DATA_SOURCES if not (hosted and source == "files")]
@@ -258,6 +278,14 @@ def cached_split(task: str, split: str, data_source: str, data_files: tuple, shu
 def cached_model(checkpoint: str, num_labels: int, seed: int):
     """Shared by every session and never trained, compiled or given new weights: checks work on copies."""
     return loading.load_model(checkpoint, num_labels, seed)
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def open_run(config: RunConfig) -> RunContext:
+    """The run context of a configuration, shared by every page and session: its first batch and training batches
+    are built once; its model comes from the shared cache and is never trained (checks train copies)."""
+    tokenizer, split = load_inputs(config)
+    return RunContext(config, tokenizer, split, cached_model)
 
 
 def load_inputs(config: RunConfig):

@@ -1,0 +1,95 @@
+"""One run's shared inputs: the configuration, tokenizer, split, first batch, training batches and model, each
+built once and handed to every stage."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, Callable
+
+import numpy as np
+
+from diagnostics import loading
+from diagnostics.batches import (LABEL, FirstBatch, build_batch, build_first_batch, held_out_indices,
+                                 invalid_labels, split_labels, training_batches)
+from diagnostics.config import RunConfig
+from diagnostics.errors import NotClassifierError
+
+
+@dataclass(eq=False)
+class RunContext:
+    """What the checks of one configuration run on. Built lazily: a stage that never needs the model never loads it.
+
+    Attributes:
+        model_loader: `(checkpoint, num_labels, seed) -> model`; the app passes its cache shared by every session,
+            so the model it returns is never trained or changed: training checks work on copies.
+    """
+
+    config: RunConfig
+    tokenizer: Any
+    split: Any
+    model_loader: Callable = loading.load_model
+    _training: dict = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def open(cls, config: RunConfig, *, tokenizer=None, split=None,
+             model_loader: Callable = loading.load_model) -> "RunContext":
+        """Validate the configuration and load what is not given.
+
+        Raises:
+            InputError: the configuration, checkpoint or data cannot be used.
+        """
+        config = config.validated()
+        tokenizer = tokenizer if tokenizer is not None else loading.load_tokenizer(config.checkpoint)
+        split = split if split is not None else loading.load_split(config)
+        loading.validate_for_tokenizer(config, tokenizer)
+        return cls(config, tokenizer, split, model_loader)
+
+    @cached_property
+    def first_batch(self) -> FirstBatch:
+        return build_first_batch(self.split, self.tokenizer, self.config)
+
+    @cached_property
+    def classifier(self) -> tuple[Any, str | None]:
+        """(the model under test, None), or (None, why it cannot be loaded as a sequence classifier)."""
+        config = self.config
+        try:
+            return self.model_loader(config.checkpoint, config.effective_num_labels, config.seed), None
+        except NotClassifierError as exc:
+            return None, str(exc)
+
+    @cached_property
+    def missing_columns(self) -> list[str]:
+        """The task's text and label columns the split lacks."""
+        expected = list(self.config.glue_task.text_columns) + [LABEL]
+        return [column for column in expected if column not in self.split.column_names]
+
+    @cached_property
+    def out_of_range_labels(self) -> int:
+        """How many labels of the split the model's head cannot take (training stops at the first one on CPU)."""
+        if self.config.glue_task.regression or LABEL not in self.split.column_names:
+            return 0
+        return sum(invalid_labels(split_labels(self.split), self.config.glue_task,
+                                  self.config.effective_num_labels).values())
+
+    @cached_property
+    def has_labels(self) -> bool:
+        """False for a split whose labels are all -1 (a GLUE test split)."""
+        return bool(self.config.glue_task.regression or (split_labels(self.split) >= 0).any())
+
+    def training_batches(self, count: int) -> tuple[list, Any]:
+        """(the first `count` batches `model.fit` sees, with the first batch first; a batch of rows after them).
+
+        Raises:
+            ValueError: the configured columns or tokenizer cannot produce batches (see data.batch).
+        """
+        if count not in self._training:
+            batches = training_batches(self.split, self.tokenizer, self.config, count=count)
+            held = build_batch(self.split, self.tokenizer, self.config,
+                               held_out_indices(len(self.split), self.config, count * self.config.batch_size))
+            self._training[count] = ([self.first_batch.tf_batch] + batches[1:], held.tf_batch)
+        return self._training[count]
+
+    @property
+    def first_labels(self) -> np.ndarray:
+        return np.asarray(self.first_batch.rows[LABEL])

@@ -1,0 +1,149 @@
+"""Every check, declared once: its id, stage, title, what it needs, whether it trains, and its thresholds.
+
+The stage order, the pages' checklists, the skips a stage gives when it cannot run, the Report's order,
+`python -m diagnostics checks` and the README's check table all read this module. A check function takes
+its thresholds as keyword arguments whose defaults come from here (`threshold(id, name)`), so a threshold
+is changed in one place and listed with what it means.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Condition:
+    """A named threshold: `name` is the check function's keyword, `meaning` says what crossing it does."""
+
+    name: str
+    value: float
+    meaning: str
+
+
+@dataclass(frozen=True)
+class Check:
+    """One check of the walk.
+
+    Attributes:
+        id: "<stage>.<check>", stable: the report format and the scenarios use it.
+        title: what it checks, in a few words.
+        needs: what it runs on: "split", "batch", "model", "training copy".
+        trains: it takes optimizer steps (on a copy), so it costs seconds to minutes.
+        part: the Hyperparameters stage runs "setup" checks at once and "training" ones on request.
+        conditions: its thresholds.
+    """
+
+    id: str
+    title: str
+    needs: tuple[str, ...]
+    trains: bool = False
+    part: str = "setup"
+    conditions: tuple[Condition, ...] = ()
+
+    @property
+    def stage(self) -> str:
+        return self.id.split(".", 1)[0]
+
+
+@dataclass(frozen=True)
+class Stage:
+    name: str
+    title: str
+
+
+STAGES = (Stage("data", "Data"), Stage("model", "Model"), Stage("hparams", "Hyperparameters"),
+          Stage("overfit", "Overfit test"))
+STAGE_ORDER = tuple(stage.name for stage in STAGES)
+STAGE_TITLES = {stage.name: stage.title for stage in STAGES}
+
+# Weight drift a step (median over pretrained kernels of |change| / |kernel|). Above 1e-3 a step, a few hundred
+# steps overwrite what pretraining learned. Measured on all-MiniLM-L6-v2 with Adam (bench/lr_truth.py): 1e-4
+# gives about 7e-4 a step and fine-tunes well; 3e-4 gives about 2e-3 and ends well below the best held-out
+# accuracy; 1e-3 gives about 6e-3 and collapses to one class.
+WARN_DRIFT = 1e-3
+FAIL_DRIFT = 3e-3
+
+_C = Condition
+CHECKS: dict[str, Check] = {check.id: check for check in (
+    Check("data.columns", "the task's columns and the columns given to to_tf_dataset exist", ("split", "batch")),
+    Check("data.batch", "the first batch builds, with the expected shapes and dtypes", ("batch",)),
+    Check("data.decoded_samples", "the first batch decoded beside its label names", ("batch",), conditions=(
+        _C("warn_unknown_share", 0.05, "warn when more than this share of the batch's tokens are unknown"),)),
+    Check("data.label_range", "labels lie in [0, num_labels) (or the regression range)", ("split", "batch")),
+    Check("data.label_balance", "the label balance of the batch and the split", ("split", "batch"), conditions=(
+        _C("warn_dominant_share", 0.8, "warn when one label holds more than this share of the split"),)),
+    Check("data.baselines", "the accuracy of a random and of a constant predictor", ("split",), conditions=(
+        _C("warn_majority_accuracy", 0.9, "warn when always predicting the commonest label scores above this"),)),
+    Check("data.truncation", "rows cut at max_length, and padding in the batch", ("split", "batch"), conditions=(
+        _C("warn_truncated_share", 0.1, "warn when more than this share of the rows are truncated"),
+        _C("warn_padding_share", 0.6, "warn when more than this share of the batch's tokens are padding"))),
+    Check("data.duplicates", "duplicate and conflicting rows of the split", ("split",), conditions=(
+        _C("warn_duplicate_share", 0.05, "warn when more than this share of the rows repeat another row's text"),)),
+    Check("data.learnability", "the given labels are learned better than the same labels shuffled",
+          ("split", "model", "training copy"), trains=True, conditions=(
+        _C("min_accuracy_gain", 0.1, "pass when held-out accuracy beats the shuffled run and the majority by this"),
+        _C("max_error_ratio", 0.8, "regression: pass when held-out error is below this share of the shuffled run's"),
+        _C("fit_margin", 0.1, "pass when the given labels' training loss ends this far below the shuffled run's"))),
+    Check("model.config", "the checkpoint's head, num_labels and label names fit the task", ("model",)),
+    Check("model.forward", "one batch through the model: logits of the right shape, all finite", ("model", "batch")),
+    Check("model.nan_rows", "the loss of every row, and the shared cause of NaN rows", ("model", "batch")),
+    Check("model.initial_loss", "the untrained loss against ln K and against the loss from its logits",
+          ("model", "batch"), conditions=(
+        _C("warn_relative_gap", 0.3, "warn when the untrained loss is this far (relatively) from ln K"),
+        _C("warn_loss_disagreement", 0.1, "warn when the model's loss and the loss from its logits differ by this"))),
+    Check("model.gradients", "one train step: every trainable weight gets a finite, non-zero gradient",
+          ("model", "batch", "training copy"), trains=True),
+    Check("model.weights_after_step", "weights stay finite and move after one step",
+          ("model", "batch", "training copy"), trains=True),
+    Check("model.nan_origin", "the first layer whose output turns NaN", ("model", "batch", "training copy"),
+          trains=True),
+    Check("model.memory", "parameters and training memory at this batch size", ("model",)),
+    Check("hparams.optimizer", "the optimizer Keras builds, each setting set or left at its default", ("model",),
+          conditions=(_C("warn_learning_rate", 1e-4, "warn when a pretrained checkpoint is fine-tuned above this rate"),)),
+    Check("hparams.loss", "the loss matches what the model outputs (logits or probabilities)", ("model", "batch"),
+          conditions=(_C("warn_disagreement", 0.1,
+                         "fail when the configured loss and the loss from logits differ by this share"),)),
+    Check("hparams.schedule", "the create_optimizer schedule: warmup and decay", (), conditions=(
+        _C("warn_warmup_share", 0.5, "warn when warmup takes more than this share of the steps"),)),
+    Check("hparams.lr_sweep", "a learning-rate sweep scored on held-out rows and weight drift",
+          ("model", "batch", "training copy"), trains=True, part="training", conditions=(
+        _C("blowup_factor", 2.0, "a rate blew up when its smoothed loss ends above this multiple of its start"),
+        _C("held_out_rise", 0.1, "a rate is bad when its held-out loss rises this share above the untrained one"),
+        _C("warn_drift", WARN_DRIFT, "a rate is bad when a step moves pretrained kernels by more than this"),
+        _C("fail_drift", FAIL_DRIFT, "fail the configured rate when a step moves pretrained kernels beyond this"),
+        _C("min_held_out_gain", 0.01, "rank good rates by training loss when none lowers held-out loss by this"),
+        _C("warn_decades", 1.0, "warn when the configured rate is this many powers of ten from the recommended"),
+        _C("thin_held_out_rows", 16, "say the evidence is thin with fewer held-out rows than this"))),
+    Check("hparams.lr_range_test", "a range test on the smoothed loss, with its suggested rates",
+          ("model", "batch", "training copy"), trains=True, part="training", conditions=(
+        _C("disagree_factor", 30.0, "say the suggestion rules disagree when they are this factor apart"),
+        _C("min_points", 5, "warn when fewer finite points than this came before the loss blew up"),
+        _C("trim", 1, "points left out at each end before any rule runs"))),
+    Check("overfit.one_batch", "one batch holding every label memorised by plain model.fit",
+          ("model", "batch", "training copy"), trains=True, conditions=(
+        _C("memorised_share", 0.5, "memorised: every row right and the loss at most this share of its start"),
+        _C("memorised_value", 0.05, "memorised: every row right and the loss below this"),
+        _C("learning_progress", 0.05, "learning: the loss fell at least this share of its start"),
+        _C("learning_falls", 0.8, "learning: at least this share of the epochs lowered the smoothed loss"),
+        _C("spike_share", 0.25, "fail when the loss rises above its lowest point by this share of its start"),
+        _C("warn_drift", WARN_DRIFT, "warn when an epoch moves pretrained kernels by more than this"))),
+)}
+
+
+def checks_of(stage: str, part: str | None = None) -> tuple[str, ...]:
+    """The ids of a stage's checks in walk order; `part` ("setup"/"training") narrows the Hyperparameters stage."""
+    return tuple(check.id for check in CHECKS.values()
+                 if check.stage == stage and (part is None or check.part == part))
+
+
+def threshold(check_id: str, name: str) -> float:
+    """A check's threshold by its keyword name."""
+    return next(condition.value for condition in CHECKS[check_id].conditions if condition.name == name)
+
+
+def listing() -> list[dict]:
+    """Every check as plain data, for `python -m diagnostics checks --json` and the README's table."""
+    return [{"id": check.id, "stage": check.stage, "stage_title": STAGE_TITLES[check.stage], "title": check.title,
+             "needs": list(check.needs), "trains": check.trains,
+             "conditions": [{"name": c.name, "value": c.value, "meaning": c.meaning} for c in check.conditions]}
+            for check in CHECKS.values()]
