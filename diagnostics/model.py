@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import shutil
 import subprocess
@@ -514,10 +515,9 @@ def run_model_checks(config: RunConfig, model, tokenizer, batch: FirstBatch) -> 
     results.append(run_check("model.forward", STAGE, check_forward, fresh, len(labels), num_labels))
     losses = np.array([])
     if fresh.logits is not None:
-        decoded = decoded_rows(batch, tokenizer, task)
         losses = per_sample_losses(fresh.logits, labels, task.regression)
-        results.append(run_check("model.nan_rows", STAGE, check_nan_rows, losses, fresh.logits, decoded,
-                                 num_labels, task.regression))
+        results.append(run_check("model.nan_rows", STAGE, lambda: check_nan_rows(
+            losses, fresh.logits, decoded_rows(batch, tokenizer, task), num_labels, task.regression)))
         expected = float(np.mean(labels[np.isfinite(labels.astype(float))].astype(float) ** 2)) \
             if task.regression else math.log(num_labels)
         results.append(run_check(
@@ -529,16 +529,22 @@ def run_model_checks(config: RunConfig, model, tokenizer, batch: FirstBatch) -> 
         for check_id in ("model.nan_rows", "model.initial_loss"):
             results.append(skipped(check_id, STAGE, "The forward pass failed (see model.forward)."))
 
-    copy = fresh_copy(model, inputs)
-    record = one_train_step(copy, batch.tf_batch, config)
-    results.append(run_check("model.gradients", STAGE, lambda: check_gradients(gradient_figures(record), config)))
-    broken_after = non_finite_weights(copy)
-    results.append(run_check("model.weights_after_step", STAGE, check_weights_after_step, record, broken_after,
-                             learning_rate_text(config)))
-    stepped = run_forward(copy, batch.tf_batch) if broken_after else None
-    results.append(run_check("model.nan_origin", STAGE, check_nan_origin, fresh, stepped, inputs["input_ids"],
-                             non_finite_weights(model), broken_after, bool(losses.size and not np.isfinite(losses).all())))
-    del copy
+    @functools.cache
+    def step():
+        """One real train step on a copy, taken once, inside the first check that needs it (so a copy or a step
+        that raises is that check's error): (its record, the weights it broke, the copy's forward pass after it)."""
+        copy = fresh_copy(model, inputs)
+        record = one_train_step(copy, batch.tf_batch, config)
+        broken_after = non_finite_weights(copy)
+        return record, broken_after, run_forward(copy, batch.tf_batch) if broken_after else None
+
+    results.append(run_check("model.gradients", STAGE, lambda: check_gradients(gradient_figures(step()[0]), config)))
+    results.append(run_check("model.weights_after_step", STAGE, lambda: check_weights_after_step(
+        step()[0], step()[1], learning_rate_text(config))))
+    results.append(run_check("model.nan_origin", STAGE, lambda: check_nan_origin(
+        fresh, step()[2], inputs["input_ids"], non_finite_weights(model), step()[1],
+        bool(losses.size and not np.isfinite(losses).all()))))
+    step.cache_clear()
     results.append(run_check("model.memory", STAGE, lambda: check_memory(memory_figures(
         model.count_params(), model.config, config.batch_size, config.max_length))))
     return results

@@ -94,6 +94,15 @@ def _open(page, link: str, text: str) -> None:
     page.get_by_text(text).first.wait_for(timeout=180_000)
 
 
+def _wait_for_text(page, text: str, timeout: int = 60_000) -> None:
+    """Wait for `text`; when it never comes, fail with what the page shows instead."""
+    try:
+        page.get_by_text(text).first.wait_for(timeout=timeout)
+    except Exception:
+        shown = page.locator("[data-testid='stMain']").inner_text()
+        raise AssertionError(f"{text!r} never appeared; the page shows:\n{shown[:4000]}") from None
+
+
 def _settle(page) -> None:
     page.wait_for_timeout(2000)
     page.locator("[data-testid='stStatusWidget']").wait_for(state="detached", timeout=180_000)
@@ -139,8 +148,8 @@ def test_walk_every_page_on_the_demo_kit(server, page):
     page.get_by_role("button", name="Run every stage now").click()
     page.get_by_role("button", name="Download JSON").wait_for(timeout=300_000)
     _settle(page)
-    assert page.get_by_text("overfit.one_batch").count() >= 1
     _shot(page, "5_report")
+    _wait_for_text(page, "overfit.one_batch")
     assert page.console_errors == []
 
 

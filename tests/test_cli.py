@@ -1,11 +1,13 @@
 import json
 import subprocess
 import sys
+from xml.etree import ElementTree
 
 import pandas as pd
 import pytest
 
 from conftest import ROOT
+from diagnostics import registry
 from diagnostics.__main__ import main
 
 
@@ -107,14 +109,36 @@ def test_model_stage_num_labels_three_passes_every_model_check(tmp_path, bert_ch
     assert set(statuses.values()) == {"pass"}
 
 
-def test_run_without_stages_writes_all_four_stages(tmp_path):
-    report_path = tmp_path / "report.json"
-    code = main(["run", "--sweep-rates", "3", "--sweep-steps", "4", "--range-steps", "10", "--json", str(report_path)])
+def test_run_without_stages_writes_every_registered_check_as_json_and_junit(tmp_path):
+    report_path, junit_path = tmp_path / "report.json", tmp_path / "out" / "junit.xml"
+    code = main(["run", "--sweep-rates", "3", "--sweep-steps", "4", "--range-steps", "10", "--json", str(report_path),
+                 "--junit", str(junit_path)])
     report = json.loads(report_path.read_text())
     assert code == 0
-    assert {check["stage"] for check in report["checks"]} == {"data", "model", "hparams", "overfit"}
+    assert sorted(check["id"] for check in report["checks"]) == sorted(registry.CHECKS)
+    assert all(check["stage"] == registry.CHECKS[check["id"]].stage for check in report["checks"])
     overfit_check = next(c for c in report["checks"] if c["id"] == "overfit.one_batch")
     assert overfit_check["status"] == "pass"
+    root = ElementTree.parse(junit_path).getroot()
+    cases = {case.get("name"): case for case in root.iter("testcase")}
+    assert sorted(cases) == sorted(registry.CHECKS)
+    assert [suite.get("name") for suite in root.iter("testsuite")] == list(registry.STAGE_ORDER)
+    for check in report["checks"]:
+        case = cases[check["id"]]
+        assert (case.find("failure") is not None) == (check["status"] in ("fail", "error"))
+        assert (case.find("skipped") is not None) == (check["status"] == "skip")
+        if check["status"] == "warn":
+            assert check["summary"] in case.find("system-out").text
+
+
+def test_junit_counts_a_failing_run_as_failures(tmp_path):
+    junit_path = tmp_path / "junit.xml"
+    assert main(["run", "--stages", "data", "--num-labels", "2", "--junit", str(junit_path)]) == 1
+    suite = ElementTree.parse(junit_path).getroot().find("testsuite")
+    failures = {case.get("name"): case.find("failure") for case in suite.iter("testcase") if case.find("failure") is not None}
+    assert "data.label_range" in failures and int(suite.get("failures")) == len(failures)
+    assert "outside [0, 2)" in failures["data.label_range"].get("message")
+    assert int(suite.get("tests")) == len(registry.checks_of("data"))
 
 
 def test_fail_on_warn_turns_a_warning_into_exit_1():

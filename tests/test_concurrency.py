@@ -3,7 +3,6 @@
 import threading
 
 import numpy as np
-import pytest
 from streamlit.testing.v1 import AppTest
 
 from conftest import ROOT

@@ -31,6 +31,27 @@ def test_default_config_uses_demo_kit_offline_and_hub_online():
     assert default_config(True).checkpoint == "distilbert-base-uncased" and default_config(True).data_source == "hub"
 
 
+@pytest.mark.parametrize("hub", [False, True])
+def test_settings_follow_the_checkpoint_whether_or_not_the_hub_answers(hub):
+    demo = default_config(hub, checkpoint="demo")
+    assert (demo.data_source, demo.learning_rate) == ("demo", 3e-3)
+    pretrained = default_config(hub, checkpoint="/models/all-MiniLM-L6-v2")
+    assert pretrained.learning_rate == 5e-5 and pretrained.data_source == ("hub" if hub else "demo")
+    assert default_config(hub).learning_rate == (5e-5 if hub else 3e-3)
+    assert default_config(hub, checkpoint="demo", learning_rate=1e-4).learning_rate == 1e-4  # what is given stays
+
+
+def test_command_line_demo_checkpoint_gets_the_kit_with_the_hub_reachable(monkeypatch):
+    from diagnostics import loading
+    from diagnostics.__main__ import build_parser, config_from_args
+
+    monkeypatch.setattr(loading, "hub_reachable", lambda timeout=3.0: True)
+    config = config_from_args(build_parser().parse_args(["run", "--checkpoint", "demo"]))
+    assert (config.data_source, config.learning_rate) == ("demo", 3e-3)
+    config = config_from_args(build_parser().parse_args(["run"]))
+    assert (config.checkpoint, config.data_source, config.learning_rate) == ("distilbert-base-uncased", "hub", 5e-5)
+
+
 def test_requested_columns_follow_label_placement():
     inputs = ["input_ids", "attention_mask"]
     assert RunConfig(labels_in="inputs").requested_columns(inputs) == inputs + ["label"]

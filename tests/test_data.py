@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from conftest import make_split
-from diagnostics import data
+from diagnostics import batches, data
 from diagnostics.config import RunConfig
 from diagnostics.glue import TASKS
 from diagnostics.result import Status
@@ -29,15 +29,29 @@ def test_first_batch_comes_from_to_tf_dataset_with_padding(tokenizer, mnli_split
 
 
 def test_first_batch_is_seeded_and_shuffled(tokenizer, mnli_split):
-    first = data.build_first_batch(mnli_split, tokenizer, RunConfig(batch_size=6, seed=1)).indices
-    again = data.build_first_batch(mnli_split, tokenizer, RunConfig(batch_size=6, seed=1)).indices
-    unshuffled = data.build_first_batch(mnli_split, tokenizer, RunConfig(batch_size=6, shuffle=False)).indices
+    first = batches.build_first_batch(mnli_split, tokenizer, RunConfig(batch_size=6, seed=1)).indices
+    again = batches.build_first_batch(mnli_split, tokenizer, RunConfig(batch_size=6, seed=1)).indices
+    other = batches.build_first_batch(mnli_split, tokenizer, RunConfig(batch_size=6, seed=2)).indices
+    unshuffled = batches.build_first_batch(mnli_split, tokenizer, RunConfig(batch_size=6, shuffle=False)).indices
     assert first == again
     assert unshuffled == list(range(6))
+    assert first != unshuffled and first != other  # the order changed, and the seed decides how
+    assert len(set(first)) == 6 and all(0 <= index < len(mnli_split) for index in first)
 
 
-def test_first_batch_tokenizes_only_the_batch_rows(tokenizer, mnli_split):
-    batch = data.build_first_batch(mnli_split, tokenizer, RunConfig(batch_size=4))
+def test_first_batch_tokenizes_only_the_batch_rows(tokenizer, mnli_split, monkeypatch):
+    """Tokenizing the whole split to build one batch would take minutes on a real GLUE split."""
+    seen = []
+    real = type(tokenizer).__call__
+
+    def counting(self, text, *args, **kwargs):
+        seen.append(1 if isinstance(text, str) else len(text))
+        return real(self, text, *args, **kwargs)
+
+    monkeypatch.setattr(type(tokenizer), "__call__", counting)
+    batch = batches.build_first_batch(mnli_split, tokenizer, RunConfig(batch_size=4))
+    assert len(mnli_split) == 12
+    assert 4 <= sum(seen) <= 8, seen  # the 4 rows (a second pass over them for lengths at most), not 12
     assert len(batch.input_ids) == 4 and len(batch.full_lengths) == 4
 
 

@@ -41,8 +41,43 @@ def test_hub_name_offline_is_a_clear_error():
         loading.load_tokenizer("no-such-org/no-such-model")
 
 
-def test_hub_is_unreachable_when_offline_is_set():
-    assert loading.hub_reachable() is False
+@pytest.fixture
+def fake_endpoint():
+    """A local HTTP server standing in for the Hub's API: it answers every GET with 200."""
+    import http.server
+    import threading
+
+    class Ok(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(b"{}")
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Ok)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_port}"
+    server.shutdown()
+
+
+def test_hub_reachability_follows_the_endpoint_and_the_offline_variable(monkeypatch, fake_endpoint):
+    def reachable() -> bool:
+        loading.hub_reachable.cache_clear()  # asked once per process; each case here asks anew
+        return loading.hub_reachable(timeout=2)
+
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setenv("HF_ENDPOINT", fake_endpoint)
+    try:
+        assert reachable() is True
+        monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+        assert reachable() is False  # at once, without asking
+        monkeypatch.delenv("HF_HUB_OFFLINE")
+        monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # nothing listens on the discard port
+        assert reachable() is False
+    finally:
+        loading.hub_reachable.cache_clear()
 
 
 ROWS_MRPC = [{"sentence1": f"the cat sat {i}", "sentence2": f"a cat sat {i}", "label": i % 2} for i in range(6)]

@@ -54,6 +54,38 @@ def test_bad_checkpoint_gives_a_message_and_keeps_the_sidebar(app):
     assert not app.error and app.dataframe
 
 
+def test_untouched_settings_follow_the_checkpoint_and_set_ones_stay(app, bert_checkpoint):
+    assert app.text_input(key="run.learning_rate").value == "0.003"
+    app.text_input(key="run.checkpoint").set_value(str(bert_checkpoint)).run()
+    assert app.text_input(key="run.learning_rate").value == "5e-05"  # a pretrained model's rate, not the kit's
+    banner = "\n".join(info.value for info in app.sidebar.info)
+    assert "Offline" in banner and "demo kit" not in banner
+    app.text_input(key="run.learning_rate").set_value("2e-5").run()
+    app.text_input(key="run.checkpoint").set_value("demo").run()
+    assert app.text_input(key="run.learning_rate").value == "2e-5"  # the user's own rate stays
+    assert "demo kit" in "\n".join(info.value for info in app.sidebar.info)
+    assert not app.exception
+
+
+def test_with_the_hub_reachable_the_demo_checkpoint_still_gets_the_kit(monkeypatch):
+    from diagnostics import loading
+    from ui import state
+
+    monkeypatch.setattr(loading, "hub_reachable", lambda timeout=3.0: True)
+    state.hub_reachable.clear()
+    try:
+        at = AppTest.from_file(APP, default_timeout=TIMEOUT).run()
+        assert at.text_input(key="run.checkpoint").value == "distilbert-base-uncased"
+        assert (at.radio(key="run.data_source").value, at.text_input(key="run.learning_rate").value) == ("hub", "5e-05")
+        assert not at.sidebar.info  # no offline banner
+        assert not at.exception  # the Hub checkpoint cannot load here (HF_HUB_OFFLINE): a message, not a crash
+        at.text_input(key="run.checkpoint").set_value("demo").run()
+        assert (at.radio(key="run.data_source").value, at.text_input(key="run.learning_rate").value) == ("demo", "0.003")
+        assert at.dataframe and not at.exception
+    finally:
+        state.hub_reachable.clear()
+
+
 def test_missing_data_file_gives_a_message(app, tmp_path):
     app.radio(key="run.data_source").set_value("files").run()
     app.text_area(key="run.data_files").set_value(f"train={tmp_path / 'missing.csv'}").run()

@@ -1,0 +1,204 @@
+"""The check registry, the layout it keeps (no stage imports another, no import cycle), and the guard that turns
+any failure of a stage's shared work into error results instead of a traceback."""
+
+import ast
+import json
+
+import pytest
+
+from conftest import ROOT
+from diagnostics import registry
+from diagnostics.__main__ import main
+from diagnostics.config import RunConfig
+from diagnostics.context import RunContext
+from diagnostics.hyperparams import SweepSettings
+from diagnostics.pipeline import STAGES, run_stages
+from diagnostics.result import Status
+from diagnostics.scenarios import SCENARIOS
+
+STAGE_MODULES = {"data", "learnability", "model", "hyperparams", "overfit"}
+SMALL = SweepSettings(rates=2, steps=2, range_steps=5)
+
+
+def imports_of(path) -> set[str]:
+    """The diagnostics modules a module imports, at the top or inside a function."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("diagnostics"):
+            if node.module == "diagnostics":
+                names |= {alias.name for alias in node.names}
+            else:
+                names.add(node.module.split(".")[1])
+        elif isinstance(node, ast.Import):
+            names |= {alias.name.split(".")[1] for alias in node.names if alias.name.startswith("diagnostics.")}
+    return names
+
+
+GRAPH = {path.stem: imports_of(path) - {path.stem} for path in (ROOT / "diagnostics").glob("*.py")}
+
+
+def test_checks_json_lists_every_check_with_its_stage_title_and_thresholds(capsys):
+    assert main(["checks", "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert [check["id"] for check in listed] == list(registry.CHECKS)
+    assert {check["stage"] for check in listed} == set(STAGES)
+    assert all(check["title"] and check["id"].startswith(check["stage"] + ".") for check in listed)
+    sweep = next(check for check in listed if check["id"] == "hparams.lr_sweep")
+    assert sweep["trains"] and {c["name"] for c in sweep["conditions"]} and all(c["meaning"] for c in sweep["conditions"])
+
+
+def test_checks_listing_prints_each_threshold_by_name(capsys):
+    assert main(["checks"]) == 0
+    out = capsys.readouterr().out
+    for check in registry.CHECKS.values():
+        assert check.id in out and check.title in out
+        for condition in check.conditions:
+            assert f"{condition.name} = {condition.value:g}" in out
+
+
+def test_thresholds_are_the_check_functions_defaults():
+    """A check function's threshold keyword defaults to the registry's value, so the listing says what runs."""
+    import inspect
+
+    from diagnostics import data, hyperparams, learnability, model, overfit
+
+    found = 0
+    for module in (data, hyperparams, learnability, model, overfit):
+        for _, function in inspect.getmembers(module, inspect.isfunction):
+            for name, parameter in inspect.signature(function).parameters.items():
+                for check in registry.CHECKS.values():
+                    for condition in check.conditions:
+                        if condition.name == name and function.__name__.startswith("check_") \
+                                and function.__name__[6:] in check.id.replace(".", "_"):
+                            assert parameter.default == condition.value, (function.__name__, name)
+                            found += 1
+    assert found >= 10
+
+
+def test_scenarios_expect_only_registered_checks():
+    for scenario in SCENARIOS.values():
+        assert set(scenario.expected_ids()) <= set(registry.CHECKS), scenario.name
+
+
+def test_no_stage_module_imports_another():
+    for stage in STAGE_MODULES:
+        assert not GRAPH[stage] & (STAGE_MODULES - {stage}), (stage, GRAPH[stage] & STAGE_MODULES)
+
+
+def test_diagnostics_has_no_import_cycle():
+    done, path = set(), []
+
+    def visit(module):
+        assert module not in path, " -> ".join(path[path.index(module):] + [module])
+        if module in done:
+            return
+        path.append(module)
+        for imported in sorted(GRAPH.get(module, ())):
+            visit(imported)
+        path.pop()
+        done.add(module)
+
+    for module in GRAPH:
+        visit(module)
+
+
+# ------------------------------------------------------------ no traceback by construction
+
+
+class DiskOnFire(RuntimeError):
+    pass
+
+
+def burn(*args, **kwargs):
+    raise DiskOnFire("the disk is on fire\nsecond line")
+
+
+@pytest.fixture
+def run(demo_inputs, demo_model):
+    tokenizer, split = demo_inputs
+    return RunContext(RunConfig(batch_size=8), tokenizer, split, lambda *args: demo_model)
+
+
+def assert_errors(results, ids):
+    by_id = {result.id: result for result in results}
+    assert set(ids) <= set(by_id), set(ids) - set(by_id)
+    for check in ids:
+        result = by_id[check]
+        assert result.status is Status.ERROR, (check, result.status, result.summary)
+        assert result.summary == "The check itself failed with DiskOnFire: the disk is on fire"
+        assert "DiskOnFire" in result.evidence["traceback"] and "Traceback" in result.evidence["traceback"]
+
+
+def test_a_model_that_cannot_load_is_an_error_in_every_stage_that_needs_one(demo_inputs):
+    tokenizer, split = demo_inputs
+    run = RunContext(RunConfig(batch_size=8), tokenizer, split, burn)
+    results = run_stages(run, sweep=SMALL, epochs=2)
+    assert_errors(results, ["data.learnability", *registry.checks_of("model"), *registry.checks_of("hparams"),
+                            "overfit.one_batch"])
+    assert {r.status for r in results if r.stage == "data" and r.id != "data.learnability"} <= {Status.PASS, Status.WARN}
+
+
+def test_a_first_batch_that_raises_is_an_error_not_a_traceback(run, monkeypatch):
+    monkeypatch.setattr(RunContext, "first_batch", property(burn))
+    results = run_stages(run, ("data", "model", "hparams"), sweep=SMALL)
+    batch = next(r for r in results if r.id == "data.batch")
+    assert batch.status is Status.FAIL and "DiskOnFire" in batch.summary
+    assert_errors(results, [*registry.checks_of("model"), *registry.checks_of("hparams")])
+
+
+def test_a_decode_that_raises_is_an_error_for_the_checks_that_decode(run, monkeypatch):
+    from diagnostics import data, model
+
+    monkeypatch.setattr(data, "decoded_rows", burn)
+    monkeypatch.setattr(model, "decoded_rows", burn)
+    results = run_stages(run, ("data", "model"))
+    assert_errors(results, ["data.decoded_samples", "model.nan_rows"])
+    statuses = {r.id: r.status for r in results}
+    assert statuses["data.label_range"] is Status.PASS and statuses["model.forward"] is Status.PASS
+
+
+def test_training_batches_that_raise_are_errors_of_the_hparams_stage(run, monkeypatch):
+    monkeypatch.setattr(RunContext, "training_batches", burn)
+    assert_errors(run_stages(run, ("hparams",), sweep=SMALL), registry.checks_of("hparams"))
+
+
+def test_an_overfit_run_that_raises_is_an_error(run, monkeypatch):
+    from diagnostics import pipeline
+
+    monkeypatch.setattr(pipeline, "run_overfit_checks", burn)
+    assert_errors(run_stages(run, ("overfit",)), ["overfit.one_batch"])
+
+
+def test_the_command_line_prints_the_one_line_finding_and_keeps_the_traceback_in_json(tmp_path, monkeypatch, capsys):
+    from diagnostics import model
+
+    monkeypatch.setattr(model, "decoded_rows", burn)
+    path = tmp_path / "report.json"
+    assert main(["run", "--stages", "model", "--json", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert "ERROR model.nan_rows" in out and "Traceback" not in out
+    check = next(c for c in json.loads(path.read_text())["checks"] if c["id"] == "model.nan_rows")
+    assert "Traceback" in check["evidence"]["traceback"] and check["evidence"]["exception"] == "DiskOnFire"
+
+
+def test_the_run_context_builds_the_first_batch_once_for_every_stage(run, monkeypatch):
+    from diagnostics import context
+
+    calls = []
+    real = context.build_first_batch
+    monkeypatch.setattr(context, "build_first_batch", lambda *args: calls.append(1) or real(*args))
+    run_stages(run, ("data", "model"))
+    from diagnostics.pipeline import hparams_stage
+
+    hparams_stage(run, parts=("setup",))
+    assert len(calls) == 1
+
+
+def test_a_model_copy_that_raises_is_an_error_of_the_checks_that_train_it(run, monkeypatch):
+    from diagnostics import model
+
+    monkeypatch.setattr(model, "fresh_copy", burn)
+    results = run_stages(run, ("model",))
+    assert_errors(results, ["model.gradients", "model.weights_after_step", "model.nan_origin"])
+    statuses = {r.id: r.status for r in results}
+    assert statuses["model.forward"] is Status.PASS and statuses["model.memory"] is not Status.ERROR
