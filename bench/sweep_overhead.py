@@ -1,12 +1,17 @@
-"""Sweep overhead against plain Keras: time(sweep over N rates) / (N * time(K plain `model.fit` steps at one rate)).
+"""The learning-rate sweep against its true floor, and against the sweep a user writes by hand.
 
-Both run the same model and the same batches on CPU, and both are measured warm (train step already
-traced), so the ratio shows the sweep's per-rate and per-step overhead: weight and optimizer resets, one
-step at a time. The sweep's one-time copy and tracing is printed apart as `sweep_setup_s`.
+`sweep_overhead_ratio`: the sweep over N rates x K steps (warm: its copy compiled and traced) against N x K
+calls of the same traced train function on the same tensors, with nothing between them. What is left is the
+sweep's own work: putting the weights back and zeroing the optimizer for each rate, scoring each rate on the
+held-out rows, and measuring how far each rate moved the pretrained kernels.
+
+`sweep_vs_by_hand_ratio`: what the same question costs written by hand, as a notebook does it: for each
+rate, `from_pretrained`, `compile` with Adam at that rate, `fit` for K steps on the same batches and
+`evaluate` on the same held-out rows; against the sweep from cold (its one copy and trace included).
 
     python bench/sweep_overhead.py [--checkpoint demo] [--rates 7] [--steps 8] [--repeats 5]
 
-The two sides are timed in turn `repeats` times; the ratio is the median of the per-turn ratios.
+The two sides of each figure are timed in turn; each ratio is the median of the per-turn ratios.
 """
 
 from __future__ import annotations
@@ -22,9 +27,33 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import diagnostics  # noqa: E402,F401
 from diagnostics import loading  # noqa: E402
 from diagnostics.config import RunConfig  # noqa: E402
-from diagnostics.batches import training_batches  # noqa: E402
+from diagnostics.context import RunContext  # noqa: E402
+from diagnostics.devices import per_replica_dataset  # noqa: E402
 from diagnostics.hyperparams import SweepSettings, lr_sweep  # noqa: E402
-from diagnostics.training import Trainer, build_loss, fresh_copy, split_batch, sweep_optimizer  # noqa: E402
+from diagnostics.training import Trainer, build_loss  # noqa: E402
+
+
+def timed(function) -> float:
+    start = time.perf_counter()
+    function()
+    return time.perf_counter() - start
+
+
+def by_hand(config: RunConfig, rates: list[float], batches: list, held, steps: int) -> None:
+    """The sweep as a notebook writes it: reload, compile and fit at each rate, then evaluate."""
+    import tensorflow as tf
+    import tf_keras
+    from transformers import TFAutoModelForSequenceClassification
+
+    path = loading.resolve_checkpoint(config.checkpoint)
+    for rate in rates:
+        model = TFAutoModelForSequenceClassification.from_pretrained(path, num_labels=config.effective_num_labels)
+        model.compile(optimizer=tf_keras.optimizers.Adam(rate), loss=build_loss(config.loss))
+        dataset = tf.data.Dataset.from_tensors(batches[0])
+        for batch in batches[1:]:
+            dataset = dataset.concatenate(tf.data.Dataset.from_tensors(batch))
+        model.fit(dataset.repeat(), steps_per_epoch=steps, epochs=1, verbose=0)
+        model.evaluate(tf.data.Dataset.from_tensors(held), verbose=0)
 
 
 def main() -> None:
@@ -34,48 +63,49 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=8)
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--by-hand-repeats", type=int, default=2)
     args = parser.parse_args()
 
-    import tensorflow as tf
-
     config = RunConfig(checkpoint=args.checkpoint, batch_size=args.batch_size)
-    tokenizer = loading.load_tokenizer(config.checkpoint)
-    split = loading.load_split(config)
     model = loading.load_model(config.checkpoint, config.effective_num_labels)
-    batches = training_batches(split, tokenizer, config, count=args.steps)
-
-    plain = fresh_copy(model, split_batch(batches[0])[0])
-    plain.compile(optimizer=sweep_optimizer(config), loss=build_loss(config.loss))
-    dataset = tf.data.Dataset.from_generator(lambda: iter(batches), output_signature=tf.nest.map_structure(
-        lambda t: tf.TensorSpec([None] * len(t.shape), t.dtype), batches[0])).repeat()
-    plain.fit(dataset, epochs=1, steps_per_epoch=args.steps, verbose=0)  # trace once
+    run = RunContext.open(config, model_loader=lambda *_: model)
+    batches, held = run.training_batches(max(1, min(args.steps // 4, 4)))  # as the Hyperparameters stage does
     settings = SweepSettings(rates=args.rates, steps=args.steps)
-    start = time.perf_counter()
+    steps = len(settings.grid()) * args.steps
+
+    def cold_sweep() -> None:
+        lr_sweep(Trainer(model, batches, config), settings, held)
+
     trainer = Trainer(model, batches, config)
-    trainer.reset(1e-5)
-    trainer.run(1)  # trace once
-    setup_time = time.perf_counter() - start
-    # Interleaved, so drift in the machine's speed hits both sides alike.
-    plain_times, sweep_times = [], []
-    for _ in range(args.repeats):
-        start = time.perf_counter()
-        for _ in range(args.rates):
-            plain.fit(dataset, epochs=1, steps_per_epoch=args.steps, verbose=0)
-        plain_times.append(time.perf_counter() - start)
-        start = time.perf_counter()
-        lr_sweep(trainer, settings, batches[-1])
-        sweep_times.append(time.perf_counter() - start)
-    ratios = [sweep / plain for sweep, plain in zip(sweep_times, plain_times)]
-    plain_time = statistics.median(plain_times) / args.rates
-    sweep_time = statistics.median(sweep_times)
+    setup = timed(lambda: (trainer.reset(1e-5), trainer.run(1)))  # the copy's one-time trace
+    floor_iterator = iter(per_replica_dataset(batches, trainer.strategy, repeat=True))  # the same tensors
+
+    def floor() -> None:
+        for _ in range(steps):
+            out = trainer.train_function(floor_iterator)
+        float(out["loss"])  # wait for the last step
+
+    floor()
+    lr_sweep(trainer, settings, held)
+    floor_times, sweep_times = [], []
+    for _ in range(args.repeats):  # interleaved, so drift in the machine's speed hits both sides alike
+        floor_times.append(timed(floor))
+        sweep_times.append(timed(lambda: lr_sweep(trainer, settings, held)))
+    hand_times, cold_times = [], []
+    for _ in range(args.by_hand_repeats):
+        hand_times.append(timed(lambda: by_hand(config, settings.grid(), batches, held, args.steps)))
+        cold_times.append(timed(cold_sweep))
 
     print(f"checkpoint = {args.checkpoint}")
-    print(f"rates = {args.rates}")
+    print(f"rates = {len(settings.grid())}")
     print(f"steps_per_rate = {args.steps}")
-    print(f"plain_fit_s = {plain_time:.3f}")
-    print(f"sweep_setup_s = {setup_time:.3f}")
-    print(f"sweep_s = {sweep_time:.3f}")
-    print(f"sweep_overhead_ratio = {statistics.median(ratios):.3f}")
+    print(f"sweep_setup_s = {setup:.3f}")
+    print(f"floor_s = {statistics.median(floor_times):.3f}")
+    print(f"sweep_s = {statistics.median(sweep_times):.3f}")
+    print(f"sweep_cold_s = {statistics.median(cold_times):.3f}")
+    print(f"by_hand_s = {statistics.median(hand_times):.3f}")
+    print(f"sweep_vs_by_hand_ratio = {statistics.median(c / h for c, h in zip(cold_times, hand_times)):.3f}")
+    print(f"sweep_overhead_ratio = {statistics.median(s / f for s, f in zip(sweep_times, floor_times)):.3f}")
 
 
 if __name__ == "__main__":

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import math
+from typing import cast
 
 import plotly.graph_objects as go
 
+from diagnostics.evidence import Gradients, LabelBalance, NanRows, Overfit, RangeTest, Schedule, Sweep, Truncation
 from diagnostics.registry import WARN_DRIFT
 from diagnostics.result import CheckResult
 
@@ -22,7 +24,7 @@ def _layout(figure: go.Figure, title: str, x: str, y: str) -> go.Figure:
 
 def label_balance_figure(result: CheckResult) -> go.Figure:
     """Share of each label in the split and in the first batch (regression: score histograms)."""
-    evidence = result.evidence
+    evidence = cast(LabelBalance, result.evidence)
     figure = go.Figure()
     if evidence.get("regression"):
         for name, colour in (("split", SPLIT_COLOUR), ("batch", BATCH_COLOUR)):
@@ -42,7 +44,7 @@ def label_balance_figure(result: CheckResult) -> go.Figure:
 
 def token_length_figure(result: CheckResult) -> go.Figure:
     """Token count of each batch row before truncation, with the max_length line."""
-    evidence = result.evidence
+    evidence = cast(Truncation, result.evidence)
     lengths = evidence["lengths"]
     figure = go.Figure()
     figure.add_bar(x=list(range(len(lengths))), y=lengths, name="tokens before truncation", marker_color=SPLIT_COLOUR)
@@ -56,8 +58,8 @@ NAN_COLOUR = "#D62728"
 
 def per_sample_loss_figure(result: CheckResult) -> go.Figure:
     """Loss of every row of the batch; rows whose loss is NaN or Inf are marked at the top in red."""
-    losses = result.evidence["losses"]
-    labels = result.evidence["labels"]
+    evidence = cast(NanRows, result.evidence)
+    losses, labels = evidence["losses"], evidence["labels"]
     finite = [loss for loss in losses if loss is not None]
     top = max(finite) * 1.15 if finite else 1.0
     figure = go.Figure()
@@ -74,7 +76,7 @@ def per_sample_loss_figure(result: CheckResult) -> go.Figure:
 
 def gradient_norm_figure(result: CheckResult) -> go.Figure:
     """Gradient norm of each layer after one train step (log scale)."""
-    norms = result.evidence.get("layer_norms", [])
+    norms = cast(Gradients, result.evidence).get("layer_norms", [])
     figure = go.Figure()
     figure.add_bar(y=[row["layer"] for row in norms], x=[row["norm"] or 0 for row in norms], orientation="h",
                    marker_color=[SPLIT_COLOUR if row["norm"] else NAN_COLOUR for row in norms])
@@ -99,7 +101,7 @@ def _mark_rate(figure: go.Figure, rate: float, text: str, colour: str, dash: str
 
 def sweep_curves_figure(result: CheckResult) -> go.Figure:
     """Loss against step, one line per learning rate of the sweep."""
-    evidence = result.evidence
+    evidence = cast(Sweep, result.evidence)
     figure = go.Figure()
     diverged = evidence.get("diverged", [False] * len(evidence["learning_rates"]))
     for rate, curve, bad in zip(evidence["learning_rates"], evidence["losses"], diverged):
@@ -115,7 +117,7 @@ def sweep_final_figure(result: CheckResult) -> go.Figure:
     """Held-out loss after the sweep's steps against learning rate (log axis), the untrained model's held-out loss
     as a line, flagged rates crossed, the recommended and configured rates marked; on a pretrained checkpoint,
     the drift of its weights per step on a second axis with the limit it tolerates."""
-    evidence = result.evidence
+    evidence = cast(Sweep, result.evidence)
     rates = evidence["learning_rates"]
     held = [score["loss"] for score in evidence["held_out"]]
     flagged = evidence.get("diverged", [False] * len(rates))
@@ -151,7 +153,7 @@ def sweep_final_figure(result: CheckResult) -> go.Figure:
 
 def range_test_figure(result: CheckResult) -> go.Figure:
     """Loss against a rising learning rate, with each rule's suggested rate."""
-    evidence = result.evidence
+    evidence = cast(RangeTest, result.evidence)
     figure = go.Figure()
     figure.add_scatter(x=evidence["learning_rates"], y=evidence["losses"], mode="lines", name="loss",
                        line=dict(color=SPLIT_COLOUR, width=1), opacity=0.5)
@@ -175,7 +177,7 @@ def range_test_figure(result: CheckResult) -> go.Figure:
 
 def schedule_figure(result: CheckResult) -> go.Figure:
     """The learning rate over the planned training steps."""
-    evidence = result.evidence
+    evidence = cast(Schedule, result.evidence)
     figure = go.Figure()
     figure.add_scatter(x=evidence["steps"], y=evidence["learning_rates"], mode="lines", name="learning rate",
                        line_color=SPLIT_COLOUR, fill="tozeroy")
@@ -188,7 +190,7 @@ def overfit_figure(result: CheckResult) -> go.Figure:
     """Loss and accuracy after every epoch of the overfit test, with the ln K random-guess line."""
     from plotly.subplots import make_subplots
 
-    evidence = result.evidence
+    evidence = cast(Overfit, result.evidence)
     epochs = list(range(1, len(evidence["losses"]) + 1))
     figure = make_subplots(specs=[[{"secondary_y": True}]])
     figure.add_scatter(x=epochs, y=evidence["losses"], mode="lines+markers", name="loss", line_color=SPLIT_COLOUR)

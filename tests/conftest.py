@@ -171,3 +171,18 @@ def real_checkpoint() -> Path:
 
 REAL_DATA = {"mrpc": ("validation", ROOT / "tests" / "data" / "mrpc" / "validation.tsv"),
              "mnli": ("validation_matched", ROOT / "tests" / "data" / "mnli" / "validation_matched.jsonl")}
+
+
+@pytest.fixture(scope="session")
+def full_demo_run(tmp_path_factory):
+    """One command-line run of every stage on the demo kit with a short sweep:
+    (exit code, the JSON report, the JUnit XML path). Shared, so the suite pays for one full run."""
+    import json
+
+    from diagnostics.__main__ import main
+
+    folder = tmp_path_factory.mktemp("full-run")
+    report_path, junit_path = folder / "report.json", folder / "out" / "junit.xml"
+    code = main(["run", "--sweep-rates", "3", "--sweep-steps", "4", "--range-steps", "10", "--json", str(report_path),
+                 "--junit", str(junit_path)])
+    return code, json.loads(report_path.read_text()), junit_path

@@ -109,11 +109,8 @@ def test_model_stage_num_labels_three_passes_every_model_check(tmp_path, bert_ch
     assert set(statuses.values()) == {"pass"}
 
 
-def test_run_without_stages_writes_every_registered_check_as_json_and_junit(tmp_path):
-    report_path, junit_path = tmp_path / "report.json", tmp_path / "out" / "junit.xml"
-    code = main(["run", "--sweep-rates", "3", "--sweep-steps", "4", "--range-steps", "10", "--json", str(report_path),
-                 "--junit", str(junit_path)])
-    report = json.loads(report_path.read_text())
+def test_run_without_stages_writes_every_registered_check_as_json_and_junit(full_demo_run):
+    code, report, junit_path = full_demo_run
     assert code == 0
     assert sorted(check["id"] for check in report["checks"]) == sorted(registry.CHECKS)
     assert all(check["stage"] == registry.CHECKS[check["id"]].stage for check in report["checks"])

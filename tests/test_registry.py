@@ -202,3 +202,80 @@ def test_a_model_copy_that_raises_is_an_error_of_the_checks_that_train_it(run, m
     assert_errors(results, ["model.gradients", "model.weights_after_step", "model.nan_origin"])
     statuses = {r.id: r.status for r in results}
     assert statuses["model.forward"] is Status.PASS and statuses["model.memory"] is not Status.ERROR
+
+
+def test_the_readme_check_table_is_the_registry():
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "scripts/readme_tables.py", "--check"], cwd=ROOT, capture_output=True,
+                          text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    readme = (ROOT / "README.md").read_text()
+    assert all(f"| `{check}` |" in readme for check in registry.CHECKS)
+
+
+# ------------------------------------------------------------ typed evidence
+
+
+def test_every_check_declares_its_evidence():
+    from diagnostics.evidence import EVIDENCE
+
+    assert set(EVIDENCE) == set(registry.CHECKS)
+
+
+def test_a_full_run_puts_only_declared_keys_in_evidence(full_demo_run):
+    from diagnostics.evidence import HeldOut, RunScore, declared_keys
+
+    _, report, _ = full_demo_run
+    for check in report["checks"]:
+        assert set(check["evidence"]) <= declared_keys(check["id"]), (check["id"], set(check["evidence"]) -
+                                                                       declared_keys(check["id"]))
+    by_id = {check["id"]: check["evidence"] for check in report["checks"]}
+    for row in by_id["hparams.lr_sweep"]["held_out"] + [by_id["hparams.lr_sweep"]["held_out_start"]]:
+        assert set(row) == set(HeldOut.__annotations__)
+    for run_name in ("given", "shuffled"):
+        assert set(by_id["data.learnability"][run_name]) == set(RunScore.__annotations__)
+
+
+def _keys_read(tree, name: str) -> set[str]:
+    """Keys read from `name` as name["key"] or name.get("key") (name may be an attribute, e.g. result.evidence)."""
+    def is_target(node) -> bool:
+        return (isinstance(node, ast.Name) and node.id == name) or (isinstance(node, ast.Attribute) and node.attr == name)
+
+    keys = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Subscript) and is_target(node.value) and isinstance(node.slice, ast.Constant):
+            keys.add(node.slice.value)
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get"
+                and is_target(node.func.value) and node.args and isinstance(node.args[0], ast.Constant)):
+            keys.add(node.args[0].value)
+    return keys
+
+
+def test_each_chart_reads_only_keys_its_evidence_declares():
+    from diagnostics import evidence as shapes
+
+    tree = ast.parse((ROOT / "diagnostics" / "plots.py").read_text())
+    checked = 0
+    for function in (node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name.endswith("_figure")):
+        casts = [node.args[0].id for node in ast.walk(function) if isinstance(node, ast.Call)
+                 and getattr(node.func, "id", None) == "cast"]
+        assert casts, f"{function.name} reads its evidence without declaring its shape"
+        declared = set(getattr(shapes, casts[0]).__annotations__)
+        read = _keys_read(function, "evidence")
+        assert read <= declared, (function.name, read - declared)
+        checked += bool(read)
+    assert checked >= 8
+
+
+def test_pages_read_only_declared_evidence_keys():
+    from diagnostics.evidence import EVIDENCE
+
+    declared = set().union(*(shape.__annotations__ for shape in EVIDENCE.values()))
+    reading = 0
+    for page in (ROOT / "app_pages").glob("*.py"):
+        read = _keys_read(ast.parse(page.read_text()), "evidence")
+        assert read <= declared, (page.name, read - declared)
+        reading += bool(read)
+    assert reading == 4  # the four stage pages; the Report reads whole results

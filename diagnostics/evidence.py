@@ -1,0 +1,280 @@
+"""The declared shape of each check's evidence: what the charts, tables and JSON report read.
+
+Every key a check may put in its evidence is declared here, and `tests/test_registry.py` holds both sides to
+it: a demo run's evidence has no undeclared key, and every key the charts (`plots.py`) and the pages read is
+declared. Renaming a key on one side only fails there at once, not in a chart at run time.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypedDict
+
+Rows = list[dict[str, Any]]
+
+
+class Error(TypedDict, total=False):
+    """An `error` result's evidence (see `result.error_result`)."""
+    exception: str
+    message: str
+    where: str
+    traceback: str
+
+
+class Columns(TypedDict, total=False):
+    available_after_tokenizing: list[str]
+    missing: list[str]
+    model_inputs_left_out: list[str]
+    needed: list[str]
+    requested: list[str]
+    split_columns: list[str]
+    error: str
+
+
+class Batch(TypedDict, total=False):
+    entries: Rows  # key, in, shape, dtype of each tensor the model receives
+    labels_at: str
+    rows: int
+    error: str
+    requested: list[str]
+    label_cols: list[str]
+
+
+class DecodedSamples(TypedDict, total=False):
+    rows: Rows  # position, index, label, label_name, decoded, tokens, unknown_tokens
+    unknown_share: float
+
+
+class LabelRange(TypedDict, total=False):
+    batch_invalid: dict[str, int]
+    batch_positions: list[int]
+    num_labels: int
+    rows_scanned: int
+    split_invalid: dict[str, int]
+    valid_range: list[float]
+    count: int
+    label: Any
+
+
+class LabelBalance(TypedDict, total=False):
+    labels: list[str]
+    split_counts: list[int]
+    batch_counts: list[int]
+    regression: bool
+    split: dict[str, list[float]]  # regression: histogram edges and counts
+    batch: dict[str, list[float]]
+    rows_scanned: int
+
+
+class Baselines(TypedDict, total=False):
+    majority_accuracy: float
+    majority_label: str
+    prior_loss: float
+    uniform_accuracy: float
+    uniform_loss: float
+    valid_rows: int
+    mean: float
+    mean_predictor_mse: float
+
+
+class Truncation(TypedDict, total=False):
+    lengths: list[int]
+    max_length: int
+    padded_length: int
+    padding_share: float
+    rows: int
+    truncated_rows: int
+    truncated_share: float
+
+
+class Duplicates(TypedDict, total=False):
+    conflict_examples: Rows
+    conflicting_rows: int
+    duplicate_rows: int
+    rows_scanned: int
+
+
+class RunScore(TypedDict):
+    score: float
+    first_train_loss: float
+    final_train_loss: float
+
+
+class Learnability(TypedDict, total=False):
+    given: RunScore
+    shuffled: RunScore
+    chance: float
+    held_rows: int
+    train_rows: int
+    learning_rate: float
+    pretrained: bool
+    regression: bool
+    steps: int
+
+
+class ModelConfig(TypedDict, total=False):
+    architectures: list[str]
+    id2label: dict[str, str]
+    label2id: dict[str, int]
+    model_class: str
+    model_type: str
+    num_labels: int
+    pad_token: str
+    problem_type: str
+    task_labels: list[str]
+    task_num_labels: int
+    error: str
+
+
+class Forward(TypedDict, total=False):
+    finite_share: float
+    fit_call_error: str
+    logits: list
+    logits_shape: list[int]
+    error: str
+
+
+class NanRows(TypedDict, total=False):
+    losses: list[float]
+    labels: list
+    rows: Rows  # position, index, label, label_name, logits, loss, decoded
+    cause: str
+
+
+class InitialLoss(TypedDict, total=False):
+    disagreement: float
+    expected: float
+    loss: float
+    loss_name: str
+    reference: float
+    relative_gap: float
+
+
+class Gradients(TypedDict, total=False):
+    layer_norms: Rows  # layer, norm
+    global_norm: float
+    loss: float
+    no_gradient: list[str]
+    non_finite: list[str]
+    variables: int
+    error: str
+
+
+class WeightsAfterStep(TypedDict, total=False):
+    loss: float
+    non_finite: list[str]
+
+
+class NanOrigin(TypedDict, total=False):
+    non_finite_weights: list[str]
+    when: str
+    layer: str
+
+
+class Memory(TypedDict, total=False):
+    activation_bytes_estimate: int
+    available_ram_bytes: int
+    batch_size: int
+    gpu_bytes: int
+    parameters: int
+    sequence_length: int
+    total_bytes: int
+    training_state_bytes: int
+    weights_bytes: int
+
+
+# Functional form: "class" is a keyword. settings: setting, value, source of each optimizer setting.
+Optimizer = TypedDict("Optimizer", {"settings": Rows, "class": str, "learning_rate": float, "given_as": str,
+                                    "pretrained": bool}, total=False)
+
+
+class Loss(TypedDict, total=False):
+    configured_value: float
+    cross_entropy_from_logits: float
+    disagreement: float
+    labels_drawn_in_range: bool
+    labels_in: str
+    loss: str
+    outputs_are_probabilities: bool
+    regression: bool
+    train_step_error: str
+    train_step_loss: float
+    variables_without_gradient: list[str]
+
+
+class Schedule(TypedDict, total=False):
+    learning_rates: list[float]
+    optimizer: str
+    steps: list[int]
+    train_steps: int
+    warmup_steps: int
+
+
+class HeldOut(TypedDict):
+    loss: float | None
+    accuracy: float | None
+    commonest_share: float | None
+    rows: int
+
+
+class Sweep(TypedDict, total=False):
+    learning_rates: list[float]
+    steps: list[int]
+    losses: list[list[float | None]]
+    smoothed: list[list[float | None]]
+    held_out_start: HeldOut
+    held_out: list[HeldOut]
+    held_out_rows: int
+    drift_per_step: list[float]
+    best_rate: float | None
+    configured_rate: float | None
+    max_safe_rate: float | None
+    diverged: list[float]
+    pretrained: bool
+    ranked_by: str
+    reasons: dict[str, str]
+
+
+class RangeTest(TypedDict, total=False):
+    learning_rates: list[float]
+    losses: list[float | None]
+    smoothed: list[float | None]
+    suggested: float | None
+    suggestions: dict[str, float]
+    max_safe_rate: float | None
+    finite_points: int
+    dropped_points: int
+    spread: float
+
+
+class Overfit(TypedDict, total=False):
+    losses: list[float | None]
+    accuracies: list[float | None]
+    ln_k: float
+    rows: Rows  # position, index, label, label_name, predicted, predicted_name, correct, decoded, tokens
+    predictions: list[int]
+    curve: dict[str, Any]
+    epochs: int
+    final_accuracy: float
+    learning_rate: float
+    best_rate: float | None
+    drift_per_step: float | None
+    missing_labels: list[str]
+    pretrained: bool
+
+
+EVIDENCE: dict[str, type] = {
+    "data.columns": Columns, "data.batch": Batch, "data.decoded_samples": DecodedSamples,
+    "data.label_range": LabelRange, "data.label_balance": LabelBalance, "data.baselines": Baselines,
+    "data.truncation": Truncation, "data.duplicates": Duplicates, "data.learnability": Learnability,
+    "model.config": ModelConfig, "model.forward": Forward, "model.nan_rows": NanRows,
+    "model.initial_loss": InitialLoss, "model.gradients": Gradients, "model.weights_after_step": WeightsAfterStep,
+    "model.nan_origin": NanOrigin, "model.memory": Memory,
+    "hparams.optimizer": Optimizer, "hparams.loss": Loss, "hparams.schedule": Schedule, "hparams.lr_sweep": Sweep,
+    "hparams.lr_range_test": RangeTest, "overfit.one_batch": Overfit,
+}
+
+
+def declared_keys(check_id: str) -> set[str]:
+    """The keys a check's evidence may hold (an error result's keys for every check)."""
+    shape = EVIDENCE[check_id]
+    return set(shape.__annotations__) | set(Error.__annotations__)
