@@ -44,6 +44,21 @@ class FirstBatch:
     tokenized_columns: list[str] = field(default_factory=list)
 
 
+# Each random label shuffle draws from a stream of its own, so the learnability check's control never redraws
+# the permutation the shuffled-labels bug injected (which would hand the control the texts' own labels back).
+SHUFFLED_LABELS_BUG, LEARNABILITY_CONTROL = 7919, 1
+
+
+def shuffled_labels(dataset, seed: int, stream: int):
+    """The split with its label column permuted at random: every text keeps a label, but not its own.
+
+    Args:
+        stream: SHUFFLED_LABELS_BUG or LEARNABILITY_CONTROL, added to the seed.
+    """
+    permuted = np.random.default_rng(seed + stream).permutation(dataset.data.column(LABEL).to_numpy())
+    return dataset.remove_columns(LABEL).add_column(LABEL, permuted)
+
+
 def batch_indices(num_rows: int, config: RunConfig) -> list[int]:
     """The rows of the first batch: a seeded shuffle like `to_tf_dataset(shuffle=True)`, else the first rows."""
     size = min(config.batch_size, num_rows)

@@ -542,8 +542,7 @@ def schedule_figures(config: RunConfig, *, points: int = 200) -> dict[str, Any]:
                                        num_warmup_steps=config.warmup_steps, weight_decay_rate=config.weight_decay)
         rates = [float(schedule(step)) for step in steps]
     else:
-        constant = 0.001 if config.optimizer == "adam" else config.learning_rate
-        rates = [constant] * len(steps)
+        rates = [effective_rate(config)] * len(steps)
     return {"optimizer": config.optimizer, "steps": steps, "learning_rates": rates,
             "train_steps": config.train_steps, "warmup_steps": config.warmup_steps}
 

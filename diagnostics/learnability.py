@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from diagnostics.config import RunConfig
-from diagnostics.batches import LABEL, batches_of, build_batch
+from diagnostics.batches import LABEL, LEARNABILITY_CONTROL, batches_of, build_batch, shuffled_labels
 from diagnostics.registry import threshold
 from diagnostics.result import CheckResult, Status
 from diagnostics.training import Trainer, held_out_figures, is_pretrained
@@ -37,15 +37,13 @@ def learnability_figures(model, tokenizer, config: RunConfig, split, *, rate: fl
     held_size = min(held_size, max(1, count // 4))
     held, train = order[:held_size].tolist(), order[held_size:held_size + train_size].tolist()
     steps = epochs * -(-len(train) // config.batch_size)
-    labels = split.data.column(LABEL).to_numpy()
-    control_split = split.remove_columns(LABEL).add_column(
-        LABEL, np.random.default_rng(config.seed + 1).permutation(labels))
+    control_split = shuffled_labels(split, config.seed, LEARNABILITY_CONTROL)
     given_batches = batches_of(split, tokenizer, config, train)
     trainer = Trainer(model, given_batches, config)  # one copy for both runs
     given = held_out_score(trainer, given_batches, build_batch(split, tokenizer, config, held), config, steps, rate)
     control = held_out_score(trainer, batches_of(control_split, tokenizer, config, train),
                              build_batch(control_split, tokenizer, config, held), config, steps, rate)
-    held_labels = labels[held]
+    held_labels = split.data.column(LABEL).to_numpy()[held]
     if config.glue_task.regression:
         chance = float(np.var(held_labels.astype(float)))
     else:

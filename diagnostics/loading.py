@@ -14,6 +14,7 @@ from pathlib import Path
 from diagnostics import limits
 from diagnostics.config import DEMO_CHECKPOINT, DEMO_LEARNING_RATE, RunConfig, is_local_path
 from diagnostics.errors import InputError, NotClassifierError
+from diagnostics.batches import SHUFFLED_LABELS_BUG, shuffled_labels
 from diagnostics.glue import TASKS, GlueTask, get_task
 
 DEMO_DATA_DIR = Path(__file__).resolve().parent / "demo_data"
@@ -268,7 +269,7 @@ def load_split(config: RunConfig):
     if len(dataset) == 0:
         raise InputError(f"Split {config.split!r} of {task.name} has no rows.")
     dataset = normalise_labels(dataset, task)
-    return shuffled_labels(dataset, config.seed) if config.shuffle_labels else dataset
+    return shuffled_labels(dataset, config.seed, SHUFFLED_LABELS_BUG) if config.shuffle_labels else dataset
 
 
 def load_demo_file(path: str):
@@ -277,15 +278,6 @@ def load_demo_file(path: str):
     from pyarrow import json as pa_json
 
     return Dataset(pa_json.read_json(path))
-
-
-def shuffled_labels(dataset, seed: int):
-    """The split with its label column permuted at random: every text keeps a label, but not its own."""
-    import numpy as np
-
-    labels = dataset.data.column("label").to_numpy()
-    permuted = np.random.default_rng(seed + 7919).permutation(labels)
-    return dataset.remove_columns("label").add_column("label", permuted)
 
 
 def _load_hub_split(task: GlueTask, split: str):
@@ -361,12 +353,19 @@ def estimated_parameters(config) -> int:
     Embeddings plus, for each layer, attention (4·h²) and the feed-forward block (2·h·ffn). Within a
     few percent for BERT-style encoders; the exact count is checked again once the model is built.
     """
-    hidden = _first(config, "hidden_size", "dim", "d_model", "n_embd") or 0
-    layers = _first(config, "num_hidden_layers", "n_layers", "num_layers", "n_layer") or 0
+    hidden, layers, _ = config_size(config)
     ffn = _first(config, "intermediate_size", "hidden_dim", "d_ff", "n_inner") or 4 * hidden
     vocab = getattr(config, "vocab_size", 0) or 0
     positions = _first(config, "max_position_embeddings", "n_positions") or 0
     return int((vocab + positions) * hidden + layers * (4 * hidden * hidden + 2 * hidden * ffn))
+
+
+def config_size(config) -> tuple[int, int, int]:
+    """(hidden size, layers, heads) under the names BERT-, DistilBERT- and GPT-style configs use."""
+    hidden = _first(config, "hidden_size", "dim", "d_model", "n_embd") or 0
+    layers = _first(config, "num_hidden_layers", "n_layers", "num_layers", "n_layer") or 0
+    heads = _first(config, "num_attention_heads", "n_heads", "n_head") or 1
+    return int(hidden), int(layers), int(heads)
 
 
 def _first(config, *names):

@@ -13,6 +13,7 @@ import numpy as np
 from diagnostics.config import RunConfig
 from diagnostics.batches import LABEL, FirstBatch, decoded_rows
 from diagnostics.glue import GlueTask
+from diagnostics.loading import config_size
 from diagnostics.measurement import Forward, configured_loss_value, run_forward
 from diagnostics.registry import checks_of, threshold
 from diagnostics.result import CheckResult, Status, run_check, skipped
@@ -412,12 +413,6 @@ def check_nan_origin(fresh: Forward, stepped: Forward | None, input_ids, broken_
 # ---------------------------------------------------------------- model.memory
 
 
-def config_size(model_config) -> tuple[int, int, int]:
-    """(hidden size, layers, heads) under the names BERT- and DistilBERT-style configs use."""
-    hidden = getattr(model_config, "hidden_size", None) or getattr(model_config, "dim", None) or 0
-    layers = getattr(model_config, "num_hidden_layers", None) or getattr(model_config, "n_layers", None) or 0
-    heads = getattr(model_config, "num_attention_heads", None) or getattr(model_config, "n_heads", None) or 1
-    return int(hidden), int(layers), int(heads)
 
 
 def gpu_memory_bytes() -> int | None:

@@ -12,6 +12,7 @@ from diagnostics.context import RunContext
 from diagnostics.config import DATA_SOURCES, DEMO_CHECKPOINT, LOSSES, OPTIMIZERS, RunConfig, default_config
 from diagnostics.errors import InputError
 from diagnostics.glue import TASKS, get_task
+from diagnostics.registry import STAGE_ORDER
 from diagnostics.scenarios import SCENARIOS
 
 DATA_SOURCE_LABELS = {"demo": "Bundled demo samples", "hub": "Hugging Face Hub (nyu-mll/glue)", "files": "Local files"}
@@ -127,7 +128,7 @@ def scenario_panel(slot) -> None:
     scenario = SCENARIOS[name]
     config = st.session_state.get(CONFIG_KEY)
     statuses = {}
-    for stage in ("data", "model", "hparams", "overfit"):
+    for stage in STAGE_ORDER:
         kept = st.session_state.get(f"results.{stage}")
         if kept and kept[0] == config:
             statuses.update({result.id: result.status.value for result in kept[1]})
