@@ -15,7 +15,7 @@ from diagnostics.batches import (COLLATOR_LABEL, LABEL, FirstBatch, build_first_
                                  label_names_for, plain_label, split_labels)
 from diagnostics.glue import STSB_RANGE, GlueTask
 from diagnostics.registry import threshold
-from diagnostics.result import CheckResult, Status, run_check, skipped
+from diagnostics.result import CheckResult, Status, decide, run_check, skipped
 
 STAGE = "data"
 # ---------------------------------------------------------------- data.columns
@@ -229,33 +229,13 @@ def check_label_balance(split_labels_: np.ndarray, batch_labels: list, task: Glu
         warn_dominant_share: share of the split (or batch) above which one label dominates.
     """
     if task.regression:
-        split_hist, batch_hist = score_histogram(split_labels_), score_histogram(np.asarray(batch_labels))
-        evidence = {"regression": True, "split": split_hist, "batch": batch_hist, "rows_scanned": len(split_labels_)}
-        total = sum(split_hist["counts"])
-        top = int(np.argmax(split_hist["counts"])) if total else 0
-        share = split_hist["counts"][top] / total if total else 0.0
-        summary = (f"Regression scores: split mean {np.nanmean(np.asarray(split_labels_, float)):.2f}, "
-                   f"batch mean {np.nanmean(np.asarray(batch_labels, float)):.2f} (see the histogram)")
-        if share > warn_dominant_share:
-            edges = split_hist["edges"]
-            return CheckResult(
-                "data.label_balance", STAGE, Status.WARN,
-                f"{summary}; {share:.0%} of the scores lie between {edges[top]:.1f} and {edges[top + 1]:.1f}, so "
-                "predicting that range alone scores well.",
-                fix="Resample or weight rows across the score range.", evidence=evidence,
-            )
-        return CheckResult("data.label_balance", STAGE, Status.PASS, summary + ".", evidence=evidence)
+        return _score_balance(split_labels_, batch_labels, warn_dominant_share)
     classes = max(num_labels, task.num_labels)
     names = label_names_for(task, classes)
     split_counts = label_counts(split_labels_, classes)
     batch_counts = label_counts(np.asarray(batch_labels), classes)
-    evidence = {
-        "regression": False,
-        "labels": names,
-        "split_counts": split_counts,
-        "batch_counts": batch_counts,
-        "rows_scanned": int(len(split_labels_)),
-    }
+    evidence = {"regression": False, "labels": names, "split_counts": split_counts, "batch_counts": batch_counts,
+                "rows_scanned": int(len(split_labels_))}
     split_total, batch_total = sum(split_counts), sum(batch_counts)
     if split_total == 0:
         return CheckResult(
@@ -269,33 +249,34 @@ def check_label_balance(split_labels_: np.ndarray, batch_labels: list, task: Glu
     batch_top_share = batch_counts[batch_top] / batch_total if batch_total else 0.0
     absent = [names[i] for i, count in enumerate(batch_counts) if count == 0 and split_counts[i] > 0]
     shares = ", ".join(f"{name} {count / split_total:.0%}" for name, count in zip(names, split_counts))
-    if top_share > warn_dominant_share:
-        return CheckResult(
-            "data.label_balance", STAGE, Status.WARN,
-            f"{names[top]} makes up {top_share:.0%} of the split ({shares}): a model can score well by always predicting it.",
-            fix="Weight the loss by class (class_weight=...) or resample, and watch F1 rather than accuracy.",
-            evidence=evidence,
-        )
-    if absent and batch_total >= classes:
-        return CheckResult(
-            "data.label_balance", STAGE, Status.WARN,
-            f"The first batch of {batch_total} rows has no {', '.join(absent)} although the split has them ({shares}).",
-            fix="to_tf_dataset(..., shuffle=True)  # and a batch large enough to hold every label",
-            evidence=evidence,
-        )
-    if batch_top_share > warn_dominant_share and batch_total >= 2 * classes:
-        return CheckResult(
-            "data.label_balance", STAGE, Status.WARN,
-            f"{names[batch_top]} makes up {batch_top_share:.0%} of the first batch while the split is balanced ({shares}): "
-            "is the data shuffled?",
-            fix="to_tf_dataset(..., shuffle=True)",
-            evidence=evidence,
-        )
-    return CheckResult(
-        "data.label_balance", STAGE, Status.PASS,
-        f"No label dominates the split ({shares}) and the first batch holds {classes - len(absent)} of {classes} labels.",
-        evidence=evidence,
-    )
+    return decide("data.label_balance", STAGE, evidence, [
+        (top_share > warn_dominant_share, Status.WARN,
+         f"{names[top]} makes up {top_share:.0%} of the split ({shares}): a model can score well by always predicting it.",
+         "Weight the loss by class (class_weight=...) or resample, and watch F1 rather than accuracy."),
+        (bool(absent) and batch_total >= classes, Status.WARN,
+         f"The first batch of {batch_total} rows has no {', '.join(absent)} although the split has them ({shares}).",
+         "to_tf_dataset(..., shuffle=True)  # and a batch large enough to hold every label"),
+        (batch_top_share > warn_dominant_share and batch_total >= 2 * classes, Status.WARN,
+         f"{names[batch_top]} makes up {batch_top_share:.0%} of the first batch while the split is balanced ({shares}): "
+         "is the data shuffled?", "to_tf_dataset(..., shuffle=True)"),
+    ], f"No label dominates the split ({shares}) and the first batch holds {classes - len(absent)} of {classes} labels.")
+
+
+def _score_balance(split_labels_: np.ndarray, batch_labels: list, warn_dominant_share: float) -> CheckResult:
+    """data.label_balance on regression scores: histograms of the split and the batch."""
+    split_hist, batch_hist = score_histogram(split_labels_), score_histogram(np.asarray(batch_labels))
+    evidence = {"regression": True, "split": split_hist, "batch": batch_hist, "rows_scanned": len(split_labels_)}
+    total = sum(split_hist["counts"])
+    top = int(np.argmax(split_hist["counts"])) if total else 0
+    share = split_hist["counts"][top] / total if total else 0.0
+    edges = split_hist["edges"]
+    summary = (f"Regression scores: split mean {np.nanmean(np.asarray(split_labels_, float)):.2f}, "
+               f"batch mean {np.nanmean(np.asarray(batch_labels, float)):.2f} (see the histogram)")
+    return decide("data.label_balance", STAGE, evidence, [
+        (share > warn_dominant_share, Status.WARN,
+         f"{summary}; {share:.0%} of the scores lie between {edges[top]:.1f} and {edges[top + 1]:.1f}, so "
+         "predicting that range alone scores well.", "Resample or weight rows across the score range."),
+    ], summary + ".")
 
 
 # ---------------------------------------------------------------- data.baselines

@@ -16,7 +16,7 @@ from diagnostics.glue import GlueTask
 from diagnostics.loading import config_size
 from diagnostics.measurement import Forward, configured_loss_value, run_forward
 from diagnostics.registry import checks_of, threshold
-from diagnostics.result import CheckResult, Status, run_check, skipped
+from diagnostics.result import CheckResult, Status, decide, run_check, skipped
 from diagnostics.training import (StepRecord, effective_rate, fresh_copy, one_train_step,
                                   per_sample_losses, split_batch)
 
@@ -85,54 +85,27 @@ def check_config(model_config, model_class: str, task: GlueTask, tokenizer) -> C
     proper_fix = (f"TFAutoModelForSequenceClassification.from_pretrained(checkpoint, num_labels={task.num_labels}"
                   + (f", id2label={{{names_fix}}}, label2id={{...}})" if task.label_names else ")"))
     described = f"{model_class} ({model_config.model_type}) with num_labels={num_labels}"
-    if tokenizer.pad_token is None:
-        return CheckResult(
-            "model.config", STAGE, Status.FAIL,
-            f"{described}, but its tokenizer has no padding token, so batches of more than one row cannot be padded.",
-            fix="tokenizer.pad_token = tokenizer.eos_token\nmodel.config.pad_token_id = tokenizer.pad_token_id",
-            evidence=evidence,
-        )
-    if task.regression and (num_labels != 1 or model_config.problem_type not in (None, "regression")):
-        return CheckResult(
-            "model.config", STAGE, Status.FAIL,
-            f"{described} and problem_type={model_config.problem_type!r}, but {task.name} is regression: "
-            "it needs one output and a mean squared error loss.",
-            fix="TFAutoModelForSequenceClassification.from_pretrained(checkpoint, num_labels=1)",
-            evidence=evidence,
-        )
-    if task.regression:
-        return CheckResult("model.config", STAGE, Status.PASS,
-                           f"{described}: one output, as regression on {task.name} needs.", evidence=evidence)
-    if model_config.problem_type == "regression" or num_labels < task.num_labels:
-        return CheckResult(
-            "model.config", STAGE, Status.FAIL,
-            f"{described}, but {task.name} has {task.num_labels} labels ({', '.join(task.label_names)}): "
-            f"{_label_span(num_labels, task.num_labels)} no output, so rows with them get a NaN loss (GPU) or an error (CPU).",
-            fix=proper_fix,
-            evidence=evidence,
-        )
-    if num_labels > task.num_labels:
-        return CheckResult(
-            "model.config", STAGE, Status.WARN,
-            f"{described}, but {task.name} has only {task.num_labels} labels: "
-            f"{num_labels - task.num_labels} outputs never get a positive example.",
-            fix=proper_fix,
-            evidence=evidence,
-        )
-    if not generic and [id2label.get(i) for i in range(num_labels)] != list(task.label_names):
-        return CheckResult(
-            "model.config", STAGE, Status.WARN,
-            f"{described}, but its id2label {id2label} differs from {task.name}'s label order "
-            f"({', '.join(task.label_names)}): predictions would be read with the wrong names.",
-            fix=proper_fix,
-            evidence=evidence,
-        )
     naming = "generic names LABEL_0.." if generic else "the task's label names"
-    return CheckResult(
-        "model.config", STAGE, Status.PASS,
-        f"{described} matches {task.name}'s {task.num_labels} labels; id2label uses {naming}.",
-        evidence=evidence,
-    )
+    return decide("model.config", STAGE, evidence, [
+        (tokenizer.pad_token is None, Status.FAIL,
+         f"{described}, but its tokenizer has no padding token, so batches of more than one row cannot be padded.",
+         "tokenizer.pad_token = tokenizer.eos_token\nmodel.config.pad_token_id = tokenizer.pad_token_id"),
+        (task.regression and (num_labels != 1 or model_config.problem_type not in (None, "regression")), Status.FAIL,
+         f"{described} and problem_type={model_config.problem_type!r}, but {task.name} is regression: "
+         "it needs one output and a mean squared error loss.",
+         "TFAutoModelForSequenceClassification.from_pretrained(checkpoint, num_labels=1)"),
+        (task.regression, Status.PASS, f"{described}: one output, as regression on {task.name} needs.", None),
+        (model_config.problem_type == "regression" or num_labels < task.num_labels, Status.FAIL,
+         f"{described}, but {task.name} has {task.num_labels} labels ({', '.join(task.label_names)}): "
+         f"{_label_span(num_labels, task.num_labels)} no output, so rows with them get a NaN loss (GPU) or an error (CPU).",
+         proper_fix),
+        (num_labels > task.num_labels, Status.WARN,
+         f"{described}, but {task.name} has only {task.num_labels} labels: "
+         f"{num_labels - task.num_labels} outputs never get a positive example.", proper_fix),
+        (not generic and [id2label.get(i) for i in range(num_labels)] != list(task.label_names), Status.WARN,
+         f"{described}, but its id2label {id2label} differs from {task.name}'s label order "
+         f"({', '.join(task.label_names)}): predictions would be read with the wrong names.", proper_fix),
+    ], f"{described} matches {task.name}'s {task.num_labels} labels; id2label uses {naming}.")
 
 
 def _label_span(first: int, end: int) -> str:

@@ -102,6 +102,17 @@ def run_check(check_id: str, stage: str, check: Callable[..., CheckResult], *arg
         return error_result(check_id, stage, exc)
 
 
+Verdict = tuple[bool, Status, str, "str | None"]  # (applies, status, summary, fix)
+
+
+def decide(check_id: str, stage: str, evidence: dict, verdicts: list[Verdict], passing: str) -> CheckResult:
+    """A check's verdict as a table read top to bottom: the first (applies, status, summary, fix) that applies,
+    else a pass saying `passing`."""
+    status, summary, fix = next(((status, summary, fix) for applies, status, summary, fix in verdicts if applies),
+                                (Status.PASS, passing, None))
+    return CheckResult(check_id, stage, status, summary, fix=fix, evidence=evidence)
+
+
 def skipped(check_id: str, stage: str, reason: str) -> CheckResult:
     """A check that could not run because something it needs is missing."""
     return CheckResult(check_id, stage, Status.SKIP, reason)

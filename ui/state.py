@@ -157,54 +157,8 @@ def sidebar():
         hosted = limits.hosted()
         if hosted:
             st.caption(f"**Hosted mode** limits every run: {hosted.describe()}.")
-        st.text_input("Checkpoint", key="run.checkpoint", on_change=follow_checkpoint,
-                      help="A Hub name, a local directory written by save_pretrained, or 'demo' for the offline kit.")
-        st.selectbox("GLUE task", list(TASKS), key="run.task")
-        sources = [source for source in DATA_SOURCES if not (hosted and source == "files")]
-        source = st.radio("Data", sources, key="run.data_source", format_func=DATA_SOURCE_LABELS.get)
-        if source == "files":
-            st.text_area("Data files (one SPLIT=PATH a line)", key="run.data_files",
-                         placeholder="train=/data/mnli/train.tsv\nvalidation_matched=/data/mnli/dev.tsv",
-                         help="csv, tsv with a header row, json/jsonl or parquet, in the task's GLUE schema.")
-            splits = [split for split, _ in _parse_quietly(st.session_state["run.data_files"])]
-        else:
-            splits = list(get_task(st.session_state["run.task"]).splits)
-        if splits:
-            if st.session_state["run.split"] not in splits:
-                gone = st.session_state["run.split"]
-                st.session_state["run.split"] = splits[0]
-                if gone:
-                    st.caption(f"There is no split {gone!r} here; showing {splits[0]!r}.")
-            st.selectbox("Split", splits, key="run.split")
-        task = get_task(st.session_state["run.task"])
-        st.number_input("num_labels", step=1, key="run.num_labels",
-                        placeholder=f"task default ({task.num_labels})",
-                        help="What from_pretrained(..., num_labels=N) gets. Empty: the task's own count.")
-        left, right = st.columns(2)
-        left.number_input("Batch size", step=1, key="run.batch_size")
-        right.number_input("Max length", step=1, key="run.max_length")
-        st.subheader("Training setup")
-        st.selectbox("Loss", list(LOSSES), key="run.loss", help="\n\n".join(f"**{k}**: {v}" for k, v in LOSSES.items()))
-        st.selectbox("Optimizer", list(OPTIMIZERS), key="run.optimizer",
-                     help="\n\n".join(f"**{k}**: {v}" for k, v in OPTIMIZERS.items()))
-        left, right = st.columns(2)
-        left.text_input("Learning rate", key="run.learning_rate", disabled=st.session_state["run.optimizer"] == "adam",
-                        help='Ignored by the string "adam", which always means 0.001.')
-        right.text_input("Weight decay", key="run.weight_decay",
-                         disabled=st.session_state["run.optimizer"] not in ("AdamW", "create_optimizer"))
-        if st.session_state["run.optimizer"] == "create_optimizer":
-            left, right = st.columns(2)
-            left.number_input("Planned train steps", min_value=1, step=100, key="run.train_steps")
-            right.number_input("Warmup steps", min_value=0, step=10, key="run.warmup_steps")
-        with st.expander("Dataset options"):
-            st.text_input("columns= for to_tf_dataset", key="run.columns",
-                          placeholder="default: the model's inputs + label",
-                          help="Comma-separated, as in to_tf_dataset(columns=[...]); e.g. input_ids,labels.")
-            st.radio("Labels", ("inputs", "separate"), key="run.labels_in", format_func={
-                "inputs": "inside the input dict", "separate": "separate, Keras (x, y)"}.get)
-            st.checkbox("Shuffle (to_tf_dataset(shuffle=True))", key="run.shuffle")
-            st.checkbox("Shuffle the labels apart from their texts (a bug)", key="run.shuffle_labels")
-            st.number_input("Seed", min_value=0, step=1, key="run.seed")
+        data_widgets(hosted)
+        training_widgets()
     try:
         st.session_state[CONFIG_KEY] = config_from_state()
         st.session_state[CONFIG_ERROR_KEY] = None
@@ -215,6 +169,62 @@ def sidebar():
         st.divider()
         scenario_picker()
         return st.container()
+
+
+def data_widgets(hosted) -> None:
+    """The checkpoint, the task and its data, and how the batches are built."""
+    st.text_input("Checkpoint", key="run.checkpoint", on_change=follow_checkpoint,
+                  help="A Hub name, a local directory written by save_pretrained, or 'demo' for the offline kit.")
+    st.selectbox("GLUE task", list(TASKS), key="run.task")
+    sources = [source for source in DATA_SOURCES if not (hosted and source == "files")]
+    source = st.radio("Data", sources, key="run.data_source", format_func=DATA_SOURCE_LABELS.get)
+    if source == "files":
+        st.text_area("Data files (one SPLIT=PATH a line)", key="run.data_files",
+                     placeholder="train=/data/mnli/train.tsv\nvalidation_matched=/data/mnli/dev.tsv",
+                     help="csv, tsv with a header row, json/jsonl or parquet, in the task's GLUE schema.")
+        splits = [split for split, _ in _parse_quietly(st.session_state["run.data_files"])]
+    else:
+        splits = list(get_task(st.session_state["run.task"]).splits)
+    if splits:
+        if st.session_state["run.split"] not in splits:
+            gone = st.session_state["run.split"]
+            st.session_state["run.split"] = splits[0]
+            if gone:
+                st.caption(f"There is no split {gone!r} here; showing {splits[0]!r}.")
+        st.selectbox("Split", splits, key="run.split")
+    task = get_task(st.session_state["run.task"])
+    st.number_input("num_labels", step=1, key="run.num_labels",
+                    placeholder=f"task default ({task.num_labels})",
+                    help="What from_pretrained(..., num_labels=N) gets. Empty: the task's own count.")
+    left, right = st.columns(2)
+    left.number_input("Batch size", step=1, key="run.batch_size")
+    right.number_input("Max length", step=1, key="run.max_length")
+    with st.expander("Dataset options"):
+        st.text_input("columns= for to_tf_dataset", key="run.columns",
+                      placeholder="default: the model's inputs + label",
+                      help="Comma-separated, as in to_tf_dataset(columns=[...]); e.g. input_ids,labels.")
+        st.radio("Labels", ("inputs", "separate"), key="run.labels_in", format_func={
+            "inputs": "inside the input dict", "separate": "separate, Keras (x, y)"}.get)
+        st.checkbox("Shuffle (to_tf_dataset(shuffle=True))", key="run.shuffle")
+        st.checkbox("Shuffle the labels apart from their texts (a bug)", key="run.shuffle_labels")
+        st.number_input("Seed", min_value=0, step=1, key="run.seed")
+
+
+def training_widgets() -> None:
+    """The loss, the optimizer and its rate and schedule under test."""
+    st.subheader("Training setup")
+    st.selectbox("Loss", list(LOSSES), key="run.loss", help="\n\n".join(f"**{k}**: {v}" for k, v in LOSSES.items()))
+    st.selectbox("Optimizer", list(OPTIMIZERS), key="run.optimizer",
+                 help="\n\n".join(f"**{k}**: {v}" for k, v in OPTIMIZERS.items()))
+    left, right = st.columns(2)
+    left.text_input("Learning rate", key="run.learning_rate", disabled=st.session_state["run.optimizer"] == "adam",
+                    help='Ignored by the string "adam", which always means 0.001.')
+    right.text_input("Weight decay", key="run.weight_decay",
+                     disabled=st.session_state["run.optimizer"] not in ("AdamW", "create_optimizer"))
+    if st.session_state["run.optimizer"] == "create_optimizer":
+        left, right = st.columns(2)
+        left.number_input("Planned train steps", min_value=1, step=100, key="run.train_steps")
+        right.number_input("Warmup steps", min_value=0, step=10, key="run.warmup_steps")
 
 
 def config_from_state() -> RunConfig:
