@@ -150,13 +150,14 @@ def sweep_from_args(args):
 def run_command(args) -> int:
     from diagnostics import loading
     from diagnostics.overfit import DEFAULT_EPOCHS
-    from diagnostics.pipeline import open_run, parse_stages, run_stages
+    from diagnostics.context import RunContext
+    from diagnostics.pipeline import parse_stages, run_stages
     from diagnostics.report import build_report, checklist_lines, junit_report
 
     config = config_from_args(args)
     stages = parse_stages(args.stages)
     sweep = sweep_from_args(args).validated()
-    results = run_stages(open_run(config), stages, sweep=sweep, epochs=args.epochs or DEFAULT_EPOCHS)
+    results = run_stages(RunContext.open(config), stages, sweep=sweep, epochs=args.epochs or DEFAULT_EPOCHS)
     report = build_report(config, results, resolved_checkpoint=loading.resolve_checkpoint(config.checkpoint))
     print(f"Checked {config.checkpoint} on {config.task}/{config.split} ({config.data_source} data), stages: {', '.join(stages)}")
     for line in checklist_lines(results):

@@ -60,11 +60,8 @@ def shuffled_labels(dataset, seed: int, stream: int):
 
 
 def batch_indices(num_rows: int, config: RunConfig) -> list[int]:
-    """The rows of the first batch: a seeded shuffle like `to_tf_dataset(shuffle=True)`, else the first rows."""
-    size = min(config.batch_size, num_rows)
-    if not config.shuffle:
-        return list(range(size))
-    return np.random.default_rng(config.seed).permutation(num_rows)[:size].tolist()
+    """The rows of the first batch: the first of the training order (seeded like `to_tf_dataset(shuffle=True)`)."""
+    return training_order(num_rows, config)[:config.batch_size].tolist()
 
 
 _TOKENIZER_LOCKS: "weakref.WeakKeyDictionary[Any, threading.Lock]" = weakref.WeakKeyDictionary()
@@ -176,14 +173,15 @@ def batches_of(split, tokenizer, config: RunConfig, rows: list[int]) -> list:
             for i in range(0, len(rows), config.batch_size)]
 
 
-def training_batches(split, tokenizer, config: RunConfig, count: int) -> list:
-    """The first `count` batches `model.fit` would see, cycling a small split.
+def training_batches(split, tokenizer, config: RunConfig, count: int, *, skip: int = 0) -> list:
+    """The first `count` batches `model.fit` would see, cycling a small split; `skip` leaves out the first few
+    (a run context already holds the first batch).
 
     Raises:
         ValueError: the configured columns or tokenizer cannot produce batches (see data.batch).
     """
     rows = np.resize(training_order(len(split), config), count * config.batch_size).tolist()
-    batches = batches_of(split, tokenizer, config, rows)
+    batches = batches_of(split, tokenizer, config, rows[skip * config.batch_size:])
     if any(batch is None for batch in batches):
         problem = build_batch(split, tokenizer, config, rows[:config.batch_size]).error
         raise ValueError(problem or "the configured columns cannot produce a batch")

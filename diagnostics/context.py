@@ -3,6 +3,7 @@ built once and handed to every stage."""
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Callable
@@ -21,8 +22,10 @@ class RunContext:
     """What the checks of one configuration run on. Built lazily: a stage that never needs the model never loads it.
 
     Attributes:
-        model_loader: `(checkpoint, num_labels, seed) -> model`; the app passes its cache shared by every session,
-            so the model it returns is never trained or changed: training checks work on copies.
+        model_loader: `(checkpoint, num_labels, seed) -> model`, asked each time a stage needs the model, so a
+            context never holds a model its loader's cache has let go: the app passes its cache shared by every
+            session (whose model is never trained or changed: training checks work on copies); `open` keeps the
+            loaded model for the run.
     """
 
     config: RunConfig
@@ -43,13 +46,13 @@ class RunContext:
         tokenizer = tokenizer if tokenizer is not None else loading.load_tokenizer(config.checkpoint)
         split = split if split is not None else loading.load_split(config)
         loading.validate_for_tokenizer(config, tokenizer)
-        return cls(config, tokenizer, split, model_loader)
+        return cls(config, tokenizer, split, functools.lru_cache(maxsize=1)(model_loader))
 
     @cached_property
     def first_batch(self) -> FirstBatch:
         return build_first_batch(self.split, self.tokenizer, self.config)
 
-    @cached_property
+    @property
     def classifier(self) -> tuple[Any, str | None]:
         """(the model under test, None), or (None, why it cannot be loaded as a sequence classifier)."""
         config = self.config
@@ -84,10 +87,10 @@ class RunContext:
             ValueError: the configured columns or tokenizer cannot produce batches (see data.batch).
         """
         if count not in self._training:
-            batches = training_batches(self.split, self.tokenizer, self.config, count=count)
+            batches = training_batches(self.split, self.tokenizer, self.config, count=count, skip=1)
             held = build_batch(self.split, self.tokenizer, self.config,
                                held_out_indices(len(self.split), self.config, count * self.config.batch_size))
-            self._training[count] = ([self.first_batch.tf_batch] + batches[1:], held.tf_batch)
+            self._training[count] = ([self.first_batch.tf_batch] + batches, held.tf_batch)
         return self._training[count]
 
     @property

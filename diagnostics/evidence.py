@@ -165,9 +165,12 @@ class WeightsAfterStep(TypedDict, total=False):
 
 
 class NanOrigin(TypedDict, total=False):
-    non_finite_weights: list[str]
+    layer: str  # the first layer whose output is non-finite
+    input_from: str
+    input: dict[str, Any]  # non-finite share of its input and of its output
+    output: dict[str, Any]
     when: str
-    layer: str
+    non_finite_weights: list[str]
 
 
 class Memory(TypedDict, total=False):
@@ -199,6 +202,7 @@ class Loss(TypedDict, total=False):
     train_step_error: str
     train_step_loss: float
     variables_without_gradient: list[str]
+    error: str
 
 
 class Schedule(TypedDict, total=False):

@@ -180,8 +180,3 @@ def validate_epochs(epochs) -> int:
     if problems:
         raise InputError("; ".join(problems) + ".")
     return int(epochs)
-
-
-def open_run(config: RunConfig, **kwargs) -> RunContext:
-    """`RunContext.open`, for callers that import the pipeline alone."""
-    return RunContext.open(config, **kwargs)

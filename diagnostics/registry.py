@@ -1,7 +1,8 @@
 """Every check, declared once: its id, stage, title, what it needs, whether it trains, and its thresholds.
 
-The stage order, the pages' checklists, the skips a stage gives when it cannot run, the Report's order,
-`python -m diagnostics checks` and the README's check table all read this module. A check function takes
+The stage order, which checks each stage answers for (and so skips, with the pipeline's reason, when it cannot
+run), the Report's order, `python -m diagnostics checks` and the README's check table all read this module;
+`needs` and `trains` describe a check for the listing. A check function takes
 its thresholds as keyword arguments whose defaults come from here (`threshold(id, name)`), so a threshold
 is changed in one place and listed with what it means.
 """

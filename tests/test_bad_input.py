@@ -9,6 +9,7 @@ from streamlit.testing.v1 import AppTest
 
 from conftest import ROOT
 from diagnostics.__main__ import main
+from diagnostics.evidence import declared_keys
 from diagnostics.glue import TASKS
 
 APP = str(ROOT / "app.py")
@@ -265,6 +266,9 @@ def test_cli_nan_everywhere_reports_without_a_traceback(tmp_path, nan_checkpoint
     checks = {c["id"]: c for c in json.loads(report_path.read_text())["checks"]}
     assert checks["model.nan_origin"]["status"] == "fail"
     assert checks["overfit.one_batch"]["status"] in ("fail", "error")
+    for check in checks.values():  # failing verdicts keep to their declared evidence too
+        assert set(check["evidence"]) <= declared_keys(check["id"]), (check["id"], set(check["evidence"]) -
+                                                                       declared_keys(check["id"]))
 
 
 RTE_ROWS = [("A man is eating.", "Someone eats.", 0), ("The cat sleeps.", "A dog runs.", 1)] * 6

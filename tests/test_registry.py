@@ -279,3 +279,13 @@ def test_pages_read_only_declared_evidence_keys():
         assert read <= declared, (page.name, read - declared)
         reading += bool(read)
     assert reading == 4  # the four stage pages; the Report reads whole results
+
+
+def test_a_command_line_run_loads_its_model_once_for_every_stage(demo_inputs, demo_model):
+    tokenizer, split = demo_inputs
+    calls = []
+    run = RunContext.open(RunConfig(batch_size=8), tokenizer=tokenizer, split=split,
+                          model_loader=lambda *args: calls.append(args) or demo_model)
+    results = run_stages(run, ("model", "overfit"), epochs=1)
+    assert {r.status for r in results} <= {Status.PASS, Status.WARN, Status.FAIL, Status.SKIP}
+    assert calls == [("demo", 3, 0)]

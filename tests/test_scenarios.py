@@ -7,7 +7,8 @@ import pytest
 
 from diagnostics.config import default_config
 from diagnostics.hyperparams import SweepSettings
-from diagnostics.pipeline import STAGES, open_run, run_stages
+from diagnostics.context import RunContext
+from diagnostics.pipeline import STAGES, run_stages
 from diagnostics.result import Status
 from diagnostics.scenarios import SCENARIOS, get_scenario
 
@@ -22,7 +23,7 @@ def stages_for(scenario) -> tuple[str, ...]:
 def run_scenario(name):
     scenario = get_scenario(name)
     config = scenario.apply(default_config(False)).validated()
-    results = run_stages(open_run(config), stages_for(scenario), sweep=SWEEP)
+    results = run_stages(RunContext.open(config), stages_for(scenario), sweep=SWEEP)
     return scenario, {result.id: result for result in results}
 
 
