@@ -2,6 +2,8 @@
 
     python -m diagnostics run --checkpoint NAME_OR_DIR --task TASK [--data-files SPLIT=PATH ...] --json report.json
     python -m diagnostics checks [--json]      every check: id, stage, title, thresholds
+    python -m diagnostics trace train.py [--json PATH] [--junit PATH] [--timeout S] [-- SCRIPT_ARGS...]
+                                               your own script, checked at its first fit
 
 Exit status: 0 when no check fails, 1 when one fails (or errs; with --fail-on warn, also warns),
 2 for unusable input.
@@ -106,6 +108,22 @@ def build_parser() -> argparse.ArgumentParser:
                      help="write a JUnit XML report here (one test case per check; fail and error are failures)")
     run.add_argument("--scenario", help="a workshop scenario (see the scenarios command); options given "
                      "explicitly override its settings")
+    trace = commands.add_parser(
+        "trace", help="run your training script with fit intercepted and check what it built",
+        description="Runs SCRIPT in a child process. At its first model.fit the model, dataset, compile settings and "
+        "tokenizer it built are checked instead of trained (--then-train lets fit go on); an error before fit "
+        "is itself diagnosed. Put the script's own arguments after --.")
+    trace.add_argument("script", type=Path, help="the training script")
+    trace.add_argument("--json", type=Path, metavar="PATH", help="write the JSON report here")
+    trace.add_argument("--junit", type=Path, metavar="PATH", help="write a JUnit XML report here")
+    trace.add_argument("--stages", help="comma-separated stages to run (default: all)")
+    trace.add_argument("--tokenizer", help="the tokenizer's name or directory (default: the one the script built)")
+    trace.add_argument("--task", help="the GLUE task (default: found from the split's columns)")
+    trace.add_argument("--timeout", type=float, default=600.0,
+                       help="seconds before a script that has not finished is stopped (default 600)")
+    trace.add_argument("--then-train", action="store_true", help="after the checks, let fit train as the script asked")
+    trace.add_argument("--fail-on", choices=("warn", "fail"), default="fail",
+                       help="which statuses give exit 1: fail (default; also error), or warn and worse")
     commands.add_parser("scenarios", help="list the workshop scenarios and the checks that must flag each")
     checks = commands.add_parser("checks", help="list every check: id, stage, title and thresholds")
     checks.add_argument("--json", action="store_true", help="print the listing as JSON")
@@ -177,6 +195,44 @@ def run_command(args) -> int:
     return EXIT_FAILED if any(r.status in failing for r in results) else EXIT_OK
 
 
+def trace_command(args) -> int:
+    from diagnostics.pipeline import parse_stages
+    from diagnostics.report import checklist_lines, junit_report
+    from diagnostics.result import CheckResult
+    from diagnostics.trace import EXIT_OK as TRACE_OK, trace_script
+
+    parse_stages(args.stages)
+    outcome = trace_script(args.script, args.script_args, stages=args.stages, timeout=args.timeout,
+                           tokenizer=args.tokenizer, task=args.task, then_train=args.then_train,
+                           progress=lambda line: print(f"[trace] {line}", flush=True))
+    if outcome.report is None:
+        print(f"error: {outcome.message}", file=sys.stderr)
+        return outcome.exit_code
+    report = outcome.report
+    print(outcome.message)
+    error = report["script"].get("error")
+    if error:
+        print(f"  {error['where']}: {error['code']}" if error["code"] else f"  at {error['where']}")
+        if error.get("fix"):
+            print(f"  fix: {error['fix']}")
+    results = [CheckResult.from_dict(check) for check in report["checks"]]
+    if report.get("run"):
+        run = report["run"]
+        print(f"Checked {run['checkpoint']} on {run['task']}/{run['split']} (your script's pipeline)")
+    for line in checklist_lines(results):
+        print(line)
+    for note in report.get("notes", []):
+        print(f"note: {note}")
+    for path, text in ((args.json, lambda: json.dumps(report, indent=2)), (args.junit, lambda: junit_report(report))):
+        if path:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text())
+            print(f"Report written to {path}")
+    if outcome.exit_code != TRACE_OK or args.fail_on != "warn":
+        return outcome.exit_code
+    return EXIT_FAILED if any(r.status is Status.WARN for r in results) else EXIT_OK
+
+
 def scenarios_command() -> int:
     from diagnostics.scenarios import SCENARIOS
 
@@ -202,12 +258,19 @@ def checks_command(as_json: bool) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    script_args: list[str] = []
+    if argv[:1] == ["trace"] and "--" in argv:  # what follows -- is the traced script's own
+        argv, script_args = argv[:argv.index("--")], argv[argv.index("--") + 1:]
     args = build_parser().parse_args(argv)
+    args.script_args = script_args
     try:
         if args.command == "scenarios":
             return scenarios_command()
         if args.command == "checks":
             return checks_command(args.json)
+        if args.command == "trace":
+            return trace_command(args)
         return run_command(args)
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)

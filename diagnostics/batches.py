@@ -42,6 +42,14 @@ class FirstBatch:
     error: str | None = None
     error_fix: str | None = None
     tokenized_columns: list[str] = field(default_factory=list)
+    label_renamed: bool = True
+
+    @property
+    def available_columns(self) -> list[str]:
+        """What `to_tf_dataset` can give: the tokenized columns, and `labels` where the collator renames `label`
+        (`to_tf_dataset` always hands the collator the `label` column)."""
+        renamed = self.label_renamed and LABEL in self.tokenized_columns and COLLATOR_LABEL not in self.tokenized_columns
+        return list(self.tokenized_columns) + ([COLLATOR_LABEL] if renamed else [])
 
 
 # Each random label shuffle draws from a stream of its own, so the learnability check's control never redraws
@@ -112,6 +120,8 @@ def build_batch(split, tokenizer, config: RunConfig, indices: list[int]) -> Firs
     from datasets import Dataset
     from transformers import DataCollatorWithPadding
 
+    if config.recipe is not None:
+        return user_batch(split, tokenizer, config, indices)
     task = config.glue_task
     rows = split.select(indices).to_dict()
     missing = [column for column in task.text_columns if column not in rows]
@@ -152,6 +162,48 @@ def build_batch(split, tokenizer, config: RunConfig, indices: list[int]) -> Firs
     except Exception as exc:
         batch.error = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0]}"
     return batch
+
+
+def user_batch(split, tokenizer, config: RunConfig, indices: list[int]) -> FirstBatch:
+    """A batch of the given rows made by the user's own `to_tf_dataset` call (`config.recipe`) on the user's own
+    tokenized columns; the untruncated lengths come from tokenizing the task's text columns, where the split has them."""
+    recipe = config.recipe
+    task = config.glue_task
+    rows = split.select(indices).to_dict()
+    input_ids = [list(ids) for ids in rows.get("input_ids", [])]
+    has_texts = all(column in rows for column in task.text_columns)
+    full = [len(ids) for ids in tokenize(tokenizer, task, rows, None)["input_ids"]] if has_texts and input_ids \
+        else [len(ids) for ids in input_ids]
+    kwargs = recipe.to_tf_dataset_kwargs()
+    requested = kwargs["columns"] or [c for c in split.column_names if c not in (LABEL, COLLATOR_LABEL)]
+    batch = FirstBatch(indices=indices, rows=rows, input_ids=input_ids, full_lengths=full,
+                       requested_columns=list(requested), label_columns=list(recipe.label_cols) if recipe.label_cols else None,
+                       tokenized_columns=list(split.column_names),
+                       label_renamed=renames_label(recipe, rows, indices, split.column_names))
+    if not input_ids:
+        batch.error = "KeyError: the split has no input_ids column: it was never tokenized"
+        batch.error_fix = f"dataset = dataset.map(lambda rows: tokenizer(*(rows[c] for c in {list(task.text_columns)!r}), truncation=True), batched=True)"
+        return batch
+    try:
+        dataset = split.select(indices).to_tf_dataset(**{**kwargs, "batch_size": len(indices), "shuffle": False,
+                                                         "num_test_batches": shape_probes(len(indices))})
+        batch.tf_batch = next(iter(dataset))
+    except Exception as exc:
+        batch.error = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0]}"
+        if recipe.collate_fn is None and "shape" in str(exc):
+            batch.error_fix = "to_tf_dataset(..., collate_fn=DataCollatorWithPadding(tokenizer, return_tensors='np'))"
+    return batch
+
+
+def renames_label(recipe, rows: dict[str, list], indices: list[int], columns: list[str]) -> bool:
+    """Whether the user's collator turns `label` into `labels` (DataCollatorWithPadding does; the default does not)."""
+    if recipe.collate_fn is None or LABEL not in columns or not indices:
+        return False
+    try:
+        one = {key: values[0] for key, values in rows.items() if key in (LABEL, "input_ids", "attention_mask")}
+        return COLLATOR_LABEL in recipe.collate_fn([one], **(recipe.collate_fn_args or {}))
+    except Exception:
+        return False
 
 
 def training_order(num_rows: int, config: RunConfig) -> np.ndarray:

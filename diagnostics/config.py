@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
 
 from diagnostics import limits
 from diagnostics.errors import InputError
@@ -32,6 +33,36 @@ OPTIMIZERS = {
 }
 
 
+@dataclass(frozen=True, eq=False)
+class Recipe:
+    """A user's own `to_tf_dataset` call, for a pipeline built by the user's code (`diagnose`, `trace`): batches are
+    made by this call on the user's own tokenized columns instead of the debugger's tokenizing and padding.
+
+    Attributes:
+        columns / label_cols: as the user passed them.
+        collate_fn / collate_fn_args: as the user passed them (None: `to_tf_dataset`'s stacking collator).
+        origin: where the pipeline came from, in words (e.g. "train.py line 21", "a tf.data.Dataset read back").
+    """
+
+    columns: tuple[str, ...] | None
+    label_cols: tuple[str, ...] | None
+    collate_fn: Any = None
+    collate_fn_args: dict | None = None
+    origin: str = ""
+
+    def to_tf_dataset_kwargs(self) -> dict[str, Any]:
+        label_cols = self.label_cols[0] if self.label_cols and len(self.label_cols) == 1 else self.label_cols
+        return {"columns": list(self.columns) if self.columns else None,
+                "label_cols": list(label_cols) if isinstance(label_cols, tuple) else label_cols,
+                "collate_fn": self.collate_fn, "collate_fn_args": self.collate_fn_args}
+
+    def describe(self) -> dict[str, Any]:
+        return {"columns": list(self.columns) if self.columns else None,
+                "label_cols": list(self.label_cols) if self.label_cols else None,
+                "collate_fn": type(self.collate_fn).__name__ if self.collate_fn is not None else None,
+                "origin": self.origin}
+
+
 @dataclass(frozen=True)
 class RunConfig:
     """One run configuration. Frozen, so it can key caches.
@@ -56,6 +87,7 @@ class RunConfig:
         weight_decay: for AdamW and create_optimizer.
         train_steps / warmup_steps: the planned schedule, for create_optimizer.
         shuffle_labels: permute the split's labels at random (the shuffled-labels workshop scenario).
+        recipe: the user's own `to_tf_dataset` call when the pipeline is the user's code (not part of equality).
     """
 
     checkpoint: str = DEMO_CHECKPOINT
@@ -77,6 +109,7 @@ class RunConfig:
     train_steps: int = 1000
     warmup_steps: int = 0
     shuffle_labels: bool = False
+    recipe: Recipe | None = field(default=None, compare=False, repr=False)
 
     @property
     def glue_task(self) -> GlueTask:
@@ -136,7 +169,9 @@ class RunConfig:
         return replace(self, task=task.name, checkpoint=self.checkpoint.strip())
 
     def to_dict(self) -> dict:
-        data = asdict(self)
+        data = {item.name: getattr(self, item.name) for item in fields(self) if item.name != "recipe"}
+        if self.recipe is not None:
+            data["recipe"] = self.recipe.describe()
         data["data_files"] = dict(self.data_files)
         data["columns"] = list(self.columns) if self.columns is not None else None
         data["effective_num_labels"] = self.effective_num_labels

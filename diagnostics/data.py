@@ -27,7 +27,7 @@ def check_columns(
     """The task's text and label columns exist, and every column requested from `to_tf_dataset` does."""
     needed = list(task.text_columns) + [LABEL]
     missing_in_split = [column for column in needed if column not in split_columns]
-    available = list(batch.tokenized_columns) + ([COLLATOR_LABEL] if LABEL in batch.tokenized_columns else [])
+    available = batch.available_columns
     requested = batch.requested_columns + (batch.label_columns or [])
     missing_requested = [column for column in requested if column not in available]
     left_out = [name for name in model_input_names if name not in batch.requested_columns]

@@ -86,7 +86,7 @@ def junit_report(report: dict) -> str:
                               errors="0", skipped=str(sum(c["status"] == "skip" for c in checks)))
         properties = ET.SubElement(suite, "properties")
         for name in ("checkpoint", "task", "split"):
-            ET.SubElement(properties, "property", name=name, value=str(run[name]))
+            ET.SubElement(properties, "property", name=name, value=str(run.get(name, "")))
         for check in checks:
             case = ET.SubElement(suite, "testcase", name=check["id"], classname=f"diagnostics.{stage}")
             ET.SubElement(ET.SubElement(case, "properties"), "property", name="status", value=check["status"])
@@ -97,5 +97,11 @@ def junit_report(report: dict) -> str:
                 ET.SubElement(case, "skipped", message=check["summary"])
             elif check["status"] == "warn":
                 ET.SubElement(case, "system-out").text = f"WARN: {text}"
+    error = (report.get("script") or {}).get("error")
+    if error:  # a traced script that stopped before fit
+        suite = ET.SubElement(root, "testsuite", name="script", tests="1", failures="1", errors="0", skipped="0")
+        case = ET.SubElement(suite, "testcase", name="script.reaches_fit", classname="diagnostics.script")
+        ET.SubElement(case, "failure", message=error["finding"], type="fail").text = (
+            f"{error['where']}: {error['code']}\n{error['finding']}" + (f"\n\nFix:\n{error['fix']}" if error.get("fix") else ""))
     ET.indent(root)
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"

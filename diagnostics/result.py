@@ -45,6 +45,12 @@ class CheckResult:
     fix: str | None = None
     evidence: dict[str, Any] = field(default_factory=dict)
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "CheckResult":
+        """A result read back from a JSON report."""
+        return cls(data["id"], data["stage"], Status(data["status"]), data["summary"], data.get("fix"),
+                   data.get("evidence") or {})
+
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["status"] = self.status.value

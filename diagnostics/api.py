@@ -1,0 +1,343 @@
+"""The checks on a user's own objects: `diagnose()` for a notebook or a script, and `DiagnoseCallback` for
+`model.fit`. The user's model is never changed: every check that trains works on a copy."""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+import sys
+from typing import Any, Iterable
+
+import numpy as np
+
+from diagnostics import hooks
+from diagnostics.context import RunContext
+from diagnostics.errors import InputError
+from diagnostics.hyperparams import SweepSettings
+from diagnostics.own_code import Captured, build_run
+from diagnostics.overfit import DEFAULT_EPOCHS
+from diagnostics.pipeline import data_stage, hparams_stage, model_stage, parse_stages, run_stages
+from diagnostics.registry import STAGE_TITLES
+from diagnostics.report import STATUS_MARKS, build_report, checklist_lines, markdown_report
+from diagnostics.result import SEVERITY, CheckResult, Status, worst_first
+from diagnostics.registry import STAGE_ORDER
+
+# Datasets made by `to_tf_dataset` from here on remember their source split, so the checks batch the user's rows
+# the user's own way (a dataset made before this import is read back instead).
+hooks.remember_to_tf_dataset()
+
+FAILING = (Status.FAIL, Status.ERROR)
+# Evidence tables in the HTML report show this many rows each.
+HTML_ROWS = 16
+
+
+class Report:
+    """The results of `diagnose()`: the checklist with its evidence.
+
+    `report.failed` lists the failing checks (fail or error) and is empty when none fail; `report["data.columns"]`
+    is one check's result; `to_json()`, `to_markdown()` and the HTML a notebook shows write the same report.
+    """
+
+    def __init__(self, config, results: list[CheckResult], notes: Iterable[str] = (), extra: dict | None = None):
+        self.config = config
+        self.results = list(results)
+        self.notes = list(notes)
+        self.extra = dict(extra or {})
+
+    @property
+    def failed(self) -> list[CheckResult]:
+        return [result for result in self.results if result.status in FAILING]
+
+    def __getitem__(self, check_id: str) -> CheckResult:
+        for result in self.results:
+            if result.id == check_id:
+                return result
+        raise KeyError(f"{check_id} was not run; run: {', '.join(r.id for r in self.results)}")
+
+    def to_dict(self) -> dict[str, Any]:
+        report = build_report(self.config, self.results) if self.config is not None else {
+            "run": {}, "checks": [result.to_dict() for result in self.results]}
+        return {**report, "notes": self.notes, **self.extra}
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent)
+
+    def to_markdown(self) -> str:
+        text = markdown_report(self.to_dict())
+        if self.notes:
+            text += "\n" + "\n".join(f"- {note}" for note in self.notes) + "\n"
+        return text
+
+    def __repr__(self) -> str:
+        head = f"Report on {self.config.checkpoint}, {self.config.task}: " if self.config is not None else "Report: "
+        counts = ", ".join(f"{sum(r.status is s for r in self.results)} {s.value}" for s in Status
+                           if any(r.status is s for r in self.results))
+        lines = [head + counts] + checklist_lines(self.results)
+        lines += [f"  fix {r.id}: {r.fix}" for r in worst_first(self.results, STAGE_ORDER)
+                  if r.fix and r.status in (*FAILING, Status.WARN)]
+        return "\n".join(lines + [f"note: {note}" for note in self.notes])
+
+    def _repr_html_(self) -> str:
+        colours = {Status.PASS: "#1a7f37", Status.WARN: "#9a6700", Status.FAIL: "#cf222e", Status.ERROR: "#cf222e",
+                   Status.SKIP: "#656d76"}
+        parts = [f"<h4>Training Pipeline Debugger: {html.escape(str(self.config.checkpoint))} on "
+                 f"{html.escape(self.config.task)}</h4>" if self.config is not None else "<h4>Report</h4>"]
+        parts += [f"<p><i>{html.escape(note)}</i></p>" for note in self.notes]
+        parts.append("<table><tr><th>status</th><th>stage</th><th>check</th><th>finding</th><th>fix</th></tr>")
+        for result in worst_first(self.results, STAGE_ORDER):
+            parts.append(
+                f"<tr><td style='color:{colours[result.status]};font-weight:bold'>{STATUS_MARKS[result.status]}</td>"
+                f"<td>{STAGE_TITLES.get(result.stage, result.stage)}</td><td><code>{result.id}</code></td>"
+                f"<td style='text-align:left'>{html.escape(result.summary)}</td>"
+                f"<td style='text-align:left'><code>{html.escape(result.fix or '')}</code></td></tr>")
+        parts.append("</table>")
+        for result in worst_first(self.results, STAGE_ORDER):
+            if result.status is Status.PASS and result.id not in ("data.decoded_samples",):
+                continue
+            for name, rows in evidence_tables(result.evidence):
+                parts.append(f"<details{' open' if result.status in FAILING else ''}><summary><code>{result.id}"
+                             f"</code>: {html.escape(name)} ({len(rows)} rows)</summary>{html_table(rows)}</details>")
+        return "\n".join(parts)
+
+
+def evidence_tables(evidence: dict) -> list[tuple[str, list[dict]]]:
+    """The evidence entries that are tables: lists of row dicts."""
+    return [(name, value) for name, value in (evidence or {}).items()
+            if isinstance(value, list) and value and all(isinstance(row, dict) for row in value)]
+
+
+def html_table(rows: list[dict]) -> str:
+    columns = list(dict.fromkeys(key for row in rows[:HTML_ROWS] for key in row))
+    head = "".join(f"<th>{html.escape(str(column))}</th>" for column in columns)
+    body = "".join("<tr>" + "".join(f"<td style='text-align:left'>{html.escape(_cell(row.get(column)))}</td>"
+                                    for column in columns) + "</tr>" for row in rows[:HTML_ROWS])
+    more = f"<p>... {len(rows) - HTML_ROWS} more rows in to_json()</p>" if len(rows) > HTML_ROWS else ""
+    return f"<table><tr>{head}</tr>{body}</table>{more}"
+
+
+def _cell(value) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}" if math.isfinite(value) else str(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(_cell(item) for item in value[:8]) + (", ..." if len(value) > 8 else "") + "]"
+    return "" if value is None else str(value)
+
+
+def capture(model, dataset, tokenizer=None, task: str | None = None, *, origin: str = "diagnose()") -> Captured:
+    """What `diagnose` checks: the user's objects, with the `to_tf_dataset` call that made the dataset when seen."""
+    found = hooks.origin_of(dataset) if dataset is not None else None
+    captured = Captured(model=model, dataset=dataset, tokenizer=tokenizer, task=task, origin=origin)
+    if found is not None:
+        captured.source, captured.to_tf_dataset = found
+    return captured
+
+
+def diagnose(model, dataset, tokenizer=None, task: str | None = None, stages: str | Iterable[str] | None = None, *,
+             sweep: SweepSettings = SweepSettings(), epochs: int = DEFAULT_EPOCHS, progress=None) -> Report:
+    """Run the debugger's checks on your own model and dataset, as the app runs them on its own pipeline.
+
+    Args:
+        model: a TF Transformers sequence classifier, compiled or not (its loss and optimizer are read from it).
+        dataset: the `tf.data.Dataset` you pass to `fit` (`to_tf_dataset`'s, or any yielding dicts of token ids,
+            with the labels inside or as Keras `(x, y)`).
+        tokenizer: the tokenizer that made the token ids (default: the one saved with the model's checkpoint).
+        task: the GLUE task (default: found from the split's columns or the rows).
+        stages: "data", "model", "hparams", "overfit" (a list or a comma-separated string; default: all).
+
+    Raises:
+        InputError: the objects cannot be checked (no token ids, an optimizer or loss the checks cannot judge).
+    """
+    names = parse_stages(stages if isinstance(stages, str) or stages is None else ",".join(stages))
+    captured = capture(model, dataset, tokenizer, task)
+    run = build_run(captured)
+    results = run_stages(run, names, sweep=sweep, progress=progress, epochs=epochs)
+    return Report(run.config, results, captured.notes)
+
+
+def quick_checks(run: RunContext) -> list[CheckResult]:
+    """The checks that take seconds: the Data stage without learnability, the Model stage (one step on a copy),
+    and the Hyperparameters stage's setup (optimizer, loss, schedule)."""
+    return data_stage(run) + model_stage(run) + hparams_stage(run, parts=("setup",))
+
+
+def _fit_data(model) -> Any:
+    """The `x` that the running `model.fit` call got, read from its frame (callbacks are not handed the data)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code.co_name == "fit" and frame.f_locals.get("self") is model and "x" in frame.f_locals:
+            return frame.f_locals["x"]
+        frame = frame.f_back
+    return None
+
+
+def _tf_keras_callback():
+    import tf_keras
+
+    return tf_keras.callbacks.Callback
+
+
+class DiagnoseCallback(_tf_keras_callback()):
+    """`model.fit(ds, callbacks=[DiagnoseCallback(tokenizer=tok)])`.
+
+    Before the first step it runs the quick checks (`quick_checks`) on the data `fit` got and a copy of the model,
+    and prints the failures (or raises `PipelineError` with `strict=True`). During training it watches each batch's
+    loss; at the first non-finite one it stops training and reports which rows of that very batch gave it and why
+    (`self.nan_report`), instead of `TerminateOnNaN`'s bare stop.
+
+    Args:
+        tokenizer: decodes the rows (default: the one saved with the model's checkpoint).
+        task: the GLUE task (default: found from the data).
+        dataset: the data to check before training (default: what `fit` got).
+        strict: raise instead of printing when a quick check fails.
+        quick: run the quick checks before the first step.
+    """
+
+    def __init__(self, tokenizer=None, task: str | None = None, *, dataset=None, strict: bool = False,
+                 quick: bool = True, out=None):
+        super().__init__()
+        self.tokenizer, self.task, self.dataset, self.strict, self.quick = tokenizer, task, dataset, strict, quick
+        self.out = out
+        self.report: Report | None = None
+        self.nan_report: Report | None = None
+        self.losses: list[float] = []
+        self._run: RunContext | None = None
+        self._stash = None
+        self._structure = None
+        self._start_weights = None
+        self._restore = None
+
+    def _print(self, text: str) -> None:
+        print(text, file=self.out or sys.stdout)
+
+    def set_model(self, model):
+        super().set_model(model)
+        if self.dataset is None:
+            self.dataset = _fit_data(model)
+        self._watch_batches(model)
+
+    def _watch_batches(self, model) -> None:
+        """Keep each step's batch on the device (in variables of no fixed shape) so the NaN drilldown reads the
+        very batch that gave the first non-finite loss."""
+        import tensorflow as tf
+
+        original = model.train_step
+        callback = self
+
+        def train_step(data):
+            flat = tf.nest.flatten(data)
+            if callback._stash is None:
+                with tf.init_scope():
+                    callback._stash = [tf.Variable(tf.zeros([0] * len(t.shape), t.dtype), shape=tf.TensorShape(None),
+                                                   trainable=False) for t in flat]
+                callback._structure = data
+            for variable, tensor in zip(callback._stash, flat):
+                variable.assign(tensor)
+            return original(data)
+
+        model.train_step = train_step
+        model.train_function = None  # rebuilt by fit with the watching step
+        self._restore = lambda: model.__dict__.pop("train_step", None)
+
+    def on_train_begin(self, logs=None):
+        self.losses = []
+        self._start_weights = [np.array(w.numpy()) for w in self.model.weights]
+        if not self.quick:
+            return
+        if self.dataset is None:
+            self._print("DiagnoseCallback: no dataset to check before training (pass dataset=); watching the loss only.")
+            return
+        try:
+            captured = capture(self.model, self.dataset, self.tokenizer, self.task, origin="DiagnoseCallback")
+            self._run = build_run(captured)
+            results = quick_checks(self._run)
+        except InputError as exc:
+            self._print(f"DiagnoseCallback: cannot check this pipeline: {exc}")
+            return
+        self.report = Report(self._run.config, results, captured.notes)
+        failed = [r for r in self.report.results if r.status in FAILING or r.status is Status.WARN]
+        if not failed:
+            self._print(f"DiagnoseCallback: {len(results)} quick checks pass.")
+            return
+        lines = [f"DiagnoseCallback: {len(self.report.failed)} quick check(s) fail, "
+                 f"{sum(r.status is Status.WARN for r in results)} warn, before the first step:"]
+        lines += [line for line in checklist_lines(sorted(failed, key=lambda r: SEVERITY[r.status]))]
+        lines += [f"  fix {r.id}: {r.fix}" for r in failed if r.fix]
+        self._print("\n".join(lines))
+        if self.strict and self.report.failed:
+            raise PipelineError(self.report)
+
+    def on_train_batch_end(self, batch, logs=None):
+        mean = float(np.asarray((logs or {}).get("loss", np.nan)))
+        step = len(self.losses)
+        # Keras logs the epoch's running mean: the step's own loss is recovered from consecutive means.
+        previous = getattr(self, "_mean", 0.0) if batch > 0 else 0.0
+        own = mean * (batch + 1) - previous * batch if batch > 0 else mean
+        self._mean = mean
+        self.losses.append(own)
+        if math.isfinite(mean):
+            return
+        self.model.stop_training = True
+        self.nan_report = self._drilldown(step)
+        self._print(repr(self.nan_report))
+
+    def on_train_end(self, logs=None):
+        if self._restore:
+            self._restore()
+            self.model.train_function = None
+
+    def _drilldown(self, step: int) -> Report:
+        from diagnostics.batches import FirstBatch, decoded_rows
+        from diagnostics.model import check_nan_rows, non_finite_weights
+        from diagnostics.training import fresh_copy, per_sample_losses, split_batch
+        import tensorflow as tf
+
+        batch = tf.nest.pack_sequence_as(self._structure, [tf.identity(v) for v in self._stash])
+        run = self._run or build_run(capture(self.model, self.dataset, self.tokenizer, self.task,
+                                             origin="DiagnoseCallback"))
+        task = run.config.glue_task
+        inputs, labels = split_batch(batch)
+        labels = np.asarray(labels)
+        ids = np.asarray(inputs["input_ids"])
+        mask = np.asarray(inputs["attention_mask"]) if "attention_mask" in inputs else np.ones_like(ids)
+        rows = FirstBatch(indices=list(range(len(ids))), rows={"label": labels.tolist()},
+                          input_ids=[row[:int(m.sum())].tolist() for row, m in zip(ids, mask)],
+                          full_lengths=[int(m.sum()) for m in mask], requested_columns=list(inputs),
+                          label_columns=None, tf_batch=batch)
+        broken = non_finite_weights(self.model)
+        # The batch's loss came from the weights before its step; those weights are gone (the step applied NaN
+        # gradients), so the rows are judged on the weights training started from: a row that is non-finite there
+        # is the data's fault; when none is, the weights diverged.
+        start = fresh_copy(self.model, inputs)
+        for variable, value in zip(start.weights, self._start_weights):
+            variable.assign(value)
+        logits = np.asarray(start(inputs, training=False).logits)
+        losses = per_sample_losses(logits, labels, task.regression)
+        result = check_nan_rows(losses, logits, decoded_rows(rows, self.tokenizer or run.tokenizer, task),
+                                int(self.model.config.num_labels), task.regression)
+        finite = [loss for loss in self.losses[:-1] if math.isfinite(loss)]
+        history = {"step": step + 1, "losses_before": finite[-10:], "weights_now_non_finite": broken[:20]}
+        result.evidence.update(history)
+        if result.status is Status.PASS:
+            rate = run.config.learning_rate if run.config.optimizer != "adam" else 0.001
+            result = CheckResult(
+                "model.nan_rows", "model", Status.FAIL,
+                f"The loss became non-finite at step {step + 1} (after {', '.join(f'{v:.3g}' for v in finite[-3:])}) "
+                f"although every row of that batch has a finite loss on the starting weights: the weights diverged "
+                f"({len(broken)} weight tensors are now non-finite, e.g. {', '.join(broken[:2]) or 'none'}), so the "
+                f"learning rate ({rate:g}) is too high for this model.",
+                fix="model.compile(optimizer=tf_keras.optimizers.Adam(learning_rate=5e-5))  # or the sweep's best rate",
+                evidence={**result.evidence, **history})
+        else:
+            result.summary = f"At step {step + 1}, the first non-finite loss: " + result.summary[0].lower() + result.summary[1:]
+        return Report(run.config, [result], extra={"nan_step": step + 1})
+
+
+class PipelineError(Exception):
+    """A quick check failed before training (`DiagnoseCallback(strict=True)`); `.report` holds the results."""
+
+    def __init__(self, report: Report):
+        self.report = report
+        failed = report.failed
+        super().__init__(f"{len(failed)} check(s) fail before training: "
+                         + "; ".join(f"{r.id}: {r.summary}" for r in failed))

@@ -1,0 +1,52 @@
+"""The course's training script with its first error repaired as a reader would (a padding collator and the
+`label` column), and every other bug kept: `from_pretrained` with its default two labels on MNLI's three, the
+string loss (`from_logits=False` on logits) and the string "adam" (a learning rate of 1e-3). On CPU `fit` stops with
+"Received a label value of 2 which is outside the valid range of [0, 2)".
+
+    python -m diagnostics trace diagnostics/demo_data/scripts/course_script_repaired.py
+"""
+
+import argparse
+from pathlib import Path
+
+from datasets import load_dataset
+from transformers import AutoTokenizer, DataCollatorWithPadding, TFAutoModelForSequenceClassification
+
+KIT = Path(__file__).resolve().parent.parent
+parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+parser.add_argument("--checkpoint", help="a save_pretrained directory (default: the demo kit's checkpoint)")
+parser.add_argument("--train", default=str(KIT / "mnli" / "train.jsonl"), help="MNLI rows, JSON lines")
+parser.add_argument("--validation", default=str(KIT / "mnli" / "validation_matched.jsonl"), help="MNLI rows")
+args = parser.parse_args()
+
+if args.checkpoint:
+    model_checkpoint = args.checkpoint
+else:
+    from diagnostics.loading import demo_checkpoint_dir
+
+    model_checkpoint = str(demo_checkpoint_dir())
+
+raw_datasets = load_dataset("json", data_files={"train": args.train, "validation_matched": args.validation})
+tokenizer = AutoTokenizer.from_pretrained(model_checkpoint)
+
+
+def preprocess_function(examples):
+    return tokenizer(examples["premise"], examples["hypothesis"], truncation=True)
+
+
+tokenized_datasets = raw_datasets.map(preprocess_function, batched=True)
+data_collator = DataCollatorWithPadding(tokenizer=tokenizer, return_tensors="np")
+
+train_dataset = tokenized_datasets["train"].to_tf_dataset(
+    columns=["input_ids", "attention_mask", "label"], batch_size=16, shuffle=True, collate_fn=data_collator
+)
+
+validation_dataset = tokenized_datasets["validation_matched"].to_tf_dataset(
+    columns=["input_ids", "attention_mask", "label"], batch_size=16, shuffle=True, collate_fn=data_collator
+)
+
+model = TFAutoModelForSequenceClassification.from_pretrained(model_checkpoint)
+
+model.compile(loss="sparse_categorical_crossentropy", optimizer="adam")
+
+model.fit(train_dataset)

@@ -1,0 +1,376 @@
+"""The user's own pipeline: what their code built (a model, the `tf.data.Dataset` given to `fit`, a tokenizer,
+the compile settings, the `to_tf_dataset` call that made the dataset), read into the run configuration and run
+context every check already runs on. Nothing here changes the user's objects."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from diagnostics import loading
+from diagnostics.batches import COLLATOR_LABEL, LABEL
+from diagnostics.config import Recipe, RunConfig
+from diagnostics.context import RunContext
+from diagnostics.errors import InputError
+from diagnostics.glue import TASKS, get_task
+
+# Rows read back from a `tf.data.Dataset` whose source split is unknown: enough for the split-level checks'
+# counts to mean something, few enough to take seconds (each batch passes through the user's collator).
+READ_BACK_ROWS = 2048
+# When the model is not compiled, the checks assume the course's fixed setup, and say so.
+UNCOMPILED_RATE = 5e-5
+LOSS_STRINGS = {"sparse_categorical_crossentropy": "sparse_categorical_crossentropy", "mse": "mse",
+                "mean_squared_error": "mse"}
+
+
+@dataclass
+class Captured:
+    """What the user's code built, as found (`diagnose` arguments, or `trace` at the first `fit`).
+
+    Attributes:
+        dataset: what `fit` got (a `tf.data.Dataset`), or None when the code stopped before making it.
+        source: the `datasets.Dataset` the user's `to_tf_dataset` was called on, when that call was seen.
+        to_tf_dataset: that call's keyword arguments (columns, label_cols, batch_size, shuffle, collate_fn...).
+        compile_args: `{"optimizer": ..., "loss": ...}` exactly as given to `compile`, when that call was seen.
+        origin: where it came from, in words ("train.py", "diagnose()").
+    """
+
+    model: Any = None
+    dataset: Any = None
+    tokenizer: Any = None
+    task: str | None = None
+    source: Any = None
+    to_tf_dataset: dict | None = None
+    compile_args: dict | None = None
+    origin: str = "your code"
+    notes: list[str] = field(default_factory=list)
+
+
+# ---------------------------------------------------------------- compile settings
+
+
+def read_loss(model, given: Any = None, *, seen: bool = False) -> str:
+    """The `config.LOSSES` key of the model's loss, from what `compile` got (`given`, when `seen`) or the model.
+
+    Raises:
+        InputError: a loss the checks do not model (they would judge it wrongly).
+    """
+    if not seen:
+        if getattr(model, "optimizer", None) is None:
+            return "internal"
+        if getattr(model, "_using_dummy_loss", False):
+            return "internal"
+        given = getattr(model, "loss", None)
+    if given is None or (isinstance(given, str) and given in ("auto", "auto_with_warning", "passthrough")):
+        return "internal"
+    if getattr(given, "__name__", "") == "dummy_loss":
+        return "internal"
+    if isinstance(given, str):
+        if given in LOSS_STRINGS:
+            return LOSS_STRINGS[given]
+    else:
+        name = type(given).__name__ if not callable(given) or hasattr(given, "get_config") else given.__name__
+        if name == "SparseCategoricalCrossentropy":
+            from_logits = bool(given.get_config().get("from_logits"))
+            return f"SparseCategoricalCrossentropy(from_logits={from_logits})"
+        if name == "sparse_categorical_crossentropy":
+            return "sparse_categorical_crossentropy"
+        if name in ("MeanSquaredError", "mean_squared_error"):
+            return "mse"
+    raise InputError(f"compile(loss={given!r}) is not a loss the debugger can judge: it reads the model's internal "
+                     "loss, sparse categorical cross-entropy (a string or an object, from logits or not) and mean "
+                     "squared error.")
+
+
+def _rate_of(optimizer):
+    """The optimizer's learning rate: a number or a schedule (new and legacy Keras optimizers keep it apart)."""
+    rate = getattr(optimizer, "_learning_rate", None)
+    if rate is None and hasattr(optimizer, "_get_hyper"):
+        rate = optimizer._get_hyper("learning_rate")
+    return rate
+
+
+def read_optimizer(model, given: Any = None, *, seen: bool = False) -> dict[str, Any]:
+    """The configuration's optimizer fields (optimizer, learning_rate, weight_decay, train_steps, warmup_steps)
+    for the optimizer the user compiled with.
+
+    Raises:
+        InputError: an optimizer the checks do not model.
+    """
+    if seen and isinstance(given, str):
+        if given.lower() == "adam":
+            return {"optimizer": "adam"}
+        raise InputError(f"compile(optimizer={given!r}): the debugger models Adam ('adam', Adam, AdamW or "
+                         "transformers.create_optimizer); other optimizers are not judged.")
+    optimizer = getattr(model, "optimizer", None)
+    if optimizer is None:
+        return {"optimizer": "Adam", "learning_rate": UNCOMPILED_RATE}
+    name = type(optimizer).__name__
+    rate = _rate_of(optimizer)
+    schedule = _schedule(rate)
+    if schedule is not None:
+        weight_decay = float(getattr(optimizer, "weight_decay_rate", 0.0) or 0.0)
+        return {"optimizer": "create_optimizer", "weight_decay": weight_decay, **schedule}
+    value = float(np.asarray(rate))
+    if name == "AdamWeightDecay":
+        return {"optimizer": "create_optimizer", "learning_rate": value, "train_steps": 1, "warmup_steps": 0,
+                "weight_decay": float(optimizer.weight_decay_rate or 0.0)}
+    if name == "AdamW":
+        return {"optimizer": "AdamW", "learning_rate": value, "weight_decay": float(optimizer.weight_decay or 0.0)}
+    if name == "Adam":
+        return {"optimizer": "Adam", "learning_rate": value}
+    raise InputError(f"compile(optimizer={name}(...)): the debugger models Adam ('adam', Adam, AdamW or "
+                     "transformers.create_optimizer); other optimizers are not judged.")
+
+
+def _schedule(rate) -> dict[str, Any] | None:
+    """create_optimizer's schedule (a linear decay, after a warmup or not) as configuration fields."""
+    kind = type(rate).__name__
+    if kind == "WarmUp":
+        decay = rate.decay_schedule_fn
+        warmup = int(rate.warmup_steps)
+        return {"learning_rate": float(rate.initial_learning_rate), "warmup_steps": warmup,
+                "train_steps": warmup + int(getattr(decay, "decay_steps", 0))}
+    if kind == "PolynomialDecay":
+        return {"learning_rate": float(rate.initial_learning_rate), "warmup_steps": 0,
+                "train_steps": int(rate.decay_steps)}
+    if hasattr(rate, "get_config") and not hasattr(rate, "numpy"):
+        raise InputError(f"a {kind} learning-rate schedule is not one the debugger models (create_optimizer's "
+                         "warmup and linear decay are).")
+    return None
+
+
+# ---------------------------------------------------------------- the task
+
+
+def infer_task(columns: list[str], labels: np.ndarray | None, num_labels: int | None, segments: int = 0
+               ) -> tuple[str, str]:
+    """(GLUE task, how it was found) from the split's text columns, else from the rows' shape and label count."""
+    matches = [task for task in TASKS.values() if all(column in columns for column in task.text_columns)
+               and "test" not in task.splits[0]]
+    floats = labels is not None and labels.size and np.issubdtype(np.asarray(labels).dtype, np.floating) \
+        and not np.all(np.mod(labels, 1) == 0)
+    classes = max(num_labels or 0, int(np.max(labels)) + 1 if labels is not None and labels.size and not floats else 0)
+    if matches:
+        matches.sort(key=lambda task: -len(task.text_columns))
+        longest = [task for task in matches if len(task.text_columns) == len(matches[0].text_columns)]
+        if floats or num_labels == 1:
+            chosen = next((task for task in longest if task.regression), longest[0])
+        else:
+            chosen = next((task for task in longest if task.num_labels == classes and not task.regression), longest[0])
+        how = f"its text columns ({', '.join(chosen.text_columns)})"
+        return chosen.name, how + (f"; {', '.join(t.name for t in longest if t is not chosen)} share them"
+                                   if len(longest) > 1 else "")
+    pair = segments >= 2
+    if floats or num_labels == 1:
+        name = "stsb"
+    elif pair:
+        name = "mnli" if classes >= 3 else "mrpc"
+    else:
+        name = "sst2"
+    return name, f"the rows ({'sentence pairs' if pair else 'single sentences'}, {classes or 'unknown'} classes)"
+
+
+# ---------------------------------------------------------------- a dataset read back
+
+
+def read_back(dataset, tokenizer, *, task: str | None, num_labels: int | None, limit: int = READ_BACK_ROWS):
+    """A `datasets.Dataset` of the rows a `tf.data.Dataset` yields (its first `limit` rows, padding removed, the
+    texts decoded into the task's columns), and the recipe that batches them as the user's dataset did.
+
+    Returns:
+        (split, recipe, task name, how the task was found, rows read, rows in the dataset or None)
+    """
+    from datasets import Dataset
+    from transformers import DataCollatorWithPadding
+
+    columns: dict[str, list] = {}
+    labels: list = []
+    layout, label_key, read = None, None, 0
+    for element in dataset:
+        if isinstance(element, tuple):
+            inputs, y = element[0], element[1] if len(element) > 1 else None
+            layout = "separate" if y is not None else "inputs"
+        else:
+            inputs, y = element, None
+            layout = "inputs"
+        inputs = dict(inputs)
+        if y is None:
+            label_key = next((key for key in (COLLATOR_LABEL, LABEL) if key in inputs), None)
+            y = inputs.pop(label_key) if label_key else None
+        if "input_ids" not in inputs:
+            raise InputError(f"The dataset's batches have no input_ids (they hold {', '.join(inputs)}): the checks "
+                             "need the token ids the model reads.")
+        ids = np.asarray(inputs["input_ids"])
+        mask = np.asarray(inputs["attention_mask"]) if "attention_mask" in inputs else \
+            (ids != tokenizer.pad_token_id) if tokenizer.pad_token_id is not None else np.ones_like(ids)
+        for row in range(ids.shape[0]):
+            length = int(mask[row].sum())
+            for key, value in inputs.items():
+                value = np.asarray(value)
+                columns.setdefault(key, []).append(value[row][:length].tolist() if value.ndim == 2 else value[row].item())
+            if y is not None:
+                labels.append(np.asarray(y)[row].item())
+            read += 1
+        if read >= limit:
+            break
+    if not read:
+        raise InputError("The dataset yields no rows.")
+    label_array = np.asarray(labels) if labels else None
+    segments = [_segments(ids, tokenizer) for ids in columns["input_ids"]]
+    pair = max(len(parts) for parts in segments)
+    found, how = (task, "given") if task else infer_task([], label_array, num_labels, pair)
+    text_columns = get_task(found).text_columns
+    with_texts = {column: [tokenizer.decode(parts[i], skip_special_tokens=True) if i < len(parts) else ""
+                           for parts in segments] for i, column in enumerate(text_columns)}
+    data = {**with_texts, **columns}
+    if labels:
+        data[LABEL] = labels
+    split = Dataset.from_dict(data)
+    wanted = [key for key in columns] + ([LABEL] if labels and layout == "inputs" else [])
+    recipe = Recipe(columns=tuple(wanted), label_cols=(LABEL,) if labels and layout == "separate" else None,
+                    collate_fn=DataCollatorWithPadding(tokenizer, return_tensors="np"),
+                    origin="the tf.data.Dataset given to fit, read back")
+    total = _rows_in(dataset, read)
+    return split, recipe, found, how, read, total
+
+
+def _segments(ids: list[int], tokenizer) -> list[list[int]]:
+    """A row's token ids split at the separator token into its sentences, special tokens dropped."""
+    sep = tokenizer.sep_token_id
+    special = set(tokenizer.all_special_ids)
+    parts, current = [], []
+    for token in ids:
+        if token == sep:
+            if current:
+                parts.append(current)
+            current = []
+        elif token not in special:
+            current.append(token)
+    if current:
+        parts.append(current)
+    return parts or [[]]
+
+
+def _rows_in(dataset, read: int) -> int | None:
+    """Rows in a batched `tf.data.Dataset`, where its cardinality is known."""
+    import tensorflow as tf
+
+    batches = int(dataset.cardinality())
+    if batches in (int(tf.data.INFINITE_CARDINALITY), int(tf.data.UNKNOWN_CARDINALITY)):
+        return None
+    first = next(iter(dataset))
+    first = first[0] if isinstance(first, tuple) else first
+    return max(read, batches * int(np.asarray(first["input_ids"]).shape[0]))
+
+
+# ---------------------------------------------------------------- the run
+
+
+def load_tokenizer_for(model):
+    """The tokenizer saved with the model's checkpoint, for `diagnose(tokenizer=None)`."""
+    name = getattr(getattr(model, "config", None), "_name_or_path", "") or ""
+    try:
+        return loading.load_tokenizer(name)
+    except Exception as exc:
+        raise InputError(f"No tokenizer was given and none loads from {name or 'the model'} ({exc}): pass "
+                         "tokenizer=AutoTokenizer.from_pretrained(...).") from None
+
+
+def build_run(captured: Captured) -> RunContext:
+    """The run context the checks run on for the user's own objects.
+
+    Raises:
+        InputError: nothing to check, or settings the checks cannot judge.
+    """
+    model, tokenizer = captured.model, captured.tokenizer
+    if tokenizer is None:
+        if model is None:
+            raise InputError("Nothing to check: neither a model nor a tokenizer was found.")
+        tokenizer = captured.tokenizer = load_tokenizer_for(model)
+    if tokenizer.pad_token is None and tokenizer.eos_token is not None:
+        captured.notes.append("The tokenizer has no padding token (see data.batch).")
+    num_labels = int(model.config.num_labels) if model is not None else None
+    source, kwargs = captured.source, dict(captured.to_tf_dataset or {})
+    if source is not None:
+        task, how = (captured.task, "given") if captured.task else infer_task(
+            list(source.column_names), _labels(source), num_labels)
+        recipe = Recipe(columns=_names(kwargs.get("columns")), label_cols=_names(kwargs.get("label_cols")),
+                        collate_fn=kwargs.get("collate_fn"), collate_fn_args=kwargs.get("collate_fn_args"),
+                        origin=captured.origin)
+        batch_size, shuffle = int(kwargs.get("batch_size") or 8), bool(kwargs.get("shuffle", False))
+    elif captured.dataset is not None:
+        source, recipe, task, how, read, total = read_back(captured.dataset, tokenizer, task=captured.task,
+                                                           num_labels=num_labels)
+        first = next(iter(captured.dataset))
+        first = first[0] if isinstance(first, tuple) else first
+        batch_size, shuffle = int(np.asarray(first["input_ids"]).shape[0]), False
+        if total is None or read < total:
+            captured.notes.append(f"Read back the first {read:,} rows of the dataset"
+                                  + (f" (of {total:,})" if total else "") + ": the split-level checks count those.")
+    else:
+        raise InputError("Nothing to check: no dataset was found.")
+    task = get_task(task).name
+    if how != "given":
+        captured.notes.append(f"Task {task}, found from {how}; pass the task to set it.")
+    config = RunConfig(
+        checkpoint=_checkpoint_name(model, tokenizer), task=task, split=str(getattr(source, "split", None) or "train"),
+        data_source="code", num_labels=num_labels, batch_size=batch_size, max_length=_longest(source),
+        columns=recipe.columns, labels_in="separate" if recipe.label_cols else "inputs", shuffle=shuffle,
+        recipe=recipe, **_compile_fields(captured),
+    )
+    if model is not None and getattr(model, "optimizer", None) is None and not captured.compile_args:
+        captured.notes.append(f"The model is not compiled (fit would raise): checked as compile(optimizer=Adam("
+                              f"{UNCOMPILED_RATE:g})) with the model's internal loss.")
+    return RunContext(config, tokenizer, source, _loader(model))
+
+
+def _compile_fields(captured: Captured) -> dict[str, Any]:
+    model, given = captured.model, captured.compile_args
+    seen = given is not None
+    if model is None and not seen:
+        return {"loss": "internal", "optimizer": "Adam"}
+    fields_ = read_optimizer(model, (given or {}).get("optimizer"), seen=seen and isinstance(
+        (given or {}).get("optimizer"), str))
+    fields_["loss"] = read_loss(model, (given or {}).get("loss"), seen=seen)
+    return fields_
+
+
+def _loader(model):
+    """A model loader for the run context that hands out the user's model (checks train copies, never it)."""
+    def load(checkpoint: str, num_labels: int, seed: int = 0):
+        if model is None:
+            raise InputError("The code stopped before it built a model.")
+        return model
+    return load
+
+
+def _names(value) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    return (value,) if isinstance(value, str) else tuple(value)
+
+
+def _labels(source) -> np.ndarray | None:
+    return np.asarray(source.data.column(LABEL).to_numpy()) if LABEL in source.column_names else None
+
+
+def _longest(source) -> int:
+    """The longest tokenized row of the split: the user's truncation length, or the longest text when none cut."""
+    import pyarrow.compute as pc
+
+    if "input_ids" not in source.column_names or not len(source):
+        return 128
+    return max(1, int(pc.max(pc.list_value_length(source.data.column("input_ids"))).as_py() or 1))
+
+
+def _checkpoint_name(model, tokenizer) -> str:
+    for owner in (model, tokenizer):
+        config = getattr(owner, "config", None) if owner is model else None
+        name = getattr(config, "_name_or_path", None) or (getattr(owner, "name_or_path", None) if owner is tokenizer else None)
+        if name:
+            return str(name)
+    return type(model).__name__ if model is not None else "your model"
+

@@ -1,0 +1,403 @@
+"""`python -m diagnostics trace SCRIPT`: run a user's training script in a child process with `fit` intercepted.
+
+At the first `fit` call the child captures the model, the dataset, the compile settings and the tokenizer the script
+built, runs the checks instead of training, writes the report and exits (`then_train` lets `fit` go on). When the
+script fails before `fit`, the exception itself is diagnosed. The parent (`trace_script`) waits for the child
+under a time limit, relays its progress, and reads the report back.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+import weakref
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+DEFAULT_TIMEOUT = 600.0
+
+
+# ---------------------------------------------------------------- the parent
+
+
+@dataclass
+class TraceOutcome:
+    """What tracing a script gave.
+
+    Attributes:
+        report: the JSON report (None when the script never reached fit nor failed in a way the child could report).
+        exit_code: 0 no check fails, 1 one fails or the script failed before fit, 2 unusable input or a time-out.
+        message: one line saying what happened, for the command line or the page.
+        output: the script's own output (when captured).
+    """
+
+    report: dict | None
+    exit_code: int
+    message: str
+    output: str = ""
+    progress: list[str] = field(default_factory=list)
+
+
+def trace_script(script: str | Path, script_args: list[str] | None = None, *, stages: str | None = None,
+                 timeout: float = DEFAULT_TIMEOUT, tokenizer: str | None = None, task: str | None = None,
+                 then_train: bool = False, capture_output: bool = False, cwd: str | Path | None = None,
+                 progress: Callable[[str], None] | None = None) -> TraceOutcome:
+    """Run `script` in a child process with `fit` intercepted; never raises for what the script does."""
+    path = Path(script).expanduser()
+    if not path.is_file():
+        return TraceOutcome(None, EXIT_BAD_INPUT, f"No script at {path}.")
+    with tempfile.TemporaryDirectory(prefix="tpd-trace-") as work:
+        spec = {"script": str(path.resolve()), "args": list(script_args or []), "stages": stages,
+                "tokenizer": tokenizer, "task": task, "then_train": then_train,
+                "report": str(Path(work) / "report.json"), "progress": str(Path(work) / "progress.txt")}
+        spec_path = Path(work) / "spec.json"
+        spec_path.write_text(json.dumps(spec))
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+            [str(PROJECT_ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])}
+        output_file = open(Path(work) / "output.txt", "w+") if capture_output else None
+        child = subprocess.Popen([sys.executable, "-m", "diagnostics.trace", "--child", str(spec_path)],
+                                 cwd=str(cwd) if cwd else None, env=env, stdin=subprocess.DEVNULL,
+                                 stdout=output_file, stderr=subprocess.STDOUT if output_file else None,
+                                 start_new_session=True)
+        seen: list[str] = []
+        deadline = time.monotonic() + timeout
+        timed_out = False
+        while child.poll() is None:
+            _relay(Path(spec["progress"]), seen, progress)
+            if time.monotonic() > deadline:
+                timed_out = True
+                _stop(child)
+                break
+            time.sleep(0.2)
+        _relay(Path(spec["progress"]), seen, progress)
+        output = ""
+        if output_file:
+            output_file.seek(0)
+            output = output_file.read()[-20000:]
+            output_file.close()
+        report_path = Path(spec["report"])
+        report = json.loads(report_path.read_text()) if report_path.is_file() and not timed_out else None
+    name = path.name
+    if timed_out:
+        reached = " after reaching fit, while the checks ran" if any("reached fit" in line for line in seen) else \
+            " before reaching fit (a loop that never ends, or training without model.fit?)"
+        return TraceOutcome(None, EXIT_BAD_INPUT, f"{name} was stopped after {timeout:g} s{reached}; give a longer "
+                            "--timeout if it is just slow.", output, seen)
+    if report is None:
+        return TraceOutcome(None, EXIT_BAD_INPUT, f"{name} ended (exit status {child.returncode}) without a report: "
+                            "the tracer itself failed; its output above says why.", output, seen)
+    script_info = report.get("script", {})
+    failing = any(check["status"] in ("fail", "error") for check in report.get("checks", []))
+    if script_info.get("error"):
+        error = script_info["error"]
+        return TraceOutcome(report, EXIT_FAILED, f"{name} stopped before fit at {error['where']}: {error['finding']}",
+                            output, seen)
+    if not script_info.get("reached_fit"):
+        return TraceOutcome(report, EXIT_BAD_INPUT, f"{name} ended without calling fit: nothing to check.", output, seen)
+    return TraceOutcome(report, EXIT_FAILED if failing else EXIT_OK,
+                        f"{name} reached fit at {script_info['fit_at']}; the checks ran on what it built.", output, seen)
+
+
+def _relay(progress_file: Path, seen: list[str], progress) -> None:
+    if not progress_file.is_file():
+        return
+    lines = progress_file.read_text().splitlines()
+    for line in lines[len(seen):]:
+        seen.append(line)
+        if progress:
+            progress(line)
+
+
+def _stop(child: subprocess.Popen) -> None:
+    """End the child and anything it started."""
+    try:
+        os.killpg(child.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        child.kill()
+    child.wait()
+
+
+# ---------------------------------------------------------------- the child
+
+
+class _Traced(BaseException):
+    """Raised from the intercepted `fit` once the report is written: ends the script (a BaseException, so the
+    script's own `except Exception` cannot swallow it)."""
+
+
+class _Child:
+    """The child's state: the spec, compile calls seen, and the report once written."""
+
+    def __init__(self, spec: dict):
+        self.spec = spec
+        self.script = spec["script"]
+        self.compiled: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()
+        self.reported = False
+        self.checking = False  # the checks' own fit and compile calls (on copies) pass straight through
+        self._compiling = threading.local()
+
+    def say(self, text: str) -> None:
+        with open(self.spec["progress"], "a") as handle:
+            handle.write(text.replace("\n", " ") + "\n")
+
+    # ------------------------------------------------------------ hooks
+
+    def install(self) -> None:
+        import tf_keras
+        from transformers import modeling_tf_utils
+
+        from diagnostics import hooks
+
+        hooks.remember_to_tf_dataset()
+        child = self
+        keras_fit = tf_keras.Model.fit
+
+        def fit(model, *args, **kwargs):
+            if child.reported or child.checking:
+                return keras_fit(model, *args, **kwargs)
+            child.checking = True
+            try:
+                child.on_fit(model, args, kwargs)
+            finally:
+                child.checking = False
+            if child.spec.get("then_train"):
+                child.say("Checks done: training goes on (--then-train)")
+                return keras_fit(model, *args, **kwargs)
+            raise _Traced()
+
+        tf_keras.Model.fit = fit
+        for owner in (modeling_tf_utils.TFPreTrainedModel, tf_keras.Model):
+            self._wrap_compile(owner)
+
+    def _wrap_compile(self, owner) -> None:
+        original = owner.__dict__["compile"]
+        child = self
+
+        signature = inspect.signature(original)
+
+        @functools.wraps(original)  # Transformers reads Keras's compile signature
+        def compile(model, *args, **kwargs):
+            outer = not getattr(child._compiling, "active", False) and not child.checking
+            if outer:
+                bound = signature.bind(model, *args, **kwargs)
+                bound.apply_defaults()
+                child.compiled[model] = {"optimizer": bound.arguments.get("optimizer"),
+                                         "loss": bound.arguments.get("loss")}
+            child._compiling.active = True
+            try:
+                return original(model, *args, **kwargs)
+            finally:
+                if outer:
+                    child._compiling.active = False
+
+        owner.compile = compile
+
+    # ------------------------------------------------------------ fit reached
+
+    def on_fit(self, model, args: tuple, kwargs: dict) -> None:
+        from diagnostics.api import capture
+        from diagnostics.errors import InputError
+        from diagnostics.own_code import build_run
+        from diagnostics.pipeline import parse_stages, run_stages
+        from diagnostics.report import build_report
+
+        frame = self._script_frame(sys._getframe(1))
+        where = f"{Path(self.script).name} line {frame.f_lineno}" if frame else Path(self.script).name
+        self.say(f"The script reached fit at {where}: running the checks on what it built")
+        x = args[0] if args else kwargs.get("x")
+        y = args[1] if len(args) > 1 else kwargs.get("y")
+        info = {"path": self.script, "reached_fit": True, "fit_at": where, "error": None}
+        try:
+            if y is not None:
+                x = _as_dataset(x, y, kwargs.get("batch_size"))
+            captured = capture(model, x, self._tokenizer(frame, model), self.spec.get("task"),
+                               origin=f"{Path(self.script).name}")
+            captured.compile_args = self.compiled.get(model)
+            run = build_run(captured)
+            results = run_stages(run, parse_stages(self.spec.get("stages")),
+                                 progress=lambda fraction, text: self.say(f"{text} ({fraction:.0%})"))
+            report = build_report(run.config, results)
+            report["notes"] = captured.notes
+        except InputError as exc:
+            report = {"run": {}, "checks": [], "notes": [], "counts": {}}
+            info["error"] = {"kind": "input", "type": "InputError", "message": str(exc), "where": where,
+                             "code": "", "finding": str(exc), "fix": None}
+        report["script"] = info
+        self.write(report)
+
+    def write(self, report: dict) -> None:
+        from diagnostics.result import to_json
+
+        Path(self.spec["report"]).write_text(json.dumps(to_json(report), indent=2))
+        self.reported = True
+
+    def _script_frame(self, frame):
+        """The innermost frame running the user's script."""
+        while frame is not None:
+            if os.path.abspath(frame.f_code.co_filename) == self.script:
+                return frame
+            frame = frame.f_back
+        return None
+
+    def _tokenizer(self, frame, model=None):
+        """The tokenizer the script built: --tokenizer, else one among the script's objects (or its collator's)."""
+        if self.spec.get("tokenizer"):
+            from diagnostics import loading
+
+            return loading.load_tokenizer(self.spec["tokenizer"])
+        from transformers import PreTrainedTokenizerBase
+
+        scopes = []
+        while frame is not None:
+            if os.path.abspath(frame.f_code.co_filename) == self.script:
+                scopes += [frame.f_locals, frame.f_globals]
+            frame = frame.f_back
+        for scope in scopes:
+            for value in list(scope.values()):
+                if isinstance(value, PreTrainedTokenizerBase):
+                    return value
+                inner = getattr(value, "tokenizer", None)
+                if isinstance(inner, PreTrainedTokenizerBase):
+                    return inner
+        return None
+
+    # ------------------------------------------------------------ an error before fit
+
+    def on_error(self, exc: BaseException) -> None:
+        """Diagnose an exception the script raised before fit, and write the report."""
+        from diagnostics import hooks
+        from diagnostics.registry import CHECKS
+        from diagnostics.result import skipped
+
+        frames = [entry for entry in traceback.extract_tb(exc.__traceback__)
+                  if os.path.abspath(entry.filename) == self.script]
+        last = frames[-1] if frames else None
+        where = f"{Path(self.script).name} line {last.lineno}" if last else Path(self.script).name
+        code = (last.line or "").strip() if last else ""
+        message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        kind, finding, fix = _classify(exc, message)
+        info = {"path": self.script, "reached_fit": False, "fit_at": None,
+                "error": {"kind": kind, "type": type(exc).__name__, "message": str(exc)[:2000], "where": where,
+                          "code": code, "finding": finding, "fix": fix,
+                          "traceback": "".join(traceback.format_exception(exc))[-8000:]}}
+        report: dict[str, Any] = {"run": {}, "checks": [], "notes": [], "counts": {}}
+        if kind == "columns" and hooks.last_call:
+            report = self._diagnose_columns(exc, hooks.last_call, where)
+            reason = f"The script stopped before fit at {where} (see data.columns)."
+            report["checks"] += [skipped(check, CHECKS[check].stage, reason).to_dict() for check in CHECKS
+                                 if CHECKS[check].stage != "data" and check not in
+                                 {c["id"] for c in report["checks"]}]
+        report["script"] = info
+        self.write(report)
+
+    def _diagnose_columns(self, exc: BaseException, call: dict, where: str) -> dict:
+        """The Data stage on the split and arguments of the `to_tf_dataset` call that raised."""
+        from diagnostics.own_code import Captured, build_run
+        from diagnostics.pipeline import data_stage
+        from diagnostics.report import build_report
+
+        frame = None
+        tb = exc.__traceback__
+        while tb is not None:
+            if os.path.abspath(tb.tb_frame.f_code.co_filename) == self.script:
+                frame = tb.tb_frame
+            tb = tb.tb_next
+        model = _find_model(frame)
+        captured = Captured(model=model, tokenizer=self._tokenizer(frame, model), task=self.spec.get("task"),
+                            source=call["source"], to_tf_dataset=call["kwargs"], origin=where)
+        if model is not None:
+            captured.compile_args = self.compiled.get(model)
+        run = build_run(captured)
+        report = build_report(run.config, data_stage(run))
+        report["notes"] = captured.notes
+        return report
+
+
+def _classify(exc: BaseException, message: str) -> tuple[str, str, str | None]:
+    """(kind, finding, fix) for an exception raised before fit."""
+    text = str(exc)
+    names = {entry.name for entry in traceback.extract_tb(exc.__traceback__)}
+    if "to_tf_dataset" in names and isinstance(exc, (ValueError, KeyError)) and "not found in dataset" in text:
+        return ("columns", f"to_tf_dataset raised {type(exc).__name__}: {message} (see data.columns for the "
+                "columns the split really has)",
+                "to_tf_dataset(columns=['input_ids', 'attention_mask', 'label'], "
+                "collate_fn=DataCollatorWithPadding(tokenizer, return_tensors='np'), ...)")
+    if "from_pretrained" in names and isinstance(exc, (OSError, ValueError)):
+        return ("checkpoint", f"The checkpoint cannot be loaded: {message}",
+                "from_pretrained(<a local save_pretrained directory with config.json and weights, or a Hub name "
+                "this machine can reach>)")
+    if isinstance(exc, FileNotFoundError) or "FileNotFoundError" in type(exc).__name__ or "Unable to find" in text:
+        return ("file", f"A file the script reads does not exist: {message}",
+                f"Check the path: relative paths are read from the directory the script runs in ({os.getcwd()}).")
+    if isinstance(exc, ModuleNotFoundError):
+        return ("import", f"{message}: the script needs a package this environment lacks.",
+                f"pip install {getattr(exc, 'name', '') or '<package>'}")
+    return ("other", f"{type(exc).__name__}: {message}", None)
+
+
+def _find_model(frame):
+    """A Transformers TF model among the script's objects, when the script built one before it failed."""
+    if frame is None:
+        return None
+    from transformers import TFPreTrainedModel
+
+    for scope in (frame.f_locals, frame.f_globals):
+        for value in list(scope.values()):
+            if isinstance(value, TFPreTrainedModel):
+                return value
+    return None
+
+
+def _as_dataset(x, y, batch_size):
+    """`fit(x, y)` with in-memory arrays as the `tf.data.Dataset` Keras makes of them."""
+    import tensorflow as tf
+
+    return tf.data.Dataset.from_tensor_slices((dict(x) if hasattr(x, "keys") else x, y)).batch(batch_size or 32)
+
+
+def child_main(spec_path: str) -> int:
+    """Run the script of a spec with `fit` intercepted, writing the report (the child process's entry point)."""
+    import runpy
+
+    spec = json.loads(Path(spec_path).read_text())
+    child = _Child(spec)
+    child.say(f"Running {Path(spec['script']).name}")
+    child.install()
+    sys.argv = [spec["script"], *spec["args"]]
+    sys.path.insert(0, str(Path(spec["script"]).parent))
+    try:
+        runpy.run_path(spec["script"], run_name="__main__")
+    except _Traced:
+        return 0
+    except SystemExit as exc:
+        if not child.reported and exc.code not in (None, 0):
+            child.on_error(RuntimeError(f"the script exited with status {exc.code} before fit"))
+    except Exception as exc:
+        if child.reported:  # a failure after the checks ran (--then-train): the report stands
+            traceback.print_exc()
+            return 0
+        child.say(f"The script raised {type(exc).__name__} before fit: diagnosing it")
+        child.on_error(exc)
+        return 0
+    if not child.reported:
+        child.write({"run": {}, "checks": [], "notes": [], "counts": {},
+                     "script": {"path": spec["script"], "reached_fit": False, "fit_at": None, "error": None}})
+    return 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "--child":
+        sys.exit(child_main(sys.argv[2]))
+    sys.exit("usage: python -m diagnostics trace SCRIPT (this module's own entry point is for the tracer's child)")
