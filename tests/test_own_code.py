@@ -1,0 +1,228 @@
+"""The checks on a user's own code: `diagnose()` on real objects, the Keras callback in a real `fit`, and
+`python -m diagnostics trace` on the course's scripts under the demo kit (child processes, real training steps)."""
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import ROOT, make_split
+from diagnostics.__main__ import main
+from diagnostics.result import Status
+
+SCRIPTS = ROOT / "diagnostics" / "demo_data" / "scripts"
+
+
+def classifier(checkpoint, num_labels):
+    from transformers import TFAutoModelForSequenceClassification
+
+    return TFAutoModelForSequenceClassification.from_pretrained(str(checkpoint), num_labels=num_labels)
+
+
+def weights_of(model):
+    return [np.array(w.numpy()) for w in model.weights]
+
+
+def features_labels(split, tokenizer, batch_size=4):
+    """A Keras `(features, labels)` dataset made by hand, with no to_tf_dataset call behind it."""
+    import tensorflow as tf
+    from transformers import DataCollatorWithPadding
+
+    encoded = tokenizer(list(split["premise"]), list(split["hypothesis"]), truncation=True)
+    padded = DataCollatorWithPadding(tokenizer, return_tensors="np")(
+        [{key: encoded[key][i] for key in encoded} for i in range(len(split))])
+    return tf.data.Dataset.from_tensor_slices((dict(padded), np.asarray(list(split["label"])))).batch(batch_size)
+
+
+# ---------------------------------------------------------------- diagnose()
+
+
+def test_diagnose_a_compiled_model_on_a_features_labels_dataset(bert_checkpoint, bert_tokenizer, mnli_split):
+    import tf_keras
+
+    from diagnostics import diagnose
+
+    model = classifier(bert_checkpoint, 3)
+    model.compile(optimizer=tf_keras.optimizers.Adam(learning_rate=3e-5),
+                  loss=tf_keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    before = weights_of(model)
+    report = diagnose(model, features_labels(mnli_split, bert_tokenizer), bert_tokenizer, stages="data,model")
+    assert report.failed == [], repr(report)
+    config = report.config
+    assert (config.labels_in, config.loss, config.optimizer, config.learning_rate, config.num_labels) == (
+        "separate", "SparseCategoricalCrossentropy(from_logits=True)", "Adam", pytest.approx(3e-5), 3)
+    assert config.task == "mnli" and any("found from the rows" in note for note in report.notes)
+    assert report["data.label_range"].evidence  # the split read back: its 12 labels counted
+    assert "12" in report["data.label_range"].summary
+    assert all(np.array_equal(a, b) for a, b in zip(before, weights_of(model)))  # the user's model is untouched
+    parsed = json.loads(report.to_json())
+    assert {check["id"] for check in parsed["checks"]} >= {"data.columns", "model.nan_rows"}
+    assert "| PASS | `data.columns` |" in report.to_markdown()
+    html = report._repr_html_()
+    assert "<table>" in html and "data.decoded_samples" in html and "the cat sat" in html
+    assert repr(report).startswith("Report on ")
+
+
+def test_diagnose_flags_a_loss_that_reads_logits_as_probabilities(bert_checkpoint, bert_tokenizer, mnli_split):
+    from diagnostics import diagnose
+
+    model = classifier(bert_checkpoint, 3)
+    model.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
+    report = diagnose(model, features_labels(mnli_split, bert_tokenizer), bert_tokenizer, stages=["model"])
+    assert report["model.initial_loss"].status in (Status.WARN, Status.FAIL)
+    assert "from_logits=False" in report["model.initial_loss"].summary
+    assert report.config.loss == "sparse_categorical_crossentropy"
+
+
+def test_diagnose_batches_the_users_own_to_tf_dataset_call(bert_checkpoint, bert_tokenizer, mnli_split):
+    from transformers import DataCollatorWithPadding
+
+    from diagnostics import diagnose
+
+    tokenized = mnli_split.map(lambda rows: bert_tokenizer(rows["premise"], rows["hypothesis"]), batched=True)
+    dataset = tokenized.to_tf_dataset(columns=["input_ids", "attention_mask", "label"], batch_size=4, shuffle=True,
+                                      collate_fn=DataCollatorWithPadding(bert_tokenizer, return_tensors="np"))
+    model = classifier(bert_checkpoint, 2)  # the course's bug: two labels on MNLI's three
+    model.compile(optimizer="adam")
+    report = diagnose(model, dataset, bert_tokenizer, stages="data")
+    assert report.config.recipe.columns == ("input_ids", "attention_mask", "label")
+    assert (report.config.batch_size, report.config.shuffle) == (4, True)
+    assert report["data.label_range"].status is Status.FAIL
+    assert "num_labels=2" in report["data.label_range"].summary
+    assert report["data.columns"].status is Status.WARN  # BERT's token_type_ids left out of columns=
+    assert "token_type_ids" in report["data.columns"].summary
+    assert [r.id for r in report.failed] == ["data.label_range"]
+
+
+def test_diagnose_says_what_it_cannot_judge(bert_checkpoint, bert_tokenizer, mnli_split):
+    from diagnostics import diagnose
+    from diagnostics.errors import InputError
+
+    model = classifier(bert_checkpoint, 3)
+    model.compile(optimizer="sgd")
+    with pytest.raises(InputError, match="models Adam"):
+        diagnose(model, features_labels(mnli_split, bert_tokenizer), bert_tokenizer)
+
+
+# ---------------------------------------------------------------- DiagnoseCallback
+
+
+def test_callback_stops_at_the_first_nan_batch_and_names_its_rows(bert_checkpoint, bert_tokenizer):
+    import tf_keras
+    from transformers import DataCollatorWithPadding
+
+    from diagnostics import DiagnoseCallback
+
+    scores = [1.0, 2.5, 4.0, 0.5, 3.0, math.nan, math.nan, 2.0, 1.5, 1.0, 3.5, 4.5]
+    split = make_split("stsb", [(f"the cat sat {i}", "the dog ran", score) for i, score in enumerate(scores)])
+    tokenized = split.map(lambda rows: bert_tokenizer(rows["sentence1"], rows["sentence2"]), batched=True)
+    dataset = tokenized.to_tf_dataset(columns=["input_ids", "attention_mask", "label"], batch_size=4,
+                                      collate_fn=DataCollatorWithPadding(bert_tokenizer, return_tensors="np"))
+    model = classifier(bert_checkpoint, 1)
+    model.compile(optimizer=tf_keras.optimizers.Adam(learning_rate=1e-4))
+    callback = DiagnoseCallback(tokenizer=bert_tokenizer, task="stsb", quick=False)
+    history = model.fit(dataset, epochs=3, callbacks=[callback], verbose=0)
+    assert len(history.history["loss"]) == 1  # stopped in the first epoch
+    assert callback.nan_report is not None and callback.nan_report.extra["nan_step"] == 2
+    rows = callback.nan_report["model.nan_rows"]
+    assert rows.status is Status.FAIL and "missing (NaN) score" in rows.summary
+    assert [row["position"] for row in rows.evidence["rows"]] == [1, 2]  # rows 5 and 6 of the split
+    assert all(math.isfinite(loss) for loss in callback.losses[:1])
+    assert "train_step" not in model.__dict__  # the watch is taken off after training
+
+
+def test_callback_checks_before_the_first_step_and_strict_raises(bert_checkpoint, bert_tokenizer, mnli_split, capsys):
+    from transformers import DataCollatorWithPadding
+
+    from diagnostics import DiagnoseCallback, PipelineError
+
+    tokenized = mnli_split.map(lambda rows: bert_tokenizer(rows["premise"], rows["hypothesis"]), batched=True)
+    dataset = tokenized.to_tf_dataset(columns=["input_ids", "attention_mask", "label"], batch_size=4,
+                                      collate_fn=DataCollatorWithPadding(bert_tokenizer, return_tensors="np"))
+    model = classifier(bert_checkpoint, 2)
+    model.compile(optimizer="adam")
+    before = weights_of(model)
+    with pytest.raises(PipelineError, match="data.label_range"):
+        model.fit(dataset, epochs=1, callbacks=[DiagnoseCallback(strict=True)], verbose=0)
+    assert "quick check(s) fail" in capsys.readouterr().out
+    assert all(np.array_equal(a, b) for a, b in zip(before, weights_of(model)))  # no step was taken
+
+
+# ---------------------------------------------------------------- trace
+
+
+def trace(tmp_path, script, *args, script_args=()):
+    report = tmp_path / "report.json"
+    junit = tmp_path / "report.xml"
+    code = main(["trace", str(script), "--json", str(report), "--junit", str(junit), *args, "--", *script_args])
+    return code, (json.loads(report.read_text()) if report.is_file() else None), junit
+
+
+def statuses(report):
+    return {check["id"]: check["status"] for check in report["checks"]}
+
+
+def test_trace_the_course_script_diagnoses_the_error_before_fit(tmp_path, capsys):
+    code, report, junit = trace(tmp_path, SCRIPTS / "course_script.py")
+    assert code == 1
+    error = report["script"]["error"]
+    assert error["kind"] == "columns" and error["where"] == "course_script.py line 39"
+    assert "to_tf_dataset(" in error["code"] and "Column labels not found" in error["finding"]
+    assert "DataCollatorWithPadding" in error["fix"] and "'label'" in error["fix"]
+    columns = next(check for check in report["checks"] if check["id"] == "data.columns")
+    assert columns["status"] == "fail"
+    assert "labels" in columns["summary"] and "premise, hypothesis, label" in columns["summary"]
+    assert statuses(report)["model.config"] == "skip"
+    assert "script.reaches_fit" in junit.read_text()
+    assert "stopped before fit at course_script.py line 39" in capsys.readouterr().out
+
+
+def test_trace_the_repaired_course_script_flags_each_remaining_bug(tmp_path):
+    code, report, _ = trace(tmp_path, SCRIPTS / "course_script_repaired.py")
+    assert code == 1
+    assert report["script"]["reached_fit"] and report["script"]["fit_at"].startswith("course_script_repaired.py line")
+    found = statuses(report)
+    assert found["data.label_range"] == "fail"  # num_labels=2 on three labels
+    assert found["hparams.loss"] == "fail"  # the string loss reads logits as probabilities
+    assert found["hparams.optimizer"] == "warn"  # the string "adam"
+    assert found["data.columns"] == "pass"
+    assert report["run"]["recipe"]["collate_fn"] == "DataCollatorWithPadding"
+
+
+def test_trace_the_fixed_course_script_has_no_failing_check(tmp_path):
+    code, report, _ = trace(tmp_path, SCRIPTS / "course_script_fixed.py")
+    failing = {check["id"]: check["summary"] for check in report["checks"] if check["status"] in ("fail", "error")}
+    assert failing == {} and code == 0
+    assert statuses(report)["overfit.one_batch"] == "pass"
+
+
+def test_trace_ends_a_script_that_never_reaches_fit(tmp_path, capsys):
+    script = tmp_path / "loop.py"
+    script.write_text("import time\nwhile True:\n    time.sleep(0.1)\n")
+    code, report, _ = trace(tmp_path, script, "--timeout", "8")
+    assert code == 2 and report is None
+    assert "loop.py was stopped after 8 s before reaching fit" in capsys.readouterr().err
+
+
+def test_trace_a_missing_data_file_is_a_clear_finding(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text("from datasets import load_dataset\n\nraw = load_dataset('json', data_files='no-such-file.jsonl')\n")
+    code, report, _ = trace(tmp_path, script)
+    assert code == 1
+    error = report["script"]["error"]
+    assert error["kind"] == "file" and error["where"] == "train.py line 3"
+    assert "no-such-file.jsonl" in error["finding"]
+
+
+def test_trace_refuses_a_script_that_is_not_there(tmp_path, capsys):
+    code, report, _ = trace(tmp_path, tmp_path / "absent.py")
+    assert code == 2 and report is None
+    assert "No script at" in capsys.readouterr().err
+
+
+def test_trace_runs_in_a_child_so_the_caller_keeps_its_fit():
+    import tf_keras
+
+    assert tf_keras.Model.fit.__module__.startswith("tf_keras")  # intercepted in the child process only
