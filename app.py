@@ -16,6 +16,7 @@ navigation = st.navigation(
             st.Page("app_pages/4_overfit.py", title="4 · Overfit test", url_path="overfit"),
         ],
         "Summary": [st.Page("app_pages/report.py", title="Report", url_path="report")],
+        "Your code": [st.Page("app_pages/script.py", title="Your script", url_path="script")],
     }
 )
 slot = sidebar()

@@ -5,7 +5,7 @@ import streamlit as st
 
 from diagnostics.pipeline import LEARNABILITY, data_stage, learnability_stage
 from diagnostics.plots import label_balance_figure, token_length_figure
-from ui.render import by_id, checklist, recalled, remember, run_stage, status_line
+from ui.render import by_id, checklist, recalled, remember, run_stage, status_line, traced_results
 from ui.state import current_config, open_run
 
 
@@ -17,12 +17,18 @@ def data_results(config):
 st.title("1 · Data")
 st.caption("The first batch exactly as `model.fit` gets it from `to_tf_dataset` with a padding collator, "
            "decoded back to text, and the labels of the whole split.")
-config = current_config()
-# What the Report's "Run every stage now" found, before this page's own results replace the kept ones.
-reported = [result for result in recalled("data", config) if result.id == LEARNABILITY]
-results = run_stage("data", lambda: data_results(config))
-if results is None:
-    st.stop()
+traced = traced_results("data")
+if traced is None:
+    config = current_config()
+    # What the Report's "Run every stage now" found, before this page's own results replace the kept ones.
+    reported = [result for result in recalled("data", config) if result.id == LEARNABILITY]
+    results = run_stage("data", lambda: data_results(config))
+    if results is None:
+        st.stop()
+else:
+    config = None
+    results = [result for result in traced if result.id != LEARNABILITY]
+    reported = [result for result in traced if result.id == LEARNABILITY]
 
 summary = st.empty()  # the counts, filled once the learnability result below is known
 st.subheader("The first batch, decoded")
@@ -60,10 +66,10 @@ st.subheader("Do the labels carry signal?")
 st.caption("Two short runs on copies of the model: one on the given labels, one on the same labels shuffled. "
            "If held-out rows are predicted no better with the given labels, the labels no longer match their texts.")
 store = st.session_state.setdefault("data.learnability", {})
-if st.button("Run the learnability check", key="data.learnability_run"):
+if traced is None and st.button("Run the learnability check", key="data.learnability_run"):
     with st.spinner("Training two copies: the given labels, then shuffled ones…"):
         store[config] = run_stage("data", lambda: learnability_stage(open_run(config)))
-learnability = store.get(config) or reported
+learnability = (store.get(config) if config else None) or reported
 if learnability:
     figures = learnability[0].evidence
     if figures.get("given"):
@@ -73,10 +79,13 @@ if learnability:
             {"labels": "shuffled", metric: figures["shuffled"]["score"],
              "final train loss": figures["shuffled"]["final_train_loss"]},
         ]), hide_index=True)
-else:
+elif traced is None:
     st.info("Press the button to run it (it trains two copies; the loaded model is never changed).")
+else:
+    st.info("The trace did not run it (see the Data stage's checks below).")
 results = results + learnability
-remember("data", config, results)
+if config is not None:
+    remember("data", config, results)
 status_line(results, summary)
 
 st.subheader("Checks")

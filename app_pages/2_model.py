@@ -5,7 +5,7 @@ import streamlit as st
 
 from diagnostics.pipeline import model_stage
 from diagnostics.plots import gradient_norm_figure, per_sample_loss_figure
-from ui.render import by_id, checklist, remember, run_stage, status_line
+from ui.render import by_id, checklist, remember, run_stage, status_line, traced_results
 from ui.state import current_config, open_run
 
 
@@ -17,11 +17,13 @@ def model_results(config):
 st.title("2 · Model")
 st.caption("The first batch through a freshly loaded model: logits, the loss of every row, one real train step "
            "(on a copy; the loaded model is never changed), and where NaN first appears.")
-config = current_config()
-results = run_stage("model", lambda: model_results(config))
+results = traced_results("model")
 if results is None:
-    st.stop()
-remember("model", config, results)
+    config = current_config()
+    results = run_stage("model", lambda: model_results(config))
+    if results is None:
+        st.stop()
+    remember("model", config, results)
 
 status_line(results)
 nan_rows = by_id(results, "model.nan_rows")

@@ -7,7 +7,7 @@ from diagnostics.errors import InputError
 from diagnostics.hyperparams import SweepSettings
 from diagnostics.pipeline import hparams_stage
 from diagnostics.plots import range_test_figure, schedule_figure, sweep_curves_figure, sweep_final_figure
-from ui.render import by_id, checklist, remember, run_stage, status_line
+from ui.render import by_id, checklist, remember, run_stage, status_line, traced_results
 from ui.state import current_config, open_run
 
 
@@ -30,10 +30,14 @@ def sweep_settings() -> SweepSettings:
 st.title("3 · Hyperparameters")
 st.caption("What a string optimizer or loss silently set, and how the loss moves at each learning rate: the same "
            "batches from the same starting weights, on a copy of the model.")
-config = current_config()
-setup = run_stage("hparams", lambda: setup_results(config))
-if setup is None:
-    st.stop()
+traced = traced_results("hparams")
+if traced is None:
+    config = current_config()
+    setup = run_stage("hparams", lambda: setup_results(config))
+    if setup is None:
+        st.stop()
+else:
+    setup = [result for result in traced if result.id in ("hparams.optimizer", "hparams.loss", "hparams.schedule")]
 
 optimizer = by_id(setup, "hparams.optimizer")
 if optimizer and optimizer.evidence.get("settings"):
@@ -45,26 +49,36 @@ if optimizer and optimizer.evidence.get("settings"):
         right.plotly_chart(schedule_figure(schedule), width="stretch")
 
 st.subheader("Learning-rate sweep and range test")
-settings = sweep_settings()
-key = (config, settings)
-store = st.session_state.setdefault("hparams.training_results", {})
-settings_error = None
-try:
-    settings.validated()
-except InputError as exc:
-    settings_error = str(exc)
-    st.error(f"Sweep settings: {settings_error}")
-if st.button("Run the sweep and the range test", type="primary", key="hparams.run", disabled=bool(settings_error)):
-    bar = st.progress(0.0, text="Starting")
-    store[key] = run_stage("hparams", lambda: hparams_stage(
-        open_run(config), sweep=settings, parts=("training",),
-        progress=lambda fraction, text: bar.progress(min(max(fraction, 0.0), 1.0), text=text)))
-    bar.empty()
-training = store.get(key) or []
-if not training:
-    st.info("Press the button to train a copy of the model at each rate. The loaded model is never changed.")
+
+
+def training_results() -> list:
+    """The sweep and the range test run here on request (the traced script's come with its report)."""
+    settings = sweep_settings()
+    key = (config, settings)
+    store = st.session_state.setdefault("hparams.training_results", {})
+    settings_error = None
+    try:
+        settings.validated()
+    except InputError as exc:
+        settings_error = str(exc)
+        st.error(f"Sweep settings: {settings_error}")
+    if st.button("Run the sweep and the range test", type="primary", key="hparams.run", disabled=bool(settings_error)):
+        bar = st.progress(0.0, text="Starting")
+        store[key] = run_stage("hparams", lambda: hparams_stage(
+            open_run(config), sweep=settings, parts=("training",),
+            progress=lambda fraction, text: bar.progress(min(max(fraction, 0.0), 1.0), text=text)))
+        bar.empty()
+    training = store.get(key) or []
+    if not training:
+        st.info("Press the button to train a copy of the model at each rate. The loaded model is never changed.")
+    return training
+
+
+training = training_results() if traced is None else [
+    result for result in traced if result.id not in {r.id for r in setup}]
 results = setup + training
-remember("hparams", config, results)
+if traced is None:
+    remember("hparams", config, results)
 sweep, range_test = by_id(training, "hparams.lr_sweep"), by_id(training, "hparams.lr_range_test")
 if sweep and sweep.evidence.get("losses"):
     left, right = st.columns(2)

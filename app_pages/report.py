@@ -7,11 +7,25 @@ import streamlit as st
 from diagnostics.pipeline import STAGES, run_stages
 from diagnostics.registry import STAGE_TITLES
 from diagnostics.report import build_report, markdown_report
-from ui.render import checklist, recalled, remember, run_stage, status_line
+from diagnostics.result import CheckResult
+from ui.render import TRACED_KEY, checklist, recalled, remember, run_stage, status_line, traced_results
 from ui.state import current_config, open_run
 
 st.title("Report")
 st.caption("Every check of every stage run so far, failing and warning checks first, in pipeline order.")
+traced = traced_results("data")
+if traced is not None:
+    report = st.session_state[TRACED_KEY]["report"]
+    results = [CheckResult.from_dict(check) for check in report["checks"]]
+    left, right = st.columns(2)
+    left.download_button("Download Markdown", markdown_report(report) if report.get("run") else "",
+                         file_name="script-report.md", mime="text/markdown", key="report.download_md",
+                         disabled=not report.get("run"))
+    right.download_button("Download JSON", json.dumps(report, indent=2), file_name="script-report.json",
+                          mime="application/json", key="report.download_json")
+    status_line(results)
+    checklist(results)
+    st.stop()
 config = current_config()
 done = {stage: recalled(stage, config) for stage in STAGES}
 if st.button("Run every stage now", type="primary", key="report.run_all"):

@@ -192,7 +192,8 @@ Optimizer = TypedDict("Optimizer", {"settings": Rows, "class": str, "learning_ra
 
 class Loss(TypedDict, total=False):
     configured_value: float
-    configured_value_shifted: float
+    probe_configured_value: float
+    probe_cross_entropy: float
     cross_entropy_from_logits: float
     disagreement: float
     labels_drawn_in_range: bool

@@ -107,11 +107,14 @@ def loss_figures(model, tf_batch, labels: np.ndarray, config: RunConfig, task: G
     figures["outputs_are_probabilities"] = bool((logits >= 0).all() and np.allclose(sums, 1.0, atol=1e-3))
     figures["configured_value"] = configured_loss_value(config.loss, logits, labels, task.regression)
     figures["cross_entropy_from_logits"] = configured_loss_value("internal", logits, labels, task.regression)
-    if not task.regression:
-        # Cross-entropy from logits ignores a constant added to a row's logits; a loss that reads them as
-        # probabilities does not. Shifting every logit below zero shows that whatever this head's start gives.
-        shifted = logits - logits.max(axis=1, keepdims=True) - 1.0
-        figures["configured_value_shifted"] = configured_loss_value(config.loss, shifted, labels, task.regression)
+    if not task.regression and logits.shape[1] > 1:
+        # A fresh head's logits sit near zero, where a loss that reads them as probabilities can happen to agree
+        # with cross-entropy. Logits of 0.5 on each row's label and -1 elsewhere tell the two apart whatever the
+        # head's start: cross-entropy from logits gives a modest loss, a probability reading a near-zero one.
+        probe = np.where(np.arange(logits.shape[1])[None, :] == np.clip(labels.astype(int), 0, logits.shape[1] - 1)[:, None],
+                         0.5, -1.0)
+        figures["probe_configured_value"] = configured_loss_value(config.loss, probe, labels, task.regression)
+        figures["probe_cross_entropy"] = configured_loss_value("internal", probe, labels, task.regression)
     inputs, _ = split_batch(tf_batch)
     if not task.regression:
         tf_batch, figures["labels_drawn_in_range"] = labels_in_range(tf_batch, int(model.config.num_labels), config.seed)
@@ -169,19 +172,20 @@ def _judge_loss(figures: dict[str, Any], *, warn_disagreement: float) -> CheckRe
                            "Mean squared error on class ids treats labels as numbers to regress, not classes.",
                            fix="model.compile(optimizer=optimizer)  # the internal cross-entropy", evidence=figures)
     configured, reference = figures["configured_value"], figures["cross_entropy_from_logits"]
-    shifted = figures.get("configured_value_shifted")
 
-    def gap_of(value):
-        return abs(value - reference) / reference if reference and value is not None and math.isfinite(value) else 0.0
+    def gap_of(value, against):
+        return abs(value - against) / against if against and value is not None and math.isfinite(value) else 0.0
 
-    gap = max(gap_of(configured), gap_of(shifted))
+    probe = gap_of(figures.get("probe_configured_value"), figures.get("probe_cross_entropy"))
+    gap = max(gap_of(configured, reference), probe)
     figures["disagreement"] = gap
     if not figures["outputs_are_probabilities"] and gap > warn_disagreement:
         shown = (f"it gives {configured:.3f} where cross-entropy from the logits gives {reference:.3f}"
-                 if gap_of(configured) > warn_disagreement else
-                 f"it gives {configured:.3f} here, close to cross-entropy from the logits ({reference:.3f}) only "
-                 f"because this head starts with positive logits: with every logit shifted by a constant, which "
-                 f"cross-entropy from logits ignores, it gives {shifted:.3f}")
+                 if gap_of(configured, reference) > warn_disagreement else
+                 f"on this batch it gives {configured:.3f}, near cross-entropy from the logits ({reference:.3f}) only "
+                 f"because a fresh head's logits sit near zero; on logits of 0.5 for each row's label and -1 elsewhere "
+                 f"it gives {figures['probe_configured_value']:.3g} where cross-entropy gives "
+                 f"{figures['probe_cross_entropy']:.3f}")
         return CheckResult(
             "hparams.loss", STAGE, Status.FAIL,
             f"The model outputs logits (rows do not sum to 1), but loss {name!r} reads them as probabilities "

@@ -113,7 +113,7 @@ def read_optimizer(model, given: Any = None, *, seen: bool = False) -> dict[str,
     if schedule is not None:
         weight_decay = float(getattr(optimizer, "weight_decay_rate", 0.0) or 0.0)
         return {"optimizer": "create_optimizer", "weight_decay": weight_decay, **schedule}
-    value = float(np.asarray(rate))
+    value = _plain(rate)
     if name == "AdamWeightDecay":
         return {"optimizer": "create_optimizer", "learning_rate": value, "train_steps": 1, "warmup_steps": 0,
                 "weight_decay": float(optimizer.weight_decay_rate or 0.0)}
@@ -125,16 +125,21 @@ def read_optimizer(model, given: Any = None, *, seen: bool = False) -> dict[str,
                      "transformers.create_optimizer); other optimizers are not judged.")
 
 
+def _plain(rate) -> float:
+    """A rate as the user wrote it: Keras keeps rates in float32 (5e-5 reads back as 4.9999999e-05)."""
+    return float(str(np.float32(np.asarray(rate))))
+
+
 def _schedule(rate) -> dict[str, Any] | None:
     """create_optimizer's schedule (a linear decay, after a warmup or not) as configuration fields."""
     kind = type(rate).__name__
     if kind == "WarmUp":
         decay = rate.decay_schedule_fn
         warmup = int(rate.warmup_steps)
-        return {"learning_rate": float(rate.initial_learning_rate), "warmup_steps": warmup,
+        return {"learning_rate": _plain(rate.initial_learning_rate), "warmup_steps": warmup,
                 "train_steps": warmup + int(getattr(decay, "decay_steps", 0))}
     if kind == "PolynomialDecay":
-        return {"learning_rate": float(rate.initial_learning_rate), "warmup_steps": 0,
+        return {"learning_rate": _plain(rate.initial_learning_rate), "warmup_steps": 0,
                 "train_steps": int(rate.decay_steps)}
     if hasattr(rate, "get_config") and not hasattr(rate, "numpy"):
         raise InputError(f"a {kind} learning-rate schedule is not one the debugger models (create_optimizer's "
@@ -148,6 +153,8 @@ def _schedule(rate) -> dict[str, Any] | None:
 def infer_task(columns: list[str], labels: np.ndarray | None, num_labels: int | None, segments: int = 0
                ) -> tuple[str, str]:
     """(GLUE task, how it was found) from the split's text columns, else from the rows' shape and label count."""
+    if labels is not None and not np.issubdtype(np.asarray(labels).dtype, np.number):
+        labels = None  # label names as text: the label checks say so
     matches = [task for task in TASKS.values() if all(column in columns for column in task.text_columns)
                and "test" not in task.splits[0]]
     floats = labels is not None and labels.size and np.issubdtype(np.asarray(labels).dtype, np.floating) \

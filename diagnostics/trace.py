@@ -230,10 +230,13 @@ class _Child:
                                  progress=lambda fraction, text: self.say(f"{text} ({fraction:.0%})"))
             report = build_report(run.config, results)
             report["notes"] = captured.notes
-        except InputError as exc:
+        except Exception as exc:  # what the checks cannot take is said, never a traceback
             report = {"run": {}, "checks": [], "notes": [], "counts": {}}
-            info["error"] = {"kind": "input", "type": "InputError", "message": str(exc), "where": where,
-                             "code": "", "finding": str(exc), "fix": None}
+            finding = str(exc) if isinstance(exc, InputError) else \
+                f"The checks could not run on what the script built: {type(exc).__name__}: {exc}"
+            info["error"] = {"kind": "input", "type": type(exc).__name__, "message": str(exc)[:2000], "where": where,
+                             "code": "", "finding": finding, "fix": None,
+                             "traceback": "".join(traceback.format_exception(exc))[-8000:]}
         report["script"] = info
         self.write(report)
 
@@ -294,7 +297,10 @@ class _Child:
                           "traceback": "".join(traceback.format_exception(exc))[-8000:]}}
         report: dict[str, Any] = {"run": {}, "checks": [], "notes": [], "counts": {}}
         if kind == "columns" and hooks.last_call:
-            report = self._diagnose_columns(exc, hooks.last_call, where)
+            try:
+                report = self._diagnose_columns(exc, hooks.last_call, where)
+            except Exception as failure:  # the finding above stands without the Data stage
+                report["notes"] = [f"The Data stage could not run on the split: {type(failure).__name__}: {failure}"]
             reason = f"The script stopped before fit at {where} (see data.columns)."
             report["checks"] += [skipped(check, CHECKS[check].stage, reason).to_dict() for check in CHECKS
                                  if CHECKS[check].stage != "data" and check not in

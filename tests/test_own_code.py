@@ -3,7 +3,6 @@
 
 import json
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -168,7 +167,9 @@ def test_trace_the_course_script_diagnoses_the_error_before_fit(tmp_path, capsys
     code, report, junit = trace(tmp_path, SCRIPTS / "course_script.py")
     assert code == 1
     error = report["script"]["error"]
-    assert error["kind"] == "columns" and error["where"] == "course_script.py line 39"
+    line = next(number for number, text in enumerate((SCRIPTS / "course_script.py").read_text().splitlines(), 1)
+                if text.startswith("train_dataset = "))
+    assert error["kind"] == "columns" and error["where"] == f"course_script.py line {line}"
     assert "to_tf_dataset(" in error["code"] and "Column labels not found" in error["finding"]
     assert "DataCollatorWithPadding" in error["fix"] and "'label'" in error["fix"]
     columns = next(check for check in report["checks"] if check["id"] == "data.columns")
@@ -176,7 +177,7 @@ def test_trace_the_course_script_diagnoses_the_error_before_fit(tmp_path, capsys
     assert "labels" in columns["summary"] and "premise, hypothesis, label" in columns["summary"]
     assert statuses(report)["model.config"] == "skip"
     assert "script.reaches_fit" in junit.read_text()
-    assert "stopped before fit at course_script.py line 39" in capsys.readouterr().out
+    assert f"stopped before fit at course_script.py line {line}" in capsys.readouterr().out
 
 
 def test_trace_the_repaired_course_script_flags_each_remaining_bug(tmp_path):
@@ -226,3 +227,19 @@ def test_trace_runs_in_a_child_so_the_caller_keeps_its_fit():
     import tf_keras
 
     assert tf_keras.Model.fit.__module__.startswith("tf_keras")  # intercepted in the child process only
+
+
+def test_trace_gives_the_findings_the_app_gives_for_the_same_pipeline(tmp_path):
+    """The repaired course script and the same pipeline set in the app's terms (the command line's run)."""
+    code, traced, _ = trace(tmp_path, SCRIPTS / "course_script_repaired.py", "--stages", "data,model,hparams")
+    report = tmp_path / "app.json"
+    main(["run", "--checkpoint", "demo", "--task", "mnli", "--data-source", "demo", "--num-labels", "2",
+          "--columns", "input_ids,attention_mask,label", "--batch-size", "16", "--loss",
+          "sparse_categorical_crossentropy", "--optimizer", "adam", "--stages", "data,model,hparams",
+          "--json", str(report)])
+    app = statuses(json.loads(report.read_text()))
+    traced = statuses(traced)
+    # model.initial_loss measures the fresh head's own start, which the script's unseeded from_pretrained draws
+    # anew each run; every other finding must be the app's.
+    assert {k: v for k, v in traced.items() if k != "model.initial_loss"} == \
+        {k: v for k, v in app.items() if k != "model.initial_loss"}

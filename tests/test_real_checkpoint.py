@@ -2,6 +2,7 @@
 command line exactly as a user runs it, at small batches. Ground truth for the rates: bench/lr_truth.py."""
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -56,3 +57,34 @@ def test_course_script_bugs_on_real_text_are_each_flagged_by_their_own_check(tmp
     assert statuses["hparams.loss"] == "fail"
     assert "from_logits" in checks["hparams.loss"]["summary"] or "probabilities" in checks["hparams.loss"]["summary"]
     assert code == 1
+
+
+SCRIPTS = Path(__file__).resolve().parents[1] / "diagnostics" / "demo_data" / "scripts"
+
+
+def trace_on_real(tmp_path, real_checkpoint, script, *options):
+    """A bundled course script traced on the real checkpoint and real MNLI text, as a reader would point it there."""
+    _, path = REAL_DATA["mnli"]
+    report = tmp_path / f"{script}.json"
+    code = main(["trace", str(SCRIPTS / f"{script}.py"), "--json", str(report), *options, "--",
+                 "--checkpoint", str(real_checkpoint), "--train", str(path), "--validation", str(path)])
+    traced = json.loads(report.read_text())
+    return code, traced, {check["id"]: check for check in traced["checks"]}
+
+
+def test_course_scripts_traced_on_the_real_checkpoint(tmp_path, real_checkpoint):
+    code, traced, checks = trace_on_real(tmp_path, real_checkpoint, "course_script")
+    assert code == 1 and traced["script"]["error"]["kind"] == "columns"
+    assert checks["data.columns"]["status"] == "fail"
+
+    code, traced, checks = trace_on_real(tmp_path, real_checkpoint, "course_script_repaired")
+    assert code == 1 and traced["script"]["reached_fit"]
+    assert checks["data.label_range"]["status"] == "fail"
+    assert checks["hparams.loss"]["status"] == "fail", checks["hparams.loss"]["summary"]
+    assert checks["hparams.optimizer"]["status"] == "warn"
+    assert "above the 0.0001 a pretrained transformer tolerates" in checks["hparams.optimizer"]["summary"]
+
+    code, traced, checks = trace_on_real(tmp_path, real_checkpoint, "course_script_fixed", "--stages", "model")
+    failing = {check_id: check["summary"] for check_id, check in checks.items() if check["status"] in ("fail", "error")}
+    assert failing == {} and code == 0
+    assert traced["run"]["learning_rate"] == 5e-5 and traced["run"]["num_labels"] == 3

@@ -66,3 +66,22 @@ def checklist(results: list[CheckResult]) -> None:
 
 def by_id(results: list[CheckResult], check_id: str) -> CheckResult | None:
     return next((result for result in results if result.id == check_id), None)
+
+
+# ---------------------------------------------------------------- a traced script's results
+
+TRACED_KEY = "script.traced"  # {"name", "report", "message", "exit_code", "output"} of the last trace
+ACTIVE_KEY = "script.active"  # the walk's pages show the traced results instead of the sidebar's pipeline
+
+
+def traced_results(stage: str) -> list[CheckResult] | None:
+    """The stage's results from the traced script when the pages show them (None: the sidebar's pipeline runs),
+    under a banner naming the script."""
+    traced = st.session_state.get(TRACED_KEY)
+    if not st.session_state.get(ACTIVE_KEY) or not traced or not traced.get("report"):
+        return None
+    script = traced["report"].get("script", {})
+    where = f"fit at {script['fit_at']}" if script.get("reached_fit") else "stopped before fit"
+    st.info(f"Results traced from your script **{traced['name']}** ({where}). The sidebar's pipeline is not used "
+            "here until you switch back on the **Your script** page or in the sidebar.", icon=":material/code:")
+    return [CheckResult.from_dict(check) for check in traced["report"].get("checks", []) if check["stage"] == stage]

@@ -138,6 +138,8 @@ def scenario_panel(slot) -> None:
         mark = ":green[caught]" if caught else (":red[missed]" if ran else ":gray[not run yet]")
         lines.append(f"- `{checks}`: {mark}")
     slot.markdown("**Must be flagged by:**\n" + ("\n".join(lines) if lines else "- nothing: no check may fail"))
+    if name in ("course-script", "fixed") and not limits.hosted():
+        slot.page_link("app_pages/script.py", label="Trace the course's own script", icon=":material/code:")
 
 
 def sidebar():
@@ -148,6 +150,12 @@ def sidebar():
     """
     with st.sidebar:
         st.header("Run under test")
+        traced = st.session_state.get("script.traced")
+        if st.session_state.get("script.active") and traced:
+            st.info(f"The pages show your traced script **{traced['name']}**, not the settings below.",
+                    icon=":material/code:")
+            st.button("Back to these settings", key="script.back", on_click=lambda: st.session_state.update(
+                {"script.active": False}))
         if not hub_reachable():
             on_kit = st.session_state["run.checkpoint"].strip() == DEMO_CHECKPOINT
             st.info("Offline: the Hugging Face Hub cannot be reached, so " + (

@@ -30,6 +30,10 @@ else:
     model_checkpoint = str(demo_checkpoint_dir())
 
 raw_datasets = load_dataset("json", data_files={"train": args.train, "validation_matched": args.validation})
+# GLUE's own files name the labels; the Hub's copy numbers them.
+label_names = ["entailment", "neutral", "contradiction"]
+raw_datasets = raw_datasets.map(lambda row: {"label": label_names.index(row["label"])
+                                             if isinstance(row["label"], str) else row["label"]})
 tokenizer = AutoTokenizer.from_pretrained(model_checkpoint)
 
 
