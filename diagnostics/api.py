@@ -251,8 +251,8 @@ class DiagnoseCallback(_tf_keras_callback()):
             captured = capture(self.model, self.dataset, self.tokenizer, self.task, origin="DiagnoseCallback")
             self._run = build_run(captured)
             results = quick_checks(self._run)
-        except InputError as exc:
-            self._print(f"DiagnoseCallback: cannot check this pipeline: {exc}")
+        except Exception as exc:  # the callback never stops a training run it cannot check
+            self._print(f"DiagnoseCallback: cannot check this pipeline: {type(exc).__name__}: {exc}")
             return
         self.report = Report(self._run.config, results, captured.notes)
         failed = [r for r in self.report.results if r.status in FAILING or r.status is Status.WARN]
@@ -278,7 +278,12 @@ class DiagnoseCallback(_tf_keras_callback()):
         if math.isfinite(mean):
             return
         self.model.stop_training = True
-        self.nan_report = self._drilldown(step)
+        try:
+            self.nan_report = self._drilldown(step)
+        except Exception as exc:  # the stop stands; the drilldown says why it could not look
+            self._print(f"DiagnoseCallback: the loss became non-finite at step {step + 1}; training stopped. The "
+                        f"rows could not be examined: {type(exc).__name__}: {exc}")
+            return
         self._print(repr(self.nan_report))
 
     def on_train_end(self, logs=None):
@@ -319,14 +324,18 @@ class DiagnoseCallback(_tf_keras_callback()):
         history = {"step": step + 1, "losses_before": finite[-10:], "weights_now_non_finite": broken[:20]}
         result.evidence.update(history)
         if result.status is Status.PASS:
-            rate = run.config.learning_rate if run.config.optimizer != "adam" else 0.001
+            from diagnostics.config import DEMO_LEARNING_RATE
+            from diagnostics.training import effective_rate, is_pretrained
+
+            rate = effective_rate(run.config)
+            good = 5e-5 if is_pretrained(self.model) else DEMO_LEARNING_RATE  # the demo kit's random weights
             result = CheckResult(
                 "model.nan_rows", "model", Status.FAIL,
                 f"The loss became non-finite at step {step + 1} (after {', '.join(f'{v:.3g}' for v in finite[-3:])}) "
                 f"although every row of that batch has a finite loss on the starting weights: the weights diverged "
                 f"({len(broken)} weight tensors are now non-finite, e.g. {', '.join(broken[:2]) or 'none'}), so the "
                 f"learning rate ({rate:g}) is too high for this model.",
-                fix="model.compile(optimizer=tf_keras.optimizers.Adam(learning_rate=5e-5))  # or the sweep's best rate",
+                fix=f"model.compile(optimizer=tf_keras.optimizers.Adam(learning_rate={good:g}))  # or the sweep's best rate",
                 evidence={**result.evidence, **history})
         else:
             result.summary = f"At step {step + 1}, the first non-finite loss: " + result.summary[0].lower() + result.summary[1:]

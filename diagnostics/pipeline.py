@@ -7,7 +7,6 @@ import gc
 
 from diagnostics import limits, registry
 from diagnostics.budget import BudgetExceeded, run_budget
-from diagnostics.config import RunConfig
 from diagnostics.context import RunContext
 from diagnostics.data import run_data_checks
 from diagnostics.errors import InputError

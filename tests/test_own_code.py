@@ -132,6 +132,27 @@ def test_callback_stops_at_the_first_nan_batch_and_names_its_rows(bert_checkpoin
     assert "train_step" not in model.__dict__  # the watch is taken off after training
 
 
+def test_callback_tells_diverging_weights_from_bad_rows(demo_inputs):
+    import tf_keras
+    from transformers import DataCollatorWithPadding
+
+    from diagnostics import DiagnoseCallback
+    from diagnostics.loading import demo_checkpoint_dir
+
+    tokenizer, split = demo_inputs
+    tokenized = split.map(lambda rows: tokenizer(rows["premise"], rows["hypothesis"]), batched=True)
+    dataset = tokenized.to_tf_dataset(columns=["input_ids", "attention_mask", "label"], batch_size=16,
+                                      collate_fn=DataCollatorWithPadding(tokenizer, return_tensors="np"))
+    model = classifier(demo_checkpoint_dir(), 3)
+    model.compile(optimizer=tf_keras.optimizers.Adam(learning_rate=1000.0))
+    callback = DiagnoseCallback(tokenizer=tokenizer, quick=False)
+    model.fit(dataset, epochs=2, callbacks=[callback], verbose=0)
+    result = callback.nan_report["model.nan_rows"]
+    assert result.status is Status.FAIL and "the weights diverged" in result.summary
+    assert "learning rate (1000)" in result.summary and "learning_rate=0.003" in result.fix  # the kit's good rate
+    assert result.evidence["weights_now_non_finite"]
+
+
 def test_callback_checks_before_the_first_step_and_strict_raises(bert_checkpoint, bert_tokenizer, mnli_split, capsys):
     from transformers import DataCollatorWithPadding
 
