@@ -52,7 +52,7 @@ else:
             st.error(f"No file at {path}: give the path of a .py file on the machine this app runs on.")
             path = None
 
-left, middle, right = st.columns([3, 2, 1])
+left, middle, right = st.columns([2, 3, 1])
 arguments = left.text_input("The script's own arguments", key="script.args",
                             help="As on a command line, e.g. --checkpoint ./my-model")
 stages = middle.multiselect("Stages", list(STAGE_ORDER), default=list(STAGE_ORDER), key="script.stages",

@@ -106,8 +106,12 @@ def trace_script(script: str | Path, script_args: list[str] | None = None, *, st
                             output, seen)
     if not script_info.get("reached_fit"):
         return TraceOutcome(report, EXIT_BAD_INPUT, f"{name} ended without calling fit: nothing to check.", output, seen)
+    counts = {status: sum(check["status"] == status for check in report.get("checks", []))
+              for status in ("fail", "error", "warn")}
+    found = ", ".join(f"{count} {'check' if count == 1 else 'checks'} {word}" for count, word in
+                      ((counts["fail"] + counts["error"], "fail"), (counts["warn"], "warn")) if count) or "no check fails"
     return TraceOutcome(report, EXIT_FAILED if failing else EXIT_OK,
-                        f"{name} reached fit at {script_info['fit_at']}; the checks ran on what it built.", output, seen)
+                        f"{name} reached fit at {script_info['fit_at']}; checked what it built: {found}.", output, seen)
 
 
 def _relay(progress_file: Path, seen: list[str], progress) -> None:
