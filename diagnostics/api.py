@@ -13,7 +13,6 @@ import numpy as np
 
 from diagnostics import hooks
 from diagnostics.context import RunContext
-from diagnostics.errors import InputError
 from diagnostics.hyperparams import SweepSettings
 from diagnostics.own_code import Captured, build_run
 from diagnostics.overfit import DEFAULT_EPOCHS

@@ -264,3 +264,9 @@ def test_trace_gives_the_findings_the_app_gives_for_the_same_pipeline(tmp_path):
     # anew each run; every other finding must be the app's.
     assert {k: v for k, v in traced.items() if k != "model.initial_loss"} == \
         {k: v for k, v in app.items() if k != "model.initial_loss"}
+
+
+def test_trace_then_train_lets_fit_go_on_after_the_checks(tmp_path, capsys):
+    code, report, _ = trace(tmp_path, SCRIPTS / "course_script_fixed.py", "--stages", "data", "--then-train")
+    assert code == 0 and report["script"]["reached_fit"]
+    assert "training goes on (--then-train)" in capsys.readouterr().out
