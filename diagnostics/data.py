@@ -105,7 +105,7 @@ def check_batch(batch: FirstBatch, batch_size: int) -> CheckResult:
     if batch.error:
         return CheckResult(
             "data.batch", STAGE, Status.FAIL,
-            f"to_tf_dataset could not produce a batch: {batch.error}.",
+            f"to_tf_dataset could not produce a batch: {batch.error.rstrip('.!')}.",
             fix=batch.error_fix or "to_tf_dataset(columns=[...existing columns...], "
             "collate_fn=DataCollatorWithPadding(tokenizer, return_tensors='np'), batch_size=...)",
             evidence={"error": batch.error, "requested": batch.requested_columns, "label_cols": batch.label_columns},

@@ -29,13 +29,16 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def server():
+def server(tmp_path_factory):
     port = _free_port()
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    # The server's log goes to a file: a pipe nobody reads fills up and stalls the server mid-page. No file
+    # watcher: a traced script's child process touches files under the project, and nothing here edits sources.
+    log = open(tmp_path_factory.mktemp("server") / "streamlit.log", "w")
     process = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port", str(port),
-         "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+         "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
     )
     url = f"http://127.0.0.1:{port}"
     deadline = time.time() + 90
@@ -54,6 +57,7 @@ def server():
         process.wait(timeout=20)
     except subprocess.TimeoutExpired:
         process.kill()
+    log.close()
 
 
 @pytest.fixture(scope="module")
@@ -176,4 +180,21 @@ def test_bad_input_gives_a_message_and_keeps_the_sidebar(server, page):
     rate.press("Enter")
     page.get_by_text("The first batch, decoded").wait_for(timeout=120_000)
     assert page.get_by_text("is not a number").count() == 0
+    assert page.console_errors == []
+
+
+def test_trace_the_course_script_and_walk_its_results(server, page):
+    page.goto(server)
+    page.get_by_text("The first batch, decoded").wait_for(timeout=180_000)
+    _settle(page)
+    _open(page, "Your script", "Trace the script")
+    page.get_by_role("button", name="Trace the script").click()
+    _wait_for_text(page, "Traced: course_script.py", timeout=240_000)
+    _settle(page)
+    _wait_for_text(page, "to_tf_dataset asks for labels, which does not exist")
+    _shot(page, "7_your_script")
+    _open(page, "1 · Data", "Results traced from your script")
+    _wait_for_text(page, "to_tf_dataset asks for labels")
+    _settle(page)
+    _shot(page, "8_data_traced")
     assert page.console_errors == []
