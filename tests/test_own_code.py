@@ -270,3 +270,15 @@ def test_trace_then_train_lets_fit_go_on_after_the_checks(tmp_path, capsys):
     code, report, _ = trace(tmp_path, SCRIPTS / "course_script_fixed.py", "--stages", "data", "--then-train")
     assert code == 0 and report["script"]["reached_fit"]
     assert "training goes on (--then-train)" in capsys.readouterr().out
+
+
+def test_diagnose_an_uncompiled_model_says_what_it_assumed(bert_checkpoint, bert_tokenizer, mnli_split):
+    from diagnostics import diagnose
+
+    model = classifier(bert_checkpoint, 3)
+    report = diagnose(model, features_labels(mnli_split, bert_tokenizer), bert_tokenizer, task="mnli",
+                      stages="model")
+    assert any("not compiled" in note and "Adam(5e-05)" in note for note in report.notes)
+    assert (report.config.loss, report.config.optimizer, report.config.learning_rate) == ("internal", "Adam", 5e-5)
+    assert not any("found from" in note for note in report.notes)  # the task was given
+    assert report["model.gradients"].status.value == "pass"
