@@ -17,10 +17,9 @@ from diagnostics.hyperparams import SweepSettings
 from diagnostics.own_code import Captured, build_run
 from diagnostics.overfit import DEFAULT_EPOCHS
 from diagnostics.pipeline import data_stage, hparams_stage, model_stage, parse_stages, run_stages
-from diagnostics.registry import STAGE_TITLES
+from diagnostics.registry import STAGE_ORDER, STAGE_TITLES
 from diagnostics.report import STATUS_MARKS, build_report, checklist_lines, markdown_report
 from diagnostics.result import SEVERITY, CheckResult, Status, worst_first
-from diagnostics.registry import STAGE_ORDER
 
 # Datasets made by `to_tf_dataset` from here on remember their source split, so the checks batch the user's rows
 # the user's own way (a dataset made before this import is read back instead).
@@ -55,9 +54,7 @@ class Report:
         raise KeyError(f"{check_id} was not run; run: {', '.join(r.id for r in self.results)}")
 
     def to_dict(self) -> dict[str, Any]:
-        report = build_report(self.config, self.results) if self.config is not None else {
-            "run": {}, "checks": [result.to_dict() for result in self.results]}
-        return {**report, "notes": self.notes, **self.extra}
+        return {**build_report(self.config, self.results), "notes": self.notes, **self.extra}
 
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent)
@@ -69,7 +66,7 @@ class Report:
         return text
 
     def __repr__(self) -> str:
-        head = f"Report on {self.config.checkpoint}, {self.config.task}: " if self.config is not None else "Report: "
+        head = f"Report on {self.config.checkpoint}, {self.config.task}: "
         counts = ", ".join(f"{sum(r.status is s for r in self.results)} {s.value}" for s in Status
                            if any(r.status is s for r in self.results))
         lines = [head + counts] + checklist_lines(self.results)
@@ -81,7 +78,7 @@ class Report:
         colours = {Status.PASS: "#1a7f37", Status.WARN: "#9a6700", Status.FAIL: "#cf222e", Status.ERROR: "#cf222e",
                    Status.SKIP: "#656d76"}
         parts = [f"<h4>Training Pipeline Debugger: {html.escape(str(self.config.checkpoint))} on "
-                 f"{html.escape(self.config.task)}</h4>" if self.config is not None else "<h4>Report</h4>"]
+                 f"{html.escape(self.config.task)}</h4>"]
         parts += [f"<p><i>{html.escape(note)}</i></p>" for note in self.notes]
         parts.append("<table><tr><th>status</th><th>stage</th><th>check</th><th>finding</th><th>fix</th></tr>")
         for result in worst_first(self.results, STAGE_ORDER):
@@ -200,6 +197,7 @@ class DiagnoseCallback(_tf_keras_callback()):
         self.report: Report | None = None
         self.nan_report: Report | None = None
         self.losses: list[float] = []
+        self._mean = 0.0  # the epoch's running mean of the loss, as Keras logs it
         self._run: RunContext | None = None
         self._stash = None
         self._structure = None
@@ -270,8 +268,7 @@ class DiagnoseCallback(_tf_keras_callback()):
         mean = float(np.asarray((logs or {}).get("loss", np.nan)))
         step = len(self.losses)
         # Keras logs the epoch's running mean: the step's own loss is recovered from consecutive means.
-        previous = getattr(self, "_mean", 0.0) if batch > 0 else 0.0
-        own = mean * (batch + 1) - previous * batch if batch > 0 else mean
+        own = mean * (batch + 1) - self._mean * batch if batch > 0 else mean
         self._mean = mean
         self.losses.append(own)
         if math.isfinite(mean):

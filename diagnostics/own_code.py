@@ -188,14 +188,14 @@ def read_back(dataset, tokenizer, *, task: str | None, num_labels: int | None, l
     texts decoded into the task's columns), and the recipe that batches them as the user's dataset did.
 
     Returns:
-        (split, recipe, task name, how the task was found, rows read, rows in the dataset or None)
+        (split, recipe, task name, how the task was found, rows read, rows in the dataset or None, rows a batch)
     """
     from datasets import Dataset
     from transformers import DataCollatorWithPadding
 
     columns: dict[str, list] = {}
     labels: list = []
-    layout, label_key, read = None, None, 0
+    layout, read, batch_rows = None, 0, 0
     for element in dataset:
         if isinstance(element, tuple):
             inputs, y = element[0], element[1] if len(element) > 1 else None
@@ -211,6 +211,7 @@ def read_back(dataset, tokenizer, *, task: str | None, num_labels: int | None, l
             raise InputError(f"The dataset's batches have no input_ids (they hold {', '.join(inputs)}): the checks "
                              "need the token ids the model reads.")
         ids = np.asarray(inputs["input_ids"])
+        batch_rows = batch_rows or ids.shape[0]
         mask = np.asarray(inputs["attention_mask"]) if "attention_mask" in inputs else \
             (ids != tokenizer.pad_token_id) if tokenizer.pad_token_id is not None else np.ones_like(ids)
         for row in range(ids.shape[0]):
@@ -240,8 +241,7 @@ def read_back(dataset, tokenizer, *, task: str | None, num_labels: int | None, l
     recipe = Recipe(columns=tuple(wanted), label_cols=(LABEL,) if labels and layout == "separate" else None,
                     collate_fn=DataCollatorWithPadding(tokenizer, return_tensors="np"),
                     origin="the tf.data.Dataset given to fit, read back")
-    total = _rows_in(dataset, read)
-    return split, recipe, found, how, read, total
+    return split, recipe, found, how, read, _rows_in(dataset, read, batch_rows), batch_rows
 
 
 def _segments(ids: list[int], tokenizer) -> list[list[int]]:
@@ -261,16 +261,14 @@ def _segments(ids: list[int], tokenizer) -> list[list[int]]:
     return parts or [[]]
 
 
-def _rows_in(dataset, read: int) -> int | None:
+def _rows_in(dataset, read: int, batch_rows: int) -> int | None:
     """Rows in a batched `tf.data.Dataset`, where its cardinality is known."""
     import tensorflow as tf
 
     batches = int(dataset.cardinality())
     if batches in (int(tf.data.INFINITE_CARDINALITY), int(tf.data.UNKNOWN_CARDINALITY)):
         return None
-    first = next(iter(dataset))
-    first = first[0] if isinstance(first, tuple) else first
-    return max(read, batches * int(np.asarray(first["input_ids"]).shape[0]))
+    return max(read, batches * batch_rows)
 
 
 # ---------------------------------------------------------------- the run
@@ -309,11 +307,9 @@ def build_run(captured: Captured) -> RunContext:
                         origin=captured.origin)
         batch_size, shuffle = int(kwargs.get("batch_size") or 8), bool(kwargs.get("shuffle", False))
     elif captured.dataset is not None:
-        source, recipe, task, how, read, total = read_back(captured.dataset, tokenizer, task=captured.task,
-                                                           num_labels=num_labels)
-        first = next(iter(captured.dataset))
-        first = first[0] if isinstance(first, tuple) else first
-        batch_size, shuffle = int(np.asarray(first["input_ids"]).shape[0]), False
+        source, recipe, task, how, read, total, batch_size = read_back(
+            captured.dataset, tokenizer, task=captured.task, num_labels=num_labels)
+        shuffle = False  # the rows as read, in the dataset's order
         if total is None or read < total:
             captured.notes.append(f"Read back the first {read:,} rows of the dataset"
                                   + (f" (of {total:,})" if total else "") + ": the split-level checks count those.")
@@ -374,10 +370,7 @@ def _longest(source) -> int:
 
 
 def _checkpoint_name(model, tokenizer) -> str:
-    for owner in (model, tokenizer):
-        config = getattr(owner, "config", None) if owner is model else None
-        name = getattr(config, "_name_or_path", None) or (getattr(owner, "name_or_path", None) if owner is tokenizer else None)
-        if name:
-            return str(name)
-    return type(model).__name__ if model is not None else "your model"
+    """Where the model was loaded from (else the tokenizer), for the report."""
+    name = getattr(getattr(model, "config", None), "_name_or_path", "") or getattr(tokenizer, "name_or_path", "")
+    return str(name) if name else (type(model).__name__ if model is not None else "your model")
 

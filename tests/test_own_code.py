@@ -10,6 +10,7 @@ import pytest
 from conftest import ROOT, make_split
 from diagnostics.__main__ import main
 from diagnostics.result import Status
+from diagnostics.scripts import COURSE_SCRIPTS
 
 SCRIPTS = ROOT / "diagnostics" / "demo_data" / "scripts"
 
@@ -197,6 +198,7 @@ def test_trace_the_course_script_diagnoses_the_error_before_fit(tmp_path, capsys
     assert columns["status"] == "fail"
     assert "labels" in columns["summary"] and "premise, hypothesis, label" in columns["summary"]
     assert statuses(report)["model.config"] == "skip"
+    assert all(statuses(report)[check] == "fail" for check in COURSE_SCRIPTS["course_script"].flagged)
     assert "script.reaches_fit" in junit.read_text()
     assert f"stopped before fit at course_script.py line {line}" in capsys.readouterr().out
 
@@ -210,13 +212,14 @@ def test_trace_the_repaired_course_script_flags_each_remaining_bug(tmp_path):
     assert found["hparams.loss"] == "fail"  # the string loss reads logits as probabilities
     assert found["hparams.optimizer"] == "warn"  # the string "adam"
     assert found["data.columns"] == "pass"
+    assert all(found[check] in ("warn", "fail") for check in COURSE_SCRIPTS["course_script_repaired"].flagged)
     assert report["run"]["recipe"]["collate_fn"] == "DataCollatorWithPadding"
 
 
 def test_trace_the_fixed_course_script_has_no_failing_check(tmp_path):
     code, report, _ = trace(tmp_path, SCRIPTS / "course_script_fixed.py")
     failing = {check["id"]: check["summary"] for check in report["checks"] if check["status"] in ("fail", "error")}
-    assert failing == {} and code == 0
+    assert failing == {} and code == 0 and COURSE_SCRIPTS["course_script_fixed"].flagged == ()
     assert statuses(report)["overfit.one_batch"] == "pass"
 
 

@@ -24,7 +24,9 @@ def script_source() -> tuple[Path | None, str | None, str | None]:
         chosen = st.selectbox("Which", list(COURSE_SCRIPTS), key="script.course",
                               format_func=lambda key: COURSE_SCRIPTS[key].title)
         path = COURSE_SCRIPTS[chosen].path
-        st.caption(COURSE_SCRIPTS[chosen].about)
+        script = COURSE_SCRIPTS[chosen]
+        st.caption(f"{script.about} Must be flagged by: "
+                   + (", ".join(f"`{check}`" for check in script.flagged) or "nothing (no check may fail)") + ".")
         with st.expander(path.name):
             st.code(path.read_text(), language="python")
         return path, None, None
