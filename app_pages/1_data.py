@@ -3,16 +3,12 @@
 import pandas as pd
 import streamlit as st
 
-from diagnostics.pipeline import LEARNABILITY, data_stage, learnability_stage
+from diagnostics.pipeline import LEARNABILITY
 from diagnostics.plots import label_balance_figure, token_length_figure
-from ui.render import by_id, checklist, recalled, remember, run_stage, status_line, traced_results
-from ui.state import current_config, open_run
-
-
-@st.cache_data(show_spinner="Building the first batch and scanning the split…", max_entries=32)
-def data_results(config):
-    return data_stage(open_run(config))
-
+from diagnostics.shared import Job
+from ui.render import by_id, checklist, status_line, traced_results
+from ui.shared import computed, freshness, wanted
+from ui.state import current_config
 
 st.title("1 · Data")
 st.caption("The first batch exactly as `model.fit` gets it from `to_tf_dataset` with a padding collator, "
@@ -20,17 +16,17 @@ st.caption("The first batch exactly as `model.fit` gets it from `to_tf_dataset` 
 traced = traced_results("data")
 if traced is None:
     config = current_config()
-    # What the Report's "Run every stage now" found, before this page's own results replace the kept ones.
-    reported = [result for result in recalled("data", config) if result.id == LEARNABILITY]
-    results = run_stage("data", lambda: data_results(config))
-    if results is None:
+    job = Job("data", config)
+    entry = computed(job, "Building the first batch and scanning the split…")
+    if entry is None:
         st.stop()
+    results = entry.results
 else:
-    config = None
     results = [result for result in traced if result.id != LEARNABILITY]
-    reported = [result for result in traced if result.id == LEARNABILITY]
 
 summary = st.empty()  # the counts, filled once the learnability result below is known
+if traced is None:
+    freshness(entry, job)
 st.subheader("The first batch, decoded")
 decoded = by_id(results, "data.decoded_samples")
 if decoded and decoded.evidence.get("rows"):
@@ -65,11 +61,14 @@ if batch and batch.evidence.get("entries"):
 st.subheader("Do the labels carry signal?")
 st.caption("Two short runs on copies of the model: one on the given labels, one on the same labels shuffled. "
            "If held-out rows are predicted no better with the given labels, the labels no longer match their texts.")
-store = st.session_state.setdefault("data.learnability", {})
-if traced is None and st.button("Run the learnability check", key="data.learnability_run"):
-    with st.spinner("Training two copies: the given labels, then shuffled ones…"):
-        store[config] = run_stage("data", lambda: learnability_stage(open_run(config)))
-learnability = (store.get(config) if config else None) or reported
+if traced is None:
+    learnability_job = Job("learnability", config)
+    asked = wanted(learnability_job) or st.button("Run the learnability check", key="data.learnability_run")
+    learnability_entry = computed(learnability_job, "Training two copies: the given labels, then shuffled ones…") \
+        if asked else None
+    learnability = learnability_entry.results if learnability_entry else []
+else:
+    learnability = [result for result in traced if result.id == LEARNABILITY]
 if learnability:
     figures = learnability[0].evidence
     if figures.get("given"):
@@ -79,13 +78,13 @@ if learnability:
             {"labels": "shuffled", metric: figures["shuffled"]["score"],
              "final train loss": figures["shuffled"]["final_train_loss"]},
         ]), hide_index=True)
+    if traced is None:
+        freshness(learnability_entry, learnability_job)
 elif traced is None:
     st.info("Press the button to run it (it trains two copies; the loaded model is never changed).")
 else:
     st.info("The trace did not run it (see the Data stage's checks below).")
 results = results + learnability
-if config is not None:
-    remember("data", config, results)
 status_line(results, summary)
 
 st.subheader("Checks")

@@ -3,27 +3,23 @@
 import pandas as pd
 import streamlit as st
 
-from diagnostics.pipeline import model_stage
 from diagnostics.plots import gradient_norm_figure, per_sample_loss_figure
-from ui.render import by_id, checklist, remember, run_stage, status_line, traced_results
-from ui.state import current_config, open_run
-
-
-@st.cache_data(show_spinner="Running the batch through the model and taking one train step on a copy…", max_entries=32)
-def model_results(config):
-    return model_stage(open_run(config))
-
+from diagnostics.shared import Job
+from ui.render import by_id, checklist, status_line, traced_results
+from ui.shared import computed, freshness
+from ui.state import current_config
 
 st.title("2 · Model")
 st.caption("The first batch through a freshly loaded model: logits, the loss of every row, one real train step "
            "(on a copy; the loaded model is never changed), and where NaN first appears.")
 results = traced_results("model")
 if results is None:
-    config = current_config()
-    results = run_stage("model", lambda: model_results(config))
-    if results is None:
+    job = Job("model", current_config())
+    entry = computed(job, "Running the batch through the model and taking one train step on a copy…")
+    if entry is None:
         st.stop()
-    remember("model", config, results)
+    results = entry.results
+    freshness(entry, job)
 
 status_line(results)
 nan_rows = by_id(results, "model.nan_rows")

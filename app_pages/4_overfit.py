@@ -4,53 +4,53 @@ import pandas as pd
 import streamlit as st
 
 from diagnostics.errors import InputError
-from diagnostics.pipeline import overfit_stage, validate_epochs
+from diagnostics.pipeline import validate_epochs
 from diagnostics.plots import overfit_figure
-from ui.render import by_id, checklist, recalled, remember, run_stage, traced_results
-from ui.state import current_config, open_run
+from diagnostics.shared import overfit_job
+from ui.render import checklist, traced_results
+from ui.shared import best_rate, computed, freshness, kept, newest_overfit, under_way
+from ui.state import current_config
 
 st.title("4 · Overfit one batch")
 st.caption("A pipeline that works can memorise one batch: loss near zero and every row right within a few dozen "
            "epochs. The test trains a copy; the loaded model is never changed.")
+CHOICE_KEY = "overfit.choice"  # the overfit job this session last asked for
 
 
 def overfit_here() -> list:
     """The test run here on request, at the configured rate or the sweep's best."""
     config = current_config()
-    epochs = st.number_input("Epochs", value=20, step=1, key="overfit.epochs")
+    epochs = st.number_input("Epochs", step=1, key="overfit.epochs")
     try:
         epochs, epochs_error = validate_epochs(epochs), None
     except InputError as exc:
         epochs_error = str(exc)
         st.error(epochs_error)
-    sweep = by_id(recalled("hparams", config), "hparams.lr_sweep")
-    best_rate = sweep.evidence.get("best_rate") if sweep else None
-    store = st.session_state.setdefault("overfit.results", {})
-
-    def run(rate=None):
-        bar = st.progress(0.0, text="Copying the model")
-        results = run_stage("overfit", lambda: overfit_stage(
-            open_run(config), epochs=epochs, rate=rate, best_rate=best_rate,
-            progress=lambda f, text: bar.progress(min(f, 1.0), text=text)))
-        bar.empty()
-        if results:
-            store[(config, epochs, rate)] = results
-            st.session_state["overfit.last"] = (config, epochs, rate)
-
+    best = best_rate(config)
+    jobs = {"configured": overfit_job(config, epochs, None, best)}
+    if best:
+        jobs["best"] = overfit_job(config, epochs, best, best)
     left, right = st.columns([1, 2])
-    if left.button("Run the overfit test", type="primary", key="overfit.run", disabled=bool(epochs_error)):
-        run()
-    if best_rate and right.button(f"Rerun at the sweep's recommended rate {best_rate:.1e}", key="overfit.rerun_best",
-                                  disabled=bool(epochs_error)):
-        run(best_rate)
-
-    last = st.session_state.get("overfit.last")
-    results = store.get(last) if last and last[0] == config and last[1] == epochs else None
-    if not results:
+    pressed = jobs["configured"] if left.button("Run the overfit test", type="primary", key="overfit.run",
+                                                disabled=bool(epochs_error)) else None
+    if best and right.button(f"Rerun at the sweep's recommended rate {best:.1e}", key="overfit.rerun_best",
+                             disabled=bool(epochs_error)):
+        pressed = jobs["best"]
+    if epochs_error:
+        st.stop()
+    if pressed:
+        st.session_state[CHOICE_KEY] = pressed
+    chosen = st.session_state.get(CHOICE_KEY)
+    if pressed is None and not (chosen in jobs.values() and (kept(chosen) or under_way(chosen))):
+        # Another session's test under way (watch it), else the newest kept one.
+        chosen = next((job for job in jobs.values() if under_way(job)), None) or newest_overfit(config)
+    job = pressed or chosen
+    entry = computed(job, "Overfit test:") if job else None
+    if entry is None:
         st.info("Press the button to train a copy of the model on one batch.")
         st.stop()
-    remember("overfit", config, results)
-    return results
+    freshness(entry, job)
+    return entry.results
 
 
 results = traced_results("overfit")

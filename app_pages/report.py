@@ -4,12 +4,13 @@ import json
 
 import streamlit as st
 
-from diagnostics.pipeline import STAGES, run_stages
+from diagnostics.pipeline import STAGES
 from diagnostics.registry import STAGE_TITLES
 from diagnostics.report import build_report, markdown_report
 from diagnostics.result import CheckResult
-from ui.render import TRACED_KEY, checklist, recalled, remember, run_stage, status_line, traced_results
-from ui.state import current_config, open_run
+from ui.render import TRACED_KEY, checklist, status_line, traced_results
+from ui.shared import computed, recalled, stage_jobs
+from ui.state import current_config
 
 st.title("Report")
 st.caption("Every check of every stage run so far, failing and warning checks first, in pipeline order.")
@@ -27,17 +28,13 @@ if traced is not None:
     checklist(results)
     st.stop()
 config = current_config()
+if st.button("Run every stage now", type="primary", key="report.run_all",
+             help="Each stage with this session's page settings; what any session has computed is reused."):
+    for stage in STAGES:  # in order: the overfit test's recommended rate comes from the sweep
+        for job in stage_jobs(stage, config):
+            if computed(job, f"{STAGE_TITLES[stage]}:") is None:
+                st.stop()
 done = {stage: recalled(stage, config) for stage in STAGES}
-if st.button("Run every stage now", type="primary", key="report.run_all"):
-    bar = st.progress(0.0, text="Running the checks")
-
-    fresh = run_stage("report", lambda: run_stages(open_run(config), STAGES,
-                                                    progress=lambda f, text: bar.progress(min(f, 1.0), text=text)))
-    bar.empty()
-    if fresh:
-        for stage in STAGES:
-            remember(stage, config, [r for r in fresh if r.stage == stage])
-        done = {stage: recalled(stage, config) for stage in STAGES}
 
 missing = [STAGE_TITLES[stage] for stage, results in done.items() if not results]
 if missing:

@@ -64,6 +64,10 @@ BENCHES = (
     Bench("memory", "memory_ratio", "peak resident memory of a four-stage command-line run on a DistilBERT-base-size "
           "model (67M parameters, random weights, built locally) against weights + gradients + Adam's two slots "
           "in float32 plus the TensorFlow runtime alone", ("four_stage_peak_mib", "floor_mib"), "at most 2.0"),
+    Bench("room", "room_ratio", "10 sessions asking at once for the same sweep (7 rates x 8 steps and the range "
+          "test, the string-\"adam\" scenario on the demo kit; threads making the pages' own calls on the shared "
+          "results) until all have it, against one session alone", ("room_s", "one_session_s", "sweeps_trained"),
+          "at most 1.2"),
 )
 SCRIPTS = tuple(dict.fromkeys(bench.name for bench in BENCHES))
 

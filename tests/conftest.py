@@ -186,3 +186,12 @@ def full_demo_run(tmp_path_factory):
     code = main(["run", "--sweep-rates", "3", "--sweep-steps", "4", "--range-steps", "10", "--json", str(report_path),
                  "--junit", str(junit_path)])
     return code, json.loads(report_path.read_text()), junit_path
+
+
+@pytest.fixture(autouse=True)
+def fresh_shared_results():
+    """Each test starts with no results shared by configuration (the app's store lives as long as the process, so
+    one test's computed results would otherwise show at once in the next test's pages)."""
+    if "ui.shared" in sys.modules:
+        sys.modules["ui.shared"].shared_results().clear()
+    yield

@@ -38,17 +38,6 @@ def run_stage(stage: str, runner: Callable[[], list[CheckResult]]) -> list[Check
         return None
 
 
-def remember(stage: str, config, results: list[CheckResult]) -> None:
-    """Keep a stage's latest results, with the configuration they belong to, for the Report page."""
-    st.session_state[f"results.{stage}"] = (config, results)
-
-
-def recalled(stage: str, config) -> list[CheckResult]:
-    """The stage's kept results when they belong to this configuration, else nothing."""
-    kept = st.session_state.get(f"results.{stage}")
-    return kept[1] if kept and kept[0] == config else []
-
-
 def status_line(results: list[CheckResult], where=st) -> None:
     """Badges counting the results of each status, in `where` (the page, or a placeholder filled later)."""
     counts = {status: sum(r.status is status for r in results) for status in Status}

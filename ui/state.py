@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from urllib.parse import urlencode
 
 import streamlit as st
 
@@ -12,13 +13,22 @@ from diagnostics.context import RunContext
 from diagnostics.config import DATA_SOURCES, DEMO_CHECKPOINT, LOSSES, OPTIMIZERS, RunConfig, default_config
 from diagnostics.errors import InputError
 from diagnostics.glue import TASKS, get_task
-from diagnostics.registry import STAGE_ORDER
+from diagnostics.hyperparams import SweepSettings
+from diagnostics.overfit import DEFAULT_EPOCHS
 from diagnostics.scenarios import SCENARIOS
+from ui.links import Link, link_params, parse_link
 
 DATA_SOURCE_LABELS = {"demo": "Bundled demo samples", "hub": "Hugging Face Hub (nyu-mll/glue)", "files": "Local files"}
 CONFIG_KEY = "run.config"
 NO_SCENARIO = "(none)"
 CONFIG_ERROR_KEY = "run.config_error"
+LINK_WRITTEN_KEY = "link.written"  # the query parameters this session last put in the URL
+LINK_PROBLEMS_KEY = "link.problems"  # what the opened link asked for that could not be used
+# The pages' own settings: kept in the session and the link while their page is not open (Streamlit forgets the
+# value of a widget that a run does not draw).
+SWEEP_KEYS = {"hparams.min_rate": "min_rate", "hparams.max_rate": "max_rate", "hparams.rates": "rates",
+              "hparams.steps": "steps", "hparams.range_steps": "range_steps"}
+EPOCHS_KEY = "overfit.epochs"
 
 
 @st.cache_resource(show_spinner=False)
@@ -51,9 +61,102 @@ def init_state() -> None:
         "run.shuffle_labels": defaults.shuffle_labels,
         "run.scenario": NO_SCENARIO,
         "run.defaults_for": defaults.checkpoint,
+        **{key: getattr(SweepSettings(), name) for key, name in SWEEP_KEYS.items()},
+        EPOCHS_KEY: DEFAULT_EPOCHS,
+        LINK_PROBLEMS_KEY: [],
     }
     for key, value in initial.items():
         st.session_state.setdefault(key, value)
+    for key in (*SWEEP_KEYS, EPOCHS_KEY):
+        st.session_state[key] = st.session_state[key]  # kept while their page is closed
+
+
+def sweep_from_state() -> SweepSettings:
+    """The sweep settings of this session (the Hyperparameters page's inputs, or the link's)."""
+    state = st.session_state
+    return SweepSettings(min_rate=float(state["hparams.min_rate"]), max_rate=float(state["hparams.max_rate"]),
+                         rates=int(state["hparams.rates"]), steps=int(state["hparams.steps"]),
+                         range_steps=int(state["hparams.range_steps"]))
+
+
+def load_link() -> None:
+    """Fill the session from the URL's query parameters on the session's first run, and whenever a link inside the
+    app opens other parameters. (Moving between pages empties the URL's parameters; the sidebar writes them back.)"""
+    state = st.session_state
+    params = st.query_params.to_dict()
+    written = state.get(LINK_WRITTEN_KEY)
+    if written is not None and (not params or params == written):
+        return
+    link, problems = parse_link(params, hub_reachable())
+    state[LINK_PROBLEMS_KEY] = problems
+    state[LINK_WRITTEN_KEY] = params
+    if written is None and not params:
+        return  # a first visit without a link: the defaults
+    config = link.config
+    state.update({
+        "run.checkpoint": config.checkpoint, "run.task": config.task, "run.split": config.split,
+        "run.data_source": config.data_source, "run.num_labels": config.num_labels,
+        "run.data_files": "\n".join(f"{split}={path}" for split, path in config.data_files),
+        "run.batch_size": config.batch_size, "run.max_length": config.max_length,
+        "run.columns": ",".join(config.columns) if config.columns else "", "run.labels_in": config.labels_in,
+        "run.shuffle": config.shuffle, "run.seed": config.seed, "run.loss": config.loss,
+        "run.optimizer": config.optimizer, "run.learning_rate": f"{config.learning_rate:g}",
+        "run.weight_decay": f"{config.weight_decay:g}", "run.train_steps": config.train_steps,
+        "run.warmup_steps": config.warmup_steps, "run.shuffle_labels": config.shuffle_labels,
+        "run.scenario": link.scenario or NO_SCENARIO, "run.defaults_for": config.checkpoint,
+        **{key: getattr(link.sweep, name) for key, name in SWEEP_KEYS.items()}, EPOCHS_KEY: link.epochs,
+    })
+
+
+def current_link() -> Link | None:
+    """This session's run as a link (None while the configuration is invalid)."""
+    config = st.session_state.get(CONFIG_KEY)
+    if config is None:
+        return None
+    scenario = st.session_state["run.scenario"]
+    try:
+        sweep = sweep_from_state()
+    except (TypeError, ValueError):
+        sweep = SweepSettings()
+    return Link(config, None if scenario == NO_SCENARIO else scenario, sweep, int(st.session_state[EPOCHS_KEY]))
+
+
+def write_link() -> dict[str, str] | None:
+    """Put this session's run in the URL (a valid one only: a typo being fixed leaves the last good link)."""
+    link = current_link()
+    if link is None:
+        return None
+    params = link_params(link, hub_reachable())
+    if params != st.query_params.to_dict():
+        st.query_params.from_dict(params)
+    st.session_state[LINK_WRITTEN_KEY] = params
+    return params
+
+
+def app_url(path: str, params: dict[str, str]) -> str:
+    """The full address of one of the app's pages (its url_path; "" for the Data page) with `params`."""
+    root = (st.context.url or "http://localhost:8501").rstrip("/")  # Streamlit trims the page's own path
+    return f"{root}/{path}" + ("?" + urlencode(params) if params else "")
+
+
+def link_problems() -> None:
+    """What the opened link asked for that could not be used, until dismissed."""
+    problems = st.session_state.get(LINK_PROBLEMS_KEY) or []
+    if problems:
+        st.warning("\n\n".join(problems), icon=":material/link_off:")
+        st.button("Dismiss", key="link.dismiss", on_click=lambda: st.session_state.update({LINK_PROBLEMS_KEY: []}))
+
+
+def link_copy(page_path: str) -> None:
+    """Write the run into the URL, and offer the link to this page to copy."""
+    params = write_link()
+    with st.popover("Copy link to this run", icon=":material/link:", width="stretch"):
+        if params is None:
+            st.caption("The configuration above cannot be used yet, so there is no link to it.")
+        else:
+            st.code(app_url(page_path, params), language=None, wrap_lines=True)
+            st.caption("The copy button is at the code block's right. Whoever opens the link gets this configuration, "
+                       "scenario and page settings, and the results already computed for them.")
 
 
 FOLLOWS_CHECKPOINT = {"run.learning_rate": lambda c: f"{c.learning_rate:g}", "run.data_source": lambda c: c.data_source}
@@ -125,13 +228,11 @@ def scenario_panel(slot) -> None:
     name = st.session_state.get("run.scenario", NO_SCENARIO)
     if name == NO_SCENARIO:
         return
+    from ui.shared import recalled_statuses  # ui.shared builds on this module
+
     scenario = SCENARIOS[name]
     config = st.session_state.get(CONFIG_KEY)
-    statuses = {}
-    for stage in STAGE_ORDER:
-        kept = st.session_state.get(f"results.{stage}")
-        if kept and kept[0] == config:
-            statuses.update({result.id: result.status.value for result in kept[1]})
+    statuses = recalled_statuses(config) if config is not None else {}
     lines = []
     for checks, caught in scenario.caught(statuses).items():
         ran = any(check in statuses for check in checks.split(" or "))
@@ -142,14 +243,18 @@ def scenario_panel(slot) -> None:
         slot.page_link("app_pages/script.py", label="Trace the course's own script", icon=":material/code:")
 
 
-def sidebar():
+def sidebar(page_path: str = ""):
     """Render the run configuration and store the validated RunConfig (or the reason it is invalid).
+
+    Args:
+        page_path: the open page's url_path, for the link to this run.
 
     Returns:
         the sidebar slot for the scenario panel, filled by `scenario_panel` once the page has run.
     """
     with st.sidebar:
         st.header("Run under test")
+        link_problems()
         traced = st.session_state.get("script.traced")
         if st.session_state.get("script.active") and traced:
             st.info(f"The pages show your traced script **{traced['name']}**, not the settings below.",
@@ -174,6 +279,7 @@ def sidebar():
         st.session_state[CONFIG_KEY] = None
         st.session_state[CONFIG_ERROR_KEY] = str(exc)
     with st.sidebar:
+        link_copy(page_path)
         st.divider()
         scenario_picker()
         return st.container()

@@ -1,0 +1,159 @@
+"""Results shared by configuration: kept, bounded, computed once however many sessions ask at once."""
+
+import threading
+import time
+
+import pytest
+
+from diagnostics.config import RunConfig
+from diagnostics.errors import InputError
+from diagnostics.hyperparams import SweepSettings
+from diagnostics.shared import Entry, Job, SharedResults, overfit_job, training_job
+from test_concurrency import at_once
+
+
+def counting(results=("done",), pause_s=0.3):
+    """A computation that counts its runs and takes a moment, so concurrent askers overlap it."""
+    calls = []
+
+    def compute(progress):
+        calls.append(threading.get_ident())
+        progress(0.5, "half way")
+        time.sleep(pause_s)
+        return list(results)
+
+    return compute, calls
+
+
+def test_many_sessions_asking_at_once_compute_once_and_share_the_entry():
+    store = SharedResults()
+    compute, calls = counting()
+    entries = []
+    failures = at_once(lambda number: entries.append(store.result("key", compute)), 8)
+    assert not failures
+    assert len(calls) == 1 and store.runs == 1
+    assert len(entries) == 8 and all(entry is entries[0] for entry in entries)
+    assert entries[0].results == ["done"]
+
+
+def test_a_kept_entry_is_returned_without_computing_again():
+    store = SharedResults()
+    compute, calls = counting(pause_s=0)
+    first = store.result("key", compute)
+    assert store.result("key", compute) is first
+    assert len(calls) == 1
+
+
+def test_a_waiting_session_sees_the_computations_progress():
+    store = SharedResults()
+    release = threading.Event()
+
+    def compute(progress):
+        progress(0.4, "rate 3 of 7")
+        release.wait(5)
+        return ["done"]
+
+    seen = []
+    store.start("key", compute)
+
+    def watch(fraction, text):
+        seen.append((fraction, text))
+        release.set()
+
+    store.result("key", compute, progress=watch, poll_s=0.05)
+    assert (0.4, "rate 3 of 7") in seen
+
+
+def test_an_error_reaches_every_waiter_and_is_not_kept():
+    store = SharedResults()
+    calls = []
+
+    def compute(progress):
+        calls.append(1)
+        time.sleep(0.2)
+        raise InputError("the checkpoint cannot be loaded")
+
+    raised = at_once(lambda number: store.result("key", compute), 3)
+    assert len(raised) == 3 and all(isinstance(exc, InputError) for exc in raised)
+    assert len(calls) == 1 and store.get("key") is None
+    with pytest.raises(InputError):
+        store.result("key", compute)
+    assert len(calls) == 2
+
+
+def test_the_store_keeps_at_most_its_bound_dropping_the_least_recently_used():
+    store = SharedResults(max_entries=2)
+    for key in ("a", "b"):
+        store.result(key, lambda progress: [key])
+    store.get("a")  # used: "b" is now the oldest
+    store.result("c", lambda progress: ["c"])
+    assert len(store) == 2
+    assert store.get("b") is None and store.get("a") is not None and store.get("c") is not None
+
+
+def test_computing_again_replaces_the_entry_and_keeps_the_old_one_until_done():
+    store = SharedResults()
+    old = store.result("key", lambda progress: ["old"])
+    release = threading.Event()
+
+    def slow(progress):
+        release.wait(5)
+        return ["new"]
+
+    flight = store.start("key", slow, again=True)
+    assert store.get("key") is old
+    release.set()
+    flight.done.wait(5)
+    assert store.get("key").results == ["new"] and store.runs == 2
+
+
+def test_a_session_that_leaves_does_not_stop_the_computation():
+    store = SharedResults()
+    compute, calls = counting(pause_s=0.1)
+    store.start("key", compute)  # the asking session goes away without waiting
+    for _ in range(50):
+        if store.get("key"):
+            break
+        time.sleep(0.05)
+    assert store.get("key").results == ["done"]
+
+
+@pytest.mark.parametrize("seconds, said", [(10, "just now"), (120, "2 minutes ago"), (60 * 60 * 3, "3 hours ago"),
+                                           (86400 * 2, "2 days ago")])
+def test_an_entry_says_how_old_it_is(seconds, said):
+    assert Entry([], computed_at=1000.0, seconds=1.0).age(now=1000.0 + seconds) == said
+
+
+def test_jobs_are_keyed_by_the_full_configuration_and_settings():
+    config = RunConfig()
+    assert Job("data", config) == Job("data", RunConfig())
+    assert training_job(config, SweepSettings(rates=3)) != training_job(config, SweepSettings(rates=4))
+    assert training_job(config, SweepSettings(rates=7)) == training_job(config, SweepSettings(rates=7.0))
+    assert overfit_job(config, 20) != overfit_job(config, 30)
+    assert Job("model", config) != Job("model", RunConfig(seed=1))
+
+
+def test_two_sessions_sweeping_one_configuration_train_once_and_see_the_same_curves():
+    """The pages' own calls in two threads (sessions), on the demo kit: one sweep is trained, both get it."""
+    from ui.shared import shared_results
+    from ui.state import open_run
+
+    store = shared_results()
+    config = RunConfig(batch_size=16, learning_rate=3e-3).validated()
+    job = training_job(config, SweepSettings(rates=3, steps=3, range_steps=8))
+    run = open_run(config)
+    sweeps = []
+
+    def compute(progress):
+        sweeps.append(1)
+        return job.run(run, progress)
+
+    runs_before = store.runs
+    entries = {}
+    failures = at_once(lambda number: entries.setdefault(number, store.result(job, compute)), 2)
+    assert not failures, failures
+    assert len(sweeps) == 1 and store.runs == runs_before + 1
+    first, second = entries[0].results, entries[1].results
+    assert first is second
+    assert {result.id for result in first} == {"hparams.lr_sweep", "hparams.lr_range_test"}
+    assert all(result.status.value in ("pass", "warn", "fail") for result in first)

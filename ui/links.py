@@ -1,0 +1,207 @@
+"""Links that reproduce a run: the run configuration, the scenario and the pages' settings as URL query parameters,
+and back. A link names only what differs from the defaults (with its scenario applied), so `/?scenario=course-script`
+is a whole run; each bad or unknown parameter is a message, and the rest of the link still applies."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+from typing import Any, Callable
+
+from diagnostics.config import RunConfig, default_config
+from diagnostics.errors import InputError
+from diagnostics.glue import get_task
+from diagnostics.hyperparams import SweepSettings
+from diagnostics.overfit import DEFAULT_EPOCHS
+from diagnostics.pipeline import validate_epochs
+from diagnostics.scenarios import SCENARIOS
+
+RESERVED = {"embed", "embed_options"}  # Streamlit's own
+
+
+@dataclass(frozen=True)
+class Link:
+    """What a link carries: the configuration, the scenario it started from, and the pages' settings."""
+
+    config: RunConfig
+    scenario: str | None = None
+    sweep: SweepSettings = SweepSettings()
+    epochs: int = DEFAULT_EPOCHS
+
+
+def _flag(text: str) -> bool:
+    value = text.strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off"):
+        return False
+    raise InputError(f"{text!r} is not a yes/no value; write 1 or 0")
+
+
+def _whole(text: str) -> int:
+    try:
+        number = float(text)
+    except ValueError:
+        raise InputError(f"{text!r} is not a whole number") from None
+    if not number.is_integer():
+        raise InputError(f"{text!r} is not a whole number")
+    return int(number)
+
+
+def _number(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise InputError(f"{text!r} is not a number; write it like 5e-5") from None
+
+
+def _num_labels(text: str) -> int | None:
+    return None if text.strip().lower() in ("", "default") else _whole(text)
+
+
+def _columns(text: str) -> tuple[str, ...] | None:
+    return tuple(column.strip() for column in text.split(",") if column.strip()) or None
+
+
+def _data_files(text: str) -> tuple[tuple[str, str], ...]:
+    pairs = []
+    for line in text.replace(";", "\n").splitlines():
+        split, sep, path = line.strip().partition("=")
+        if line.strip() and (not sep or not split.strip() or not path.strip()):
+            raise InputError(f"{line.strip()!r} should read SPLIT=PATH")
+        if line.strip():
+            pairs.append((split.strip(), path.strip()))
+    return tuple(pairs)
+
+
+def _text(value) -> str:
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, float):
+        return repr(value)
+    if value is None:
+        return "default"
+    if isinstance(value, tuple) and value and isinstance(value[0], tuple):
+        return ";".join(f"{split}={path}" for split, path in value)
+    if isinstance(value, tuple):
+        return ",".join(value)
+    return str(value)
+
+
+# URL parameter -> (RunConfig field, parser), in the order a link applies them: the data source after its files,
+# the split after its task and source.
+CONFIG_PARAMS: dict[str, tuple[str, Callable[[str], Any]]] = {
+    "task": ("task", str.strip),
+    "files": ("data_files", _data_files),
+    "data": ("data_source", str.strip),
+    "split": ("split", str.strip),
+    "num_labels": ("num_labels", _num_labels),
+    "batch_size": ("batch_size", _whole),
+    "max_length": ("max_length", _whole),
+    "columns": ("columns", _columns),
+    "labels_in": ("labels_in", str.strip),
+    "shuffle": ("shuffle", _flag),
+    "seed": ("seed", _whole),
+    "loss": ("loss", str.strip),
+    "optimizer": ("optimizer", str.strip),
+    "lr": ("learning_rate", _number),
+    "weight_decay": ("weight_decay", _number),
+    "train_steps": ("train_steps", _whole),
+    "warmup_steps": ("warmup_steps", _whole),
+    "shuffle_labels": ("shuffle_labels", _flag),
+}
+SWEEP_PARAMS = {"min_rate": ("min_rate", _number), "max_rate": ("max_rate", _number), "rates": ("rates", _whole),
+                "steps": ("steps", _whole), "range_steps": ("range_steps", _whole)}
+KNOWN = {"checkpoint", "scenario", "epochs", *CONFIG_PARAMS, *SWEEP_PARAMS}
+
+
+def base_config(hub_reachable: bool, checkpoint: str | None = None, scenario: str | None = None) -> RunConfig:
+    """What a link starts from: the defaults for its checkpoint, with its scenario applied."""
+    config = default_config(hub_reachable, **({"checkpoint": checkpoint} if checkpoint else {}))
+    return SCENARIOS[scenario].apply(config) if scenario else config
+
+
+def _with_task(config: RunConfig, task: str) -> RunConfig:
+    """The configuration on another task; a split that task lacks becomes its split of the same kind."""
+    new = get_task(task)
+    split = config.split
+    if config.data_source != "files" and split not in new.splits:
+        kind = split.split("_")[0]
+        split = next((name for name in new.splits if name.startswith(kind)), new.splits[0])
+    return replace(config, task=new.name, split=split)
+
+
+def parse_link(params: dict[str, str], hub_reachable: bool) -> tuple[Link, list[str]]:
+    """The run a link describes, and one message for each parameter it could not use (that one keeps its default).
+
+    Args:
+        params: the URL's query parameters (the last value of a repeated one).
+    """
+    problems = [f"The link's parameter {name!r} is not one this app reads (it reads {', '.join(sorted(KNOWN))})."
+                for name in params if name not in KNOWN and name not in RESERVED]
+
+    def refused(name: str, exc: Exception) -> None:
+        problems.append(f"The link's {name}={params[name]!r} cannot be used: {str(exc).rstrip('.')}. "
+                        "Its default is used instead.")
+
+    scenario = params.get("scenario", "").strip() or None
+    if scenario is not None and scenario not in SCENARIOS:
+        problems.append(f"The link's scenario {scenario!r} is not one of: {', '.join(SCENARIOS)}. None is applied.")
+        scenario = None
+    checkpoint = params.get("checkpoint", "").strip() or None
+    if checkpoint is not None:
+        try:
+            base_config(hub_reachable, checkpoint, scenario).validated()
+        except InputError as exc:
+            refused("checkpoint", exc)
+            checkpoint = None
+    config = base_config(hub_reachable, checkpoint, scenario)
+    for name, (field, parse) in CONFIG_PARAMS.items():
+        if name not in params:
+            continue
+        try:
+            value = parse(params[name])
+            candidate = _with_task(config, value) if field == "task" else replace(config, **{field: value})
+            config = candidate.validated()
+        except InputError as exc:
+            refused(name, exc)
+    sweep = SweepSettings()
+    for name, (field, parse) in SWEEP_PARAMS.items():
+        if name in params:
+            try:
+                sweep = replace(sweep, **{field: parse(params[name])}).validated()
+            except InputError as exc:
+                refused(name, exc)
+    epochs = DEFAULT_EPOCHS
+    if "epochs" in params:
+        try:
+            epochs = validate_epochs(_whole(params["epochs"]))
+        except InputError as exc:
+            refused("epochs", exc)
+    return Link(config, scenario, sweep, epochs), problems
+
+
+def link_params(link: Link, hub_reachable: bool) -> dict[str, str]:
+    """The query parameters of a run: its scenario, and each setting that differs from what the link starts from."""
+    config = link.config
+    params = {"scenario": link.scenario} if link.scenario else {}
+    if config.checkpoint != default_config(hub_reachable).checkpoint:
+        params["checkpoint"] = config.checkpoint
+    base = base_config(hub_reachable, config.checkpoint, link.scenario)
+    for name, (field, _) in CONFIG_PARAMS.items():
+        value = getattr(config, field)
+        if value != getattr(base, field):
+            params[name] = _text(value)
+            if field == "task":
+                base = _with_task(base, value)
+    defaults = SweepSettings()
+    for name, (field, _) in SWEEP_PARAMS.items():
+        if getattr(link.sweep, field) != getattr(defaults, field):
+            params[name] = _text(getattr(link.sweep, field))
+    if link.epochs != DEFAULT_EPOCHS:
+        params["epochs"] = str(link.epochs)
+    return params
+
+
+def config_fields() -> set[str]:
+    """Every RunConfig field a link can carry (all but the user's own to_tf_dataset call)."""
+    return {field.name for field in fields(RunConfig)} - {"recipe"}

@@ -1,0 +1,171 @@
+"""The pages' side of the shared results: compute a job once for every session (or wait for the session already
+computing it, watching its progress), say how old a result is, and offer to compute it again."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from diagnostics.overfit import DEFAULT_EPOCHS
+from diagnostics.registry import CHECKS, STAGE_ORDER
+from diagnostics.result import CheckResult
+from diagnostics.scenarios import SCENARIOS
+from diagnostics.shared import NEEDS_MODEL, Entry, Flight, Job, SharedResults, overfit_job, training_job
+from ui.links import Link, parse_link
+from ui.render import run_stage
+from ui.state import EPOCHS_KEY, hub_reachable, open_run, sweep_from_state
+
+AGAIN_KEY = "shared.again"  # the job kinds whose "Compute again" was pressed (a callback, before the page runs)
+MAX_ENTRIES = 256  # a few hundred KB of evidence each: bounded well under the Space's memory
+
+
+@st.cache_resource(show_spinner=False)
+def shared_results() -> SharedResults:
+    """The one store of every session's results on this server."""
+    return SharedResults(max_entries=MAX_ENTRIES)
+
+
+def waiting_text(label: str, flight: Flight) -> str:
+    others = f" · {flight.waiters} sessions waiting for it" if flight.waiters > 1 else ""
+    return f"{label} {flight.text} ({flight.elapsed():.0f} s{others})"
+
+
+def computed(job: Job, label: str, *, again: bool = False) -> Entry | None:
+    """The job's shared entry: kept, computed now, or awaited while another session computes it, with its progress
+    on this page. Unusable input is a message on the page and None."""
+    requested = st.session_state.get(AGAIN_KEY, set())
+    again = again or job.kind in requested
+    requested.discard(job.kind)
+    if not again and (entry := kept(job)) is not None:
+        return entry
+
+    def wait() -> Entry:
+        run = open_run(job.config)
+        if job.kind in NEEDS_MODEL:
+            run.classifier  # loaded here, under this page's spinner, so the computation finds it in the cache
+        flight = shared_results().start(job, lambda progress: job.run(run, progress), again=again)
+        if not flight.done.is_set():
+            bar = st.progress(0.0, text=waiting_text(label, flight))
+            while not flight.done.wait(0.25):
+                bar.progress(flight.fraction, text=waiting_text(label, flight))
+            bar.empty()
+        if flight.error is not None:
+            raise flight.error
+        return flight.entry
+
+    return run_stage(job.stage, wait)
+
+
+def again_requested(kind: str) -> bool:
+    """Whether "Compute again" was pressed for this kind of job on this run."""
+    return kind in st.session_state.get(AGAIN_KEY, set())
+
+
+def wanted(job: Job) -> bool:
+    """Whether a button-driven job is to be shown without its button: kept, under way in some session, or asked
+    for again."""
+    return kept(job) is not None or under_way(job) or again_requested(job.kind)
+
+
+def under_way(job: Job) -> bool:
+    """Whether some session is computing the job now."""
+    return shared_results().flight(job) is not None
+
+
+def kept(job: Job) -> Entry | None:
+    """The job's entry when some session has computed it (nothing is computed here)."""
+    return shared_results().get(job)
+
+
+def freshness(entry: Entry, job: Job, where=st) -> None:
+    """When the result was computed, for how long, and a button to compute it again for everyone."""
+    left, right = where.columns([5, 1], vertical_alignment="center")
+    left.caption(f":material/history: Computed {entry.age()} in {entry.seconds:.1f} s, and kept for everyone who "
+                 "opens this configuration.")
+    right.button("Compute again", key=f"shared.again.{job.kind}", icon=":material/refresh:",
+                 on_click=lambda: st.session_state.setdefault(AGAIN_KEY, set()).add(job.kind))
+
+
+def stage_jobs(stage: str, config) -> list[Job]:
+    """The jobs whose results make up a stage for this session's settings, in the page's order."""
+    if stage == "data":
+        return [Job("data", config), Job("learnability", config)]
+    if stage == "model":
+        return [Job("model", config)]
+    if stage == "hparams":
+        try:
+            return [Job("setup", config), training_job(config, sweep_from_state())]
+        except (TypeError, ValueError):
+            return [Job("setup", config)]
+    return [newest_overfit(config) or overfit_jobs(config)[0]]
+
+
+def best_rate(config) -> float | None:
+    """The sweep's recommended rate for this session's sweep settings, when the sweep has run."""
+    entry = kept(stage_jobs("hparams", config)[-1])
+    sweep = next((result for result in entry.results if result.id == "hparams.lr_sweep"), None) if entry else None
+    return sweep.evidence.get("best_rate") if sweep else None
+
+
+def overfit_jobs(config) -> list[Job]:
+    """The overfit test at the configured rate and at the sweep's best, for this session's epochs."""
+    epochs = int(st.session_state.get(EPOCHS_KEY, DEFAULT_EPOCHS))
+    best = best_rate(config)
+    return [overfit_job(config, epochs, None, best)] + ([overfit_job(config, epochs, best, best)] if best else [])
+
+
+def newest_overfit(config) -> Job | None:
+    """Whichever overfit test of this session's settings was computed last."""
+    done = [(entry.computed_at, job) for job in overfit_jobs(config) if (entry := kept(job))]
+    return max(done, key=lambda pair: pair[0])[1] if done else None
+
+
+def recalled(stage: str, config) -> list[CheckResult]:
+    """Every kept result of a stage for this configuration and this session's settings."""
+    return [result for job in stage_jobs(stage, config) if (entry := kept(job)) for result in entry.results]
+
+
+def recalled_statuses(config) -> dict[str, str]:
+    """Check id -> status of every kept result of this configuration (for the scenario panel)."""
+    return {result.id: result.status.value for stage in STAGE_ORDER for result in recalled(stage, config)}
+
+
+# ---------------------------------------------------------------- the Workshop page
+
+STAGE_PAGES = {"data": "app_pages/1_data.py", "model": "app_pages/2_model.py",
+               "hparams": "app_pages/3_hyperparameters.py", "overfit": "app_pages/4_overfit.py"}
+STAGE_PATHS = {"data": "", "model": "model", "hparams": "hyperparameters", "overfit": "overfit"}
+WARM_KINDS = ("data", "learnability", "model", "setup", "training", "overfit")
+
+
+def scenario_link(name: str, checkpoint: str | None) -> Link:
+    """The run a scenario's link opens (on `checkpoint`, or the app's default when None or unusable)."""
+    params = {"scenario": name, **({"checkpoint": checkpoint} if checkpoint else {})}
+    return parse_link(params, hub_reachable())[0]
+
+
+def first_stage(name: str) -> str:
+    """The stage of the walk where the scenario's bug is first flagged (the Data page for a clean one)."""
+    stages = [CHECKS[check].stage for check in SCENARIOS[name].expected_ids()]
+    return min(stages, key=STAGE_ORDER.index) if stages else "data"
+
+
+def warm_jobs(link: Link, kinds=WARM_KINDS) -> list[Job]:
+    """The jobs a link's pages ask for with their default settings, in the walk's order (the overfit test's key
+    holds the sweep's recommended rate, so it is listed once the sweep is kept)."""
+    jobs = [Job(kind, link.config) for kind in ("data", "learnability", "model", "setup") if kind in kinds]
+    if "training" in kinds:
+        jobs.append(training_job(link.config, link.sweep))
+    return jobs
+
+
+def warm_overfit_job(link: Link) -> Job:
+    """The overfit test a link's Overfit page asks for first: at the configured rate, knowing the sweep's best."""
+    entry = kept(training_job(link.config, link.sweep))
+    sweep = next((r for r in entry.results if r.id == "hparams.lr_sweep"), None) if entry else None
+    return overfit_job(link.config, link.epochs, None, sweep.evidence.get("best_rate") if sweep else None)
+
+
+def warmth(link: Link) -> tuple[int, int]:
+    """(jobs kept, jobs in all) of a link's warm-up."""
+    jobs = warm_jobs(link) + [warm_overfit_job(link)]
+    return sum(kept(job) is not None for job in jobs), len(jobs)
