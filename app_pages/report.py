@@ -30,10 +30,13 @@ if traced is not None:
 config = current_config()
 if st.button("Run every stage now", type="primary", key="report.run_all",
              help="Each stage with this session's page settings; what any session has computed is reused."):
-    for stage in STAGES:  # in order: the overfit test's recommended rate comes from the sweep
+    overall = st.progress(0.0, text="Running the checks")
+    for number, stage in enumerate(STAGES):  # in order: the overfit test's recommended rate comes from the sweep
+        overall.progress(number / len(STAGES), text=f"Running the checks: {STAGE_TITLES[stage]}")
         for job in stage_jobs(stage, config):
             if computed(job, f"{STAGE_TITLES[stage]}:") is None:
                 st.stop()
+    overall.empty()
 done = {stage: recalled(stage, config) for stage in STAGES}
 
 missing = [STAGE_TITLES[stage] for stage, results in done.items() if not results]

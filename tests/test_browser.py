@@ -198,3 +198,40 @@ def test_trace_the_course_script_and_walk_its_results(server, page):
     _settle(page)
     _shot(page, "8_data_traced")
     assert page.console_errors == []
+
+
+def test_a_scenario_link_reloads_with_its_configuration_and_results(server, page):
+    # Opened at a page's path, Streamlit's front end first looks for its server under that path, then at the root.
+    missing = []
+    page.on("response", lambda response: response.status == 404 and missing.append(response.url))
+    link = f"{server}/hyperparameters?scenario=adam-string-default-lr&rates=3&steps=4&range_steps=12"
+    page.goto(link)
+    _wait_for_text(page, "hparams.optimizer", timeout=180_000)
+    _settle(page)
+    symptom = "compile(optimizer='adam') trains at Keras's default 0.001"  # the scenario's, under its picker
+    assert symptom in page.locator("[data-testid='stSidebar']").inner_text()
+    assert page.get_by_role("spinbutton", name="Rates in the grid").input_value() == "3"
+    page.get_by_role("button", name="Run the sweep and the range test").click()
+    _wait_for_text(page, "Held-out loss against learning rate", timeout=180_000)
+    _settle(page)
+    assert "scenario=adam-string-default-lr" in page.url and "rates=3" in page.url
+
+    page.reload()  # a new session: the configuration comes from the URL, the sweep from the shared results
+    _wait_for_text(page, "Held-out loss against learning rate", timeout=180_000)
+    _settle(page)
+    assert symptom in page.locator("[data-testid='stSidebar']").inner_text()
+    assert page.get_by_role("spinbutton", name="Rates in the grid").input_value() == "3"
+    assert page.get_by_role("button", name="Run the sweep and the range test").count() == 0
+    _wait_for_text(page, "Computed")
+    page.get_by_role("button", name="Copy link to this run").click()
+    _wait_for_text(page, "Whoever opens the link")
+    _wait_for_text(page, link)  # the address to copy is the link itself
+    _shot(page, "9_link_reloaded")
+    page.keyboard.press("Escape")
+
+    _open(page, "Workshop", "Warm up every scenario")
+    _settle(page)
+    _wait_for_text(page, "?scenario=course-script")
+    _shot(page, "10_workshop")
+    assert all(url.startswith(f"{server}/hyperparameters/_stcore/") for url in missing), missing
+    assert [error for error in page.console_errors if "404 (Not Found)" not in error] == []

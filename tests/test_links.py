@@ -23,6 +23,14 @@ def round_trip(link: Link) -> Link:
     return parsed
 
 
+def test_the_page_paths_a_link_may_carry_are_the_apps():
+    import re
+
+    from ui.state import PAGE_PATHS
+
+    assert set(PAGE_PATHS) == set(re.findall(r'url_path="(\w+)"', (ROOT / "app.py").read_text()))
+
+
 def test_every_configuration_field_has_a_link_parameter():
     assert config_fields() == {"checkpoint"} | {field for field, _ in CONFIG_PARAMS.values()}
 

@@ -133,9 +133,15 @@ def write_link() -> dict[str, str] | None:
     return params
 
 
+PAGE_PATHS = ("model", "hyperparameters", "overfit", "report", "script", "workshop")  # app.py's url_paths
+
+
 def app_url(path: str, params: dict[str, str]) -> str:
     """The full address of one of the app's pages (its url_path; "" for the Data page) with `params`."""
-    root = (st.context.url or "http://localhost:8501").rstrip("/")  # Streamlit trims the page's own path
+    root = (st.context.url or "http://localhost:8501").rstrip("/")
+    # Streamlit trims the open page's path once; a session opened at a page's address can report it twice.
+    while root.rsplit("/", 1)[-1] in PAGE_PATHS:
+        root = root.rsplit("/", 1)[0]
     return f"{root}/{path}" + ("?" + urlencode(params) if params else "")
 
 
