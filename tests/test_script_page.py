@@ -50,3 +50,18 @@ def test_a_path_that_is_not_a_file_is_a_message_and_keeps_the_input(monkeypatch)
     assert any("No file at /no/such/train.py" in error.value for error in at.error)
     assert at.text_input(key="script.path").value == "/no/such/train.py"
     assert at.button(key="script.run").disabled
+
+
+def test_the_pages_inputs_outlast_a_visit_to_another_page(monkeypatch):
+    monkeypatch.delenv(limits.HOSTED_ENV, raising=False)
+    at = AppTest.from_file(APP, default_timeout=120).run()
+    at.switch_page(PAGE).run()
+    at.radio(key="script.source").set_value("paste").run()
+    at.text_area(key="script.paste").set_value("print('hello')").run()
+    at.text_input(key="script.args").set_value("--epochs 1").run()
+    at.switch_page("app_pages/2_model.py").run()
+    at.switch_page(PAGE).run()
+    assert not at.exception
+    assert at.radio(key="script.source").value == "paste"
+    assert at.text_area(key="script.paste").value == "print('hello')"
+    assert at.text_input(key="script.args").value == "--epochs 1"

@@ -17,6 +17,13 @@ SOURCES = {"course": "The course's script (demo kit)", "upload": "Upload a file"
            "path": "A file on this machine"}
 
 
+# The page's inputs and their defaults, set once a session and kept while another page is open (Streamlit forgets
+# the value of a widget that a run does not draw). An uploaded file cannot be kept.
+SCRIPT_DEFAULTS = {"script.source": "course", "script.course": next(iter(COURSE_SCRIPTS)), "script.paste": "",
+                   "script.path": "", "script.args": "", "script.stages": list(STAGE_ORDER),
+                   "script.timeout": int(DEFAULT_TIMEOUT), "script.workdir": str(Path.cwd())}
+
+
 def script_source() -> tuple[Path | None, str | None, str | None]:
     """(a script file, or None) or (None, its code, a file name for it), as the user chose."""
     source = st.radio("Script", list(SOURCES), format_func=SOURCES.get, horizontal=True, key="script.source")
@@ -54,11 +61,9 @@ def run_options() -> tuple[dict, list[str]]:
     left, middle, right = st.columns([2, 3, 1])
     arguments = left.text_input("The script's own arguments", key="script.args",
                                 help="As on a command line, e.g. --checkpoint ./my-model")
-    stages = middle.multiselect("Stages", list(STAGE_ORDER), default=list(STAGE_ORDER), key="script.stages",
-                                format_func=STAGE_TITLES.get)
-    timeout = right.number_input("Time limit (s)", min_value=10, max_value=3600, value=int(DEFAULT_TIMEOUT),
-                                 step=10, key="script.timeout")
-    workdir = st.text_input("Run it from this directory", value=str(Path.cwd()), key="script.workdir",
+    stages = middle.multiselect("Stages", list(STAGE_ORDER), key="script.stages", format_func=STAGE_TITLES.get)
+    timeout = right.number_input("Time limit (s)", min_value=10, max_value=3600, step=10, key="script.timeout")
+    workdir = st.text_input("Run it from this directory", key="script.workdir",
                             help="Relative paths in the script are read from here.")
     problems, script_args = [], []
     try:

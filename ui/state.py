@@ -65,9 +65,11 @@ def init_state() -> None:
         EPOCHS_KEY: DEFAULT_EPOCHS,
         LINK_PROBLEMS_KEY: [],
     }
-    for key, value in initial.items():
+    from ui.script import SCRIPT_DEFAULTS  # the Your script page's inputs
+
+    for key, value in {**initial, **SCRIPT_DEFAULTS}.items():
         st.session_state.setdefault(key, value)
-    for key in (*SWEEP_KEYS, EPOCHS_KEY):
+    for key in (*SWEEP_KEYS, EPOCHS_KEY, *SCRIPT_DEFAULTS):
         st.session_state[key] = st.session_state[key]  # kept while their page is closed
 
 
