@@ -52,6 +52,8 @@ class FirstBatch:
         return list(self.tokenized_columns) + ([COLLATOR_LABEL] if renamed else [])
 
 
+UNUSABLE_LABEL = -2  # a classification label that is empty, not a whole number, or not one of the task's names
+
 # Each random label shuffle draws from a stream of its own, so the learnability check's control never redraws
 # the permutation the shuffled-labels bug injected (which would hand the control the texts' own labels back).
 SHUFFLED_LABELS_BUG, LEARNABILITY_CONTROL = 7919, 1

@@ -147,6 +147,10 @@ class RunConfig:
             problems.append(f"data source must be one of {', '.join(DATA_SOURCES)}, got {self.data_source!r}")
         if self.data_source == "files" and not self.data_files:
             problems.append("data source 'files' needs at least one SPLIT=PATH data file")
+        given = [split for split, _ in self.data_files]
+        for split in dict.fromkeys(split for split in given if given.count(split) > 1):
+            paths = [path for name, path in self.data_files if name == split]
+            problems.append(f"split {split!r} is given {len(paths)} times ({', '.join(paths)}): give each split once")
         if self.labels_in not in LABEL_PLACEMENTS:
             problems.append(f"labels_in must be 'inputs' or 'separate', got {self.labels_in!r}")
         if self.loss not in LOSSES:

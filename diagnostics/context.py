@@ -68,6 +68,13 @@ class RunContext:
         return [column for column in expected if column not in self.split.column_names]
 
     @cached_property
+    def unreadable_scores(self) -> int:
+        """How many STS-B scores are NaN (empty or not a number in the file)."""
+        if not self.config.glue_task.regression or LABEL not in self.split.column_names:
+            return 0
+        return int(np.isnan(split_labels(self.split).astype(float)).sum())
+
+    @cached_property
     def out_of_range_labels(self) -> int:
         """How many labels of the split the model's head cannot take (training stops at the first one on CPU)."""
         if self.config.glue_task.regression or LABEL not in self.split.column_names:

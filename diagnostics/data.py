@@ -11,8 +11,8 @@ import numpy as np
 import pyarrow.compute as pc
 
 from diagnostics.config import RunConfig
-from diagnostics.batches import (COLLATOR_LABEL, LABEL, FirstBatch, build_first_batch, decoded_rows, invalid_labels,
-                                 label_names_for, plain_label, split_labels)
+from diagnostics.batches import (COLLATOR_LABEL, LABEL, UNUSABLE_LABEL, FirstBatch, build_first_batch, decoded_rows,
+                                 invalid_labels, label_names_for, plain_label, split_labels)
 from diagnostics.glue import STSB_RANGE, GlueTask
 from diagnostics.registry import threshold
 from diagnostics.result import CheckResult, Status, decide, run_check, skipped
@@ -161,6 +161,12 @@ def check_decoded_samples(rows: list[dict[str, Any]], *,
 # ---------------------------------------------------------------- data.label_range
 
 
+def _rows(indices, shown: int = 10) -> str:
+    """'3, 17 and 4 more' for row indices of the split."""
+    listed = ", ".join(str(int(index)) for index in indices[:shown])
+    return listed + (f" and {len(indices) - shown:,} more" if len(indices) > shown else "")
+
+
 def check_label_range(
     split_labels_: np.ndarray, batch_labels: list, task: GlueTask, num_labels: int, split_name: str
 ) -> CheckResult:
@@ -184,9 +190,27 @@ def check_label_range(
         )
     listing = ", ".join(f"{label} x{count:,}" for label, count in in_split.items())
     bad_total = sum(in_split.values())
+    labels = np.asarray(split_labels_)
+    headline = f"{bad_total:,} of {len(split_labels_):,} labels in split {split_name!r} lie outside {valid} ({listing})"
     if -1 in in_split:
         fix = "Train and validate on splits with labels ('train', 'validation'): GLUE's test splits carry label -1."
         cause = "label -1 means the split has no labels (a GLUE test split)"
+    elif UNUSABLE_LABEL in in_split and not task.regression:
+        rows = np.flatnonzero(labels == UNUSABLE_LABEL)
+        evidence["unusable_rows"] = rows[:50].tolist()
+        names = ", ".join(task.label_names)
+        fix = (f"Write each label as an id 0..{task.num_labels - 1} or one of {task.name}'s names ({names}), "
+               "and drop rows without one.")
+        headline = (f"{len(rows):,} of {len(split_labels_):,} labels in split {split_name!r} are not {task.name} labels"
+                    + (f" and {bad_total - len(rows):,} more lie outside {valid}" if bad_total > len(rows) else ""))
+        cause = (f"each is empty, not a whole number, or text that is not one of {task.name}'s names ({names}) "
+                 f"(rows {_rows(rows)}; the checks show them as {UNUSABLE_LABEL})")
+    elif task.regression and np.isnan(labels.astype(float)).any():
+        rows = np.flatnonzero(np.isnan(labels.astype(float)))
+        evidence["unusable_rows"] = rows[:50].tolist()
+        fix = "Give every row a number from 0 to 5 as its score, or drop the rows without one."
+        headline = f"{len(rows):,} of {len(split_labels_):,} scores in split {split_name!r} are empty or not numbers"
+        cause = f"each reads as NaN, which makes every loss NaN (rows {_rows(rows)})"
     elif task.regression:
         fix = f"Clip or drop scores outside {valid}, and load with num_labels=1."
         cause = "scores outside STS-B's range"
@@ -197,7 +221,7 @@ def check_label_range(
         cause = f"the model has num_labels={num_labels}, so these rows get a NaN loss on GPU and an error on CPU"
     return CheckResult(
         "data.label_range", STAGE, Status.FAIL,
-        f"{bad_total:,} of {len(split_labels_):,} labels in split {split_name!r} lie outside {valid} ({listing}): {cause}.",
+        f"{headline}: {cause}.",
         fix=fix,
         evidence=evidence,
     )

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import codecs
+import contextlib
 import functools
 import json
+import logging
 import os
 import shutil
 import tempfile
@@ -11,10 +14,12 @@ import threading
 import urllib.request
 from pathlib import Path
 
+import numpy as np
+
 from diagnostics import limits
 from diagnostics.config import DEMO_CHECKPOINT, DEMO_LEARNING_RATE, RunConfig, is_local_path
 from diagnostics.errors import InputError, NotClassifierError
-from diagnostics.batches import SHUFFLED_LABELS_BUG, shuffled_labels
+from diagnostics.batches import LABEL, SHUFFLED_LABELS_BUG, UNUSABLE_LABEL, shuffled_labels
 from diagnostics.glue import TASKS, GlueTask, get_task
 
 DEMO_DATA_DIR = Path(__file__).resolve().parent / "demo_data"
@@ -268,7 +273,7 @@ def load_split(config: RunConfig):
             files[config.split])
     if len(dataset) == 0:
         raise InputError(f"Split {config.split!r} of {task.name} has no rows.")
-    dataset = normalise_labels(dataset, task)
+    dataset = normalise_labels(normalise_text(dataset, task), task)
     return shuffled_labels(dataset, config.seed, SHUFFLED_LABELS_BUG) if config.shuffle_labels else dataset
 
 
@@ -296,55 +301,150 @@ def _load_hub_split(task: GlueTask, split: str):
         raise InputError(f"Could not download GLUE {task.name}/{split}: {type(exc).__name__}: {exc}") from exc
 
 
+UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+
+
+@contextlib.contextmanager
+def _quiet_datasets():
+    """Silence `datasets`' own log lines (e.g. "Failed to read file ..."): the message that follows says it better."""
+    logger = logging.getLogger("datasets")
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+def _encoding_problem(file: Path) -> str | None:
+    """Where a text file stops being UTF-8 (line and bytes), with how to convert it; None when it is UTF-8."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    line = 1
+    with file.open("rb") as handle:
+        while chunk := handle.read(1 << 20):
+            try:
+                decoder.decode(chunk)
+            except UnicodeDecodeError as exc:
+                line += chunk.count(b"\n", 0, exc.start)
+                bad = chunk[exc.start:exc.start + 4].hex(" ")
+                return (f"line {line} holds bytes that are not UTF-8 ({bad}); the file is in another encoding "
+                        f"(Latin-1 or Windows-1252 are common): convert it with "
+                        f"`iconv -f latin1 -t utf-8 {file.name} > utf8-{file.name}` and give that file")
+            line += chunk.count(b"\n")
+    return None
+
+
+def _broken_json_line(file: Path) -> str | None:
+    """The first line of a JSON-lines file that is not one JSON value, or None."""
+    with file.open(encoding="utf-8", errors="replace") as handle:
+        for number, line in enumerate(handle, start=1):
+            if line.strip():
+                try:
+                    json.loads(line)
+                except json.JSONDecodeError as exc:
+                    return f"line {number} is not valid JSON ({exc.msg} at column {exc.colno}): {line.strip()[:80]!r}"
+    return None
+
+
 def load_local_file(path: str):
-    """One local file in the GLUE schema (csv, tsv with a header row, json/jsonl, parquet)."""
+    """One local file in the GLUE schema (csv, tsv with a header row, json/jsonl, parquet).
+
+    Raises:
+        InputError: one line saying why the file cannot be read (type, missing, a directory, empty, its encoding,
+            a broken JSON line, or what the reader said).
+    """
     from datasets import load_dataset
 
     file = Path(path).expanduser()
-    builder = LOCAL_FORMATS.get(file.suffix.lower())
+    suffix = file.suffix.lower()
+    builder = LOCAL_FORMATS.get(suffix)
     if builder is None:
         raise InputError(f"{path}: unknown file type {file.suffix!r}; use one of {', '.join(LOCAL_FORMATS)}.")
+    if file.is_dir():
+        raise InputError(f"Data file {path} is a directory, not a file: give the path of the {suffix[1:]} file in it.")
     if not file.is_file():
         raise InputError(f"Data file {path} does not exist.")
     if file.stat().st_size == 0:
         raise InputError(f"Data file {path} is empty.")
     # GLUE's own tsv files hold unbalanced quotes, so quoting is off for tsv (csv.QUOTE_NONE).
-    options = {"delimiter": "\t", "quoting": 3} if file.suffix.lower() == ".tsv" else {}
+    options = {"delimiter": "\t", "quoting": 3} if suffix == ".tsv" else {}
+    if builder != "parquet":
+        with file.open("rb") as handle:
+            start = handle.read(2)
+        if start in UTF16_BOMS:
+            options["encoding"] = "utf-16"
+        elif problem := _encoding_problem(file):
+            raise InputError(f"Could not read {path}: {problem}.")
     try:
-        dataset = load_dataset(builder, data_files=str(file), split="train", **options)
+        with _quiet_datasets():
+            dataset = load_dataset(builder, data_files=str(file), split="train", **options)
     except Exception as exc:
         if "corresponds to no data" in str(exc):
             raise InputError(f"Data file {path} has no rows (a header at most).") from exc
+        if builder == "json" and (broken := _broken_json_line(file)):
+            raise InputError(f"Could not read {path} as JSON lines: {broken}.") from exc
         cause = exc.__cause__ or exc
-        raise InputError(f"Could not read {path} as {file.suffix[1:]}: {type(cause).__name__}: "
+        raise InputError(f"Could not read {path} as {suffix[1:]}: {type(cause).__name__}: "
                          f"{str(cause).splitlines()[0] if str(cause) else ''}") from exc
     if len(dataset) == 0:
         raise InputError(f"Data file {path} has no rows (a header at most).")
     return dataset
 
 
-def normalise_labels(dataset, task: GlueTask):
-    """Label names written as text (e.g. 'entailment', as in GLUE's own tsv files) become their ids.
+NUMBER = r"^\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$"
 
-    Values that are not label names stay visible as -2 so the label checks can report them.
+
+def normalise_text(dataset, task: GlueTask):
+    """Text columns read as numbers (every cell digits) become the strings they were written as."""
+    import pyarrow as pa
+
+    for column in task.text_columns:
+        if column in dataset.column_names:
+            kind = dataset.features[column]
+            dtype = getattr(kind, "dtype", "")
+            if dtype.startswith(("int", "uint", "float", "bool")):
+                values = dataset.data.column(column)
+                as_text = pa.array([None if value is None else str(value) for value in values.to_pylist()],
+                                   pa.string())
+                dataset = dataset.remove_columns(column).add_column(column, as_text)
+    return dataset
+
+
+def normalise_labels(dataset, task: GlueTask):
+    """Labels as the checks read them: integer ids for classification (names written as text, e.g. 'entailment' as
+    in GLUE's own tsv files, become their ids), floats for STS-B.
+
+    A classification label that is empty, not a whole number, or text that is not one of the task's names becomes
+    UNUSABLE_LABEL (-2), so data.label_range reports it; an STS-B score that is empty or not a number becomes NaN.
     """
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    if "label" not in dataset.column_names:
+    if LABEL not in dataset.column_names:
         return dataset
-    column = dataset.data.column("label")
-    if not pa.types.is_string(column.type) and not pa.types.is_large_string(column.type):
-        return dataset
-    stripped = pc.utf8_trim_whitespace(column)
-    if task.regression:
-        labels = pc.cast(stripped, pa.float64())
+    column = dataset.data.column(LABEL).combine_chunks()
+    if column.null_count == 0 and (pa.types.is_integer(column.type) if not task.regression
+                                   else pa.types.is_floating(column.type)):
+        return dataset  # already what the checks read; out-of-range ids are data.label_range's to report
+    if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type) or pa.types.is_integer(column.type)
+            or pa.types.is_floating(column.type) or pa.types.is_boolean(column.type)):
+        # Mixed JSON values (numbers and strings), objects or lists: read each as the text it would print as.
+        column = pa.array([None if value is None else str(value) for value in column.to_pylist()], pa.string())
+    if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+        stripped = pc.utf8_trim_whitespace(column)
+        number = pc.cast(pc.if_else(pc.match_substring_regex(stripped, NUMBER), stripped, None), pa.float64())
+        if task.regression:
+            labels = number
+        else:
+            as_name = pc.index_in(stripped, value_set=pa.array(list(task.label_names)))
+            labels = pc.coalesce(pc.cast(as_name, pa.float64()), number)
     else:
-        as_name = pc.index_in(stripped, value_set=pa.array(list(task.label_names)))
-        numeric = pc.if_else(pc.match_substring_regex(stripped, r"^-?\d+$"), stripped, None)
-        labels = pc.coalesce(as_name, pc.cast(numeric, pa.int64()), pa.scalar(-2, pa.int64()))
-        labels = pc.cast(labels, pa.int64())
-    return dataset.remove_columns("label").add_column("label", labels.to_numpy())
+        labels = pc.cast(column, pa.float64())
+    values = labels.to_numpy(zero_copy_only=False).astype(np.float64)  # nulls arrive as NaN
+    if not task.regression:
+        whole = np.isfinite(values) & (np.floor(values) == values)
+        values = np.where(whole, values, UNUSABLE_LABEL).astype(np.int64)
+    return dataset.remove_columns(LABEL).add_column(LABEL, values)
 
 
 def estimated_parameters(config) -> int:

@@ -91,7 +91,11 @@ def _reason(run: RunContext, need: str) -> str | None:
         return (f"The split has no {', '.join(run.missing_columns)} column (it has {', '.join(run.split.column_names)}; "
                 f"{config.glue_task.name} needs {', '.join(expected)}): see data.columns.")
     if need == "labels" and not run.has_labels:
-        return "The split has no labels (all -1), so there is nothing to learn."
+        return ("No label of the split is usable (all -1, as in a GLUE test split, or unreadable: see "
+                "data.label_range), so there is nothing to learn.")
+    if need == "range" and run.unreadable_scores:
+        return (f"{run.unreadable_scores:,} scores are empty or not numbers (see data.label_range): a NaN label makes "
+                "every loss NaN, so fix them first.")
     if need == "range" and run.out_of_range_labels:
         return (f"Training stops at the first of {run.out_of_range_labels:,} labels outside "
                 f"[0, {config.effective_num_labels}) (see data.label_range and model.nan_rows): fix them or "
