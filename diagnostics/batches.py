@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 import weakref
 from dataclasses import dataclass, field
@@ -257,6 +258,33 @@ def split_labels(split) -> np.ndarray:
     """The split's label column as a numpy array, read from Arrow without a Python loop over rows."""
     column = split.data.column(LABEL)
     return column.to_numpy()
+
+
+def text_cell_problems(split, task: GlueTask) -> dict[str, dict[str, list]]:
+    """For each of the task's text columns with bad cells: the rows whose cell is empty (missing or blank) and the
+    rows whose cell is not text (an object, a list), with a few of those values. Nothing when every cell is text."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    problems = {}
+    for column in task.text_columns:
+        if column not in split.column_names:
+            continue
+        values = split.data.column(column)
+        if pa.types.is_string(values.type) or pa.types.is_large_string(values.type):
+            blank = pc.or_kleene(pc.is_null(values), pc.equal(pc.utf8_length(pc.utf8_trim_whitespace(values)), 0))
+            empty = np.flatnonzero(pc.fill_null(blank, True).to_numpy(zero_copy_only=False)).tolist()
+            not_text, examples = [], []
+        else:
+            cells = values.to_pylist()
+            if "json" in str(values.type):  # datasets' JSON type holds each cell's JSON text
+                cells = [None if cell is None else json.loads(cell) for cell in cells]
+            empty = [row for row, cell in enumerate(cells) if cell is None or (isinstance(cell, str) and not cell.strip())]
+            not_text = [row for row, cell in enumerate(cells) if cell is not None and not isinstance(cell, str)]
+            examples = [json.dumps(cells[row])[:60] for row in not_text[:3]]
+        if empty or not_text:
+            problems[column] = {"empty": empty, "not_text": not_text, "examples": examples}
+    return problems
 
 
 def label_names_for(task: GlueTask, num_labels: int) -> list[str]:

@@ -12,7 +12,7 @@ import numpy as np
 
 from diagnostics import loading
 from diagnostics.batches import (LABEL, FirstBatch, build_batch, build_first_batch, held_out_indices,
-                                 invalid_labels, split_labels, training_batches)
+                                 invalid_labels, split_labels, text_cell_problems, training_batches)
 from diagnostics.config import RunConfig
 from diagnostics.errors import NotClassifierError
 
@@ -66,6 +66,11 @@ class RunContext:
         """The task's text and label columns the split lacks."""
         expected = list(self.config.glue_task.text_columns) + [LABEL]
         return [column for column in expected if column not in self.split.column_names]
+
+    @cached_property
+    def text_problems(self) -> dict:
+        """The task's text cells that are empty or not text, by column (see batches.text_cell_problems)."""
+        return text_cell_problems(self.split, self.config.glue_task)
 
     @cached_property
     def unreadable_scores(self) -> int:

@@ -12,7 +12,8 @@ import pyarrow.compute as pc
 
 from diagnostics.config import RunConfig
 from diagnostics.batches import (COLLATOR_LABEL, LABEL, UNUSABLE_LABEL, FirstBatch, build_first_batch, decoded_rows,
-                                 invalid_labels, label_names_for, plain_label, split_labels)
+                                 invalid_labels, label_names_for, plain_label, split_labels,
+                                 text_cell_problems)
 from diagnostics.glue import STSB_RANGE, GlueTask
 from diagnostics.registry import threshold
 from diagnostics.result import CheckResult, Status, decide, run_check, skipped
@@ -68,6 +69,48 @@ def check_columns(
         "data.columns", STAGE, Status.PASS,
         f"All {len(requested)} requested columns exist ({', '.join(requested)}), and the split has every column {task.name} needs.",
         evidence=evidence,
+    )
+
+
+def missing_columns_result(split_columns: list[str], task: GlueTask, missing: list[str]) -> CheckResult:
+    """data.columns when the split lacks some of the task's columns, with what the file's shape suggests: another
+    delimiter (one column whose name holds the others), or no header row (the first row read as names)."""
+    needed = list(task.text_columns) + [LABEL]
+    hint = ""
+    joined = next(((name, mark) for name in split_columns for mark in (";", ",", "\t", "|")
+                   if sum(column in name for column in needed) >= 2 and mark in name), None)
+    if joined:
+        hint = (f" The file was read as if its columns were not split: the column {joined[0]!r} holds the names, so "
+                f"it separates them with {joined[1]!r}; write it as csv (commas) or tsv (tabs).")
+    elif not set(needed) & set(split_columns) and any(" " in name or name.strip().lstrip("-").replace(".", "").isdigit()
+                                                       for name in split_columns):
+        hint = (" Its first row looks like data, not a header: the file needs a header row naming "
+                f"{', '.join(needed)}.")
+    return CheckResult(
+        "data.columns", STAGE, Status.FAIL,
+        f"The split lacks {', '.join(missing)}: {task.name} needs {', '.join(needed)}; it has: "
+        f"{', '.join(split_columns)}.{hint}",
+        fix=f"dataset = dataset.rename_column('<your column>', '{missing[0]}')",
+        evidence={"split_columns": split_columns, "needed": needed},
+    )
+
+
+def check_text_cells(problems: dict[str, dict[str, list]], task: GlueTask, rows: int) -> CheckResult:
+    """data.columns when the task's text columns exist but some cells are empty or not text (the tokenizer would
+    stop on the first of them), naming the rows."""
+    parts = []
+    for column, found in problems.items():
+        if found["empty"]:
+            parts.append(f"{column} is empty in {len(found['empty']):,} row(s) (rows {_rows(found['empty'])})")
+        if found["not_text"]:
+            parts.append(f"{column} holds values that are not text in {len(found['not_text']):,} row(s) (rows "
+                         f"{_rows(found['not_text'])}, e.g. {', '.join(found['examples'])})")
+    columns = list(task.text_columns)
+    return CheckResult(
+        "data.columns", STAGE, Status.FAIL,
+        f"{'; '.join(parts)}, of {rows:,} rows: the tokenizer needs text in every row's {', '.join(columns)}.",
+        fix=f"dataset = dataset.filter(lambda row: all(isinstance(row[c], str) and row[c].strip() for c in {columns!r}))",
+        evidence={"text_cells": problems, "rows_scanned": rows},
     )
 
 
@@ -513,7 +556,13 @@ def run_data_checks(config: RunConfig, split, tokenizer, first_batch: Callable[[
     has_labels = LABEL in split_columns
     batch = None
     results: list[CheckResult] = []
-    if has_texts:
+    cells = text_cell_problems(split, task) if has_texts else {}
+    if cells:
+        results.append(run_check("data.columns", STAGE, check_text_cells, cells, task, len(split)))
+        reason = "some rows have empty or non-text cells (see data.columns)"
+        results += [skipped("data.batch", STAGE, f"No batch: {reason}."),
+                    skipped("data.decoded_samples", STAGE, f"No batch to decode: {reason}.")]
+    elif has_texts:
         try:
             batch = first_batch() if first_batch else build_first_batch(split, tokenizer, config)
         except Exception as exc:
@@ -528,15 +577,10 @@ def run_data_checks(config: RunConfig, split, tokenizer, first_batch: Callable[[
         results.append(run_check("data.batch", STAGE, check_batch, batch, config.batch_size))
         results.append(run_check("data.decoded_samples", STAGE,
                                  lambda: check_decoded_samples(decoded_rows(batch, tokenizer, task))))
-    else:
+    elif not cells:
         missing = [c for c in list(task.text_columns) + [LABEL] if c not in split_columns]
-        results.insert(0, CheckResult(
-            "data.columns", STAGE, Status.FAIL,
-            f"The split lacks {', '.join(missing) or 'nothing'}: {task.name} needs "
-            f"{', '.join(list(task.text_columns) + [LABEL])}; it has: {', '.join(split_columns)}.",
-            fix=f"dataset = dataset.rename_column('<your column>', '{missing[0]}')" if missing else None,
-            evidence={"split_columns": split_columns, "needed": list(task.text_columns) + [LABEL]},
-        ))
+        results.insert(0, missing_columns_result(split_columns, task, missing) if missing else skipped(
+            "data.columns", STAGE, "No batch to check the requested columns against (see data.batch)."))
         if not any(r.id == "data.batch" for r in results):
             results.append(skipped("data.batch", STAGE, "No batch: the split lacks the task's text columns."))
         results.append(skipped("data.decoded_samples", STAGE, "No batch to decode."))
@@ -553,7 +597,9 @@ def run_data_checks(config: RunConfig, split, tokenizer, first_batch: Callable[[
         results.append(run_check("data.truncation", STAGE, lambda: check_truncation(truncation_figures(batch, config.max_length))))
     else:
         results.append(skipped("data.truncation", STAGE, "No batch to measure."))
-    if has_texts and has_labels:
+    if cells:
+        results.append(skipped("data.duplicates", STAGE, "Some rows have empty or non-text cells (see data.columns)."))
+    elif has_texts and has_labels:
         results.append(run_check("data.duplicates", STAGE, lambda: check_duplicates(duplicate_figures(split, task))))
     else:
         results.append(skipped("data.duplicates", STAGE, "The split lacks the text or label columns."))

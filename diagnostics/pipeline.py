@@ -90,6 +90,10 @@ def _reason(run: RunContext, need: str) -> str | None:
         expected = list(config.glue_task.text_columns) + ["label"]
         return (f"The split has no {', '.join(run.missing_columns)} column (it has {', '.join(run.split.column_names)}; "
                 f"{config.glue_task.name} needs {', '.join(expected)}): see data.columns.")
+    if need == "columns" and run.text_problems:
+        counts = ", ".join(f"{column} in {len(found['empty']) + len(found['not_text']):,} row(s)"
+                           for column, found in run.text_problems.items())
+        return f"Some text cells are empty or not text ({counts}): see data.columns."
     if need == "labels" and not run.has_labels:
         return ("No label of the split is usable (all -1, as in a GLUE test split, or unreadable: see "
                 "data.label_range), so there is nothing to learn.")

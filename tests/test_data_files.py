@@ -1,0 +1,133 @@
+"""Any data file a user hands the command line: a clear answer (a finding with its rows, or one line and exit 2),
+never a traceback or a check that errors. Each case is a shape of file a new user tried (issue 16's table)."""
+
+import json
+
+import pytest
+
+from diagnostics.__main__ import main
+
+HEADER = "sentence1,sentence2,label\n"
+
+
+def write(tmp_path, name: str, content, encoding: str = "utf-8"):
+    path = tmp_path / name
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content, encoding=encoding)
+    return path
+
+
+def run_data(path, tmp_path, task: str = "rte", stages: str = "data") -> tuple[int, dict | None]:
+    report = tmp_path / "report.json"
+    code = main(["run", "--checkpoint", "demo", "--task", task, "--data-files", f"validation={path}", "--split",
+                 "validation", "--stages", stages, "--json", str(report)])
+    return code, json.loads(report.read_text()) if report.exists() else None
+
+
+def checks(report: dict) -> dict:
+    return {check["id"]: check for check in report["checks"]}
+
+
+def jsonl(*rows) -> str:
+    return "".join(json.dumps(row) + "\n" for row in rows)
+
+
+ROWS = [("A man walks.", "A person moves.", 0), ("The sky is blue.", "Grass is red.", 1)] * 5
+
+
+def csv_rows(rows=ROWS, separator=",") -> str:
+    return "".join(separator.join(str(value) for value in row) + "\n" for row in rows)
+
+
+@pytest.mark.parametrize("name, content, says", [
+    ("misnamed.csv", "s1,s2,lbl\n" + csv_rows(), "The split lacks sentence1, sentence2, label"),
+    ("nolabel.csv", "sentence1,sentence2\n" + "a b,c d\n" * 10, "The split lacks label"),
+    ("noheader.csv", csv_rows(), "Its first row looks like data, not a header"),
+    ("semicolons.csv", HEADER.replace(",", ";") + csv_rows(separator=";"), "separates them with ';'"),
+    ("emptytext.csv", HEADER + csv_rows() + '"",Grass is red.,1\nThe cat.,,0\n',
+     "sentence1 is empty in 1 row(s) (rows 10); sentence2 is empty in 1 row(s) (rows 11)"),
+    ("objecttext.jsonl", jsonl(*({"sentence1": a, "sentence2": b, "label": c} for a, b, c in ROWS),
+                               {"sentence1": {"t": "x"}, "sentence2": "b", "label": 0}),
+     'sentence1 holds values that are not text in 1 row(s) (rows 10, e.g. {"t": "x"})'),
+])
+def test_a_file_with_bad_columns_or_cells_is_a_data_columns_finding_and_the_rest_skip(tmp_path, name, content, says):
+    code, report = run_data(write(tmp_path, name, content), tmp_path)
+    assert code == 1
+    found = checks(report)
+    assert found["data.columns"]["status"] == "fail"
+    assert says in found["data.columns"]["summary"]
+    assert not [check for check in report["checks"] if check["status"] == "error"]
+    assert found["data.learnability"]["status"] == "skip"
+
+
+@pytest.mark.parametrize("name, labels, says", [
+    ("emptylabels.csv", ["0", "", "1"], "rows 1;"),
+    ("halves.csv", ["0.5", "1.5", "1"], "rows 0, 1;"),
+    ("yesno.csv", ["yes", "no", "1"], "rows 0, 1;"),
+])
+def test_labels_that_are_not_the_tasks_are_named_with_their_rows_and_the_tasks_names(tmp_path, name, labels, says):
+    content = HEADER + "".join(f"a b,c d,{label}\n" for label in labels) + csv_rows()
+    code, report = run_data(write(tmp_path, name, content), tmp_path)
+    label_range = checks(report)["data.label_range"]
+    assert code == 1 and label_range["status"] == "fail"
+    assert "are not rte labels" in label_range["summary"] and says in label_range["summary"]
+    assert "entailment, not_entailment" in label_range["summary"]
+    assert not [check for check in report["checks"] if check["status"] == "error"]
+
+
+def test_mixed_integer_and_text_labels_in_jsonl_are_read(tmp_path):
+    rows = [{"sentence1": a, "sentence2": b, "label": c if i % 2 else str(c)} for i, (a, b, c) in enumerate(ROWS)]
+    code, report = run_data(write(tmp_path, "mixed.jsonl", jsonl(*rows)), tmp_path)
+    assert checks(report)["data.label_range"]["status"] == "pass"
+    assert not [check for check in report["checks"] if check["status"] == "error"]
+
+
+def test_text_written_as_digits_is_text(tmp_path):
+    content = HEADER + "".join(f"{i}{i},{i}7,{i % 2}\n" for i in range(10))
+    code, report = run_data(write(tmp_path, "digits.csv", content), tmp_path)
+    assert checks(report)["data.batch"]["status"] in ("pass", "warn")
+    assert not [check for check in report["checks"] if check["status"] == "error"]
+
+
+@pytest.mark.parametrize("scores, says", [(["high", "low", "2.5"], "rows 0, 1)"), (["n/a", "4.0", "2.5"], "rows 0)")])
+def test_stsb_scores_that_are_not_numbers_are_named_and_stop_training(tmp_path, scores, says):
+    content = HEADER + "".join(f"a b,c d,{score}\n" for score in scores) + "e f,g h,3.0\n" * 10
+    code, report = run_data(write(tmp_path, "scores.csv", content), tmp_path, task="stsb")
+    found = checks(report)
+    assert "are empty or not numbers" in found["data.label_range"]["summary"] and says in found["data.label_range"]["summary"]
+    assert found["data.learnability"]["status"] == "skip" and "not numbers" in found["data.learnability"]["summary"]
+
+
+@pytest.mark.parametrize("name, content, says", [
+    ("latin1.csv", (HEADER + "Caf\xe9 au lait,B,1\n").encode("latin-1"), "line 2 holds bytes that are not UTF-8"),
+    ("broken.jsonl", jsonl({"sentence1": "a", "sentence2": "b", "label": 0}) + '{"sentence1": "a", "sentence2: 1}\n',
+     "line 2 is not valid JSON"),
+    ("text.parquet", "sentence1,sentence2\nx,y\n", "Could not read"),
+])
+def test_an_unreadable_file_is_one_line_and_exit_2_with_no_library_log(tmp_path, capsys, caplog, name, content, says):
+    code, report = run_data(write(tmp_path, name, content), tmp_path)
+    out = capsys.readouterr()
+    assert code == 2 and report is None
+    assert says in out.err
+    assert "Failed to read file" not in out.err + out.out + caplog.text
+
+
+def test_a_utf16_file_is_read(tmp_path):
+    path = write(tmp_path, "utf16.csv", HEADER + csv_rows(), encoding="utf-16")
+    code, report = run_data(path, tmp_path)
+    assert checks(report)["data.label_range"]["status"] == "pass"
+
+
+def test_a_directory_named_like_a_file_says_so(tmp_path, capsys):
+    (tmp_path / "x.tsv").mkdir()
+    assert run_data(tmp_path / "x.tsv", tmp_path)[0] == 2
+    assert "is a directory, not a file" in capsys.readouterr().err
+
+
+def test_the_same_split_given_twice_is_refused(tmp_path, capsys):
+    first, second = write(tmp_path, "a.csv", HEADER + csv_rows()), write(tmp_path, "b.csv", HEADER + csv_rows())
+    assert main(["run", "--checkpoint", "demo", "--task", "rte", "--data-files", f"train={first}", f"train={second}",
+                 "--split", "train", "--stages", "data"]) == 2
+    assert "split 'train' is given 2 times" in capsys.readouterr().err
