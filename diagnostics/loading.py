@@ -395,18 +395,26 @@ NUMBER = r"^\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$"
 
 
 def normalise_text(dataset, task: GlueTask):
-    """Text columns read as numbers (every cell digits) become the strings they were written as."""
+    """Text columns read as numbers (every cell digits) become the strings they were written as; other columns that
+    are not plain values (objects, lists, JSON cells of mixed types) become their JSON text, which every later step
+    can carry (a text column of those stays as read: data.columns names its cells)."""
     import pyarrow as pa
 
-    for column in task.text_columns:
-        if column in dataset.column_names:
-            kind = dataset.features[column]
-            dtype = getattr(kind, "dtype", "")
-            if dtype.startswith(("int", "uint", "float", "bool")):
-                values = dataset.data.column(column)
-                as_text = pa.array([None if value is None else str(value) for value in values.to_pylist()],
-                                   pa.string())
-                dataset = dataset.remove_columns(column).add_column(column, as_text)
+    from datasets import Value
+
+    for column in dataset.column_names:
+        kind = dataset.features[column]
+        dtype = getattr(kind, "dtype", "") if isinstance(kind, Value) else ""
+        if column in task.text_columns and dtype.startswith(("int", "uint", "float", "bool")):
+            cells = [None if value is None else str(value) for value in dataset.data.column(column).to_pylist()]
+        elif column not in task.text_columns and column != LABEL and not isinstance(kind, Value):
+            values = dataset.data.column(column)
+            json_text = "json" in str(values.type)
+            cells = [None if value is None else value if json_text else json.dumps(value)
+                     for value in values.to_pylist()]
+        else:
+            continue
+        dataset = dataset.remove_columns(column).add_column(column, pa.array(cells, pa.string()))
     return dataset
 
 
