@@ -385,6 +385,11 @@ def child_main(spec_path: str) -> int:
     child = _Child(spec)
     child.say(f"Running {Path(spec['script']).name}")
     child.install()
+    # Seeded as `run` is (seed 0), so two traces of one unseeded script build the same head and agree; a script
+    # that seeds itself still wins.
+    import tf_keras
+
+    tf_keras.utils.set_random_seed(0)
     sys.argv = [spec["script"], *spec["args"]]
     sys.path.insert(0, str(Path(spec["script"]).parent))
     try:
