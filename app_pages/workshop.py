@@ -5,8 +5,9 @@ import streamlit as st
 
 from diagnostics.registry import STAGE_TITLES
 from diagnostics.scenarios import SCENARIOS
+from diagnostics.shared import KINDS
 from ui.links import link_params
-from ui.shared import STAGE_PAGES, STAGE_PATHS, WARM_KINDS, computed, first_stage, scenario_link, warm_jobs, \
+from ui.shared import STAGE_PAGES, STAGE_PATHS, computed, first_stage, scenario_link, warm_jobs, \
     warm_overfit_job, warmth
 from ui.state import app_url, hub_reachable
 
@@ -20,7 +21,7 @@ st.caption(f"Links open on the checkpoint **{next(iter(links.values())).config.c
 
 with st.container(border=True):
     st.subheader("Warm up")
-    kinds = st.multiselect("What to compute for every scenario", WARM_KINDS, default=list(WARM_KINDS),
+    kinds = st.multiselect("What to compute for every scenario", KINDS, default=list(KINDS),
                            key="workshop.kinds", format_func={
                                "data": "Data checks", "learnability": "Learnability (trains two copies)",
                                "model": "Model checks", "setup": "Optimizer and loss", "training":

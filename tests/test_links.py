@@ -188,3 +188,8 @@ def test_the_workshop_page_links_every_scenario_and_warms_them_up():
     opened = open_link({"scenario": "num-labels-too-small"}, "app_pages/2_model.py")
     assert any("Computed just now" in caption.value for caption in opened.caption)
     assert "FAIL] `model.nan_rows`" in "\n".join(element.value for element in opened.markdown)
+
+
+def test_a_precise_rate_in_a_link_is_kept_exactly():
+    at = open_link({"lr": "1.2345678e-05", "weight_decay": "0.0123456789"})
+    assert at.query_params == {"lr": "1.2345678e-05", "weight_decay": "0.0123456789"}

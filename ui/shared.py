@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import streamlit as st
 
+from diagnostics.hyperparams import SweepSettings
 from diagnostics.overfit import DEFAULT_EPOCHS
 from diagnostics.registry import CHECKS, STAGE_ORDER
 from diagnostics.result import CheckResult
 from diagnostics.scenarios import SCENARIOS
-from diagnostics.shared import NEEDS_MODEL, Entry, Flight, Job, SharedResults, overfit_job, training_job
+from diagnostics.shared import KINDS, NEEDS_MODEL, Entry, Flight, Job, SharedResults, overfit_job, training_job
 from ui.links import Link, parse_link
 from ui.render import run_stage
 from ui.state import EPOCHS_KEY, hub_reachable, open_run, sweep_from_state
@@ -76,9 +77,9 @@ def kept(job: Job) -> Entry | None:
     return shared_results().get(job)
 
 
-def freshness(entry: Entry, job: Job, where=st) -> None:
+def freshness(entry: Entry, job: Job) -> None:
     """When the result was computed, for how long, and a button to compute it again for everyone."""
-    left, right = where.columns([5, 1], vertical_alignment="center")
+    left, right = st.columns([5, 1], vertical_alignment="center")
     left.caption(f":material/history: Computed {entry.age()} in {entry.seconds:.1f} s, and kept for everyone who "
                  "opens this configuration.")
     right.button("Compute again", key=f"shared.again.{job.kind}", icon=":material/refresh:",
@@ -99,11 +100,19 @@ def stage_jobs(stage: str, config) -> list[Job]:
     return [newest_overfit(config) or overfit_jobs(config)[0]]
 
 
-def best_rate(config) -> float | None:
-    """The sweep's recommended rate for this session's sweep settings, when the sweep has run."""
-    entry = kept(stage_jobs("hparams", config)[-1])
+def kept_best_rate(config, settings: SweepSettings) -> float | None:
+    """The sweep's recommended rate for these sweep settings, when some session has run that sweep."""
+    entry = kept(training_job(config, settings))
     sweep = next((result for result in entry.results if result.id == "hparams.lr_sweep"), None) if entry else None
     return sweep.evidence.get("best_rate") if sweep else None
+
+
+def best_rate(config) -> float | None:
+    """The sweep's recommended rate for this session's sweep settings, when the sweep has run."""
+    try:
+        return kept_best_rate(config, sweep_from_state())
+    except (TypeError, ValueError):
+        return None
 
 
 def overfit_jobs(config) -> list[Job]:
@@ -134,7 +143,6 @@ def recalled_statuses(config) -> dict[str, str]:
 STAGE_PAGES = {"data": "app_pages/1_data.py", "model": "app_pages/2_model.py",
                "hparams": "app_pages/3_hyperparameters.py", "overfit": "app_pages/4_overfit.py"}
 STAGE_PATHS = {"data": "", "model": "model", "hparams": "hyperparameters", "overfit": "overfit"}
-WARM_KINDS = ("data", "learnability", "model", "setup", "training", "overfit")
 
 
 def scenario_link(name: str, checkpoint: str | None) -> Link:
@@ -149,7 +157,7 @@ def first_stage(name: str) -> str:
     return min(stages, key=STAGE_ORDER.index) if stages else "data"
 
 
-def warm_jobs(link: Link, kinds=WARM_KINDS) -> list[Job]:
+def warm_jobs(link: Link, kinds=KINDS) -> list[Job]:
     """The jobs a link's pages ask for with their default settings, in the walk's order (the overfit test's key
     holds the sweep's recommended rate, so it is listed once the sweep is kept)."""
     jobs = [Job(kind, link.config) for kind in ("data", "learnability", "model", "setup") if kind in kinds]
@@ -160,9 +168,7 @@ def warm_jobs(link: Link, kinds=WARM_KINDS) -> list[Job]:
 
 def warm_overfit_job(link: Link) -> Job:
     """The overfit test a link's Overfit page asks for first: at the configured rate, knowing the sweep's best."""
-    entry = kept(training_job(link.config, link.sweep))
-    sweep = next((r for r in entry.results if r.id == "hparams.lr_sweep"), None) if entry else None
-    return overfit_job(link.config, link.epochs, None, sweep.evidence.get("best_rate") if sweep else None)
+    return overfit_job(link.config, link.epochs, None, kept_best_rate(link.config, link.sweep))
 
 
 def warmth(link: Link) -> tuple[int, int]:
