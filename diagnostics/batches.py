@@ -54,6 +54,7 @@ class FirstBatch:
 
 
 UNUSABLE_LABEL = -2  # a classification label that is empty, not a whole number, or not one of the task's names
+LABEL_AS_WRITTEN = "label_as_written"  # the file's own text of each label, kept where some are UNUSABLE_LABEL
 
 # Each random label shuffle draws from a stream of its own, so the learnability check's control never redraws
 # the permutation the shuffled-labels bug injected (which would hand the control the texts' own labels back).

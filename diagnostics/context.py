@@ -11,7 +11,7 @@ from typing import Any, Callable
 import numpy as np
 
 from diagnostics import loading
-from diagnostics.batches import (LABEL, FirstBatch, build_batch, build_first_batch, held_out_indices,
+from diagnostics.batches import (LABEL, UNUSABLE_LABEL, FirstBatch, build_batch, build_first_batch, held_out_indices,
                                  invalid_labels, split_labels, text_cell_problems, training_batches)
 from diagnostics.config import RunConfig
 from diagnostics.errors import NotClassifierError
@@ -78,6 +78,13 @@ class RunContext:
         if not self.config.glue_task.regression or LABEL not in self.split.column_names:
             return 0
         return int(np.isnan(split_labels(self.split).astype(float)).sum())
+
+    @cached_property
+    def unusable_labels(self) -> int:
+        """How many classification labels could not be read as the task's (empty, not whole, unknown names)."""
+        if self.config.glue_task.regression or LABEL not in self.split.column_names:
+            return 0
+        return int((split_labels(self.split) == UNUSABLE_LABEL).sum())
 
     @cached_property
     def out_of_range_labels(self) -> int:

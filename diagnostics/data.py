@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import math
 import threading
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from typing import Any, Callable
 
 import numpy as np
 import pyarrow.compute as pc
 
 from diagnostics.config import RunConfig
-from diagnostics.batches import (COLLATOR_LABEL, LABEL, UNUSABLE_LABEL, FirstBatch, build_first_batch, decoded_rows,
+from diagnostics.batches import (COLLATOR_LABEL, LABEL, LABEL_AS_WRITTEN, UNUSABLE_LABEL, FirstBatch, build_first_batch, decoded_rows,
                                  invalid_labels, label_names_for, plain_label, split_labels,
                                  text_cell_problems)
 from diagnostics.glue import STSB_RANGE, GlueTask
@@ -211,9 +211,15 @@ def _rows(indices, shown: int = 10) -> str:
 
 
 def check_label_range(
-    split_labels_: np.ndarray, batch_labels: list, task: GlueTask, num_labels: int, split_name: str
+    split_labels_: np.ndarray, batch_labels: list, task: GlueTask, num_labels: int, split_name: str,
+    written: list | None = None,
 ) -> CheckResult:
-    """Every label lies in [0, num_labels) (regression: in 0..5)."""
+    """Every label lies in [0, num_labels) (regression: in 0..5).
+
+    Args:
+        written: each row's label as the file wrote it (where some could not be read as the task's labels), so
+            the finding quotes the user's own values rather than the -2 the checks read.
+    """
     in_split = invalid_labels(split_labels_, task, num_labels)
     in_batch = invalid_labels(np.asarray(batch_labels), task, num_labels)
     valid = f"0..{STSB_RANGE[1]:g}" if task.regression else f"[0, {num_labels})"
@@ -246,8 +252,16 @@ def check_label_range(
                "and drop rows without one.")
         headline = (f"{len(rows):,} of {len(split_labels_):,} labels in split {split_name!r} are not {task.name} labels"
                     + (f" and {bad_total - len(rows):,} more lie outside {valid}" if bad_total > len(rows) else ""))
-        cause = (f"each is empty, not a whole number, or text that is not one of {task.name}'s names ({names}) "
-                 f"(rows {_rows(rows)}; the checks show them as {UNUSABLE_LABEL})")
+        if written is not None:
+            values = Counter((written[row] or "").strip() for row in rows)
+            evidence["unusable_values"] = [{"value": value, "count": count} for value, count in values.most_common(20)]
+            quoted = ", ".join(f"{repr(value) if value else '(empty)'} x{count:,}" for value, count in values.most_common(6))
+            more = f" and {len(values) - 6:,} other values" if len(values) > 6 else ""
+            cause = (f"the file has {quoted}{more}, where {task.name} takes an id 0..{task.num_labels - 1} or one of "
+                     f"its names ({names}) (rows {_rows(rows)})")
+        else:
+            cause = (f"each is empty, not a whole number, or text that is not one of {task.name}'s names ({names}) "
+                     f"(rows {_rows(rows)}; the checks show them as {UNUSABLE_LABEL})")
     elif task.regression and np.isnan(labels.astype(float)).any():
         rows = np.flatnonzero(np.isnan(labels.astype(float)))
         evidence["unusable_rows"] = rows[:50].tolist()
@@ -587,7 +601,9 @@ def run_data_checks(config: RunConfig, split, tokenizer, first_batch: Callable[[
     if has_labels:
         labels = split_labels(split)
         batch_labels = batch.rows[LABEL] if batch is not None else []
-        results.append(run_check("data.label_range", STAGE, check_label_range, labels, batch_labels, task, num_labels, config.split))
+        written = split[LABEL_AS_WRITTEN] if LABEL_AS_WRITTEN in split_columns else None
+        results.append(run_check("data.label_range", STAGE, check_label_range, labels, batch_labels, task, num_labels,
+                                 config.split, written))
         results.append(run_check("data.label_balance", STAGE, check_label_balance, labels, batch_labels, task, num_labels))
         results.append(run_check("data.baselines", STAGE, check_baselines, labels, task, num_labels))
     else:

@@ -19,7 +19,7 @@ import numpy as np
 from diagnostics import limits
 from diagnostics.config import DEMO_CHECKPOINT, DEMO_LEARNING_RATE, RunConfig, is_local_path
 from diagnostics.errors import InputError, NotClassifierError
-from diagnostics.batches import LABEL, SHUFFLED_LABELS_BUG, UNUSABLE_LABEL, shuffled_labels
+from diagnostics.batches import LABEL, LABEL_AS_WRITTEN, SHUFFLED_LABELS_BUG, UNUSABLE_LABEL, shuffled_labels
 from diagnostics.glue import TASKS, GlueTask, get_task
 
 DEMO_DATA_DIR = Path(__file__).resolve().parent / "demo_data"
@@ -423,7 +423,8 @@ def normalise_labels(dataset, task: GlueTask):
     in GLUE's own tsv files, become their ids), floats for STS-B.
 
     A classification label that is empty, not a whole number, or text that is not one of the task's names becomes
-    UNUSABLE_LABEL (-2), so data.label_range reports it; an STS-B score that is empty or not a number becomes NaN.
+    UNUSABLE_LABEL (-2), so data.label_range reports it, and the file's own text of every label is kept in the
+    column LABEL_AS_WRITTEN for it to quote; an STS-B score that is empty or not a number becomes NaN.
     """
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -449,10 +450,14 @@ def normalise_labels(dataset, task: GlueTask):
     else:
         labels = pc.cast(column, pa.float64())
     values = labels.to_numpy(zero_copy_only=False).astype(np.float64)  # nulls arrive as NaN
+    written = None
     if not task.regression:
         whole = np.isfinite(values) & (np.floor(values) == values)
         values = np.where(whole, values, UNUSABLE_LABEL).astype(np.int64)
-    return dataset.remove_columns(LABEL).add_column(LABEL, values)
+        if not whole.all() and LABEL_AS_WRITTEN not in dataset.column_names:
+            written = pa.array([None if value is None else str(value) for value in column.to_pylist()], pa.string())
+    dataset = dataset.remove_columns(LABEL).add_column(LABEL, values)
+    return dataset if written is None else dataset.add_column(LABEL_AS_WRITTEN, written)
 
 
 def estimated_parameters(config) -> int:

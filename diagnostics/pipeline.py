@@ -100,6 +100,11 @@ def _reason(run: RunContext, need: str) -> str | None:
     if need == "range" and run.unreadable_scores:
         return (f"{run.unreadable_scores:,} scores are empty or not numbers (see data.label_range): a NaN label makes "
                 "every loss NaN, so fix them first.")
+    if need in ("range", "readable") and run.unusable_labels:
+        task = config.glue_task
+        return (f"{run.unusable_labels:,} labels are not {task.name} labels (see data.label_range): every check that "
+                f"feeds labels to the model needs ids 0..{task.num_labels - 1} or {task.name}'s names, so fix them "
+                "first.")
     if need == "range" and run.out_of_range_labels:
         return (f"Training stops at the first of {run.out_of_range_labels:,} labels outside "
                 f"[0, {config.effective_num_labels}) (see data.label_range and model.nan_rows): fix them or "
@@ -136,7 +141,7 @@ def learnability_stage(run: RunContext) -> list[CheckResult]:
 @stage("model")
 def model_stage(run: RunContext) -> list[CheckResult]:
     """The Model stage on the first batch; a checkpoint with no classifier is a clear fail."""
-    blocked = _blocked(run, "model", registry.checks_of("model"), "columns")
+    blocked = _blocked(run, "model", registry.checks_of("model"), "columns", "readable")
     if blocked:
         return blocked
     model, problem = run.classifier
@@ -174,7 +179,7 @@ def overfit_stage(run: RunContext, *, epochs: int = DEFAULT_EPOCHS, rate: float 
                   best_rate: float | None = None, progress=None) -> list[CheckResult]:
     """The overfit-one-batch test; `rate` overrides the configured one (e.g. the sweep's best)."""
     validate_epochs(epochs)
-    return _blocked(run, "overfit", registry.checks_of("overfit"), "columns", "model") or run_overfit_checks(
+    return _blocked(run, "overfit", registry.checks_of("overfit"), "columns", "readable", "model") or run_overfit_checks(
         run.config, run.classifier[0], run.tokenizer, run.split, epochs=epochs, rate=rate, best_rate=best_rate,
         progress=progress or (lambda fraction, text: None))
 

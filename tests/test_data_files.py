@@ -62,18 +62,24 @@ def test_a_file_with_bad_columns_or_cells_is_a_data_columns_finding_and_the_rest
     assert found["data.learnability"]["status"] == "skip"
 
 
-@pytest.mark.parametrize("name, labels, says", [
-    ("emptylabels.csv", ["0", "", "1"], "rows 1;"),
-    ("halves.csv", ["0.5", "1.5", "1"], "rows 0, 1;"),
-    ("yesno.csv", ["yes", "no", "1"], "rows 0, 1;"),
+@pytest.mark.parametrize("name, labels, values, rows", [
+    ("emptylabels.csv", ["0", "", "1"], "(empty) x1", "(rows 1)"),
+    ("halves.csv", ["0.5", "1.5", "1"], "'0.5' x1, '1.5' x1", "(rows 0, 1)"),
+    ("yesno.csv", ["yes", "no", "1"], "'yes' x1, 'no' x1", "(rows 0, 1)"),
 ])
-def test_labels_that_are_not_the_tasks_are_named_with_their_rows_and_the_tasks_names(tmp_path, name, labels, says):
+def test_labels_that_are_not_the_tasks_are_named_with_their_values_rows_and_the_tasks_names(tmp_path, name, labels,
+                                                                                            values, rows):
     content = HEADER + "".join(f"a b,c d,{label}\n" for label in labels) + csv_rows()
-    code, report = run_data(write(tmp_path, name, content), tmp_path)
-    label_range = checks(report)["data.label_range"]
+    code, report = run_data(write(tmp_path, name, content), tmp_path, stages="data,model")
+    found = checks(report)
+    label_range = found["data.label_range"]
     assert code == 1 and label_range["status"] == "fail"
-    assert "are not rte labels" in label_range["summary"] and says in label_range["summary"]
-    assert "entailment, not_entailment" in label_range["summary"]
+    summary = label_range["summary"]
+    assert "are not rte labels" in summary and values in summary and rows in summary
+    assert "entailment, not_entailment" in summary and "-2" not in summary
+    # The labels as the checks read them (-2) reach no later finding: the model's checks wait for the fix.
+    assert found["model.forward"]["status"] == "skip" and "are not rte labels" in found["model.forward"]["summary"]
+    assert not [check for check in report["checks"] if "-2" in check["summary"]]
     assert not [check for check in report["checks"] if check["status"] == "error"]
 
 
