@@ -296,6 +296,7 @@ def label_names_for(task: GlueTask, num_labels: int) -> list[str]:
 def decoded_rows(batch: FirstBatch, tokenizer, task: GlueTask) -> list[dict[str, Any]]:
     """Every batch row decoded with `tokenizer.decode`, beside its label id and name."""
     labels = batch.rows.get(LABEL, [None] * len(batch.indices))
+    written = batch.rows.get(LABEL_AS_WRITTEN, [None] * len(batch.indices))
     with tokenizer_lock(tokenizer):
         unk = tokenizer.unk_token_id
         decoded = [tokenizer.decode(ids) for ids in batch.input_ids]
@@ -305,12 +306,19 @@ def decoded_rows(batch: FirstBatch, tokenizer, task: GlueTask) -> list[dict[str,
             "index": int(index),
             "decoded": decoded[position],
             "label": labels[position],
-            "label_name": task.label_name(labels[position]),
+            "label_name": (_not_a_label(written[position], task) if labels[position] == UNUSABLE_LABEL
+                           and LABEL_AS_WRITTEN in batch.rows else task.label_name(labels[position])),
             "tokens": len(ids),
             "unknown_tokens": sum(1 for token in ids if unk is not None and token == unk),
         }
         for position, (index, ids) in enumerate(zip(batch.indices, batch.input_ids))
     ]
+
+
+def _not_a_label(written: str | None, task: GlueTask) -> str:
+    """How a row whose label could not be read shows its label as the file wrote it."""
+    value = (written or "").strip()
+    return f"not a label of {task.name}: {repr(value) if value else '(empty)'}"
 
 
 def invalid_labels(labels: np.ndarray, task: GlueTask, num_labels: int) -> dict[Any, int]:

@@ -391,6 +391,41 @@ def load_local_file(path: str):
     return dataset
 
 
+def keep_upload(name: str, content: bytes, root: Path | None = None) -> Path:
+    """Write an uploaded data file where the loader can read it, under a folder named by its contents' hash (the
+    same bytes always land at the same path, so a link or a shared result names them, and two files with one name
+    never overwrite each other).
+
+    Raises:
+        InputError: the name has no file type the loader reads.
+    """
+    import hashlib
+
+    base = Path(name).name or "upload"
+    if Path(base).suffix.lower() not in LOCAL_FORMATS:
+        raise InputError(f"{base}: unknown file type {Path(base).suffix!r}; use one of {', '.join(LOCAL_FORMATS)}.")
+    folder = (root or cache_dir() / "uploads") / hashlib.sha256(content).hexdigest()[:16]
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / base
+    if not target.is_file() or target.read_bytes() != content:
+        target.write_bytes(content)
+    return target
+
+
+def split_for_upload(name: str) -> str:
+    """The split an uploaded file stands for, from its name: 'dev.tsv' -> 'dev', 'train (2).csv' -> 'train_2'."""
+    import re
+
+    stem = Path(Path(name).name).stem
+    return re.sub(r"\W+", "_", stem).strip("_") or "train"
+
+
+def with_data_file(text: str, split: str, path: str) -> str:
+    """SPLIT=PATH lines with this split's line replaced (or added at the end)."""
+    lines = [line for line in text.splitlines() if line.strip() and line.partition("=")[0].strip() != split]
+    return "\n".join(lines + [f"{split}={path}"])
+
+
 NUMBER = r"^\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$"
 
 

@@ -6,6 +6,7 @@ import json
 import pytest
 
 from diagnostics.__main__ import main
+from diagnostics.errors import InputError
 
 HEADER = "sentence1,sentence2,label\n"
 
@@ -77,6 +78,8 @@ def test_labels_that_are_not_the_tasks_are_named_with_their_values_rows_and_the_
     summary = label_range["summary"]
     assert "are not rte labels" in summary and values in summary and rows in summary
     assert "entailment, not_entailment" in summary and "-2" not in summary
+    shown = {row["label_name"] for row in found["data.decoded_samples"]["evidence"]["rows"]}
+    assert {f"not a label of rte: {value.split(' x')[0]}" for value in values.split(", ")} <= shown
     # The labels as the checks read them (-2) reach no later finding: the model's checks wait for the fix.
     assert found["model.forward"]["status"] == "skip" and "are not rte labels" in found["model.forward"]["summary"]
     assert not [check for check in report["checks"] if "-2" in check["summary"]]
@@ -176,3 +179,44 @@ def test_the_page_gives_the_same_answers_and_keeps_the_sidebar(tmp_path):
         assert says in shown, (name, shown[:2000])
         assert at.number_input(key="run.batch_size").value == 8
         assert at.text_area(key="run.data_files").value == f"validation={path}"
+
+
+def test_uploaded_files_get_the_same_answers_and_keep_the_sidebar(tmp_path, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    from conftest import ROOT
+
+    monkeypatch.setenv("DEBUGGER_CACHE_DIR", str(tmp_path / "cache"))
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180).run()
+    at.selectbox(key="run.task").set_value("rte").run()
+    at.number_input(key="run.batch_size").set_value(8).run()
+    at.radio(key="run.data_source").set_value("files").run()
+    at.text_area(key="run.data_files").set_value("train=/data/elsewhere/train.tsv").run()
+    for name, content, says in PAGE_CASES:
+        data = content.encode() if isinstance(content, str) else content
+        at.get("file_uploader")[0].set_value((name, data, "text/plain")).run()
+        assert not at.exception, (name, at.exception)
+        split = name.split(".")[0]
+        lines = at.text_area(key="run.data_files").value.splitlines()
+        assert lines[0] == "train=/data/elsewhere/train.tsv" and lines[-1].startswith(f"{split}=")
+        kept = lines[-1].partition("=")[2]
+        assert kept.startswith(str(tmp_path / "cache" / "uploads")) and open(kept, "rb").read() == data
+        assert at.selectbox(key="run.split").value == split
+        shown = "\n".join(element.value for element in [*at.markdown, *at.error, *at.caption])
+        assert says in shown, (name, shown[:2000])
+        assert at.number_input(key="run.batch_size").value == 8
+    assert not at.warning  # every upload was kept
+
+
+def test_an_upload_is_kept_by_its_contents_and_names_its_split(tmp_path):
+    from diagnostics.loading import keep_upload, split_for_upload, with_data_file
+
+    first = keep_upload("dev.tsv", b"a\tb\n", tmp_path)
+    assert keep_upload("dev.tsv", b"a\tb\n", tmp_path) == first and first.read_bytes() == b"a\tb\n"
+    assert keep_upload("dev.tsv", b"c\td\n", tmp_path) != first
+    assert keep_upload("../../etc/dev.tsv", b"a\tb\n", tmp_path) == first
+    with pytest.raises(InputError, match="unknown file type"):
+        keep_upload("dev.txt", b"x", tmp_path)
+    assert [split_for_upload(name) for name in ("dev.tsv", "train (2).csv", "...csv")] == ["dev", "train_2", "train"]
+    assert with_data_file("train=a.tsv\ndev=b.tsv\n", "dev", "c.tsv") == "train=a.tsv\ndev=c.tsv"
+    assert with_data_file("", "test", "t.csv") == "test=t.csv"

@@ -18,6 +18,7 @@ from diagnostics.overfit import DEFAULT_EPOCHS
 from diagnostics.scenarios import SCENARIOS
 from ui.links import Link, link_params, parse_link
 
+UPLOADS_KEY, UPLOAD_PROBLEMS_KEY = "data.uploads", "data.upload_problems"
 DATA_SOURCE_LABELS = {"demo": "Bundled demo samples", "hub": "Hugging Face Hub (nyu-mll/glue)", "files": "Local files"}
 CONFIG_KEY = "run.config"
 NO_SCENARIO = "(none)"
@@ -196,6 +197,24 @@ def parse_data_files(text: str) -> tuple[tuple[str, str], ...]:
     return tuple(pairs)
 
 
+def take_uploads() -> None:
+    """Keep each uploaded data file on this machine and point a SPLIT=PATH line at it (a widget callback, so the
+    text area and the split box show the new lines on this run); the last file's split becomes the one checked."""
+    state = st.session_state
+    text, problems, split = state["run.data_files"], [], None
+    for upload in state.get(UPLOADS_KEY) or ():
+        try:
+            path = loading.keep_upload(upload.name, upload.getvalue())
+        except (InputError, OSError) as exc:
+            problems.append(f"{upload.name} was not kept: {exc}")
+            continue
+        split = loading.split_for_upload(upload.name)
+        text = loading.with_data_file(text, split, str(path))
+    state["run.data_files"], state[UPLOAD_PROBLEMS_KEY] = text, problems
+    if split:
+        state["run.split"] = split
+
+
 def _parse_quietly(text: str) -> tuple[tuple[str, str], ...]:
     try:
         return parse_data_files(text)
@@ -304,6 +323,12 @@ def data_widgets(hosted) -> None:
         st.text_area("Data files (one SPLIT=PATH a line)", key="run.data_files",
                      placeholder="train=/data/mnli/train.tsv\nvalidation_matched=/data/mnli/dev.tsv",
                      help="csv, tsv with a header row, json/jsonl or parquet, in the task's GLUE schema.")
+        st.file_uploader("Or upload them", type=[suffix[1:] for suffix in loading.LOCAL_FORMATS],
+                         accept_multiple_files=True, key=UPLOADS_KEY, on_change=take_uploads,
+                         help="Each file is kept on this machine and gets a SPLIT=PATH line above; its name before "
+                              "the type names the split (dev.tsv: split 'dev'), which you can edit there.")
+        for problem in st.session_state.get(UPLOAD_PROBLEMS_KEY) or ():
+            st.warning(problem, icon=":material/upload_file:")
         splits = [split for split, _ in _parse_quietly(st.session_state["run.data_files"])]
     else:
         splits = list(get_task(st.session_state["run.task"]).splits)
