@@ -2,23 +2,25 @@
 
 import streamlit as st
 
-from ui.state import init_state, load_link, scenario_panel, sidebar
+from diagnostics.i18n import _
+from ui.state import apply_language, init_state, load_link, scenario_panel, sidebar
 
 st.set_page_config(page_title="Training Pipeline Debugger", layout="wide")
 
 init_state()
 load_link()
+apply_language()
 navigation = st.navigation(
     {
-        "The walk": [
-            st.Page("app_pages/1_data.py", title="1 · Data", default=True),
-            st.Page("app_pages/2_model.py", title="2 · Model", url_path="model"),
-            st.Page("app_pages/3_hyperparameters.py", title="3 · Hyperparameters", url_path="hyperparameters"),
-            st.Page("app_pages/4_overfit.py", title="4 · Overfit test", url_path="overfit"),
+        _("The walk"): [
+            st.Page("app_pages/1_data.py", title=_("1 · Data"), default=True),
+            st.Page("app_pages/2_model.py", title=_("2 · Model"), url_path="model"),
+            st.Page("app_pages/3_hyperparameters.py", title=_("3 · Hyperparameters"), url_path="hyperparameters"),
+            st.Page("app_pages/4_overfit.py", title=_("4 · Overfit test"), url_path="overfit"),
         ],
-        "Summary": [st.Page("app_pages/report.py", title="Report", url_path="report")],
-        "Your code": [st.Page("app_pages/script.py", title="Your script", url_path="script")],
-        "For presenters": [st.Page("app_pages/workshop.py", title="Workshop", url_path="workshop")],
+        _("Summary"): [st.Page("app_pages/report.py", title=_("Report"), url_path="report")],
+        _("Your code"): [st.Page("app_pages/script.py", title=_("Your script"), url_path="script")],
+        _("For presenters"): [st.Page("app_pages/workshop.py", title=_("Workshop"), url_path="workshop")],
     }
 )
 slot = sidebar(navigation.url_path)

@@ -3,6 +3,7 @@
 import pandas as pd
 import streamlit as st
 
+from diagnostics.i18n import _, localize
 from diagnostics.pipeline import LEARNABILITY
 from diagnostics.plots import label_balance_figure, token_length_figure
 from diagnostics.shared import Job
@@ -10,14 +11,14 @@ from ui.render import by_id, checklist, status_line, traced_results
 from ui.shared import computed, freshness, wanted
 from ui.state import current_config
 
-st.title("1 · Data")
-st.caption("The first batch exactly as `model.fit` gets it from `to_tf_dataset` with a padding collator, "
-           "decoded back to text, and the labels of the whole split.")
+st.title(_("1 · Data"))
+st.caption(_("The first batch exactly as `model.fit` gets it from `to_tf_dataset` with a padding collator, "
+             "decoded back to text, and the labels of the whole split."))
 traced = traced_results("data")
 if traced is None:
     config = current_config()
     job = Job("data", config)
-    entry = computed(job, "Building the first batch and scanning the split…")
+    entry = computed(job, _("Building the first batch and scanning the split…"))
     if entry is None:
         st.stop()
     results = entry.results
@@ -27,7 +28,7 @@ else:
 summary = st.empty()  # the counts, filled once the learnability result below is known
 if traced is None:
     freshness(entry, job)
-st.subheader("The first batch, decoded")
+st.subheader(_("The first batch, decoded"))
 decoded = by_id(results, "data.decoded_samples")
 if decoded and decoded.evidence.get("rows"):
     st.dataframe(
@@ -35,36 +36,37 @@ if decoded and decoded.evidence.get("rows"):
         hide_index=True, width="stretch",
         column_config={
             "position": st.column_config.NumberColumn("#", width=40),
-            "index": st.column_config.NumberColumn("row in split", width=90),
+            "index": st.column_config.NumberColumn(_("row in split"), width=90),
             "label": st.column_config.NumberColumn("label", width=60),
-            "label_name": st.column_config.TextColumn("label name", width=120),
-            "decoded": st.column_config.TextColumn("decoded (tokenizer.decode)", width=900),
-            "tokens": st.column_config.NumberColumn("tokens", width=60),
+            "label_name": st.column_config.TextColumn(_("label name"), width=120),
+            "decoded": st.column_config.TextColumn(_("decoded (tokenizer.decode)"), width=900),
+            "tokens": st.column_config.NumberColumn(_("tokens"), width=60),
         },
     )
 else:
-    st.warning(decoded.summary if decoded else "No batch could be built.")
+    st.warning(localize(decoded.summary) if decoded else _("No batch could be built."))
 
 balance, truncation = by_id(results, "data.label_balance"), by_id(results, "data.truncation")
 left, right = st.columns(2)
 if balance and balance.evidence.get("labels") or balance and balance.evidence.get("regression"):
     left.plotly_chart(label_balance_figure(balance), width="stretch")
-    left.caption(f"Split-wide checks scanned {balance.evidence['rows_scanned']:,} rows.")
+    left.caption(_("Split-wide checks scanned {rows:,} rows.").format(rows=balance.evidence["rows_scanned"]))
 if truncation and truncation.evidence.get("lengths"):
     right.plotly_chart(token_length_figure(truncation), width="stretch")
 
 batch = by_id(results, "data.batch")
 if batch and batch.evidence.get("entries"):
-    st.subheader("What the model receives")
+    st.subheader(_("What the model receives"))
     st.dataframe(pd.DataFrame(batch.evidence["entries"]), hide_index=True)
 
-st.subheader("Do the labels carry signal?")
-st.caption("Two short runs on copies of the model: one on the given labels, one on the same labels shuffled. "
-           "If held-out rows are predicted no better with the given labels, the labels no longer match their texts.")
+st.subheader(_("Do the labels carry signal?"))
+st.caption(_("Two short runs on copies of the model: one on the given labels, one on the same labels shuffled. "
+             "If held-out rows are predicted no better with the given labels, the labels no longer match their "
+             "texts."))
 if traced is None:
     learnability_job = Job("learnability", config)
-    asked = wanted(learnability_job) or st.button("Run the learnability check", key="data.learnability_run")
-    learnability_entry = computed(learnability_job, "Training two copies: the given labels, then shuffled ones…") \
+    asked = wanted(learnability_job) or st.button(_("Run the learnability check"), key="data.learnability_run")
+    learnability_entry = computed(learnability_job, _("Training two copies: the given labels, then shuffled ones…")) \
         if asked else None
     learnability = learnability_entry.results if learnability_entry else []
 else:
@@ -72,20 +74,21 @@ else:
 if learnability:
     figures = learnability[0].evidence
     if figures.get("given"):
-        metric = "held-out error" if figures["regression"] else "held-out accuracy"
+        metric = _("held-out error") if figures["regression"] else _("held-out accuracy")
+        final = _("final train loss")
         st.dataframe(pd.DataFrame([
-            {"labels": "given", metric: figures["given"]["score"], "final train loss": figures["given"]["final_train_loss"]},
-            {"labels": "shuffled", metric: figures["shuffled"]["score"],
-             "final train loss": figures["shuffled"]["final_train_loss"]},
+            {_("labels"): _("given"), metric: figures["given"]["score"], final: figures["given"]["final_train_loss"]},
+            {_("labels"): _("shuffled"), metric: figures["shuffled"]["score"],
+             final: figures["shuffled"]["final_train_loss"]},
         ]), hide_index=True)
     if traced is None:
         freshness(learnability_entry, learnability_job)
 elif traced is None:
-    st.info("Press the button to run it (it trains two copies; the loaded model is never changed).")
+    st.info(_("Press the button to run it (it trains two copies; the loaded model is never changed)."))
 else:
-    st.info("The trace did not run it (see the Data stage's checks below).")
+    st.info(_("The trace did not run it (see the Data stage's checks below)."))
 results = results + learnability
 status_line(results, summary)
 
-st.subheader("Checks")
+st.subheader(_("Checks"))
 checklist(results)

@@ -3,19 +3,20 @@
 import pandas as pd
 import streamlit as st
 
+from diagnostics.i18n import _, localize
 from diagnostics.plots import gradient_norm_figure, per_sample_loss_figure
 from diagnostics.shared import Job
 from ui.render import by_id, checklist, status_line, traced_results
 from ui.shared import computed, freshness
 from ui.state import current_config
 
-st.title("2 · Model")
-st.caption("The first batch through a freshly loaded model: logits, the loss of every row, one real train step "
-           "(on a copy; the loaded model is never changed), and where NaN first appears.")
+st.title(_("2 · Model"))
+st.caption(_("The first batch through a freshly loaded model: logits, the loss of every row, one real train step "
+             "(on a copy; the loaded model is never changed), and where NaN first appears."))
 results = traced_results("model")
 if results is None:
     job = Job("model", current_config())
-    entry = computed(job, "Running the batch through the model and taking one train step on a copy…")
+    entry = computed(job, _("Running the batch through the model and taking one train step on a copy…"))
     if entry is None:
         st.stop()
     results = entry.results
@@ -26,17 +27,17 @@ nan_rows = by_id(results, "model.nan_rows")
 if nan_rows and nan_rows.evidence.get("losses"):
     st.plotly_chart(per_sample_loss_figure(nan_rows), width="stretch")
     if nan_rows.evidence["rows"]:
-        st.subheader("Rows with a NaN loss")
-        st.error(nan_rows.summary, icon=":material/cancel:")
+        st.subheader(_("Rows with a NaN loss"))
+        st.error(localize(nan_rows.summary), icon=":material/cancel:")
         table = pd.DataFrame(nan_rows.evidence["rows"])
         table["logits"] = table["logits"].map(lambda values: ", ".join("NaN" if v is None else f"{v:.3f}" for v in values))
         st.dataframe(table[["position", "index", "label", "label_name", "logits", "decoded"]], hide_index=True,
-                     width="stretch", column_config={"decoded": st.column_config.TextColumn("decoded", width=700),
-                                                     "index": "row in split", "label_name": "label name"})
+                     width="stretch", column_config={"decoded": st.column_config.TextColumn(_("decoded"), width=700),
+                                                     "index": _("row in split"), "label_name": _("label name")})
 
 gradients = by_id(results, "model.gradients")
 if gradients and gradients.evidence.get("layer_norms"):
     st.plotly_chart(gradient_norm_figure(gradients), width="stretch")
 
-st.subheader("Checks")
+st.subheader(_("Checks"))
 checklist(results)

@@ -5,6 +5,7 @@ import streamlit as st
 
 from diagnostics.errors import InputError
 from diagnostics.hyperparams import SweepSettings
+from diagnostics.i18n import _, localize, message_of
 from diagnostics.plots import range_test_figure, schedule_figure, sweep_curves_figure, sweep_final_figure
 from diagnostics.shared import Job, training_job
 from ui.render import by_id, checklist, status_line, traced_results
@@ -14,23 +15,23 @@ from ui.state import current_config
 
 def sweep_settings() -> SweepSettings:
     left, middle, right = st.columns(3)
-    low = left.number_input("Lowest rate", format="%.0e", key="hparams.min_rate")
-    high = middle.number_input("Highest rate", format="%.0e", key="hparams.max_rate")
-    rates = right.number_input("Rates in the grid", step=1, key="hparams.rates")
+    low = left.number_input(_("Lowest rate"), format="%.0e", key="hparams.min_rate")
+    high = middle.number_input(_("Highest rate"), format="%.0e", key="hparams.max_rate")
+    rates = right.number_input(_("Rates in the grid"), step=1, key="hparams.rates")
     left, middle, right = st.columns(3)
-    steps = left.number_input("Steps at each rate", step=1, key="hparams.steps")
-    range_steps = middle.number_input("Range-test steps", step=1, key="hparams.range_steps")
+    steps = left.number_input(_("Steps at each rate"), step=1, key="hparams.steps")
+    range_steps = middle.number_input(_("Range-test steps"), step=1, key="hparams.range_steps")
     return SweepSettings(min_rate=low, max_rate=high, rates=int(rates), steps=int(steps), range_steps=int(range_steps))
 
 
-st.title("3 · Hyperparameters")
-st.caption("What a string optimizer or loss silently set, and how the loss moves at each learning rate: the same "
-           "batches from the same starting weights, on a copy of the model.")
+st.title(_("3 · Hyperparameters"))
+st.caption(_("What a string optimizer or loss silently set, and how the loss moves at each learning rate: the same "
+             "batches from the same starting weights, on a copy of the model."))
 traced = traced_results("hparams")
 if traced is None:
     config = current_config()
     setup_job = Job("setup", config)
-    setup_entry = computed(setup_job, "Reading the optimizer and loss, and taking one train step on a copy…")
+    setup_entry = computed(setup_job, _("Reading the optimizer and loss, and taking one train step on a copy…"))
     if setup_entry is None:
         st.stop()
     setup = setup_entry.results
@@ -41,13 +42,13 @@ else:
 optimizer = by_id(setup, "hparams.optimizer")
 if optimizer and optimizer.evidence.get("settings"):
     left, right = st.columns([2, 3])
-    left.subheader("The optimizer Keras builds")
+    left.subheader(_("The optimizer Keras builds"))
     left.dataframe(pd.DataFrame(optimizer.evidence["settings"]), hide_index=True, width="stretch")
     schedule = by_id(setup, "hparams.schedule")
     if schedule and schedule.evidence.get("steps"):
         right.plotly_chart(schedule_figure(schedule), width="stretch")
 
-st.subheader("Learning-rate sweep and range test")
+st.subheader(_("Learning-rate sweep and range test"))
 
 
 def training_results() -> list:
@@ -56,14 +57,14 @@ def training_results() -> list:
     try:
         job = training_job(config, settings.validated())
     except InputError as exc:
-        st.error(f"Sweep settings: {exc}")
+        st.error(_("Sweep settings: {problem}").format(problem=localize(message_of(exc))))
         job = None
     shown = job is not None and wanted(job)  # kept, or under way in some session
-    pressed = not shown and st.button("Run the sweep and the range test", type="primary", key="hparams.run",
+    pressed = not shown and st.button(_("Run the sweep and the range test"), type="primary", key="hparams.run",
                                       disabled=job is None)
-    entry = computed(job, "Sweep and range test:") if shown or pressed else None
+    entry = computed(job, _("Sweep and range test:")) if shown or pressed else None
     if entry is None:
-        st.info("Press the button to train a copy of the model at each rate. The loaded model is never changed.")
+        st.info(_("Press the button to train a copy of the model at each rate. The loaded model is never changed."))
         return []
     freshness(entry, job)
     return entry.results
@@ -80,6 +81,6 @@ if sweep and sweep.evidence.get("losses"):
 if range_test and range_test.evidence.get("losses"):
     st.plotly_chart(range_test_figure(range_test), width="stretch")
 
-st.subheader("Checks")
+st.subheader(_("Checks"))
 status_line(results)
 checklist(results)

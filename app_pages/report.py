@@ -4,6 +4,7 @@ import json
 
 import streamlit as st
 
+from diagnostics.i18n import _
 from diagnostics.pipeline import STAGES
 from diagnostics.registry import STAGE_TITLES
 from diagnostics.report import build_report, markdown_report
@@ -12,44 +13,46 @@ from ui.render import TRACED_KEY, checklist, status_line, traced_results
 from ui.shared import computed, recalled, stage_jobs
 from ui.state import current_config
 
-st.title("Report")
-st.caption("Every check of every stage run so far, failing and warning checks first, in pipeline order.")
+st.title(_("Report"))
+st.caption(_("Every check of every stage run so far, failing and warning checks first, in pipeline order."))
 traced = traced_results("data")
 if traced is not None:
     report = st.session_state[TRACED_KEY]["report"]
     results = [CheckResult.from_dict(check) for check in report["checks"]]
     left, right = st.columns(2)
-    left.download_button("Download Markdown", markdown_report(report) if report.get("run") else "",
+    left.download_button(_("Download Markdown"), markdown_report(report, results) if report.get("run") else "",
                          file_name="script-report.md", mime="text/markdown", key="report.download_md",
                          disabled=not report.get("run"))
-    right.download_button("Download JSON", json.dumps(report, indent=2), file_name="script-report.json",
+    right.download_button(_("Download JSON"), json.dumps(report, indent=2), file_name="script-report.json",
                           mime="application/json", key="report.download_json")
     status_line(results)
     checklist(results)
     st.stop()
 config = current_config()
-if st.button("Run every stage now", type="primary", key="report.run_all",
-             help="Each stage with this session's page settings; what any session has computed is reused."):
-    overall = st.progress(0.0, text="Running the checks")
+if st.button(_("Run every stage now"), type="primary", key="report.run_all",
+             help=_("Each stage with this session's page settings; what any session has computed is reused.")):
+    overall = st.progress(0.0, text=_("Running the checks"))
     for number, stage in enumerate(STAGES):  # in order: the overfit test's recommended rate comes from the sweep
-        overall.progress(number / len(STAGES), text=f"Running the checks: {STAGE_TITLES[stage]}")
+        overall.progress(number / len(STAGES), text=_("Running the checks: {stage}").format(
+            stage=_(STAGE_TITLES[stage])))
         for job in stage_jobs(stage, config):
-            if computed(job, f"{STAGE_TITLES[stage]}:") is None:
+            if computed(job, f"{_(STAGE_TITLES[stage])}:") is None:
                 st.stop()
     overall.empty()
 done = {stage: recalled(stage, config) for stage in STAGES}
 
-missing = [STAGE_TITLES[stage] for stage, results in done.items() if not results]
+missing = [_(STAGE_TITLES[stage]) for stage, results in done.items() if not results]
 if missing:
-    st.info(f"Not run yet for this configuration: {', '.join(missing)}. Open their pages, or run every stage here.")
+    st.info(_("Not run yet for this configuration: {stages}. Open their pages, or run every stage here.").format(
+        stages=", ".join(missing)))
 results = [result for stage in STAGES for result in (done[stage] or [])]
 if not results:
     st.stop()
 report = build_report(config, results)
 left, right = st.columns(2)
-left.download_button("Download Markdown", markdown_report(report), file_name="pipeline-report.md",
+left.download_button(_("Download Markdown"), markdown_report(report, results), file_name="pipeline-report.md",
                      mime="text/markdown", key="report.download_md")
-right.download_button("Download JSON", json.dumps(report, indent=2), file_name="pipeline-report.json",
+right.download_button(_("Download JSON"), json.dumps(report, indent=2), file_name="pipeline-report.json",
                       mime="application/json", key="report.download_json")
 status_line(results)
 checklist(results)

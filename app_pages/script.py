@@ -7,31 +7,32 @@ from pathlib import Path
 import streamlit as st
 
 from diagnostics import limits
+from diagnostics.i18n import _
 from diagnostics.trace import trace_script
 from ui.render import ACTIVE_KEY, TRACED_KEY
 from ui.script import run_options, script_source, show_trace
 
-st.title("Your script")
-st.caption("Your own TensorFlow training script, run in a separate process until its first `model.fit`: there the "
-           "checks run on the model, dataset, compile settings and tokenizer it built, instead of training. An error "
-           "before `fit` is diagnosed too. The same as `python -m diagnostics trace train.py`.")
+st.title(_("Your script"))
+st.caption(_("Your own TensorFlow training script, run in a separate process until its first `model.fit`: there the "
+             "checks run on the model, dataset, compile settings and tokenizer it built, instead of training. An "
+             "error before `fit` is diagnosed too. The same as `python -m diagnostics trace train.py`."))
 if limits.hosted():
-    st.info("This hosted app never runs code it is given, so tracing a script is not offered here. On your own "
-            "machine, run `python -m diagnostics trace train.py`, or start this app with `streamlit run app.py` and "
-            "open this page.", icon=":material/lock:")
+    st.info(_("This hosted app never runs code it is given, so tracing a script is not offered here. On your own "
+              "machine, run `python -m diagnostics trace train.py`, or start this app with `streamlit run app.py` "
+              "and open this page."), icon=":material/lock:")
     st.stop()
 
 path, code, name = script_source()
 options, problems = run_options()
 for problem in problems:
     st.error(problem)
-if st.button("Trace the script", type="primary", key="script.run",
+if st.button(_("Trace the script"), type="primary", key="script.run",
              disabled=bool(problems) or (path is None and code is None)):
     with tempfile.TemporaryDirectory(prefix="tpd-script-") as holder:
         if code is not None:
             path = Path(holder) / name
             path.write_text(code)
-        with st.status(f"Tracing {path.name}…", expanded=True) as box:
+        with st.status(_("Tracing {name}…").format(name=path.name), expanded=True) as box:
             line = st.empty()
             outcome = trace_script(path, capture_output=True, progress=lambda text: line.write(text), **options)
             box.update(label=outcome.message, state="complete" if outcome.exit_code == 0 else "error")
@@ -41,8 +42,8 @@ if st.button("Trace the script", type="primary", key="script.run",
 
 traced = st.session_state.get(TRACED_KEY)
 if not traced:
-    st.info("Choose a script and press **Trace the script**. It runs in its own process with the time limit above; "
-            "its model is never trained by the checks (they train copies).")
+    st.info(_("Choose a script and press **Trace the script**. It runs in its own process with the time limit "
+              "above; its model is never trained by the checks (they train copies)."))
     st.stop()
 st.divider()
 show_trace(traced)

@@ -1,6 +1,7 @@
 """Command line: run the checks headless, print the checklist, write the JSON report.
 
     python -m diagnostics run --checkpoint NAME_OR_DIR --task TASK [--data-files SPLIT=PATH ...] --json report.json
+    python -m diagnostics run ... --lang ko --markdown report.md    the checklist and Markdown in Korean
     python -m diagnostics checks [--json]      every check: id, stage, title, thresholds
     python -m diagnostics trace train.py [--json PATH] [--junit PATH] [--timeout S] [-- SCRIPT_ARGS...]
                                                your own script, checked at its first fit
@@ -20,6 +21,7 @@ from pathlib import Path
 
 from diagnostics.config import LOSSES, OPTIMIZERS, RunConfig, default_config
 from diagnostics.errors import InputError
+from diagnostics.i18n import DEFAULT_LANGUAGE, LANGUAGES, _, localize, message_of, set_language
 from diagnostics.result import Status
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
@@ -69,7 +71,11 @@ def _data_file(text: str) -> tuple[str, str]:
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="python -m diagnostics", description="Training Pipeline Debugger, headless.")
     commands = parser.add_subparsers(dest="command", required=True)
-    run = commands.add_parser("run", help="run the checks and write a report")
+    language = argparse.ArgumentParser(add_help=False)
+    language.add_argument("--lang", choices=list(LANGUAGES), default=DEFAULT_LANGUAGE,
+                          help="language of the printed checklist and the Markdown report (the JSON report stays "
+                          "English): " + ", ".join(f"{code} {name}" for code, name in LANGUAGES.items()))
+    run = commands.add_parser("run", help="run the checks and write a report", parents=[language])
     run.add_argument("--checkpoint", help="Hub name, local save_pretrained directory, or 'demo' (default: "
                      "distilbert-base-uncased, or the demo kit when the Hub cannot be reached)")
     run.add_argument("--task", help="GLUE task (default: mnli)")
@@ -104,6 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--stages", help="comma-separated stages to run (default: all)")
     run.add_argument("--seed", type=int)
     run.add_argument("--json", type=Path, metavar="PATH", help="write the JSON report here")
+    run.add_argument("--markdown", type=Path, metavar="PATH", help="write the Markdown report here (in --lang)")
     run.add_argument("--junit", type=Path, metavar="PATH",
                      help="write a JUnit XML report here (one test case per check; fail and error are failures)")
     run.add_argument("--scenario", help="a workshop scenario (see the scenarios command); options given "
@@ -112,7 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
         "trace", help="run your training script with fit intercepted and check what it built",
         description="Runs SCRIPT in a child process. At its first model.fit the model, dataset, compile settings and "
         "tokenizer it built are checked instead of trained (--then-train lets fit go on); an error before fit "
-        "is itself diagnosed. Put the script's own arguments after --.")
+        "is itself diagnosed. Put the script's own arguments after --.", parents=[language])
     trace.add_argument("script", type=Path, help="the training script")
     trace.add_argument("--json", type=Path, metavar="PATH", help="write the JSON report here")
     trace.add_argument("--junit", type=Path, metavar="PATH", help="write a JUnit XML report here")
@@ -124,8 +131,9 @@ def build_parser() -> argparse.ArgumentParser:
     trace.add_argument("--then-train", action="store_true", help="after the checks, let fit train as the script asked")
     trace.add_argument("--fail-on", choices=("warn", "fail"), default="fail",
                        help="which statuses give exit 1: fail (default; also error), or warn and worse")
-    commands.add_parser("scenarios", help="list the workshop scenarios and the checks that must flag each")
-    checks = commands.add_parser("checks", help="list every check: id, stage, title and thresholds")
+    commands.add_parser("scenarios", help="list the workshop scenarios and the checks that must flag each",
+                        parents=[language])
+    checks = commands.add_parser("checks", help="list every check: id, stage, title and thresholds", parents=[language])
     checks.add_argument("--json", action="store_true", help="print the listing as JSON")
     return parser
 
@@ -170,27 +178,31 @@ def run_command(args) -> int:
     from diagnostics.overfit import DEFAULT_EPOCHS
     from diagnostics.context import RunContext
     from diagnostics.pipeline import parse_stages, run_stages
-    from diagnostics.report import build_report, checklist_lines, junit_report
+    from diagnostics.report import build_report, checklist_lines, junit_report, markdown_report
 
     config = config_from_args(args)
     stages = parse_stages(args.stages)
     sweep = sweep_from_args(args).validated()
     results = run_stages(RunContext.open(config), stages, sweep=sweep, epochs=args.epochs or DEFAULT_EPOCHS)
     report = build_report(config, results, resolved_checkpoint=loading.resolve_checkpoint(config.checkpoint))
-    print(f"Checked {config.checkpoint} on {config.task}/{config.split} ({config.data_source} data), stages: {', '.join(stages)}")
+    print(_("Checked {checkpoint} on {task}/{split} ({source} data), stages: {stages}").format(
+        checkpoint=config.checkpoint, task=config.task, split=config.split, source=config.data_source,
+        stages=", ".join(stages)))
     for line in checklist_lines(results):
         print(line)
     if args.scenario:
         from diagnostics.scenarios import get_scenario
 
         caught = get_scenario(args.scenario).caught({r.id: r.status.value for r in results})
-        print(f"Scenario {args.scenario}: " + ("; ".join(f"{check} {'caught it' if ok else 'did NOT catch it'}"
-                                                     for check, ok in caught.items()) or "nothing is expected to fail"))
-    for path, text in ((args.json, lambda: json.dumps(report, indent=2)), (args.junit, lambda: junit_report(report))):
+        print(_("Scenario {name}: {verdicts}").format(name=args.scenario, verdicts="; ".join(
+            (_("{check} caught it") if ok else _("{check} did NOT catch it")).format(check=check)
+            for check, ok in caught.items()) or _("nothing is expected to fail")))
+    for path, text in ((args.json, lambda: json.dumps(report, indent=2)), (args.junit, lambda: junit_report(report)),
+                       (args.markdown, lambda: markdown_report(report, results))):
         if path:
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text())
-            print(f"Report written to {path}")
+            path.write_text(text(), encoding="utf-8")
+            print(_("Report written to {path}").format(path=path))
     failing = {Status.FAIL, Status.ERROR} | ({Status.WARN} if args.fail_on == "warn" else set())
     return EXIT_FAILED if any(r.status in failing for r in results) else EXIT_OK
 
@@ -238,8 +250,9 @@ def scenarios_command() -> int:
 
     for scenario in SCENARIOS.values():
         flagged = scenario.caught({})
-        print(f"{scenario.name:<28} {scenario.title}")
-        print(f"{'':<28} must be flagged by: {', '.join(flagged) or 'nothing (no check may fail)'}")
+        print(f"{scenario.name:<28} {_(scenario.title)}")
+        print(f"{'':<28} " + _("must be flagged by: {checks}").format(
+            checks=", ".join(flagged) or _("nothing (no check may fail)")))
     return EXIT_OK
 
 
@@ -251,7 +264,7 @@ def checks_command(as_json: bool) -> int:
         print(json.dumps(checks, indent=2))
         return EXIT_OK
     for check in checks:
-        print(f"{check['id']:<26} {check['stage_title']:<16} {check['title']}")
+        print(f"{check['id']:<26} {_(check['stage_title']):<16} {_(check['title'])}")
         for condition in check["conditions"]:
             print(f"{'':<28}{condition['name']} = {condition['value']:g}: {condition['meaning']}")
     return EXIT_OK
@@ -264,6 +277,7 @@ def main(argv: list[str] | None = None) -> int:
         argv, script_args = argv[:argv.index("--")], argv[argv.index("--") + 1:]
     args = build_parser().parse_args(argv)
     args.script_args = script_args
+    set_language(args.lang)
     try:
         if args.command == "scenarios":
             return scenarios_command()
@@ -273,7 +287,7 @@ def main(argv: list[str] | None = None) -> int:
             return trace_command(args)
         return run_command(args)
     except InputError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(_("error: {message}").format(message=localize(message_of(exc))), file=sys.stderr)
         return EXIT_BAD_INPUT
 
 

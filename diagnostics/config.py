@@ -10,6 +10,7 @@ from typing import Any
 from diagnostics import limits
 from diagnostics.errors import InputError
 from diagnostics.glue import GlueTask, get_task
+from diagnostics.i18n import N_
 
 DEMO_CHECKPOINT = "demo"
 HUB_DEFAULT_CHECKPOINT = "distilbert-base-uncased"
@@ -18,15 +19,15 @@ DATA_SOURCES = ("demo", "hub", "files")
 LABEL_PLACEMENTS = ("inputs", "separate")
 # How the loss reaches model.compile: the model's own loss, or a Keras loss as a string or an object.
 LOSSES = {
-    "internal": "compile(optimizer) with no loss: the model's internal loss",
-    "sparse_categorical_crossentropy": 'compile(loss="sparse_categorical_crossentropy"): a string, from_logits=False',
+    "internal": N_("compile(optimizer) with no loss: the model's internal loss"),
+    "sparse_categorical_crossentropy": N_('compile(loss="sparse_categorical_crossentropy"): a string, from_logits=False'),
     "SparseCategoricalCrossentropy(from_logits=True)": "compile(loss=SparseCategoricalCrossentropy(from_logits=True))",
     "SparseCategoricalCrossentropy(from_logits=False)": "compile(loss=SparseCategoricalCrossentropy(from_logits=False))",
-    "mse": 'compile(loss="mse"): mean squared error, for regression (stsb)',
+    "mse": N_('compile(loss="mse"): mean squared error, for regression (stsb)'),
 }
 # How the optimizer reaches model.compile: a string (Keras defaults) or an object with a learning rate.
 OPTIMIZERS = {
-    "adam": 'compile(optimizer="adam"): a string, Keras defaults',
+    "adam": N_('compile(optimizer="adam"): a string, Keras defaults'),
     "Adam": "compile(optimizer=Adam(learning_rate=LR))",
     "AdamW": "compile(optimizer=AdamW(learning_rate=LR, weight_decay=WD))",
     "create_optimizer": "transformers.create_optimizer(LR, num_train_steps, num_warmup_steps, weight_decay_rate=WD)",

@@ -7,6 +7,7 @@ from typing import cast
 
 import plotly.graph_objects as go
 
+from diagnostics.i18n import _
 from diagnostics.evidence import Gradients, LabelBalance, NanRows, Overfit, RangeTest, Schedule, Sweep, Truncation
 from diagnostics.registry import WARN_DRIFT
 from diagnostics.result import CheckResult
@@ -27,19 +28,20 @@ def label_balance_figure(result: CheckResult) -> go.Figure:
     evidence = cast(LabelBalance, result.evidence)
     figure = go.Figure()
     if evidence.get("regression"):
-        for name, colour in (("split", SPLIT_COLOUR), ("batch", BATCH_COLOUR)):
-            edges, counts = evidence[name]["edges"], evidence[name]["counts"]
+        for key, name, colour in (("split", _("split"), SPLIT_COLOUR), ("batch", _("batch"), BATCH_COLOUR)):
+            edges, counts = evidence[key]["edges"], evidence[key]["counts"]
             total = sum(counts) or 1
             centres = [(a + b) / 2 for a, b in zip(edges[:-1], edges[1:])]
             figure.add_bar(x=centres, y=[c / total for c in counts], name=name, marker_color=colour)
-        return _layout(figure, "Score distribution", "similarity score", "share of rows")
-    for name, key, colour in (("split", "split_counts", SPLIT_COLOUR), ("first batch", "batch_counts", BATCH_COLOUR)):
+        return _layout(figure, _("Score distribution"), _("similarity score"), _("share of rows"))
+    for name, key, colour in ((_("split"), "split_counts", SPLIT_COLOUR),
+                              (_("first batch"), "batch_counts", BATCH_COLOUR)):
         counts = evidence[key]
         total = sum(counts) or 1
         figure.add_bar(x=evidence["labels"], y=[c / total for c in counts], name=name, marker_color=colour,
                        text=[str(c) for c in counts], textposition="outside")
     figure.update_yaxes(tickformat=".0%")
-    return _layout(figure, "Label distribution", "label", "share of rows")
+    return _layout(figure, _("Label distribution"), _("label"), _("share of rows"))
 
 
 def token_length_figure(result: CheckResult) -> go.Figure:
@@ -47,10 +49,10 @@ def token_length_figure(result: CheckResult) -> go.Figure:
     evidence = cast(Truncation, result.evidence)
     lengths = evidence["lengths"]
     figure = go.Figure()
-    figure.add_bar(x=list(range(len(lengths))), y=lengths, name="tokens before truncation", marker_color=SPLIT_COLOUR)
+    figure.add_bar(x=list(range(len(lengths))), y=lengths, name=_("tokens before truncation"), marker_color=SPLIT_COLOUR)
     figure.add_hline(y=evidence["max_length"], line_dash="dash", line_color=LIMIT_COLOUR,
                      annotation_text=f"max_length {evidence['max_length']}")
-    return _layout(figure, "Tokens per row of the first batch", "row of the batch", "tokens")
+    return _layout(figure, _("Tokens per row of the first batch"), _("row of the batch"), _("tokens"))
 
 
 NAN_COLOUR = "#D62728"
@@ -64,14 +66,14 @@ def per_sample_loss_figure(result: CheckResult) -> go.Figure:
     top = max(finite) * 1.15 if finite else 1.0
     figure = go.Figure()
     figure.add_bar(x=list(range(len(losses))), y=[loss if loss is not None else 0 for loss in losses],
-                   name="loss", marker_color=SPLIT_COLOUR,
+                   name=_("loss"), marker_color=SPLIT_COLOUR,
                    hovertext=[f"label {label}" for label in labels])
     bad = [i for i, loss in enumerate(losses) if loss is None]
     if bad:
-        figure.add_scatter(x=bad, y=[top] * len(bad), mode="markers+text", name="NaN / Inf loss",
+        figure.add_scatter(x=bad, y=[top] * len(bad), mode="markers+text", name=_("NaN / Inf loss"),
                            marker=dict(color=NAN_COLOUR, symbol="x", size=12),
                            text=[f"label {labels[i]}" for i in bad], textposition="top center")
-    return _layout(figure, "Loss of each row of the batch", "row of the batch", "loss")
+    return _layout(figure, _("Loss of each row of the batch"), _("row of the batch"), _("loss"))
 
 
 def gradient_norm_figure(result: CheckResult) -> go.Figure:
@@ -82,7 +84,7 @@ def gradient_norm_figure(result: CheckResult) -> go.Figure:
                    marker_color=[SPLIT_COLOUR if row["norm"] else NAN_COLOUR for row in norms])
     figure.update_xaxes(type="log")
     figure.update_yaxes(autorange="reversed")
-    _layout(figure, "Gradient norm per layer (one train step)", "gradient norm (log)", "")
+    _layout(figure, _("Gradient norm per layer (one train step)"), _("gradient norm (log)"), "")
     figure.update_layout(height=max(300, 22 * len(norms) + 100))
     return figure
 
@@ -106,9 +108,9 @@ def sweep_curves_figure(result: CheckResult) -> go.Figure:
     diverged = evidence.get("diverged", [False] * len(evidence["learning_rates"]))
     for rate, curve, bad in zip(evidence["learning_rates"], evidence["losses"], diverged):
         figure.add_scatter(x=evidence["steps"], y=curve, mode="lines+markers",
-                           name=f"{rate:.0e}" + (" (flagged)" if bad else ""),
+                           name=f"{rate:.0e}" + (" " + _("(flagged)") if bad else ""),
                            line=dict(dash="dot" if bad else "solid"))
-    _layout(figure, "Loss at each step, one line per learning rate", "step", "loss")
+    _layout(figure, _("Loss at each step, one line per learning rate"), _("step"), _("loss"))
     figure.update_layout(legend=dict(orientation="v", x=1.02, xanchor="left", y=1, yanchor="top"))
     return figure
 
@@ -124,29 +126,29 @@ def sweep_final_figure(result: CheckResult) -> go.Figure:
     finite = [v for v in held if v is not None]
     ceiling = max(finite) * 1.1 if finite else 1.0
     figure = go.Figure()
-    figure.add_scatter(x=rates, y=held, mode="lines+markers", name="held-out loss", marker_color=SPLIT_COLOUR)
+    figure.add_scatter(x=rates, y=held, mode="lines+markers", name=_("held-out loss"), marker_color=SPLIT_COLOUR)
     bad = [(r, v if v is not None else ceiling) for r, v, d in zip(rates, held, flagged) if d]
     if bad:
-        figure.add_scatter(x=[r for r, _ in bad], y=[v for _, v in bad], mode="markers", name="flagged",
+        figure.add_scatter(x=[r for r, _ in bad], y=[v for _, v in bad], mode="markers", name=_("flagged"),
                            marker=dict(color=NAN_COLOUR, symbol="x", size=13))
     start = evidence["held_out_start"]["loss"]
     if start is not None:
-        figure.add_hline(y=start, line_dash="dot", line_color="#7F7F7F", annotation_text="untrained",
+        figure.add_hline(y=start, line_dash="dot", line_color="#7F7F7F", annotation_text=_("untrained"),
                          annotation_position="bottom left")
     if evidence.get("pretrained") and any(evidence.get("drift_per_step") or []):
-        figure.add_scatter(x=rates, y=evidence["drift_per_step"], mode="lines+markers", name="weight drift a step",
+        figure.add_scatter(x=rates, y=evidence["drift_per_step"], mode="lines+markers", name=_("weight drift a step"),
                            yaxis="y2", line=dict(color="#9467BD", dash="dash"))
         figure.add_scatter(x=[rates[0], rates[-1]], y=[WARN_DRIFT] * 2, mode="lines", yaxis="y2",
-                           name=f"drift limit {WARN_DRIFT:g}", line=dict(color="#9467BD", dash="dot", width=1))
-        figure.update_layout(yaxis2=dict(title="drift of pretrained weights a step (log)", type="log", overlaying="y",
+                           name=_("drift limit {limit:g}").format(limit=WARN_DRIFT), line=dict(color="#9467BD", dash="dot", width=1))
+        figure.update_layout(yaxis2=dict(title=_("drift of pretrained weights a step (log)"), type="log", overlaying="y",
                                          side="right", showgrid=False, tickformat=".0e", dtick=1))
     if evidence.get("best_rate"):
-        _mark_rate(figure, evidence["best_rate"], f"recommended {evidence['best_rate']:.0e}", "#2CA02C", "dash")
+        _mark_rate(figure, evidence["best_rate"], _("recommended {rate:.0e}").format(rate=evidence["best_rate"]), "#2CA02C", "dash")
     if evidence.get("configured_rate"):
-        _mark_rate(figure, evidence["configured_rate"], f"configured {evidence['configured_rate']:.0e}", BATCH_COLOUR,
+        _mark_rate(figure, evidence["configured_rate"], _("configured {rate:.0e}").format(rate=evidence["configured_rate"]), BATCH_COLOUR,
                    "dot", top=False)
     figure.update_xaxes(type="log")
-    figure = _layout(figure, "Held-out loss against learning rate", "learning rate (log)", "held-out loss")
+    figure = _layout(figure, _("Held-out loss against learning rate"), _("learning rate (log)"), _("held-out loss"))
     figure.update_layout(legend=dict(orientation="h", y=-0.3), margin=dict(l=50, r=80, t=50, b=90), height=420)
     return figure
 
@@ -155,35 +157,36 @@ def range_test_figure(result: CheckResult) -> go.Figure:
     """Loss against a rising learning rate, with each rule's suggested rate."""
     evidence = cast(RangeTest, result.evidence)
     figure = go.Figure()
-    figure.add_scatter(x=evidence["learning_rates"], y=evidence["losses"], mode="lines", name="loss",
+    figure.add_scatter(x=evidence["learning_rates"], y=evidence["losses"], mode="lines", name=_("loss"),
                        line=dict(color=SPLIT_COLOUR, width=1), opacity=0.5)
     if evidence.get("smoothed"):
-        figure.add_scatter(x=evidence["learning_rates"], y=evidence["smoothed"], mode="lines", name="smoothed",
+        figure.add_scatter(x=evidence["learning_rates"], y=evidence["smoothed"], mode="lines", name=_("smoothed"),
                            line_color=SPLIT_COLOUR)
     colours = ["#2CA02C", BATCH_COLOUR, "#9467BD"]
     for index, ((name, rate), colour) in enumerate(zip(evidence.get("suggestions", {}).items(), colours)):
         _mark_rate(figure, rate, f"{name} {rate:.0e}", colour, "dash", top=index != 1)
     if evidence.get("suggested") and evidence.get("max_safe_rate") and evidence["suggested"] <= evidence["max_safe_rate"] \
             and evidence["suggested"] not in evidence.get("suggestions", {}).values():
-        _mark_rate(figure, evidence["suggested"], f"suggested {evidence['suggested']:.0e} (capped)", "#D62728", "solid",
+        _mark_rate(figure, evidence["suggested"], _("suggested {rate:.0e} (capped)").format(rate=evidence["suggested"]), "#D62728", "solid",
                    top=False)
     figure.update_xaxes(type="log")
     finite = [v for v in evidence.get("smoothed") or evidence["losses"] if v is not None]
     if finite:
         # Past the blow-up the loss dwarfs the useful part of the curve; keep the view on the part before it.
         figure.update_yaxes(range=[0.9 * min(finite), min(max(finite), 2.5 * finite[0]) * 1.05])
-    return _layout(figure, "Learning-rate range test", "learning rate (log)", "loss")
+    return _layout(figure, _("Learning-rate range test"), _("learning rate (log)"), _("loss"))
 
 
 def schedule_figure(result: CheckResult) -> go.Figure:
     """The learning rate over the planned training steps."""
     evidence = cast(Schedule, result.evidence)
     figure = go.Figure()
-    figure.add_scatter(x=evidence["steps"], y=evidence["learning_rates"], mode="lines", name="learning rate",
+    figure.add_scatter(x=evidence["steps"], y=evidence["learning_rates"], mode="lines", name=_("learning rate"),
                        line_color=SPLIT_COLOUR, fill="tozeroy")
     if evidence.get("warmup_steps"):
-        figure.add_vline(x=evidence["warmup_steps"], line_dash="dot", annotation_text="end of warmup")
-    return _layout(figure, f"Learning-rate schedule ({evidence['optimizer']})", "training step", "learning rate")
+        figure.add_vline(x=evidence["warmup_steps"], line_dash="dot", annotation_text=_("end of warmup"))
+    return _layout(figure, _("Learning-rate schedule ({optimizer})").format(optimizer=evidence["optimizer"]),
+                   _("training step"), _("learning rate"))
 
 
 def overfit_figure(result: CheckResult) -> go.Figure:
@@ -193,14 +196,14 @@ def overfit_figure(result: CheckResult) -> go.Figure:
     evidence = cast(Overfit, result.evidence)
     epochs = list(range(1, len(evidence["losses"]) + 1))
     figure = make_subplots(specs=[[{"secondary_y": True}]])
-    figure.add_scatter(x=epochs, y=evidence["losses"], mode="lines+markers", name="loss", line_color=SPLIT_COLOUR)
+    figure.add_scatter(x=epochs, y=evidence["losses"], mode="lines+markers", name=_("loss"), line_color=SPLIT_COLOUR)
     if evidence.get("accuracies"):
-        figure.add_scatter(x=epochs, y=evidence["accuracies"], mode="lines+markers", name="accuracy",
+        figure.add_scatter(x=epochs, y=evidence["accuracies"], mode="lines+markers", name=_("accuracy"),
                            line_color=BATCH_COLOUR, secondary_y=True)
-        figure.update_yaxes(title_text="accuracy", tickformat=".0%", range=[0, 1.05], dtick=0.25, secondary_y=True)
+        figure.update_yaxes(title_text=_("accuracy"), tickformat=".0%", range=[0, 1.05], dtick=0.25, secondary_y=True)
     if evidence.get("ln_k"):
         figure.add_hline(y=evidence["ln_k"], line_dash="dash", line_color=LIMIT_COLOUR,
-                         annotation_text=f"ln K = {evidence['ln_k']:.3f} (random guess)",
+                         annotation_text=_("ln K = {value:.3f} (random guess)").format(value=evidence["ln_k"]),
                          annotation_position="bottom left")
-    _layout(figure, "Training on one batch", "epoch", "loss")
+    _layout(figure, _("Training on one batch"), _("epoch"), _("loss"))
     return figure

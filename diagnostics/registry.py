@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from diagnostics.i18n import N_
+
 
 @dataclass(frozen=True)
 class Condition:
@@ -52,8 +54,8 @@ class Stage:
     title: str
 
 
-STAGES = (Stage("data", "Data"), Stage("model", "Model"), Stage("hparams", "Hyperparameters"),
-          Stage("overfit", "Overfit test"))
+STAGES = (Stage("data", N_("Data")), Stage("model", N_("Model")), Stage("hparams", N_("Hyperparameters")),
+          Stage("overfit", N_("Overfit test")))
 STAGE_ORDER = tuple(stage.name for stage in STAGES)
 STAGE_TITLES = {stage.name: stage.title for stage in STAGES}
 
@@ -66,47 +68,47 @@ FAIL_DRIFT = 3e-3
 
 _C = Condition
 CHECKS: dict[str, Check] = {check.id: check for check in (
-    Check("data.columns", "the task's columns and the columns given to to_tf_dataset exist", ("split", "batch")),
-    Check("data.batch", "the first batch builds, with the expected shapes and dtypes", ("batch",)),
-    Check("data.decoded_samples", "the first batch decoded beside its label names", ("batch",), conditions=(
+    Check("data.columns", N_("the task's columns and the columns given to to_tf_dataset exist"), ("split", "batch")),
+    Check("data.batch", N_("the first batch builds, with the expected shapes and dtypes"), ("batch",)),
+    Check("data.decoded_samples", N_("the first batch decoded beside its label names"), ("batch",), conditions=(
         _C("warn_unknown_share", 0.05, "warn when more than this share of the batch's tokens are unknown"),)),
-    Check("data.label_range", "labels lie in [0, num_labels) (or the regression range)", ("split", "batch")),
-    Check("data.label_balance", "the label balance of the batch and the split", ("split", "batch"), conditions=(
+    Check("data.label_range", N_("labels lie in [0, num_labels) (or the regression range)"), ("split", "batch")),
+    Check("data.label_balance", N_("the label balance of the batch and the split"), ("split", "batch"), conditions=(
         _C("warn_dominant_share", 0.8, "warn when one label holds more than this share of the split"),)),
-    Check("data.baselines", "the accuracy of a random and of a constant predictor", ("split",), conditions=(
+    Check("data.baselines", N_("the accuracy of a random and of a constant predictor"), ("split",), conditions=(
         _C("warn_majority_accuracy", 0.9, "warn when always predicting the commonest label scores above this"),)),
-    Check("data.truncation", "rows cut at max_length, and padding in the batch", ("split", "batch"), conditions=(
+    Check("data.truncation", N_("rows cut at max_length, and padding in the batch"), ("split", "batch"), conditions=(
         _C("warn_truncated_share", 0.1, "warn when more than this share of the rows are truncated"),
         _C("warn_padding_share", 0.6, "warn when more than this share of the batch's tokens are padding"))),
-    Check("data.duplicates", "duplicate and conflicting rows of the split", ("split",), conditions=(
+    Check("data.duplicates", N_("duplicate and conflicting rows of the split"), ("split",), conditions=(
         _C("warn_duplicate_share", 0.05, "warn when more than this share of the rows repeat another row's text"),)),
-    Check("data.learnability", "the given labels are learned better than the same labels shuffled",
+    Check("data.learnability", N_("the given labels are learned better than the same labels shuffled"),
           ("split", "model", "training copy"), trains=True, conditions=(
         _C("min_accuracy_gain", 0.1, "pass when held-out accuracy beats the shuffled run and the majority by this"),
         _C("max_error_ratio", 0.8, "regression: pass when held-out error is below this share of the shuffled run's"),
         _C("fit_margin", 0.1, "pass when the given labels' training loss ends this far below the shuffled run's"))),
-    Check("model.config", "the checkpoint's head, num_labels and label names fit the task", ("model",)),
-    Check("model.forward", "one batch through the model: logits of the right shape, all finite", ("model", "batch")),
-    Check("model.nan_rows", "the loss of every row, and the shared cause of NaN rows", ("model", "batch")),
-    Check("model.initial_loss", "the untrained loss against ln K and against the loss from its logits",
+    Check("model.config", N_("the checkpoint's head, num_labels and label names fit the task"), ("model",)),
+    Check("model.forward", N_("one batch through the model: logits of the right shape, all finite"), ("model", "batch")),
+    Check("model.nan_rows", N_("the loss of every row, and the shared cause of NaN rows"), ("model", "batch")),
+    Check("model.initial_loss", N_("the untrained loss against ln K and against the loss from its logits"),
           ("model", "batch"), conditions=(
         _C("warn_relative_gap", 0.3, "warn when the untrained loss is this far (relatively) from ln K"),
         _C("warn_loss_disagreement", 0.1, "warn when the model's loss and the loss from its logits differ by this"))),
-    Check("model.gradients", "one train step: every trainable weight gets a finite, non-zero gradient",
+    Check("model.gradients", N_("one train step: every trainable weight gets a finite, non-zero gradient"),
           ("model", "batch", "training copy"), trains=True),
-    Check("model.weights_after_step", "weights stay finite and move after one step",
+    Check("model.weights_after_step", N_("weights stay finite and move after one step"),
           ("model", "batch", "training copy"), trains=True),
-    Check("model.nan_origin", "the first layer whose output turns NaN", ("model", "batch", "training copy"),
+    Check("model.nan_origin", N_("the first layer whose output turns NaN"), ("model", "batch", "training copy"),
           trains=True),
-    Check("model.memory", "parameters and training memory at this batch size", ("model",)),
-    Check("hparams.optimizer", "the optimizer Keras builds, each setting set or left at its default", ("model",),
+    Check("model.memory", N_("parameters and training memory at this batch size"), ("model",)),
+    Check("hparams.optimizer", N_("the optimizer Keras builds, each setting set or left at its default"), ("model",),
           conditions=(_C("warn_learning_rate", 1e-4, "warn when a pretrained checkpoint is fine-tuned above this rate"),)),
-    Check("hparams.loss", "the loss matches what the model outputs (logits or probabilities)", ("model", "batch"),
+    Check("hparams.loss", N_("the loss matches what the model outputs (logits or probabilities)"), ("model", "batch"),
           conditions=(_C("warn_disagreement", 0.1,
                          "fail when the configured loss and the loss from logits differ by this share"),)),
-    Check("hparams.schedule", "the create_optimizer schedule: warmup and decay", (), conditions=(
+    Check("hparams.schedule", N_("the create_optimizer schedule: warmup and decay"), (), conditions=(
         _C("warn_warmup_share", 0.5, "warn when warmup takes more than this share of the steps"),)),
-    Check("hparams.lr_sweep", "a learning-rate sweep scored on held-out rows and weight drift",
+    Check("hparams.lr_sweep", N_("a learning-rate sweep scored on held-out rows and weight drift"),
           ("model", "batch", "training copy"), trains=True, part="training", conditions=(
         _C("blowup_factor", 2.0, "a rate blew up when its smoothed loss ends above this multiple of its start"),
         _C("held_out_rise", 0.1, "a rate is bad when its held-out loss rises this share above the untrained one"),
@@ -115,12 +117,12 @@ CHECKS: dict[str, Check] = {check.id: check for check in (
         _C("min_held_out_gain", 0.01, "rank good rates by training loss when none lowers held-out loss by this"),
         _C("warn_decades", 1.0, "warn when the configured rate is this many powers of ten from the recommended"),
         _C("thin_held_out_rows", 16, "say the evidence is thin with fewer held-out rows than this"))),
-    Check("hparams.lr_range_test", "a range test on the smoothed loss, with its suggested rates",
+    Check("hparams.lr_range_test", N_("a range test on the smoothed loss, with its suggested rates"),
           ("model", "batch", "training copy"), trains=True, part="training", conditions=(
         _C("disagree_factor", 30.0, "say the suggestion rules disagree when they are this factor apart"),
         _C("min_points", 5, "warn when fewer finite points than this came before the loss blew up"),
         _C("trim", 1, "points left out at each end before any rule runs"))),
-    Check("overfit.one_batch", "one batch holding every label memorised by plain model.fit",
+    Check("overfit.one_batch", N_("one batch holding every label memorised by plain model.fit"),
           ("model", "batch", "training copy"), trains=True, conditions=(
         _C("memorised_share", 0.5, "memorised: every row right and the loss at most this share of its start"),
         _C("memorised_value", 0.05, "memorised: every row right and the loss below this"),

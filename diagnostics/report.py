@@ -6,10 +6,12 @@ import platform
 from importlib import metadata
 
 from diagnostics.config import RunConfig
+from diagnostics.i18n import N_, _, current_language, localize
 from diagnostics.registry import STAGE_ORDER
 from diagnostics.result import SEVERITY, CheckResult, Status, worst_first
 
-STATUS_MARKS = {Status.PASS: "PASS", Status.WARN: "WARN", Status.FAIL: "FAIL", Status.ERROR: "ERROR", Status.SKIP: "SKIP"}
+STATUS_MARKS = {Status.PASS: N_("PASS"), Status.WARN: N_("WARN"), Status.FAIL: N_("FAIL"), Status.ERROR: N_("ERROR"),
+                Status.SKIP: N_("SKIP")}
 PACKAGES = ("tensorflow", "tf-keras", "transformers", "datasets", "tokenizers", "numpy", "streamlit", "plotly")
 
 
@@ -25,8 +27,10 @@ def environment() -> dict[str, str]:
 
 
 def build_report(config: RunConfig, results: list[CheckResult], *, resolved_checkpoint: str | None = None) -> dict:
-    """The JSON report: `{"run": ..., "environment": ..., "checks": [...]}`."""
+    """The JSON report: `{"run": ..., "environment": ..., "checks": [...]}` (English; `run.language` records the
+    language the person who made it read it in)."""
     run = config.to_dict()
+    run["language"] = current_language()
     if resolved_checkpoint:
         run["resolved_checkpoint"] = resolved_checkpoint
     return {
@@ -38,34 +42,46 @@ def build_report(config: RunConfig, results: list[CheckResult], *, resolved_chec
 
 
 def checklist_lines(results: list[CheckResult]) -> list[str]:
-    """One line per check, worst first: status, id, summary."""
-    return [f"{STATUS_MARKS[r.status]:<5} {r.id:<24} {r.summary}" for r in worst_first(results, STAGE_ORDER)]
+    """One line per check, worst first: status, id, summary (in the current language)."""
+    return [f"{_(STATUS_MARKS[r.status]):<5} {r.id:<24} {localize(r.summary)}"
+            for r in worst_first(results, STAGE_ORDER)]
 
 
-def markdown_report(report: dict) -> str:
-    """The report as Markdown: the run, then a checklist table, then each fix."""
+def markdown_report(report: dict, results: list[CheckResult] | None = None) -> str:
+    """The report as Markdown in the current language: the run, then a checklist table, then each fix.
+
+    Args:
+        results: the report's results as the checks made them, so their findings can be translated (a report read
+            back from JSON has only the English text).
+    """
     run = report["run"]
+    made = {result.id: result for result in results or ()}
     lines = [
-        "# Training Pipeline Debugger report",
+        "# " + _("Training Pipeline Debugger report"),
         "",
         f"- checkpoint: `{run['checkpoint']}`",
         f"- task / split: `{run['task']}` / `{run['split']}` (data: {run['data_source']})",
         f"- num_labels: {run['effective_num_labels']}, batch size: {run['batch_size']}, max length: {run['max_length']}",
         "",
-        "| status | check | finding |",
+        "| {} | {} | {} |".format(_("status"), _("check"), _("finding")),
         "|---|---|---|",
     ]
     order = {stage: i for i, stage in enumerate(STAGE_ORDER)}
     checks = sorted(report["checks"], key=lambda c: (SEVERITY[Status(c["status"])], order.get(c["stage"], len(order))))
+
+    def said(check: dict, field: str) -> str:
+        result = made.get(check["id"])
+        return localize(getattr(result, field)) if result is not None and getattr(result, field) else check[field]
+
     for check in checks:
-        summary = check["summary"].replace("|", "\\|")
-        lines.append(f"| {check['status'].upper()} | `{check['id']}` | {summary} |")
+        summary = said(check, "summary").replace("|", "\\|")
+        lines.append(f"| {_(STATUS_MARKS[Status(check['status'])])} | `{check['id']}` | {summary} |")
     fixes = [check for check in checks if check["fix"]]
     if fixes:
-        lines += ["", "## Fixes", ""]
+        lines += ["", "## " + _("Fixes"), ""]
         for check in fixes:
-            lines += [f"**{check['id']}**", "", "```python", check["fix"], "```", ""]
-    lines += ["", "Versions: " + ", ".join(f"{k} {v}" for k, v in report["environment"].items())]
+            lines += [f"**{check['id']}**", "", "```python", said(check, "fix"), "```", ""]
+    lines += ["", _("Versions:") + " " + ", ".join(f"{k} {v}" for k, v in report["environment"].items())]
     return "\n".join(lines) + "\n"
 
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from diagnostics.config import RunConfig
 from diagnostics.errors import InputError
+from diagnostics.i18n import N_
 
 
 @dataclass(frozen=True)
@@ -50,66 +51,66 @@ class Scenario:
 
 SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
     Scenario(
-        "course-script", "The course's script as written",
-        "columns=['input_ids', 'labels'], compile(loss='sparse_categorical_crossentropy', optimizer='adam') and "
-        "from_pretrained(checkpoint) with its default two labels on MNLI: on CPU model.fit stops with "
-        "'Received a label value of 2 which is outside the valid range of [0, 2)'; on a GPU it prints loss: nan.",
+        "course-script", N_("The course's script as written"),
+        N_("columns=['input_ids', 'labels'], compile(loss='sparse_categorical_crossentropy', optimizer='adam') and "
+           "from_pretrained(checkpoint) with its default two labels on MNLI: on CPU model.fit stops with "
+           "'Received a label value of 2 which is outside the valid range of [0, 2)'; on a GPU it prints loss: nan."),
         {"task": "mnli", "columns": ("input_ids", "labels"), "loss": "sparse_categorical_crossentropy",
          "optimizer": "adam", "num_labels": 2, "labels_in": "inputs"},
         ("data.columns", "hparams.loss", ("model.config", "model.nan_rows"), "hparams.optimizer"),
     ),
     Scenario(
-        "labels-in-dict-keras-loss", "Labels inside the input dict plus a Keras loss",
-        "The labels stay in the input dict while compile(loss=...) gets a Keras loss. Older Transformers "
-        "raised 'No gradients provided for any variable'; the installed one moves the labels out for you.",
+        "labels-in-dict-keras-loss", N_("Labels inside the input dict plus a Keras loss"),
+        N_("The labels stay in the input dict while compile(loss=...) gets a Keras loss. Older Transformers "
+           "raised 'No gradients provided for any variable'; the installed one moves the labels out for you."),
         {"labels_in": "inputs", "loss": "SparseCategoricalCrossentropy(from_logits=True)"},
         ("hparams.loss",),
     ),
     Scenario(
-        "num-labels-too-small", "num_labels=2 on MNLI's three labels",
-        "from_pretrained(checkpoint, num_labels=2) on MNLI: every row labelled 2 (contradiction) has no output, "
-        "so its loss is NaN on a GPU and an InvalidArgumentError on CPU.",
+        "num-labels-too-small", N_("num_labels=2 on MNLI's three labels"),
+        N_("from_pretrained(checkpoint, num_labels=2) on MNLI: every row labelled 2 (contradiction) has no output, "
+           "so its loss is NaN on a GPU and an InvalidArgumentError on CPU."),
         {"task": "mnli", "num_labels": 2},
         ("model.config", "model.nan_rows"),
     ),
     Scenario(
-        "adam-string-default-lr", "optimizer=\"adam\" as a string",
-        "compile(optimizer='adam') trains at Keras's default 0.001, twenty times the 5e-5 a pretrained "
-        "transformer wants: the loss jumps about or the model forgets its pretraining.",
+        "adam-string-default-lr", N_("optimizer=\"adam\" as a string"),
+        N_("compile(optimizer='adam') trains at Keras's default 0.001, twenty times the 5e-5 a pretrained "
+           "transformer wants: the loss jumps about or the model forgets its pretraining."),
         {"optimizer": "adam"},
         ("hparams.optimizer",),
     ),
     Scenario(
-        "probabilities-not-logits", "A loss that reads logits as probabilities",
-        "compile(loss=SparseCategoricalCrossentropy(from_logits=False)) on a model that outputs logits: the "
-        "loss starts above ln(K) and falls very slowly.",
+        "probabilities-not-logits", N_("A loss that reads logits as probabilities"),
+        N_("compile(loss=SparseCategoricalCrossentropy(from_logits=False)) on a model that outputs logits: the "
+           "loss starts above ln(K) and falls very slowly."),
         {"loss": "SparseCategoricalCrossentropy(from_logits=False)", "labels_in": "separate"},
         ("hparams.loss", "model.initial_loss"),
     ),
     Scenario(
-        "test-split-labels", "Training on the test split",
-        "GLUE's test splits carry label -1: on CPU model.fit stops with 'Received a label value of -1', on a "
-        "GPU the loss is NaN from the first batch.",
+        "test-split-labels", N_("Training on the test split"),
+        N_("GLUE's test splits carry label -1: on CPU model.fit stops with 'Received a label value of -1', on a "
+           "GPU the loss is NaN from the first batch."),
         {"split": "test"},
         ("data.label_range", "model.nan_rows"),
     ),
     Scenario(
-        "shuffled-labels", "Labels shuffled apart from their texts",
-        "The labels were permuted (e.g. one column shuffled on its own): training runs and the loss moves a "
-        "little, but validation accuracy stays at chance.",
+        "shuffled-labels", N_("Labels shuffled apart from their texts"),
+        N_("The labels were permuted (e.g. one column shuffled on its own): training runs and the loss moves a "
+           "little, but validation accuracy stays at chance."),
         {"shuffle_labels": True},
         ("data.learnability",),
     ),
     Scenario(
-        "lr-too-high", "A learning rate of 0.1",
-        "Adam(learning_rate=0.1): the loss jumps up after a few steps, or turns NaN.",
+        "lr-too-high", N_("A learning rate of 0.1"),
+        N_("Adam(learning_rate=0.1): the loss jumps up after a few steps, or turns NaN."),
         {"optimizer": "Adam", "learning_rate": 0.1},
         ("hparams.lr_sweep", "overfit.one_batch"),
     ),
     Scenario(
-        "fixed", "The course's fixed script",
-        "num_labels=3, the model's internal loss, Adam with a learning rate chosen for the checkpoint (5e-5 for "
-        "a pretrained one; the demo kit's 3e-3 for its random weights): nothing should fail.",
+        "fixed", N_("The course's fixed script"),
+        N_("num_labels=3, the model's internal loss, Adam with a learning rate chosen for the checkpoint (5e-5 for "
+           "a pretrained one; the demo kit's 3e-3 for its random weights): nothing should fail."),
         {"num_labels": None, "loss": "internal", "optimizer": "Adam", "labels_in": "inputs", "columns": None},
         (),
     ),

@@ -12,6 +12,7 @@ from typing import Any, Callable, Hashable
 
 from diagnostics.config import RunConfig
 from diagnostics.hyperparams import SweepSettings
+from diagnostics.i18n import Text, msg
 from diagnostics.overfit import DEFAULT_EPOCHS
 from diagnostics.result import CheckResult
 
@@ -75,14 +76,17 @@ class Entry:
     computed_at: float
     seconds: float
 
-    def age(self, now: float | None = None) -> str:
+    def age(self, now: float | None = None) -> Text:
         """'just now', '2 minutes ago', '1 hour ago'."""
         seconds = max(0.0, (time.time() if now is None else now) - self.computed_at)
         if seconds < 45:
-            return "just now"
+            return msg("just now")
         size, unit = (60, "minute") if seconds < 45 * 60 else (3600, "hour") if seconds < 36 * 3600 else (86400, "day")
         count = max(1, round(seconds / size))
-        return f"{count} {unit}{'s' if count != 1 else ''} ago"
+        if count == 1:
+            return {"minute": msg("1 minute ago"), "hour": msg("1 hour ago"), "day": msg("1 day ago")}[unit]
+        return {"minute": msg("{count} minutes ago", count=count), "hour": msg("{count} hours ago", count=count),
+                "day": msg("{count} days ago", count=count)}[unit]
 
 
 @dataclass

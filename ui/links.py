@@ -11,6 +11,7 @@ from diagnostics.config import RunConfig, default_config
 from diagnostics.errors import InputError
 from diagnostics.glue import get_task
 from diagnostics.hyperparams import SweepSettings
+from diagnostics.i18n import DEFAULT_LANGUAGE, LANGUAGES
 from diagnostics.overfit import DEFAULT_EPOCHS
 from diagnostics.pipeline import validate_epochs
 from diagnostics.scenarios import SCENARIOS
@@ -20,12 +21,13 @@ RESERVED = {"embed", "embed_options"}  # Streamlit's own
 
 @dataclass(frozen=True)
 class Link:
-    """What a link carries: the configuration, the scenario it started from, and the pages' settings."""
+    """What a link carries: the configuration, the scenario it started from, the pages' settings and the language."""
 
     config: RunConfig
     scenario: str | None = None
     sweep: SweepSettings = SweepSettings()
     epochs: int = DEFAULT_EPOCHS
+    lang: str | None = None  # None: the reader's own (the browser's, else English)
 
 
 def _flag(text: str) -> bool:
@@ -111,7 +113,7 @@ CONFIG_PARAMS: dict[str, tuple[str, Callable[[str], Any]]] = {
 }
 SWEEP_PARAMS = {"min_rate": ("min_rate", _number), "max_rate": ("max_rate", _number), "rates": ("rates", _whole),
                 "steps": ("steps", _whole), "range_steps": ("range_steps", _whole)}
-KNOWN = {"checkpoint", "scenario", "epochs", *CONFIG_PARAMS, *SWEEP_PARAMS}
+KNOWN = {"checkpoint", "scenario", "epochs", "lang", *CONFIG_PARAMS, *SWEEP_PARAMS}
 
 
 def base_config(hub_reachable: bool, checkpoint: str | None = None, scenario: str | None = None) -> RunConfig:
@@ -177,7 +179,12 @@ def parse_link(params: dict[str, str], hub_reachable: bool) -> tuple[Link, list[
             epochs = validate_epochs(_whole(params["epochs"]))
         except InputError as exc:
             refused("epochs", exc)
-    return Link(config, scenario, sweep, epochs), problems
+    lang = params.get("lang", "").strip().lower() or None
+    if lang is not None and lang not in LANGUAGES:
+        problems.append(f"The link's lang={params['lang']!r} is not one of: {', '.join(LANGUAGES)}. "
+                        "The page keeps its language.")
+        lang = None
+    return Link(config, scenario, sweep, epochs, lang), problems
 
 
 def link_params(link: Link, hub_reachable: bool) -> dict[str, str]:
@@ -199,6 +206,8 @@ def link_params(link: Link, hub_reachable: bool) -> dict[str, str]:
             params[name] = _text(getattr(link.sweep, field))
     if link.epochs != DEFAULT_EPOCHS:
         params["epochs"] = str(link.epochs)
+    if link.lang and link.lang != DEFAULT_LANGUAGE:
+        params["lang"] = link.lang
     return params
 
 

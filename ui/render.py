@@ -7,7 +7,9 @@ from typing import Callable
 import streamlit as st
 
 from diagnostics.errors import InputError
+from diagnostics.i18n import _, localize, message_of
 from diagnostics.registry import STAGE_ORDER
+from diagnostics.report import STATUS_MARKS
 from diagnostics.result import CheckResult, Status, worst_first
 
 STATUS_ICONS = {
@@ -21,7 +23,7 @@ STATUS_COLOURS = {Status.PASS: "green", Status.WARN: "orange", Status.FAIL: "red
 
 
 def badge(status: Status) -> str:
-    return f":{STATUS_COLOURS[status]}-badge[{STATUS_ICONS[status]} {status.value.upper()}]"
+    return f":{STATUS_COLOURS[status]}-badge[{STATUS_ICONS[status]} {_(STATUS_MARKS[status])}]"
 
 
 def run_stage(stage: str, runner: Callable[[], list[CheckResult]]) -> list[CheckResult] | None:
@@ -29,12 +31,13 @@ def run_stage(stage: str, runner: Callable[[], list[CheckResult]]) -> list[Check
     try:
         return runner()
     except InputError as exc:
-        st.error(f"{exc}", icon=":material/error:")
-        st.caption("Change the run configuration in the sidebar; everything else you entered is kept.")
+        st.error(localize(message_of(exc)), icon=":material/error:")
+        st.caption(_("Change the run configuration in the sidebar; everything else you entered is kept."))
         return None
     except Exception as exc:  # a stage turns its own failures into error results; this is the last guard
-        st.error(f"The {stage} run stopped on {type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else '(no message)'}",
-                 icon=":material/bug_report:")
+        message = str(exc).strip().splitlines()[0] if str(exc).strip() else _("(no message)")
+        st.error(_("The {stage} run stopped on {error}: {message}").format(
+            stage=stage, error=type(exc).__name__, message=message), icon=":material/bug_report:")
         return None
 
 
@@ -48,9 +51,9 @@ def checklist(results: list[CheckResult]) -> None:
     """Each check, worst first: badge, id, finding, and the fix as code."""
     for result in worst_first(results, STAGE_ORDER):
         with st.container(border=True):
-            st.markdown(f"{badge(result.status)} `{result.id}`  \n{result.summary}")
+            st.markdown(f"{badge(result.status)} `{result.id}`  \n{localize(result.summary)}")
             if result.fix:
-                st.code(result.fix, language="python")
+                st.code(localize(result.fix), language="python")
 
 
 def by_id(results: list[CheckResult], check_id: str) -> CheckResult | None:
@@ -70,7 +73,8 @@ def traced_results(stage: str) -> list[CheckResult] | None:
     if not st.session_state.get(ACTIVE_KEY) or not traced or not traced.get("report"):
         return None
     script = traced["report"].get("script", {})
-    where = f"fit at {script['fit_at']}" if script.get("reached_fit") else "stopped before fit"
-    st.info(f"Results traced from your script **{traced['name']}** ({where}). The sidebar's pipeline is not used "
-            "here until you switch back on the **Your script** page or in the sidebar.", icon=":material/code:")
+    where = _("fit at {line}").format(line=script["fit_at"]) if script.get("reached_fit") else _("stopped before fit")
+    st.info(_("Results traced from your script **{name}** ({where}). The sidebar's pipeline is not used here until "
+              "you switch back on the **Your script** page or in the sidebar.").format(name=traced["name"], where=where),
+            icon=":material/code:")
     return [CheckResult.from_dict(check) for check in traced["report"].get("checks", []) if check["stage"] == stage]

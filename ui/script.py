@@ -7,14 +7,15 @@ from pathlib import Path
 
 import streamlit as st
 
+from diagnostics.i18n import N_, _, said
 from diagnostics.registry import STAGE_ORDER, STAGE_TITLES
 from diagnostics.result import CheckResult
 from diagnostics.scripts import COURSE_SCRIPTS
 from diagnostics.trace import DEFAULT_TIMEOUT
 from ui.render import ACTIVE_KEY, checklist, status_line
 
-SOURCES = {"course": "The course's script (demo kit)", "upload": "Upload a file", "paste": "Paste the code",
-           "path": "A file on this machine"}
+SOURCES = {"course": N_("The course's script (demo kit)"), "upload": N_("Upload a file"), "paste": N_("Paste the code"),
+           "path": N_("A file on this machine")}
 
 
 # The page's inputs and their defaults, set once a session and kept while another page is open (Streamlit forgets
@@ -26,32 +27,33 @@ SCRIPT_DEFAULTS = {"script.source": "course", "script.course": next(iter(COURSE_
 
 def script_source() -> tuple[Path | None, str | None, str | None]:
     """(a script file, or None) or (None, its code, a file name for it), as the user chose."""
-    source = st.radio("Script", list(SOURCES), format_func=SOURCES.get, horizontal=True, key="script.source")
+    source = st.radio(_("Script"), list(SOURCES), format_func=said(SOURCES).get, horizontal=True,
+                      key="script.source")
     if source == "course":
-        chosen = st.selectbox("Which", list(COURSE_SCRIPTS), key="script.course",
-                              format_func=lambda key: COURSE_SCRIPTS[key].title)
+        chosen = st.selectbox(_("Which"), list(COURSE_SCRIPTS), key="script.course",
+                              format_func=said({key: script.title for key, script in COURSE_SCRIPTS.items()}).get)
         path = COURSE_SCRIPTS[chosen].path
         script = COURSE_SCRIPTS[chosen]
-        st.caption(f"{script.about} Must be flagged by: "
-                   + (", ".join(f"`{check}`" for check in script.flagged) or "nothing (no check may fail)") + ".")
+        flagged = ", ".join(f"`{check}`" for check in script.flagged) or _("nothing (no check may fail)")
+        st.caption(_("{about} Must be flagged by: {checks}.").format(about=_(script.about), checks=flagged))
         with st.expander(path.name):
             st.code(path.read_text(), language="python")
         return path, None, None
     if source == "upload":
-        uploaded = st.file_uploader("A Python training script", type=["py"], key="script.upload")
+        uploaded = st.file_uploader(_("A Python training script"), type=["py"], key="script.upload")
         if uploaded is None:
             return None, None, None
         return None, uploaded.getvalue().decode("utf-8", errors="replace") or None, uploaded.name
     if source == "paste":
-        code = st.text_area("The script", height=300, key="script.paste",
+        code = st.text_area(_("The script"), height=300, key="script.paste",
                             placeholder="from transformers import TFAutoModelForSequenceClassification\n...")
         return None, code if code.strip() else None, "pasted_script.py"
-    typed = st.text_input("Path to the script", key="script.path", placeholder="train.py").strip()
+    typed = st.text_input(_("Path to the script"), key="script.path", placeholder="train.py").strip()
     if not typed:
         return None, None, None
     path = Path(typed).expanduser()
     if not path.is_file():
-        st.error(f"No file at {path}: give the path of a .py file on the machine this app runs on.")
+        st.error(_("No file at {path}: give the path of a .py file on the machine this app runs on.").format(path=path))
         return None, None, None
     return path, None, None
 
@@ -59,28 +61,29 @@ def script_source() -> tuple[Path | None, str | None, str | None]:
 def run_options() -> tuple[dict, list[str]]:
     """The trace's options (script_args, stages, timeout, cwd) and what is wrong with them."""
     left, middle, right = st.columns([2, 3, 1])
-    arguments = left.text_input("The script's own arguments", key="script.args",
-                                help="As on a command line, e.g. --checkpoint ./my-model")
-    stages = middle.multiselect("Stages", list(STAGE_ORDER), key="script.stages", format_func=STAGE_TITLES.get)
-    timeout = right.number_input("Time limit (s)", min_value=10, max_value=3600, step=10, key="script.timeout")
-    workdir = st.text_input("Run it from this directory", key="script.workdir",
-                            help="Relative paths in the script are read from here.")
+    arguments = left.text_input(_("The script's own arguments"), key="script.args",
+                                help=_("As on a command line, e.g. --checkpoint ./my-model"))
+    stages = middle.multiselect(_("Stages"), list(STAGE_ORDER), key="script.stages",
+                                format_func=said(STAGE_TITLES).get)
+    timeout = right.number_input(_("Time limit (s)"), min_value=10, max_value=3600, step=10, key="script.timeout")
+    workdir = st.text_input(_("Run it from this directory"), key="script.workdir",
+                            help=_("Relative paths in the script are read from here."))
     problems, script_args = [], []
     try:
         script_args = shlex.split(arguments)
     except ValueError as exc:
-        problems.append(f"The arguments cannot be split like a command line: {exc}.")
+        problems.append(_("The arguments cannot be split like a command line: {problem}.").format(problem=exc))
     if not stages:
-        problems.append("Choose at least one stage.")
+        problems.append(_("Choose at least one stage."))
     if not Path(workdir).expanduser().is_dir():
-        problems.append(f"No directory at {workdir}.")
+        problems.append(_("No directory at {path}.").format(path=workdir))
     return {"script_args": script_args, "stages": ",".join(stages), "timeout": float(timeout),
             "cwd": Path(workdir).expanduser()}, problems
 
 
 def show_trace(traced: dict) -> None:
     """What the last trace found: the outcome, the script's error with its line and fix, the checklist."""
-    st.subheader(f"Traced: {traced['name']}")
+    st.subheader(_("Traced: {name}").format(name=traced["name"]))
     (st.success if traced["exit_code"] == 0 else st.error)(traced["message"])
     report = traced["report"]
     if report:
@@ -90,17 +93,17 @@ def show_trace(traced: dict) -> None:
             if error.get("code"):
                 st.code(error["code"], language="python")
             if error.get("fix"):
-                st.markdown("**Fix**")
+                st.markdown("**" + _("Fix") + "**")
                 st.code(error["fix"], language="python")
         for note in report.get("notes", []):
             st.caption(note)
         # Not a widget key: a widget's state is dropped on pages that do not draw it, and this one is read everywhere.
-        st.session_state[ACTIVE_KEY] = st.toggle("Show these results on the walk's pages and in the Report",
+        st.session_state[ACTIVE_KEY] = st.toggle(_("Show these results on the walk's pages and in the Report"),
                                                  value=bool(st.session_state.get(ACTIVE_KEY)))
         results = [CheckResult.from_dict(check) for check in report.get("checks", [])]
         if results:
             status_line(results)
             checklist(results)
     if traced.get("output"):
-        with st.expander("The script's output"):
+        with st.expander(_("The script's output")):
             st.code(traced["output"][-6000:], language="text")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from diagnostics.hyperparams import SweepSettings
+from diagnostics.i18n import _, localize
 from diagnostics.overfit import DEFAULT_EPOCHS
 from diagnostics.registry import CHECKS, STAGE_ORDER
 from diagnostics.result import CheckResult
@@ -26,7 +27,7 @@ def shared_results() -> SharedResults:
 
 
 def waiting_text(label: str, flight: Flight) -> str:
-    others = f" · {flight.waiters} sessions waiting for it" if flight.waiters > 1 else ""
+    others = " · " + _("{count} sessions waiting for it").format(count=flight.waiters) if flight.waiters > 1 else ""
     return f"{label} {flight.text} ({flight.elapsed():.0f} s{others})"
 
 
@@ -80,9 +81,9 @@ def kept(job: Job) -> Entry | None:
 def freshness(entry: Entry, job: Job) -> None:
     """When the result was computed, for how long, and a button to compute it again for everyone."""
     left, right = st.columns([5, 1], vertical_alignment="center")
-    left.caption(f":material/history: Computed {entry.age()} in {entry.seconds:.1f} s, and kept for everyone who "
-                 "opens this configuration.")
-    right.button("Compute again", key=f"shared.again.{job.kind}", icon=":material/refresh:",
+    left.caption(":material/history: " + _("Computed {age} in {seconds:.1f} s, and kept for everyone who opens this "
+                                           "configuration.").format(age=localize(entry.age()), seconds=entry.seconds))
+    right.button(_("Compute again"), key=f"shared.again.{job.kind}", icon=":material/refresh:",
                  on_click=lambda: st.session_state.setdefault(AGAIN_KEY, set()).add(job.kind))
 
 

@@ -14,14 +14,17 @@ from diagnostics.config import DATA_SOURCES, DEMO_CHECKPOINT, LOSSES, OPTIMIZERS
 from diagnostics.errors import InputError
 from diagnostics.glue import TASKS, get_task
 from diagnostics.hyperparams import SweepSettings
+from diagnostics.i18n import (DEFAULT_LANGUAGE, LANGUAGES, N_, _, language_from_locale, localize, message_of, said,
+                             set_language)
 from diagnostics.overfit import DEFAULT_EPOCHS
 from diagnostics.scenarios import SCENARIOS
 from ui.links import Link, link_params, parse_link
 
 UPLOADS_KEY, UPLOAD_PROBLEMS_KEY = "data.uploads", "data.upload_problems"
-DATA_SOURCE_LABELS = {"demo": "Bundled demo samples", "hub": "Hugging Face Hub (nyu-mll/glue)", "files": "Local files"}
+DATA_SOURCE_LABELS = {"demo": N_("Bundled demo samples"), "hub": N_("Hugging Face Hub (nyu-mll/glue)"),
+                      "files": N_("Local files")}
 CONFIG_KEY = "run.config"
-NO_SCENARIO = "(none)"
+NO_SCENARIO = N_("(none)")
 CONFIG_ERROR_KEY = "run.config_error"
 LINK_WRITTEN_KEY = "link.written"  # the query parameters this session last put in the URL
 LINK_PROBLEMS_KEY = "link.problems"  # what the opened link asked for that could not be used
@@ -30,6 +33,7 @@ LINK_PROBLEMS_KEY = "link.problems"  # what the opened link asked for that could
 SWEEP_KEYS = {"hparams.min_rate": "min_rate", "hparams.max_rate": "max_rate", "hparams.rates": "rates",
               "hparams.steps": "steps", "hparams.range_steps": "range_steps"}
 EPOCHS_KEY = "overfit.epochs"
+LANG_KEY = "ui.lang"
 
 
 @st.cache_resource(show_spinner=False)
@@ -65,6 +69,7 @@ def init_state() -> None:
         **{key: getattr(SweepSettings(), name) for key, name in SWEEP_KEYS.items()},
         EPOCHS_KEY: DEFAULT_EPOCHS,
         LINK_PROBLEMS_KEY: [],
+        LANG_KEY: browser_language(),
     }
     from ui.script import SCRIPT_DEFAULTS  # the Your script page's inputs
 
@@ -72,6 +77,25 @@ def init_state() -> None:
         st.session_state.setdefault(key, value)
     for key in (*SWEEP_KEYS, EPOCHS_KEY, *SCRIPT_DEFAULTS):
         st.session_state[key] = st.session_state[key]  # kept while their page is closed
+
+
+def browser_language() -> str:
+    """The app's language the reader's browser asks for (its locale, else its Accept-Language), else English."""
+    try:
+        return language_from_locale(st.context.locale or st.context.headers.get("Accept-Language"))
+    except Exception:  # no browser behind this run (a bare script run)
+        return DEFAULT_LANGUAGE
+
+
+def apply_language() -> str:
+    """Speak this session's language for the rest of the run (call before any text is drawn)."""
+    return set_language(st.session_state.get(LANG_KEY))
+
+
+def language_picker() -> None:
+    st.selectbox(_("Language"), list(LANGUAGES), key=LANG_KEY, format_func=LANGUAGES.get,
+                 help=_("Every page, finding and fix in this language; code, column names and check ids stay as "
+                        "they are."))
 
 
 def sweep_from_state() -> SweepSettings:
@@ -109,6 +133,8 @@ def load_link() -> None:
         "run.scenario": link.scenario or NO_SCENARIO, "run.defaults_for": config.checkpoint,
         **{key: getattr(link.sweep, name) for key, name in SWEEP_KEYS.items()}, EPOCHS_KEY: link.epochs,
     })
+    if link.lang:
+        state[LANG_KEY] = link.lang
 
 
 def current_link() -> Link | None:
@@ -121,7 +147,8 @@ def current_link() -> Link | None:
         sweep = sweep_from_state()
     except (TypeError, ValueError):
         sweep = SweepSettings()
-    return Link(config, None if scenario == NO_SCENARIO else scenario, sweep, int(st.session_state[EPOCHS_KEY]))
+    return Link(config, None if scenario == NO_SCENARIO else scenario, sweep, int(st.session_state[EPOCHS_KEY]),
+                st.session_state.get(LANG_KEY))
 
 
 def write_link() -> dict[str, str] | None:
@@ -153,19 +180,19 @@ def link_problems() -> None:
     problems = st.session_state.get(LINK_PROBLEMS_KEY) or []
     if problems:
         st.warning("\n\n".join(problems), icon=":material/link_off:")
-        st.button("Dismiss", key="link.dismiss", on_click=lambda: st.session_state.update({LINK_PROBLEMS_KEY: []}))
+        st.button(_("Dismiss"), key="link.dismiss", on_click=lambda: st.session_state.update({LINK_PROBLEMS_KEY: []}))
 
 
 def link_copy(page_path: str) -> None:
     """Write the run into the URL, and offer the link to this page to copy."""
     params = write_link()
-    with st.popover("Copy link to this run", icon=":material/link:", width="stretch"):
+    with st.popover(_("Copy link to this run"), icon=":material/link:", width="stretch"):
         if params is None:
-            st.caption("The configuration above cannot be used yet, so there is no link to it.")
+            st.caption(_("The configuration above cannot be used yet, so there is no link to it."))
         else:
             st.code(app_url(page_path, params), language=None, wrap_lines=True)
-            st.caption("The copy button is at the code block's right. Whoever opens the link gets this configuration, "
-                       "scenario and page settings, and the results already computed for them.")
+            st.caption(_("The copy button is at the code block's right. Whoever opens the link gets this "
+                         "configuration, scenario and page settings, and the results already computed for them."))
 
 
 FOLLOWS_CHECKPOINT = {"run.learning_rate": lambda c: f"{c.learning_rate:g}", "run.data_source": lambda c: c.data_source}
@@ -242,12 +269,13 @@ def apply_scenario() -> None:
 
 def scenario_picker() -> None:
     """The workshop picker and the chosen scenario's symptom (before the page, so the choice is never lost)."""
-    st.selectbox("Workshop scenario", [NO_SCENARIO, *SCENARIOS], key="run.scenario", on_change=apply_scenario,
-                 format_func=lambda name: name if name == NO_SCENARIO else f"{name}: {SCENARIOS[name].title}",
-                 help="Each preset injects one known bug into the configuration above.")
+    st.selectbox(_("Workshop scenario"), [NO_SCENARIO, *SCENARIOS], key="run.scenario", on_change=apply_scenario,
+                 format_func={NO_SCENARIO: _(NO_SCENARIO), **{name: f"{name}: {_(scenario.title)}"
+                                                              for name, scenario in SCENARIOS.items()}}.get,
+                 help=_("Each preset injects one known bug into the configuration above."))
     name = st.session_state["run.scenario"]
     if name != NO_SCENARIO:
-        st.caption(f"**Symptom:** {SCENARIOS[name].symptom}")
+        st.caption(_("**Symptom:** {symptom}").format(symptom=_(SCENARIOS[name].symptom)))
 
 
 def scenario_panel(slot) -> None:
@@ -263,11 +291,12 @@ def scenario_panel(slot) -> None:
     lines = []
     for checks, caught in scenario.caught(statuses).items():
         ran = any(check in statuses for check in checks.split(" or "))
-        mark = ":green[caught]" if caught else (":red[missed]" if ran else ":gray[not run yet]")
+        mark = _(":green[caught]") if caught else (_(":red[missed]") if ran else _(":gray[not run yet]"))
         lines.append(f"- `{checks}`: {mark}")
-    slot.markdown("**Must be flagged by:**\n" + ("\n".join(lines) if lines else "- nothing: no check may fail"))
+    slot.markdown(_("**Must be flagged by:**") + "\n" + (
+        "\n".join(lines) if lines else "- " + _("nothing: no check may fail")))
     if name in ("course-script", "fixed") and not limits.hosted():
-        slot.page_link("app_pages/script.py", label="Trace the course's own script", icon=":material/code:")
+        slot.page_link("app_pages/script.py", label=_("Trace the course's own script"), icon=":material/code:")
 
 
 def sidebar(page_path: str = ""):
@@ -280,23 +309,25 @@ def sidebar(page_path: str = ""):
         the sidebar slot for the scenario panel, filled by `scenario_panel` once the page has run.
     """
     with st.sidebar:
-        st.header("Run under test")
+        language_picker()
+        st.header(_("Run under test"))
         link_problems()
         traced = st.session_state.get("script.traced")
         if st.session_state.get("script.active") and traced:
-            st.info(f"The pages show your traced script **{traced['name']}**, not the settings below.",
-                    icon=":material/code:")
-            st.button("Back to these settings", key="script.back", on_click=lambda: st.session_state.update(
+            st.info(_("The pages show your traced script **{name}**, not the settings below.").format(
+                name=traced["name"]), icon=":material/code:")
+            st.button(_("Back to these settings"), key="script.back", on_click=lambda: st.session_state.update(
                 {"script.active": False}))
         if not hub_reachable():
             on_kit = st.session_state["run.checkpoint"].strip() == DEMO_CHECKPOINT
-            st.info("Offline: the Hugging Face Hub cannot be reached, so " + (
-                "the app runs on the bundled demo kit (a tiny DistilBERT built here and GLUE-schema samples)."
-                if on_kit else "checkpoints and data come from this machine: a directory written by "
-                "save_pretrained, and local files or the bundled samples."), icon=":material/cloud_off:")
+            st.info(_("Offline: the Hugging Face Hub cannot be reached, so the app runs on the bundled demo kit (a "
+                      "tiny DistilBERT built here and GLUE-schema samples).") if on_kit else _(
+                "Offline: the Hugging Face Hub cannot be reached, so checkpoints and data come from this machine: a "
+                "directory written by save_pretrained, and local files or the bundled samples."),
+                icon=":material/cloud_off:")
         hosted = limits.hosted()
         if hosted:
-            st.caption(f"**Hosted mode** limits every run: {hosted.describe()}.")
+            st.caption(_("**Hosted mode** limits every run: {limits}.").format(limits=localize(hosted.describe())))
         data_widgets(hosted)
         training_widgets()
     try:
@@ -304,7 +335,7 @@ def sidebar(page_path: str = ""):
         st.session_state[CONFIG_ERROR_KEY] = None
     except InputError as exc:
         st.session_state[CONFIG_KEY] = None
-        st.session_state[CONFIG_ERROR_KEY] = str(exc)
+        st.session_state[CONFIG_ERROR_KEY] = message_of(exc)
     with st.sidebar:
         link_copy(page_path)
         st.divider()
@@ -314,19 +345,19 @@ def sidebar(page_path: str = ""):
 
 def data_widgets(hosted) -> None:
     """The checkpoint, the task and its data, and how the batches are built."""
-    st.text_input("Checkpoint", key="run.checkpoint", on_change=follow_checkpoint,
-                  help="A Hub name, a local directory written by save_pretrained, or 'demo' for the offline kit.")
-    st.selectbox("GLUE task", list(TASKS), key="run.task")
+    st.text_input(_("Checkpoint"), key="run.checkpoint", on_change=follow_checkpoint,
+                  help=_("A Hub name, a local directory written by save_pretrained, or 'demo' for the offline kit."))
+    st.selectbox(_("GLUE task"), list(TASKS), key="run.task")
     sources = [source for source in DATA_SOURCES if not (hosted and source == "files")]
-    source = st.radio("Data", sources, key="run.data_source", format_func=DATA_SOURCE_LABELS.get)
+    source = st.radio(_("Data"), sources, key="run.data_source", format_func=said(DATA_SOURCE_LABELS).get)
     if source == "files":
-        st.text_area("Data files (one SPLIT=PATH a line)", key="run.data_files",
+        st.text_area(_("Data files (one SPLIT=PATH a line)"), key="run.data_files",
                      placeholder="train=/data/mnli/train.tsv\nvalidation_matched=/data/mnli/dev.tsv",
-                     help="csv, tsv with a header row, json/jsonl or parquet, in the task's GLUE schema.")
-        st.file_uploader("Or upload them", type=[suffix[1:] for suffix in loading.LOCAL_FORMATS],
+                     help=_("csv, tsv with a header row, json/jsonl or parquet, in the task's GLUE schema."))
+        st.file_uploader(_("Or upload them"), type=[suffix[1:] for suffix in loading.LOCAL_FORMATS],
                          accept_multiple_files=True, key=UPLOADS_KEY, on_change=take_uploads,
-                         help="Each file is kept on this machine and gets a SPLIT=PATH line above; its name before "
-                              "the type names the split (dev.tsv: split 'dev'), which you can edit there.")
+                         help=_("Each file is kept on this machine and gets a SPLIT=PATH line above; its name before "
+                                "the type names the split (dev.tsv: split 'dev'), which you can edit there."))
         for problem in st.session_state.get(UPLOAD_PROBLEMS_KEY) or ():
             st.warning(problem, icon=":material/upload_file:")
         splits = [split for split, _ in _parse_quietly(st.session_state["run.data_files"])]
@@ -337,41 +368,43 @@ def data_widgets(hosted) -> None:
             gone = st.session_state["run.split"]
             st.session_state["run.split"] = splits[0]
             if gone:
-                st.caption(f"There is no split {gone!r} here; showing {splits[0]!r}.")
-        st.selectbox("Split", splits, key="run.split")
+                st.caption(_("There is no split {gone} here; showing {shown}.").format(gone=repr(gone),
+                                                                                       shown=repr(splits[0])))
+        st.selectbox(_("Split"), splits, key="run.split")
     task = get_task(st.session_state["run.task"])
     st.number_input("num_labels", step=1, key="run.num_labels",
-                    placeholder=f"task default ({task.num_labels})",
-                    help="What from_pretrained(..., num_labels=N) gets. Empty: the task's own count.")
+                    placeholder=_("task default ({count})").format(count=task.num_labels),
+                    help=_("What from_pretrained(..., num_labels=N) gets. Empty: the task's own count."))
     left, right = st.columns(2)
-    left.number_input("Batch size", step=1, key="run.batch_size")
-    right.number_input("Max length", step=1, key="run.max_length")
-    with st.expander("Dataset options"):
-        st.text_input("columns= for to_tf_dataset", key="run.columns",
-                      placeholder="default: the model's inputs + label",
-                      help="Comma-separated, as in to_tf_dataset(columns=[...]); e.g. input_ids,labels.")
-        st.radio("Labels", ("inputs", "separate"), key="run.labels_in", format_func={
-            "inputs": "inside the input dict", "separate": "separate, Keras (x, y)"}.get)
-        st.checkbox("Shuffle (to_tf_dataset(shuffle=True))", key="run.shuffle")
-        st.checkbox("Shuffle the labels apart from their texts (a bug)", key="run.shuffle_labels")
-        st.number_input("Seed", min_value=0, step=1, key="run.seed")
+    left.number_input(_("Batch size"), step=1, key="run.batch_size")
+    right.number_input(_("Max length"), step=1, key="run.max_length")
+    with st.expander(_("Dataset options")):
+        st.text_input(_("columns= for to_tf_dataset"), key="run.columns",
+                      placeholder=_("default: the model's inputs + label"),
+                      help=_("Comma-separated, as in to_tf_dataset(columns=[...]); e.g. input_ids,labels."))
+        labels_in = {"inputs": _("inside the input dict"), "separate": _("separate, Keras (x, y)")}
+        st.radio(_("Labels"), ("inputs", "separate"), key="run.labels_in", format_func=labels_in.get)
+        st.checkbox(_("Shuffle (to_tf_dataset(shuffle=True))"), key="run.shuffle")
+        st.checkbox(_("Shuffle the labels apart from their texts (a bug)"), key="run.shuffle_labels")
+        st.number_input(_("Seed"), min_value=0, step=1, key="run.seed")
 
 
 def training_widgets() -> None:
     """The loss, the optimizer and its rate and schedule under test."""
-    st.subheader("Training setup")
-    st.selectbox("Loss", list(LOSSES), key="run.loss", help="\n\n".join(f"**{k}**: {v}" for k, v in LOSSES.items()))
-    st.selectbox("Optimizer", list(OPTIMIZERS), key="run.optimizer",
-                 help="\n\n".join(f"**{k}**: {v}" for k, v in OPTIMIZERS.items()))
+    st.subheader(_("Training setup"))
+    st.selectbox(_("Loss"), list(LOSSES), key="run.loss",
+                 help="\n\n".join(f"**{k}**: {_(v)}" for k, v in LOSSES.items()))
+    st.selectbox(_("Optimizer"), list(OPTIMIZERS), key="run.optimizer",
+                 help="\n\n".join(f"**{k}**: {_(v)}" for k, v in OPTIMIZERS.items()))
     left, right = st.columns(2)
-    left.text_input("Learning rate", key="run.learning_rate", disabled=st.session_state["run.optimizer"] == "adam",
-                    help='Ignored by the string "adam", which always means 0.001.')
-    right.text_input("Weight decay", key="run.weight_decay",
+    left.text_input(_("Learning rate"), key="run.learning_rate", disabled=st.session_state["run.optimizer"] == "adam",
+                    help=_('Ignored by the string "adam", which always means 0.001.'))
+    right.text_input(_("Weight decay"), key="run.weight_decay",
                      disabled=st.session_state["run.optimizer"] not in ("AdamW", "create_optimizer"))
     if st.session_state["run.optimizer"] == "create_optimizer":
         left, right = st.columns(2)
-        left.number_input("Planned train steps", min_value=1, step=100, key="run.train_steps")
-        right.number_input("Warmup steps", min_value=0, step=10, key="run.warmup_steps")
+        left.number_input(_("Planned train steps"), min_value=1, step=100, key="run.train_steps")
+        right.number_input(_("Warmup steps"), min_value=0, step=10, key="run.warmup_steps")
 
 
 def config_from_state() -> RunConfig:
@@ -413,8 +446,9 @@ def current_config() -> RunConfig | None:
     """The validated configuration; when invalid, the page shows why and stops."""
     config = st.session_state.get(CONFIG_KEY)
     if config is None:
-        st.error(f"The run configuration cannot be used: {st.session_state.get(CONFIG_ERROR_KEY)}")
-        st.caption("Change it in the sidebar; everything else you entered is kept.")
+        st.error(_("The run configuration cannot be used: {reason}").format(
+            reason=localize(st.session_state.get(CONFIG_ERROR_KEY))))
+        st.caption(_("Change it in the sidebar; everything else you entered is kept."))
         st.stop()
     return config
 

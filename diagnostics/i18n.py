@@ -1,0 +1,135 @@
+"""The app's languages: gettext catalogs, the current language, and sentences that can be said again in another.
+
+A finding is made once and shown to many people (the shared results, the JSON report), so it keeps its English
+template and its values (`msg`), and each page, the command line and the Markdown report translate it when they
+show it (`localize`), filling the numbers and names in after translation. Fixed texts of the interface go through
+`_` at the moment they are drawn, in the language of the run that draws them.
+
+Catalogs: `diagnostics/locale/<lang>/LC_MESSAGES/debugger.po` (edited) and `.mo` (compiled by
+`python scripts/catalogs.py`, which also extracts new messages with Babel).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import functools
+import gettext
+import string
+from pathlib import Path
+from typing import Any
+
+DOMAIN = "debugger"
+LOCALE_DIR = Path(__file__).resolve().parent / "locale"
+LANGUAGES = {"en": "English", "ru": "Русский", "zh": "中文", "it": "Italiano", "ko": "한국어"}
+DEFAULT_LANGUAGE = "en"
+
+_current: contextvars.ContextVar[str] = contextvars.ContextVar("debugger_language", default=DEFAULT_LANGUAGE)
+
+
+class Text(str):
+    """An English sentence that remembers its template and values, so `localize` can say it in another language.
+
+    It is a str (the English sentence), so the JSON report, the tests and every caller that only reads text see
+    plain English.
+    """
+
+    template: str
+    params: dict[str, Any]
+
+    def __new__(cls, template: str, params: dict[str, Any]):
+        self = super().__new__(cls, template.format(**params))
+        self.template, self.params = template, params
+        return self
+
+    def __reduce__(self):
+        return Text, (self.template, self.params)
+
+
+def msg(template: str, **params) -> Text:
+    """A translatable sentence: `template` is the message id in the catalogs, filled with `params` (str.format)."""
+    return Text(template, params)
+
+
+def N_(text: str) -> str:
+    """Mark a fixed text for the catalogs where it is declared; `_` translates it where it is shown."""
+    return text
+
+
+@functools.lru_cache(maxsize=None)
+def translations(language: str) -> gettext.NullTranslations:
+    """The compiled catalog of `language` (English and an unknown language: the messages as written)."""
+    if language == DEFAULT_LANGUAGE:
+        return gettext.NullTranslations()
+    return gettext.translation(DOMAIN, LOCALE_DIR, languages=[language], fallback=True)
+
+
+def current_language() -> str:
+    return _current.get()
+
+
+def set_language(language: str | None) -> str:
+    """Make `language` the current one for this run (an unknown one falls back to English); returns it."""
+    chosen = language if language in LANGUAGES else DEFAULT_LANGUAGE
+    _current.set(chosen)
+    return chosen
+
+
+@contextlib.contextmanager
+def use_language(language: str | None):
+    """Within the block, `_` and `localize` speak `language`."""
+    token = _current.set(language if language in LANGUAGES else DEFAULT_LANGUAGE)
+    try:
+        yield
+    finally:
+        _current.reset(token)
+
+
+def _(text: str) -> str:
+    """A fixed text of the interface in the current language."""
+    return translations(current_language()).gettext(text) if text else text
+
+
+def said(labels: dict[str, str]) -> dict[str, str]:
+    """Each label in the current language, as a dict a widget's format_func can read (a dict, not a function that
+    translates when called, so the labels are fixed in the language of the run that draws the widget)."""
+    return {key: _(label) for key, label in labels.items()}
+
+
+def localize(value: Any, language: str | None = None) -> Any:
+    """A `Text` (or a list of them) in `language` (the current one when None), values translated too where they are
+    `Text`; any other value as it is (code, column names, plain English written before the catalogs knew it)."""
+    if isinstance(value, list):
+        return [localize(item, language) for item in value]
+    if not isinstance(value, Text):
+        return value
+    language = language or current_language()
+    if language == DEFAULT_LANGUAGE:
+        return str(value)
+    template = translations(language).gettext(value.template)
+    params = {name: localize(item, language) for name, item in value.params.items()}
+    try:
+        return template.format(**params)
+    except (KeyError, IndexError, ValueError):  # a catalog entry whose placeholders drifted: English, never a crash
+        return str(value)
+
+
+def message_of(exc: BaseException) -> str:
+    """An exception's message, still translatable when it was raised with a `msg` (InputError(msg(...)))."""
+    first = exc.args[0] if exc.args else None
+    return first if isinstance(first, Text) else str(exc)
+
+
+def placeholders(template: str) -> set[str]:
+    """The names a template fills in ({count:,} -> 'count')."""
+    return {field.split(".")[0].split("[")[0] for _, field, _, _ in string.Formatter().parse(template) if field}
+
+
+def language_from_locale(locale: str | None) -> str:
+    """The app's language for a browser locale or an Accept-Language header ('ko-KR', 'ru,en;q=0.8'); English when
+    none of its languages is listed."""
+    for part in (locale or "").split(","):
+        code = part.split(";")[0].strip().lower().replace("_", "-").split("-")[0]
+        if code in LANGUAGES:
+            return code
+    return DEFAULT_LANGUAGE

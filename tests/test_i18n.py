@@ -1,0 +1,167 @@
+"""The app's languages: complete catalogs, sentences translated with their numbers, the language chosen in the
+sidebar, a link or the command line, and every page drawn in every language."""
+
+from __future__ import annotations
+
+import copy
+import json
+import pickle
+import sys
+
+import pytest
+
+from conftest import ROOT
+from diagnostics.i18n import (DEFAULT_LANGUAGE, LANGUAGES, Text, _, language_from_locale, localize, msg, placeholders,
+                              use_language)
+
+sys.path.insert(0, str(ROOT / "scripts"))
+import catalogs  # noqa: E402
+
+TRANSLATED = [language for language in LANGUAGES if language != DEFAULT_LANGUAGE]
+
+
+def test_every_message_has_a_translation_with_its_placeholders_in_every_catalog():
+    assert catalogs.problems() == []
+
+
+def test_every_catalog_holds_the_same_messages_as_the_code():
+    ids = {message.id for message in catalogs.extract() if message.id}
+    assert len(ids) > 250
+    for language in TRANSLATED:
+        catalog = catalogs.read(catalogs.po_path(language), language)
+        assert {message.id for message in catalog if message.id} == ids
+
+
+@pytest.mark.parametrize("language", TRANSLATED)
+def test_a_sentence_is_said_in_each_language_with_its_numbers(language):
+    sentence = msg("Split-wide checks scanned {rows:,} rows.", rows=12345)
+    said = localize(sentence, language)
+    assert "12,345" in said and said != str(sentence)
+    assert localize(sentence, "en") == str(sentence) == "Split-wide checks scanned 12,345 rows."
+
+
+def test_values_that_are_sentences_are_translated_too():
+    inner = msg("{count} minutes ago", count=7)
+    outer = msg("Computed {age} in {seconds:.1f} s, and kept for everyone who opens this configuration.",
+                age=inner, seconds=1.25)
+    assert str(outer).startswith("Computed 7 minutes ago in 1.2 s")
+    russian = localize(outer, "ru")
+    assert "7 мин. назад" in russian and "1.2" in russian
+
+
+def test_a_sentence_is_plain_english_text_for_json_copies_and_pickles():
+    sentence = msg("{count} minutes ago", count=3)
+    assert isinstance(sentence, str) and json.dumps({"s": sentence}) == '{"s": "3 minutes ago"}'
+    for again in (copy.deepcopy(sentence), pickle.loads(pickle.dumps(sentence))):
+        assert isinstance(again, Text) and localize(again, "ko") == "3분 전"
+
+
+def test_code_and_unknown_text_stay_as_they_are():
+    assert localize("model.compile(optimizer=Adam(5e-5))", "zh") == "model.compile(optimizer=Adam(5e-5))"
+    assert localize(None, "ru") is None
+    assert localize(msg("not a catalog message {x}", x=1), "it") == "not a catalog message 1"
+
+
+def test_underscore_follows_the_current_language():
+    assert _("Learning rate") == "Learning rate"
+    with use_language("it"):
+        assert _("Learning rate") == "Learning rate"  # the course's Italian keeps the English term
+        assert _("Batch size") == "Dimensione del batch"
+    with use_language("ru"):
+        assert _("Batch size") == "Размер батча"
+    with use_language("xx"):
+        assert _("Batch size") == "Batch size"
+
+
+@pytest.mark.parametrize("locale, language", [
+    ("ko-KR", "ko"), ("ru", "ru"), ("zh-CN", "zh"), ("zh_TW", "zh"), ("it-IT", "it"), ("en-US", "en"),
+    ("fr-FR", "en"), ("fr-FR,ru;q=0.8,en;q=0.5", "ru"), ("", "en"), (None, "en"),
+])
+def test_a_browser_locale_picks_the_language(locale, language):
+    assert language_from_locale(locale) == language
+
+
+def test_placeholders_are_the_names_a_template_fills():
+    assert placeholders("{rows:,} of {total} in {split!r}") == {"rows", "total", "split"}
+
+
+# ---------------------------------------------------------------- the command line
+
+
+@pytest.mark.parametrize("language, checked", [("ko", "검사함"), ("ru", "Проверен"), ("zh", "已检查"),
+                                                ("it", "Controllato"), ("en", "Checked")])
+def test_the_command_line_prints_and_writes_markdown_in_the_chosen_language(tmp_path, capsys, language, checked):
+    from diagnostics.__main__ import main
+
+    markdown, report = tmp_path / "report.md", tmp_path / "report.json"
+    code = main(["run", "--checkpoint", "demo", "--task", "mrpc", "--split", "validation", "--stages", "data",
+                 "--lang", language, "--markdown", str(markdown), "--json", str(report)])
+    printed = capsys.readouterr().out
+    assert code in (0, 1) and checked in printed
+    written = markdown.read_text(encoding="utf-8")
+    with use_language(language):
+        assert _("Training Pipeline Debugger report") in written
+    data = json.loads(report.read_text())
+    assert data["run"]["language"] == language
+    assert data["checks"][0]["summary"].isascii()  # the JSON report stays English
+
+
+def test_an_unknown_language_on_the_command_line_is_a_clear_error(capsys):
+    from diagnostics.__main__ import main
+
+    with pytest.raises(SystemExit) as stopped:
+        main(["scenarios", "--lang", "xx"])
+    assert stopped.value.code == 2
+    assert "--lang: invalid choice: 'xx'" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- the pages
+
+PAGES = ["app_pages/1_data.py", "app_pages/2_model.py", "app_pages/3_hyperparameters.py", "app_pages/4_overfit.py",
+         "app_pages/report.py", "app_pages/script.py", "app_pages/workshop.py"]
+
+
+def _app():
+    from streamlit.testing.v1 import AppTest
+
+    return AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
+
+
+@pytest.mark.parametrize("language", list(LANGUAGES))
+def test_every_page_opens_in_each_language(language):
+    at = _app()
+    at.query_params["lang"] = language
+    at.run()
+    assert not at.exception
+    assert at.selectbox(key="ui.lang").value == language
+    with use_language(language):
+        assert at.title[0].value == _("1 · Data")
+        expected_batch_label = _("Batch size")
+    assert at.number_input(key="run.batch_size").label == expected_batch_label
+    for page in PAGES[1:]:
+        at.switch_page(page).run()
+        assert not at.exception, (page, at.exception)
+        assert at.selectbox(key="ui.lang").value == language
+
+
+def test_picking_a_language_keeps_every_setting_and_writes_it_into_the_link():
+    at = _app().run()
+    at.number_input(key="run.batch_size").set_value(8).run()
+    at.selectbox(key="run.task").set_value("rte").run()
+    at.selectbox(key="ui.lang").set_value("ko").run()
+    assert not at.exception
+    assert at.number_input(key="run.batch_size").value == 8 and at.selectbox(key="run.task").value == "rte"
+    assert at.number_input(key="run.batch_size").label == "배치 크기"
+    assert at.title[0].value == "1 · 데이터"
+    assert at.query_params["lang"] == "ko"
+    at.selectbox(key="ui.lang").set_value("en").run()
+    assert "lang" not in at.query_params and at.title[0].value == "1 · Data"
+
+
+def test_an_unknown_language_in_a_link_is_named_and_the_page_stays_in_english():
+    at = _app()
+    at.query_params["lang"] = "klingon"
+    at.run()
+    assert not at.exception
+    assert "lang='klingon'" in "\n".join(warning.value for warning in at.warning)
+    assert at.selectbox(key="ui.lang").value == "en"
