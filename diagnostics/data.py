@@ -15,6 +15,7 @@ from diagnostics.batches import (COLLATOR_LABEL, LABEL, LABEL_AS_WRITTEN, UNUSAB
                                  invalid_labels, label_names_for, plain_label, split_labels,
                                  text_cell_problems)
 from diagnostics.glue import STSB_RANGE, GlueTask
+from diagnostics.i18n import N_, joined, msg
 from diagnostics.registry import threshold
 from diagnostics.result import CheckResult, Status, decide, run_check, skipped
 
@@ -44,30 +45,31 @@ def check_columns(
     if missing_in_split:
         return CheckResult(
             "data.columns", STAGE, Status.FAIL,
-            f"The split lacks {', '.join(missing_in_split)}: {task.name} needs {', '.join(needed)}; it has: "
-            f"{', '.join(split_columns)}.",
+            msg("The split lacks {missing}: {task} needs {needed}; it has: {found}.", missing=", ".join(missing_in_split),
+                task=task.name, needed=", ".join(needed), found=", ".join(split_columns)),
             fix=f"dataset = dataset.rename_column('<your column>', '{missing_in_split[0]}')",
             evidence=evidence,
         )
     if missing_requested:
         return CheckResult(
             "data.columns", STAGE, Status.FAIL,
-            f"to_tf_dataset asks for {', '.join(missing_requested)}, which does not exist; "
-            f"the tokenized split has: {', '.join(available)}.",
+            msg("to_tf_dataset asks for {missing}, which does not exist; the tokenized split has: {found}.",
+                missing=", ".join(missing_requested), found=", ".join(available)),
             fix=f"to_tf_dataset(columns={suggested!r}, collate_fn=DataCollatorWithPadding(tokenizer, return_tensors='np'), ...)",
             evidence=evidence,
         )
     if left_out:
         return CheckResult(
             "data.columns", STAGE, Status.WARN,
-            f"columns= leaves out the model input(s) {', '.join(left_out)}, so the model "
-            "attends to padding (and sees no segment ids).",
+            msg("columns= leaves out the model input(s) {inputs}, so the model attends to padding (and sees no "
+                "segment ids).", inputs=", ".join(left_out)),
             fix=f"to_tf_dataset(columns={suggested!r}, ...)",
             evidence=evidence,
         )
     return CheckResult(
         "data.columns", STAGE, Status.PASS,
-        f"All {len(requested)} requested columns exist ({', '.join(requested)}), and the split has every column {task.name} needs.",
+        msg("All {count} requested columns exist ({columns}), and the split has every column {task} needs.",
+            count=len(requested), columns=", ".join(requested), task=task.name),
         evidence=evidence,
     )
 
@@ -76,20 +78,21 @@ def missing_columns_result(split_columns: list[str], task: GlueTask, missing: li
     """data.columns when the split lacks some of the task's columns, with what the file's shape suggests: another
     delimiter (one column whose name holds the others), or no header row (the first row read as names)."""
     needed = list(task.text_columns) + [LABEL]
-    hint = ""
+    hint: Any = ""
     joined = next(((name, mark) for name in split_columns for mark in (";", ",", "\t", "|")
                    if sum(column in name for column in needed) >= 2 and mark in name), None)
     if joined:
-        hint = (f" The file was read as if its columns were not split: the column {joined[0]!r} holds the names, so "
-                f"it separates them with {joined[1]!r}; write it as csv (commas) or tsv (tabs).")
+        hint = msg(" The file was read as if its columns were not split: the column {column} holds the names, so it "
+                   "separates them with {mark}; write it as csv (commas) or tsv (tabs).", column=repr(joined[0]),
+                   mark=repr(joined[1]))
     elif not set(needed) & set(split_columns) and any(" " in name or name.strip().lstrip("-").replace(".", "").isdigit()
                                                        for name in split_columns):
-        hint = (" Its first row looks like data, not a header: the file needs a header row naming "
-                f"{', '.join(needed)}.")
+        hint = msg(" Its first row looks like data, not a header: the file needs a header row naming {needed}.",
+                   needed=", ".join(needed))
     return CheckResult(
         "data.columns", STAGE, Status.FAIL,
-        f"The split lacks {', '.join(missing)}: {task.name} needs {', '.join(needed)}; it has: "
-        f"{', '.join(split_columns)}.{hint}",
+        msg("The split lacks {missing}: {task} needs {needed}; it has: {found}.{hint}", missing=", ".join(missing),
+            task=task.name, needed=", ".join(needed), found=", ".join(split_columns), hint=hint),
         fix=f"dataset = dataset.rename_column('<your column>', '{missing[0]}')",
         evidence={"split_columns": split_columns, "needed": needed},
     )
@@ -101,14 +104,17 @@ def check_text_cells(problems: dict[str, dict[str, list]], task: GlueTask, rows:
     parts = []
     for column, found in problems.items():
         if found["empty"]:
-            parts.append(f"{column} is empty in {len(found['empty']):,} row(s) (rows {_rows(found['empty'])})")
+            parts.append(msg("{column} is empty in {count:,} row(s) (rows {rows})", column=column,
+                             count=len(found["empty"]), rows=_rows(found["empty"])))
         if found["not_text"]:
-            parts.append(f"{column} holds values that are not text in {len(found['not_text']):,} row(s) (rows "
-                         f"{_rows(found['not_text'])}, e.g. {', '.join(found['examples'])})")
+            parts.append(msg("{column} holds values that are not text in {count:,} row(s) (rows {rows}, e.g. "
+                             "{examples})", column=column, count=len(found["not_text"]), rows=_rows(found["not_text"]),
+                             examples=", ".join(found["examples"])))
     columns = list(task.text_columns)
     return CheckResult(
         "data.columns", STAGE, Status.FAIL,
-        f"{'; '.join(parts)}, of {rows:,} rows: the tokenizer needs text in every row's {', '.join(columns)}.",
+        msg("{problems}, of {total:,} rows: the tokenizer needs text in every row's {columns}.",
+            problems=joined(parts, "; "), total=rows, columns=", ".join(columns)),
         fix=f"dataset = dataset.filter(lambda row: all(isinstance(row[c], str) and row[c].strip() for c in {columns!r}))",
         evidence={"text_cells": problems, "rows_scanned": rows},
     )
@@ -137,9 +143,9 @@ def _entry(key: str, value, where: str) -> dict[str, Any]:
 
 
 LABELS_AT_TEXT = {
-    "inputs": "labels are inside the input dict (the model's internal loss will use them)",
-    "separate": "labels are separate, as Keras (x, y) (compile(loss=...) will use them)",
-    "none": "the batch has no labels at all",
+    "inputs": N_("labels are inside the input dict (the model's internal loss will use them)"),
+    "separate": N_("labels are separate, as Keras (x, y) (compile(loss=...) will use them)"),
+    "none": N_("the batch has no labels at all"),
 }
 
 
@@ -148,14 +154,16 @@ def check_batch(batch: FirstBatch, batch_size: int) -> CheckResult:
     if batch.error:
         return CheckResult(
             "data.batch", STAGE, Status.FAIL,
-            f"to_tf_dataset could not produce a batch: {batch.error.rstrip('.!')}.",
+            msg("to_tf_dataset could not produce a batch: {error}.", error=batch.error.rstrip(".!")),
             fix=batch.error_fix or "to_tf_dataset(columns=[...existing columns...], "
             "collate_fn=DataCollatorWithPadding(tokenizer, return_tensors='np'), batch_size=...)",
             evidence={"error": batch.error, "requested": batch.requested_columns, "label_cols": batch.label_columns},
         )
     described = describe_batch(batch.tf_batch)
     shapes = ", ".join(f"{e['key']} {tuple(e['shape'])} {e['dtype']}" for e in described["entries"])
-    summary = f"The first batch holds {described['rows']} rows: {shapes}; {LABELS_AT_TEXT[described['labels_at']]}."
+    labels_at = LABELS_AT_TEXT[described["labels_at"]]
+    summary = msg("The first batch holds {rows} rows: {shapes}; {labels}.", rows=described["rows"], shapes=shapes,
+                  labels=msg(labels_at))
     if described["labels_at"] == "none":
         return CheckResult(
             "data.batch", STAGE, Status.FAIL, summary,
@@ -165,7 +173,8 @@ def check_batch(batch: FirstBatch, batch_size: int) -> CheckResult:
     if described["rows"] < batch_size:
         return CheckResult(
             "data.batch", STAGE, Status.WARN,
-            summary + f" The split has fewer rows than the batch size {batch_size}.",
+            msg("{summary} The split has fewer rows than the batch size {batch_size}.", summary=summary,
+                batch_size=batch_size),
             fix=f"batch_size={described['rows']}  # or use a larger split",
             evidence=described,
         )
@@ -190,13 +199,16 @@ def check_decoded_samples(rows: list[dict[str, Any]], *,
     if share > warn_unknown_share:
         return CheckResult(
             "data.decoded_samples", STAGE, Status.WARN,
-            f"{share:.0%} of the batch's tokens are unknown ({unknown} of {tokens}): the tokenizer does not fit this text.",
-            fix="Load the tokenizer from the same checkpoint as the model: AutoTokenizer.from_pretrained(checkpoint)",
+            msg("{share:.0%} of the batch's tokens are unknown ({unknown} of {tokens}): the tokenizer does not fit this "
+                "text.", share=share, unknown=unknown, tokens=tokens),
+            fix=msg("Load the tokenizer from the same checkpoint as the model: {code}",
+                    code="AutoTokenizer.from_pretrained(checkpoint)"),
             evidence=evidence,
         )
     return CheckResult(
         "data.decoded_samples", STAGE, Status.PASS,
-        f"{len(rows)} rows decode to readable text; {unknown} of {tokens} tokens are unknown. Read them beside their labels.",
+        msg("{rows} rows decode to readable text; {unknown} of {tokens} tokens are unknown. Read them beside their "
+            "labels.", rows=len(rows), unknown=unknown, tokens=tokens),
         evidence=evidence,
     )
 
@@ -207,7 +219,8 @@ def check_decoded_samples(rows: list[dict[str, Any]], *,
 def _rows(indices, shown: int = 10) -> str:
     """'3, 17 and 4 more' for row indices of the split."""
     listed = ", ".join(str(int(index)) for index in indices[:shown])
-    return listed + (f" and {len(indices) - shown:,} more" if len(indices) > shown else "")
+    return msg("{listed} and {count:,} more", listed=listed, count=len(indices) - shown) if len(indices) > shown \
+        else listed
 
 
 def check_label_range(
@@ -234,51 +247,59 @@ def check_label_range(
     if not in_split and not in_batch:
         return CheckResult(
             "data.label_range", STAGE, Status.PASS,
-            f"All {len(split_labels_):,} labels of the split lie in {valid}.",
+            msg("All {count:,} labels of the split lie in {valid}.", count=len(split_labels_), valid=valid),
             evidence=evidence,
         )
     listing = ", ".join(f"{label} x{count:,}" for label, count in in_split.items())
     bad_total = sum(in_split.values())
     labels = np.asarray(split_labels_)
-    headline = f"{bad_total:,} of {len(split_labels_):,} labels in split {split_name!r} lie outside {valid} ({listing})"
+    headline = msg("{bad:,} of {total:,} labels in split {split} lie outside {valid} ({listing})", bad=bad_total,
+                   total=len(split_labels_), split=repr(split_name), valid=valid, listing=listing)
     if -1 in in_split:
-        fix = "Train and validate on splits with labels ('train', 'validation'): GLUE's test splits carry label -1."
-        cause = "label -1 means the split has no labels (a GLUE test split)"
+        fix = msg("Train and validate on splits with labels ('train', 'validation'): GLUE's test splits carry label -1.")
+        cause = msg("label -1 means the split has no labels (a GLUE test split)")
     elif UNUSABLE_LABEL in in_split and not task.regression:
         rows = np.flatnonzero(labels == UNUSABLE_LABEL)
         evidence["unusable_rows"] = rows[:50].tolist()
         names = ", ".join(task.label_names)
-        fix = (f"Write each label as an id 0..{task.num_labels - 1} or one of {task.name}'s names ({names}), "
-               "and drop rows without one.")
-        headline = (f"{len(rows):,} of {len(split_labels_):,} labels in split {split_name!r} are not {task.name} labels"
-                    + (f" and {bad_total - len(rows):,} more lie outside {valid}" if bad_total > len(rows) else ""))
+        fix = msg("Write each label as an id 0..{last} or one of {task}'s names ({names}), and drop rows without one.",
+                  last=task.num_labels - 1, task=task.name, names=names)
+        headline = msg("{bad:,} of {total:,} labels in split {split} are not {task} labels{more}", bad=len(rows),
+                       total=len(split_labels_), split=repr(split_name), task=task.name,
+                       more=msg(" and {count:,} more lie outside {valid}", count=bad_total - len(rows), valid=valid)
+                       if bad_total > len(rows) else "")
         if written is not None:
             values = Counter((written[row] or "").strip() for row in rows)
             evidence["unusable_values"] = [{"value": value, "count": count} for value, count in values.most_common(20)]
-            quoted = ", ".join(f"{repr(value) if value else '(empty)'} x{count:,}" for value, count in values.most_common(6))
-            more = f" and {len(values) - 6:,} other values" if len(values) > 6 else ""
-            cause = (f"the file has {quoted}{more}, where {task.name} takes an id 0..{task.num_labels - 1} or one of "
-                     f"its names ({names}) (rows {_rows(rows)})")
+            quoted = joined([msg("{value} x{count:,}", value=repr(value), count=count) if value else
+                             msg("(empty) x{count:,}", count=count) for value, count in values.most_common(6)], ", ")
+            more = msg(" and {count:,} other values", count=len(values) - 6) if len(values) > 6 else ""
+            cause = msg("the file has {quoted}{more}, where {task} takes an id 0..{last} or one of its names ({names}) "
+                        "(rows {rows})", quoted=quoted, more=more, task=task.name, last=task.num_labels - 1,
+                        names=names, rows=_rows(rows))
         else:
-            cause = (f"each is empty, not a whole number, or text that is not one of {task.name}'s names ({names}) "
-                     f"(rows {_rows(rows)}; the checks show them as {UNUSABLE_LABEL})")
+            cause = msg("each is empty, not a whole number, or text that is not one of {task}'s names ({names}) "
+                        "(rows {rows}; the checks show them as {shown})", task=task.name, names=names, rows=_rows(rows),
+                        shown=UNUSABLE_LABEL)
     elif task.regression and np.isnan(labels.astype(float)).any():
         rows = np.flatnonzero(np.isnan(labels.astype(float)))
         evidence["unusable_rows"] = rows[:50].tolist()
-        fix = "Give every row a number from 0 to 5 as its score, or drop the rows without one."
-        headline = f"{len(rows):,} of {len(split_labels_):,} scores in split {split_name!r} are empty or not numbers"
-        cause = f"each reads as NaN, which makes every loss NaN (rows {_rows(rows)})"
+        fix = msg("Give every row a number from 0 to 5 as its score, or drop the rows without one.")
+        headline = msg("{bad:,} of {total:,} scores in split {split} are empty or not numbers", bad=len(rows),
+                       total=len(split_labels_), split=repr(split_name))
+        cause = msg("each reads as NaN, which makes every loss NaN (rows {rows})", rows=_rows(rows))
     elif task.regression:
-        fix = f"Clip or drop scores outside {valid}, and load with num_labels=1."
-        cause = "scores outside STS-B's range"
+        fix = msg("Clip or drop scores outside {valid}, and load with num_labels=1.", valid=valid)
+        cause = msg("scores outside STS-B's range")
     else:
         needed = max(int(label) for label in in_split if isinstance(label, int)) + 1 if in_split else num_labels
         fix = (f"TFAutoModelForSequenceClassification.from_pretrained(checkpoint, num_labels={max(needed, task.num_labels)})"
-               if needed > num_labels else "Map the labels to 0..num_labels-1 before training.")
-        cause = f"the model has num_labels={num_labels}, so these rows get a NaN loss on GPU and an error on CPU"
+               if needed > num_labels else msg("Map the labels to 0..num_labels-1 before training."))
+        cause = msg("the model has num_labels={num_labels}, so these rows get a NaN loss on GPU and an error on CPU",
+                    num_labels=num_labels)
     return CheckResult(
         "data.label_range", STAGE, Status.FAIL,
-        f"{headline}: {cause}.",
+        msg("{headline}: {cause}.", headline=headline, cause=cause),
         fix=fix,
         evidence=evidence,
     )
@@ -321,7 +342,7 @@ def check_label_balance(split_labels_: np.ndarray, batch_labels: list, task: Glu
     if split_total == 0:
         return CheckResult(
             "data.label_balance", STAGE, Status.SKIP,
-            "No label of the split lies in range, so there is no distribution to show (see data.label_range).",
+            msg("No label of the split lies in range, so there is no distribution to show (see data.label_range)."),
             evidence=evidence,
         )
     top = int(np.argmax(split_counts))
@@ -332,15 +353,19 @@ def check_label_balance(split_labels_: np.ndarray, batch_labels: list, task: Glu
     shares = ", ".join(f"{name} {count / split_total:.0%}" for name, count in zip(names, split_counts))
     return decide("data.label_balance", STAGE, evidence, [
         (top_share > warn_dominant_share, Status.WARN,
-         f"{names[top]} makes up {top_share:.0%} of the split ({shares}): a model can score well by always predicting it.",
-         "Weight the loss by class (class_weight=...) or resample, and watch F1 rather than accuracy."),
+         msg("{label} makes up {share:.0%} of the split ({shares}): a model can score well by always predicting it.",
+             label=names[top], share=top_share, shares=shares),
+         msg("Weight the loss by class (class_weight=...) or resample, and watch F1 rather than accuracy.")),
         (bool(absent) and batch_total >= classes, Status.WARN,
-         f"The first batch of {batch_total} rows has no {', '.join(absent)} although the split has them ({shares}).",
+         msg("The first batch of {rows} rows has no {absent} although the split has them ({shares}).",
+             rows=batch_total, absent=", ".join(absent), shares=shares),
          "to_tf_dataset(..., shuffle=True)  # and a batch large enough to hold every label"),
         (batch_top_share > warn_dominant_share and batch_total >= 2 * classes, Status.WARN,
-         f"{names[batch_top]} makes up {batch_top_share:.0%} of the first batch while the split is balanced ({shares}): "
-         "is the data shuffled?", "to_tf_dataset(..., shuffle=True)"),
-    ], f"No label dominates the split ({shares}) and the first batch holds {classes - len(absent)} of {classes} labels.")
+         msg("{label} makes up {share:.0%} of the first batch while the split is balanced ({shares}): is the data "
+             "shuffled?", label=names[batch_top], share=batch_top_share, shares=shares),
+         "to_tf_dataset(..., shuffle=True)"),
+    ], msg("No label dominates the split ({shares}) and the first batch holds {held} of {classes} labels.",
+           shares=shares, held=classes - len(absent), classes=classes))
 
 
 def _score_balance(split_labels_: np.ndarray, batch_labels: list, warn_dominant_share: float) -> CheckResult:
@@ -351,13 +376,14 @@ def _score_balance(split_labels_: np.ndarray, batch_labels: list, warn_dominant_
     top = int(np.argmax(split_hist["counts"])) if total else 0
     share = split_hist["counts"][top] / total if total else 0.0
     edges = split_hist["edges"]
-    summary = (f"Regression scores: split mean {np.nanmean(np.asarray(split_labels_, float)):.2f}, "
-               f"batch mean {np.nanmean(np.asarray(batch_labels, float)):.2f} (see the histogram)")
+    summary = msg("Regression scores: split mean {split:.2f}, batch mean {batch:.2f} (see the histogram)",
+                  split=np.nanmean(np.asarray(split_labels_, float)), batch=np.nanmean(np.asarray(batch_labels, float)))
     return decide("data.label_balance", STAGE, evidence, [
         (share > warn_dominant_share, Status.WARN,
-         f"{summary}; {share:.0%} of the scores lie between {edges[top]:.1f} and {edges[top + 1]:.1f}, so "
-         "predicting that range alone scores well.", "Resample or weight rows across the score range."),
-    ], summary + ".")
+         msg("{summary}; {share:.0%} of the scores lie between {low:.1f} and {high:.1f}, so predicting that range "
+             "alone scores well.", summary=summary, share=share, low=edges[top], high=edges[top + 1]),
+         msg("Resample or weight rows across the score range.")),
+    ], msg("{summary}.", summary=summary))
 
 
 # ---------------------------------------------------------------- data.baselines
@@ -398,34 +424,35 @@ def check_baselines(labels: np.ndarray, task: GlueTask, num_labels: int, *,
     if figures["valid_rows"] == 0:
         return CheckResult(
             "data.baselines", STAGE, Status.SKIP,
-            "No label of the split is valid, so there is no baseline (see data.label_range).",
+            msg("No label of the split is valid, so there is no baseline (see data.label_range)."),
             evidence=figures,
         )
     if task.regression and figures["mean_predictor_mse"] == 0:
         return CheckResult(
             "data.baselines", STAGE, Status.WARN,
-            f"Every score is {figures['mean']:.2f}: there is nothing to learn, and any model that outputs it is perfect.",
-            fix="Check that the label column was read correctly (e.g. not filled with a default).",
+            msg("Every score is {mean:.2f}: there is nothing to learn, and any model that outputs it is perfect.",
+                mean=figures["mean"]),
+            fix=msg("Check that the label column was read correctly (e.g. not filled with a default)."),
             evidence=figures,
         )
     if task.regression:
         return CheckResult(
             "data.baselines", STAGE, Status.PASS,
-            f"Always predicting the mean score {figures['mean']:.2f} gives a mean squared error of "
-            f"{figures['mean_predictor_mse']:.3f}; a model that learns must go below it.",
+            msg("Always predicting the mean score {mean:.2f} gives a mean squared error of {mse:.3f}; a model that "
+                "learns must go below it.", mean=figures["mean"], mse=figures["mean_predictor_mse"]),
             evidence=figures,
         )
     majority = task.label_name(figures["majority_label"])
-    summary = (
-        f"Random guessing gives loss ln({num_labels}) = {figures['uniform_loss']:.3f} and accuracy "
-        f"{figures['uniform_accuracy']:.0%}; always predicting {majority} gives accuracy {figures['majority_accuracy']:.0%} "
-        f"(loss {figures['prior_loss']:.3f} with the label frequencies)."
-    )
+    summary = msg("Random guessing gives loss ln({num_labels}) = {loss:.3f} and accuracy {accuracy:.0%}; always "
+                  "predicting {majority} gives accuracy {majority_accuracy:.0%} (loss {prior_loss:.3f} with the label "
+                  "frequencies).", num_labels=num_labels, loss=figures["uniform_loss"],
+                  accuracy=figures["uniform_accuracy"], majority=majority,
+                  majority_accuracy=figures["majority_accuracy"], prior_loss=figures["prior_loss"])
     if figures["majority_accuracy"] > warn_majority_accuracy:
         return CheckResult(
             "data.baselines", STAGE, Status.WARN,
-            summary + " High accuracy alone will not show that the model learned anything.",
-            fix="Track loss and F1 (or per-class recall) instead of accuracy alone.",
+            msg("{summary} High accuracy alone will not show that the model learned anything.", summary=summary),
+            fix=msg("Track loss and F1 (or per-class recall) instead of accuracy alone."),
             evidence=figures,
         )
     return CheckResult("data.baselines", STAGE, Status.PASS, summary, evidence=figures)
@@ -460,22 +487,22 @@ def check_truncation(figures: dict[str, Any], *,
         warn_truncated_share: share of rows cut above which information is lost.
         warn_padding_share: share of padding tokens above which compute is wasted.
     """
-    summary = (
-        f"{figures['truncated_rows']} of {figures['rows']} rows ({figures['truncated_share']:.0%}) are cut at "
-        f"max_length={figures['max_length']}; padding is {figures['padding_share']:.0%} of the padded batch "
-        f"({figures['padded_length']} tokens a row)."
-    )
+    summary = msg("{cut} of {rows} rows ({share:.0%}) are cut at max_length={max_length}; padding is {padding:.0%} "
+                  "of the padded batch ({length} tokens a row).", cut=figures["truncated_rows"], rows=figures["rows"],
+                  share=figures["truncated_share"], max_length=figures["max_length"], padding=figures["padding_share"],
+                  length=figures["padded_length"])
     if figures["truncated_share"] > warn_truncated_share:
         longest = max(figures["lengths"]) if figures["lengths"] else 0
         return CheckResult(
-            "data.truncation", STAGE, Status.WARN, summary + " The model never sees the end of those rows.",
+            "data.truncation", STAGE, Status.WARN,
+            msg("{summary} The model never sees the end of those rows.", summary=summary),
             fix=f"tokenizer(..., truncation=True, max_length={min(longest, 512)})",
             evidence=figures,
         )
     if figures["padding_share"] > warn_padding_share:
         return CheckResult(
-            "data.truncation", STAGE, Status.WARN, summary + " Most of the compute goes to padding.",
-            fix="Pad per batch with DataCollatorWithPadding, not padding='max_length'; or group rows by length.",
+            "data.truncation", STAGE, Status.WARN, msg("{summary} Most of the compute goes to padding.", summary=summary),
+            fix=msg("Pad per batch with DataCollatorWithPadding, not padding='max_length'; or group rows by length."),
             evidence=figures,
         )
     return CheckResult("data.truncation", STAGE, Status.PASS, summary, evidence=figures)
@@ -534,20 +561,20 @@ def check_duplicates(figures: dict[str, Any], *,
     """
     rows = figures["rows_scanned"]
     share = figures["duplicate_rows"] / rows if rows else 0.0
-    summary = (
-        f"{figures['duplicate_rows']:,} of {rows:,} rows repeat an earlier row's text ({share:.1%}); "
-        f"{figures['conflicting_rows']:,} rows share a text with a different label."
-    )
+    summary = msg("{repeated:,} of {rows:,} rows repeat an earlier row's text ({share:.1%}); {conflicting:,} rows share "
+                  "a text with a different label.", repeated=figures["duplicate_rows"], rows=rows, share=share,
+                  conflicting=figures["conflicting_rows"])
     if figures["conflicting_rows"]:
         return CheckResult(
-            "data.duplicates", STAGE, Status.WARN, summary + " The model cannot fit both labels of the same text.",
+            "data.duplicates", STAGE, Status.WARN,
+            msg("{summary} The model cannot fit both labels of the same text.", summary=summary),
             fix="dataset = dataset.filter(...)  # drop or relabel the conflicting rows shown",
             evidence=figures,
         )
     if share > warn_duplicate_share:
         return CheckResult(
-            "data.duplicates", STAGE, Status.WARN, summary + " Repeats inflate some examples' weight.",
-            fix="Drop duplicates before tokenizing (e.g. with pandas drop_duplicates on the text columns).",
+            "data.duplicates", STAGE, Status.WARN, msg("{summary} Repeats inflate some examples' weight.", summary=summary),
+            fix=msg("Drop duplicates before tokenizing (e.g. with pandas drop_duplicates on the text columns)."),
             evidence=figures,
         )
     return CheckResult("data.duplicates", STAGE, Status.PASS, summary, evidence=figures)
@@ -573,16 +600,18 @@ def run_data_checks(config: RunConfig, split, tokenizer, first_batch: Callable[[
     cells = text_cell_problems(split, task) if has_texts else {}
     if cells:
         results.append(run_check("data.columns", STAGE, check_text_cells, cells, task, len(split)))
-        reason = "some rows have empty or non-text cells (see data.columns)"
-        results += [skipped("data.batch", STAGE, f"No batch: {reason}."),
-                    skipped("data.decoded_samples", STAGE, f"No batch to decode: {reason}.")]
+        results += [skipped("data.batch", STAGE, msg("No batch: some rows have empty or non-text cells (see "
+                                                      "data.columns).")),
+                    skipped("data.decoded_samples", STAGE, msg("No batch to decode: some rows have empty or non-text "
+                                                               "cells (see data.columns)."))]
     elif has_texts:
         try:
             batch = first_batch() if first_batch else build_first_batch(split, tokenizer, config)
         except Exception as exc:
             results.append(CheckResult(
                 "data.batch", STAGE, Status.FAIL,
-                f"Tokenizing the first batch failed: {type(exc).__name__}: {str(exc).strip().splitlines()[0]}.",
+                msg("Tokenizing the first batch failed: {error}: {message}.", error=type(exc).__name__,
+                    message=str(exc).strip().splitlines()[0]),
                 evidence={"error": f"{type(exc).__name__}: {exc}"},
             ))
     model_inputs = list(tokenizer.model_input_names)
@@ -594,10 +623,10 @@ def run_data_checks(config: RunConfig, split, tokenizer, first_batch: Callable[[
     elif not cells:
         missing = [c for c in list(task.text_columns) + [LABEL] if c not in split_columns]
         results.insert(0, missing_columns_result(split_columns, task, missing) if missing else skipped(
-            "data.columns", STAGE, "No batch to check the requested columns against (see data.batch)."))
+            "data.columns", STAGE, msg("No batch to check the requested columns against (see data.batch).")))
         if not any(r.id == "data.batch" for r in results):
-            results.append(skipped("data.batch", STAGE, "No batch: the split lacks the task's text columns."))
-        results.append(skipped("data.decoded_samples", STAGE, "No batch to decode."))
+            results.append(skipped("data.batch", STAGE, msg("No batch: the split lacks the task's text columns.")))
+        results.append(skipped("data.decoded_samples", STAGE, msg("No batch to decode.")))
     if has_labels:
         labels = split_labels(split)
         batch_labels = batch.rows[LABEL] if batch is not None else []
@@ -608,15 +637,15 @@ def run_data_checks(config: RunConfig, split, tokenizer, first_batch: Callable[[
         results.append(run_check("data.baselines", STAGE, check_baselines, labels, task, num_labels))
     else:
         for check_id in ("data.label_range", "data.label_balance", "data.baselines"):
-            results.append(skipped(check_id, STAGE, "The split has no 'label' column."))
+            results.append(skipped(check_id, STAGE, msg("The split has no 'label' column.")))
     if batch is not None:
         results.append(run_check("data.truncation", STAGE, lambda: check_truncation(truncation_figures(batch, config.max_length))))
     else:
-        results.append(skipped("data.truncation", STAGE, "No batch to measure."))
+        results.append(skipped("data.truncation", STAGE, msg("No batch to measure.")))
     if cells:
-        results.append(skipped("data.duplicates", STAGE, "Some rows have empty or non-text cells (see data.columns)."))
+        results.append(skipped("data.duplicates", STAGE, msg("Some rows have empty or non-text cells (see data.columns).")))
     elif has_texts and has_labels:
         results.append(run_check("data.duplicates", STAGE, lambda: check_duplicates(duplicate_figures(split, task))))
     else:
-        results.append(skipped("data.duplicates", STAGE, "The split lacks the text or label columns."))
+        results.append(skipped("data.duplicates", STAGE, msg("The split lacks the text or label columns.")))
     return results

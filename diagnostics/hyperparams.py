@@ -9,6 +9,7 @@ from typing import Any, Callable
 import numpy as np
 
 from diagnostics import limits
+from diagnostics.i18n import joined, msg
 from diagnostics.config import RunConfig
 from diagnostics.glue import GlueTask
 from diagnostics.measurement import configured_loss_value, run_forward
@@ -64,28 +65,32 @@ def check_optimizer(figures: dict[str, Any], *, pretrained: bool = True,
     """
     rate = figures["learning_rate"]
     defaulted = [row["setting"] for row in figures["settings"] if row["source"] == "Keras default"]
-    given = "the string 'adam'" if figures["given_as"] == "adam" else figures["given_as"]
-    summary = (f"{given} builds {figures['class']} with learning rate {rate:g}; "
-               f"{len(defaulted)} settings are Keras defaults ({', '.join(defaulted[:4])}{', ...' if len(defaulted) > 4 else ''}).")
+    given = msg("the string 'adam'") if figures["given_as"] == "adam" else figures["given_as"]
+    summary = msg("{given} builds {optimizer} with learning rate {rate:g}; {count} settings are Keras defaults "
+                  "({settings}).", given=given, optimizer=figures["class"], rate=rate, count=len(defaulted),
+                  settings=", ".join(defaulted[:4]) + (", ..." if len(defaulted) > 4 else ""))
     figures = {**figures, "pretrained": pretrained}
     if figures["given_as"] == "adam":
         return CheckResult(
             "hparams.optimizer", STAGE, Status.WARN,
-            summary + f" The string hides its learning rate: 'adam' always means {rate:g}, "
-            + (f"above the {warn_learning_rate:g} a pretrained transformer tolerates." if pretrained
-               else "whatever this checkpoint needs."),
+            msg("{summary} The string hides its learning rate: 'adam' always means {rate:g}, above the {limit:g} a "
+                "pretrained transformer tolerates.", summary=summary, rate=rate, limit=warn_learning_rate)
+            if pretrained else
+            msg("{summary} The string hides its learning rate: 'adam' always means {rate:g}, whatever this "
+                "checkpoint needs.", summary=summary, rate=rate),
             fix="model.compile(optimizer=tf_keras.optimizers.Adam(learning_rate=5e-5))  # or transformers.create_optimizer(5e-5, ...)",
             evidence=figures,
         )
     if not pretrained:
         return CheckResult("hparams.optimizer", STAGE, Status.PASS,
-                           summary + " This checkpoint has random weights (the demo kit), so the 1e-4 ceiling for "
-                           "pretrained transformers does not apply; the sweep shows which rates work.", evidence=figures)
+                           msg("{summary} This checkpoint has random weights (the demo kit), so the 1e-4 ceiling for "
+                               "pretrained transformers does not apply; the sweep shows which rates work.",
+                               summary=summary), evidence=figures)
     if rate > warn_learning_rate:
         return CheckResult(
             "hparams.optimizer", STAGE, Status.WARN,
-            summary + f" {rate:g} is above {warn_learning_rate:g}: fine-tuning a pretrained transformer at this rate "
-            "tends to wreck its weights.",
+            msg("{summary} {rate:g} is above {limit:g}: fine-tuning a pretrained transformer at this rate tends to "
+                "wreck its weights.", summary=summary, rate=rate, limit=warn_learning_rate),
             fix="model.compile(optimizer=tf_keras.optimizers.Adam(learning_rate=5e-5))  # or transformers.create_optimizer(5e-5, ...)",
             evidence=figures,
         )
@@ -143,8 +148,9 @@ def check_loss(figures: dict[str, Any], *,
     result = _judge_loss(figures, warn_disagreement=warn_disagreement)
     drawn = figures.get("labels_drawn_in_range") or 0
     if drawn and result.status is not Status.SKIP:
-        result.summary += (f" (Judged with the batch's {drawn} out-of-range labels replaced by labels in range: "
-                           "those are data.label_range's and model.nan_rows' finding.)")
+        result.summary = msg("{summary} (Judged with the batch's {count} out-of-range labels replaced by labels in "
+                             "range: those are data.label_range's and model.nan_rows' finding.)",
+                             summary=result.summary, count=drawn)
     return result
 
 
@@ -153,24 +159,27 @@ def _judge_loss(figures: dict[str, Any], *, warn_disagreement: float) -> CheckRe
     version = _installed_transformers()
     if figures.get("error"):
         return CheckResult("hparams.loss", STAGE, Status.SKIP,
-                           f"The model could not run the batch ({figures['error']}), so the loss cannot be judged.",
+                           msg("The model could not run the batch ({error}), so the loss cannot be judged.",
+                               error=figures["error"]),
                            evidence=figures)
     if figures["train_step_error"]:
         return CheckResult(
             "hparams.loss", STAGE, Status.FAIL,
-            f"With loss {name!r} and labels {'inside the input dict' if labels_in == 'inputs' else 'separate'}, "
-            f"Transformers {version}'s train step raises {figures['train_step_error']}.",
-            fix="model.compile(optimizer=optimizer)  # no loss= : the model's internal loss reads the labels itself",
+            msg("With loss {loss} and labels {placement}, Transformers {version}'s train step raises {error}.",
+                loss=repr(name), placement=msg("inside the input dict") if labels_in == "inputs" else msg("separate"),
+                version=version, error=figures["train_step_error"]),
+            fix=msg("model.compile(optimizer=optimizer)  # no loss= : the model's internal loss reads the labels itself"),
             evidence=figures,
         )
     if regression and name != "internal" and name != "mse":
         return CheckResult("hparams.loss", STAGE, Status.FAIL,
-                           f"{name!r} is a classification loss, but stsb is regression with one output.",
-                           fix='model.compile(optimizer=optimizer)  # internal MSE; or loss="mse"', evidence=figures)
+                           msg("{loss} is a classification loss, but stsb is regression with one output.",
+                               loss=repr(name)),
+                           fix=msg('model.compile(optimizer=optimizer)  # internal MSE; or loss="mse"'), evidence=figures)
     if not regression and name == "mse":
         return CheckResult("hparams.loss", STAGE, Status.FAIL,
-                           "Mean squared error on class ids treats labels as numbers to regress, not classes.",
-                           fix="model.compile(optimizer=optimizer)  # the internal cross-entropy", evidence=figures)
+                           msg("Mean squared error on class ids treats labels as numbers to regress, not classes."),
+                           fix=msg("model.compile(optimizer=optimizer)  # the internal cross-entropy"), evidence=figures)
     configured, reference = figures["configured_value"], figures["cross_entropy_from_logits"]
 
     def gap_of(value, against):
@@ -180,42 +189,46 @@ def _judge_loss(figures: dict[str, Any], *, warn_disagreement: float) -> CheckRe
     gap = max(gap_of(configured, reference), probe)
     figures["disagreement"] = gap
     if not figures["outputs_are_probabilities"] and gap > warn_disagreement:
-        shown = (f"it gives {configured:.3f} where cross-entropy from the logits gives {reference:.3f}"
+        shown = (msg("it gives {configured:.3f} where cross-entropy from the logits gives {reference:.3f}",
+                     configured=configured, reference=reference)
                  if gap_of(configured, reference) > warn_disagreement else
-                 f"on this batch it gives {configured:.3f}, near cross-entropy from the logits ({reference:.3f}) only "
-                 f"because a fresh head's logits sit near zero; on logits of 0.5 for each row's label and -1 elsewhere "
-                 f"it gives {figures['probe_configured_value']:.3g} where cross-entropy gives "
-                 f"{figures['probe_cross_entropy']:.3f}")
+                 msg("on this batch it gives {configured:.3f}, near cross-entropy from the logits ({reference:.3f}) "
+                     "only because a fresh head's logits sit near zero; on logits of 0.5 for each row's label and -1 "
+                     "elsewhere it gives {probe:.3g} where cross-entropy gives {probe_reference:.3f}",
+                     configured=configured, reference=reference, probe=figures["probe_configured_value"],
+                     probe_reference=figures["probe_cross_entropy"]))
         return CheckResult(
             "hparams.loss", STAGE, Status.FAIL,
-            f"The model outputs logits (rows do not sum to 1), but loss {name!r} reads them as probabilities "
-            f"(from_logits=False): {shown}, so training follows a distorted loss and learns slowly.",
-            fix="model.compile(optimizer=optimizer, loss=tf_keras.losses.SparseCategoricalCrossentropy(from_logits=True))"
-                "  # or no loss= at all",
+            msg("The model outputs logits (rows do not sum to 1), but loss {loss} reads them as probabilities "
+                "(from_logits=False): {shown}, so training follows a distorted loss and learns slowly.",
+                loss=repr(name), shown=shown),
+            fix=msg("{code}  # or no loss= at all", code="model.compile(optimizer=optimizer, "
+                    "loss=tf_keras.losses.SparseCategoricalCrossentropy(from_logits=True))"),
             evidence=figures,
         )
     if name != "internal" and labels_in == "inputs":
         return CheckResult(
             "hparams.loss", STAGE, Status.WARN,
-            f"Loss {name!r} matches the model's output ({configured:.3f} on the batch), but the labels sit inside the "
-            f"input dict with a Keras loss: Transformers {version}'s train_step moves them out and gives them to the "
-            "Keras loss, so this trains here, while other versions raised \"No gradients provided for any variable\" "
-            "and the model also computes its own loss on every step.",
-            fix="to_tf_dataset(columns=[...inputs...], label_cols='label')  # labels apart for a Keras loss;\n"
-                "# or keep them in the dict and compile(optimizer=...) with no loss",
+            msg("Loss {loss} matches the model's output ({configured:.3f} on the batch), but the labels sit inside the "
+                "input dict with a Keras loss: Transformers {version}'s train_step moves them out and gives them to "
+                "the Keras loss, so this trains here, while other versions raised \"No gradients provided for any "
+                "variable\" and the model also computes its own loss on every step.", loss=repr(name),
+                configured=configured, version=version),
+            fix=msg("to_tf_dataset(columns=[...inputs...], label_cols='label')  # labels apart for a Keras loss;\n"
+                    "# or keep them in the dict and compile(optimizer=...) with no loss"),
             evidence=figures,
         )
     if name == "internal" and labels_in == "separate":
-        note = (f"labels are separate (x, y) with the model's internal loss: Transformers {version}'s train_step copies y "
-                "into the input dict as labels, so the internal loss is used.")
+        note = msg("labels are separate (x, y) with the model's internal loss: Transformers {version}'s train_step "
+                   "copies y into the input dict as labels, so the internal loss is used.", version=version)
     elif name == "internal":
-        note = "the model's internal loss reads the labels from the input dict, as the course's fixed script does."
+        note = msg("the model's internal loss reads the labels from the input dict, as the course's fixed script does.")
     else:
-        note = "the Keras loss reads logits (from_logits=True) and the separate labels."
+        note = msg("the Keras loss reads logits (from_logits=True) and the separate labels.")
     return CheckResult(
         "hparams.loss", STAGE, Status.PASS,
-        f"Loss {name!r} matches the model's output ({configured:.3f} on the batch, cross-entropy from logits "
-        f"{reference:.3f}); {note}",
+        msg("Loss {loss} matches the model's output ({configured:.3f} on the batch, cross-entropy from logits "
+            "{reference:.3f}); {note}", loss=repr(name), configured=configured, reference=reference, note=note),
         evidence=figures,
     )
 
@@ -286,7 +299,8 @@ def lr_sweep(trainer: Trainer, settings: SweepSettings, held, *, configured_rate
     start = held_out_figures(trainer.model, held, regression)
     curves, scores, drifts = [], [], []
     for index, rate in enumerate(rates):
-        progress(index / len(rates), f"Training at learning rate {rate:.1e} ({index + 1} of {len(rates)})")
+        progress(index / len(rates), msg("Training at learning rate {rate:.1e} ({number} of {count})",
+                                                 rate=rate, number=index + 1, count=len(rates)))
         trainer.reset(rate)
         curve = trainer.run(settings.steps)
         # Once a step is non-finite every later one is too; the running mean hides that, so say it.
@@ -295,7 +309,7 @@ def lr_sweep(trainer: Trainer, settings: SweepSettings, held, *, configured_rate
         scores.append(held_out_figures(trainer.model, held, regression))
         drifts.append(weight_drift(trainer.source, trainer.model) / settings.steps)
     trainer.reset(rates[0])
-    progress(1.0, "Sweep done")
+    progress(1.0, msg("Sweep done"))
     return {
         "learning_rates": rates,
         "configured_rate": configured_rate,
@@ -336,13 +350,13 @@ def sweep_verdicts(figures: dict[str, Any], *, pretrained: bool,
     for curve, score, drift in zip(figures["smoothed"], figures["held_out"], figures["drift_per_step"]):
         why = []
         if any(value is None for value in curve) or score["loss"] is None:
-            why.append("loss turned NaN")
+            why.append(msg("loss turned NaN"))
         elif curve[-1] > blowup_factor * curve[0]:
-            why.append(f"loss blew up ({curve[0]:.3f} to {curve[-1]:.3f})")
+            why.append(msg("loss blew up ({first:.3f} to {last:.3f})", first=curve[0], last=curve[-1]))
         elif start is not None and score["loss"] > start * (1 + held_out_rise):
-            why.append(f"held-out loss rose ({start:.3f} to {score['loss']:.3f})")
+            why.append(msg("held-out loss rose ({first:.3f} to {last:.3f})", first=start, last=score["loss"]))
         if pretrained and drift is not None and drift > warn_drift:
-            why.append(f"moves pretrained weights {drift:.1e} of their size a step")
+            why.append(msg("moves pretrained weights {drift:.1e} of their size a step", drift=drift))
         reasons.append(why)
     good = [(score["loss"], curve[-1], rate)
             for rate, score, curve, why in zip(figures["learning_rates"], figures["held_out"], figures["smoothed"], reasons)
@@ -379,44 +393,50 @@ def check_lr_sweep(figures: dict[str, Any], configured_rate: float, *, pretraine
     if best is None:
         return CheckResult(
             "hparams.lr_sweep", STAGE, Status.FAIL,
-            f"Every rate from {rates[0]:.0e} to {rates[-1]:.0e} diverged, worsened the held-out loss or overwrote "
-            "the pretrained weights: the problem is not the rate; look at model.nan_rows and hparams.loss.",
-            fix="Fix the failing Data and Model checks first, then sweep again.",
+            msg("Every rate from {low:.0e} to {high:.0e} diverged, worsened the held-out loss or overwrote the "
+                "pretrained weights: the problem is not the rate; look at model.nan_rows and hparams.loss.",
+                low=rates[0], high=rates[-1]),
+            fix=msg("Fix the failing Data and Model checks first, then sweep again."),
             evidence=figures,
         )
     best_score = figures["held_out"][rates.index(best)]
     start = figures["held_out_start"]
-    thin = (f" The held-out rows are few ({figures['held_out_rows']}), so held-out differences are rough."
-            if figures["held_out_rows"] < thin_held_out_rows else "")
+    thin = (msg(" The held-out rows are few ({rows}), so held-out differences are rough.",
+                rows=figures["held_out_rows"]) if figures["held_out_rows"] < thin_held_out_rows else "")
     if verdicts["ranked_by"] == "held-out loss":
-        basis = f"the lowest held-out loss ({best_score['loss']:.3f}, from {start['loss']:.3f} untrained)"
+        basis = msg("the lowest held-out loss ({best:.3f}, from {start:.3f} untrained)", best=best_score["loss"],
+                    start=start["loss"])
     else:
-        basis = (f"the lowest training loss; the held-out loss moved less than 1% of its start ({start['loss']:.3f}) "
-                 "at every rate, too little to rank them, so this rests on the rows trained on")
-    summary = (f"After {len(figures['steps'])} steps from the same weights, {best:.1e} gives {basis}, among rates "
-               f"that neither diverge nor overwrite pretrained weights; flagged: {', '.join(flagged) or 'none'}.")
+        basis = msg("the lowest training loss; the held-out loss moved less than 1% of its start ({start:.3f}) at every "
+                    "rate, too little to rank them, so this rests on the rows trained on", start=start["loss"])
+    summary = msg("After {steps} steps from the same weights, {best:.1e} gives {basis}, among rates that neither "
+                  "diverge nor overwrite pretrained weights; flagged: {flagged}.", steps=len(figures["steps"]),
+                  best=best, basis=basis, flagged=", ".join(flagged) or msg("none"))
     fix = f"tf_keras.optimizers.Adam(learning_rate={best:.0e})"
     index = min(range(len(rates)), key=lambda i: abs(math.log(rates[i] / configured_rate)))
     why, drift = verdicts["reasons"][index], figures["drift_per_step"][index]
     if why:
         severe = any("NaN" in w or "blew" in w for w in why) or (pretrained and drift is not None and drift > fail_drift)
-        consequence = (" At that drift a few hundred steps overwrite what pretraining learned: real fine-tuning at "
-                       "such rates ends at or near chance." if pretrained and drift and drift > WARN_DRIFT
+        consequence = (msg(" At that drift a few hundred steps overwrite what pretraining learned: real fine-tuning at "
+                           "such rates ends at or near chance.") if pretrained and drift and drift > WARN_DRIFT
                        else "")
         return CheckResult(
             "hparams.lr_sweep", STAGE, Status.FAIL if severe else Status.WARN,
-            f"The configured rate {configured_rate:g} is too high: {'; '.join(why)}.{consequence} {summary}{thin}",
+            msg("The configured rate {rate:g} is too high: {why}.{consequence} {summary}{thin}", rate=configured_rate,
+                why=joined(why, "; "), consequence=consequence, summary=summary, thin=thin),
             fix=fix, evidence=figures)
     if math.log10(best / configured_rate) > warn_decades:
         return CheckResult(
             "hparams.lr_sweep", STAGE, Status.WARN,
-            f"The configured rate {configured_rate:g} is more than {warn_decades:g} power of ten below the "
-            f"recommended {best:.1e}, so training will crawl. {summary}{thin}",
+            msg("The configured rate {rate:g} is more than {decades:g} power of ten below the recommended {best:.1e}, "
+                "so training will crawl. {summary}{thin}", rate=configured_rate, decades=warn_decades, best=best,
+                summary=summary, thin=thin),
             fix=fix, evidence=figures)
     return CheckResult(
         "hparams.lr_sweep", STAGE, Status.PASS,
-        f"The configured rate {configured_rate:g} neither diverges nor overwrites pretrained weights"
-        + (f" ({drift:.1e} of their size a step)" if pretrained and drift else "") + f". {summary}{thin}",
+        msg("The configured rate {rate:g} neither diverges nor overwrites pretrained weights{drift}. {summary}{thin}",
+            rate=configured_rate, drift=msg(" ({drift:.1e} of their size a step)", drift=drift)
+            if pretrained and drift else "", summary=summary, thin=thin),
         evidence=figures)
 
 
@@ -439,7 +459,7 @@ def lr_range_test(trainer: Trainer, settings: SweepSettings, progress: Progress 
     chunk = 10  # steps run back to back between checks for a blow-up
     try:
         for start in range(0, len(rates), chunk):
-            progress(start / len(rates), f"Range test: learning rate {rates[start]:.1e}")
+            progress(start / len(rates), msg("Range test: learning rate {rate:.1e}", rate=rates[start]))
             block = rates[start:start + chunk]
             tried += block
             losses += trainer.run(len(block), block)
@@ -449,7 +469,7 @@ def lr_range_test(trainer: Trainer, settings: SweepSettings, progress: Progress 
                 break
     finally:
         trainer.reset(settings.range_start)
-    progress(1.0, "Range test done")
+    progress(1.0, msg("Range test done"))
     return {"learning_rates": tried, "losses": [_finite_or_none(v) for v in losses],
             "smoothed": [_finite_or_none(v) for v in smoothed(losses, RANGE_SMOOTHING)]}
 
@@ -519,8 +539,9 @@ def check_lr_range_test(figures: dict[str, Any], *, max_safe_rate: float | None 
         else (lrs, losses)
     if len(losses) < min_points:
         return CheckResult("hparams.lr_range_test", STAGE, Status.WARN,
-                           f"Only {len(losses)} finite points before the loss blew up, too few to suggest a rate: "
-                           "start the range test lower.", fix="Lower the range test's start rate.",
+                           msg("Only {points} finite points before the loss blew up, too few to suggest a rate: start "
+                               "the range test lower.", points=len(losses)),
+                           fix=msg("Lower the range test's start rate."),
                            evidence={**figures, "suggestions": {}, "dropped_points": dropped})
     suggestions = {name: rule(lrs, losses) for name, rule in SUGGESTIONS.items()}
     spread = max(suggestions.values()) / min(suggestions.values())
@@ -529,21 +550,24 @@ def check_lr_range_test(figures: dict[str, Any], *, max_safe_rate: float | None 
     if capped:
         chosen = round_down_rate(max_safe_rate)
     side_by_side = ", ".join(f"{name} {rate:.1e}" for name, rate in suggestions.items())
-    cap_text = (f" Capped at {chosen:.0e}: above {max_safe_rate:.1e} each step moves the pretrained weights by more "
-                f"than {WARN_DRIFT:g} of their size (hparams.lr_sweep)." if capped else "")
+    cap_text = (msg(" Capped at {chosen:.0e}: above {safe:.1e} each step moves the pretrained weights by more than "
+                    "{limit:g} of their size (hparams.lr_sweep).", chosen=chosen, safe=max_safe_rate, limit=WARN_DRIFT)
+                if capped else "")
     evidence = {**figures, "suggestions": suggestions, "suggested": chosen, "dropped_points": dropped, "spread": spread,
                 "finite_points": int(len(losses)), "max_safe_rate": max_safe_rate}
     fix = f"tf_keras.optimizers.Adam(learning_rate={chosen:.0e})"
     if spread > disagree_factor:
         return CheckResult(
             "hparams.lr_range_test", STAGE, Status.WARN,
-            f"The rules disagree by {spread:.0f}x on {len(losses)} smoothed points ({side_by_side}; {dropped} non-finite "
-            f"points dropped): the curve is noisy or flat; prefer the sweep's recommended rate, or take {chosen:.1e}."
-            + cap_text,
+            msg("The rules disagree by {spread:.0f}x on {points} smoothed points ({rules}; {dropped} non-finite points "
+                "dropped): the curve is noisy or flat; prefer the sweep's recommended rate, or take {chosen:.1e}."
+                "{cap}", spread=spread, points=len(losses), rules=side_by_side, dropped=dropped, chosen=chosen,
+                cap=cap_text),
             fix=fix, evidence=evidence)
     return CheckResult("hparams.lr_range_test", STAGE, Status.PASS,
-                       f"Suggested rate {chosen:.1e} from {len(losses)} smoothed points; the rules agree within "
-                       f"{spread:.1f}x: {side_by_side}." + cap_text,
+                       msg("Suggested rate {chosen:.1e} from {points} smoothed points; the rules agree within "
+                           "{spread:.1f}x: {rules}.{cap}", chosen=chosen, points=len(losses), spread=spread,
+                           rules=side_by_side, cap=cap_text),
                        fix=None, evidence=evidence)
 
 
@@ -571,14 +595,17 @@ def check_schedule(figures: dict[str, Any], *,
     peak = max(figures["learning_rates"])
     if figures["optimizer"] != "create_optimizer":
         return CheckResult("hparams.schedule", STAGE, Status.PASS,
-                           f"A constant rate of {peak:g} for all {figures['train_steps']} planned steps (no warmup or decay; "
-                           "create_optimizer adds both).", evidence=figures)
+                           msg("A constant rate of {rate:g} for all {steps} planned steps (no warmup or decay; "
+                               "create_optimizer adds both).", rate=peak, steps=figures["train_steps"]),
+                           evidence=figures)
     share = figures["warmup_steps"] / figures["train_steps"]
-    summary = (f"create_optimizer warms up over {figures['warmup_steps']} steps to {peak:.1e}, then decays linearly to "
-               f"{figures['learning_rates'][-1]:.1e} at step {figures['train_steps']}.")
+    summary = msg("create_optimizer warms up over {warmup} steps to {peak:.1e}, then decays linearly to {last:.1e} at "
+                  "step {steps}.", warmup=figures["warmup_steps"], peak=peak, last=figures["learning_rates"][-1],
+                  steps=figures["train_steps"])
     if share > warn_warmup_share:
         return CheckResult("hparams.schedule", STAGE, Status.WARN,
-                           summary + f" Warmup is {share:.0%} of training, so most steps run below the peak rate.",
+                           msg("{summary} Warmup is {share:.0%} of training, so most steps run below the peak rate.",
+                               summary=summary, share=share),
                            fix=f"create_optimizer(..., num_warmup_steps={max(1, figures['train_steps'] // 10)})",
                            evidence=figures)
     return CheckResult("hparams.schedule", STAGE, Status.PASS, summary, evidence=figures)
@@ -611,7 +638,7 @@ def run_hparams_checks(config: RunConfig, model, batches: list, labels: np.ndarr
 
         def trainer() -> Trainer:
             if not holder:
-                progress(0.0, "Copying the model and tracing its train step (once for every rate)")
+                progress(0.0, msg("Copying the model and tracing its train step (once for every rate)"))
                 holder.append(Trainer(model, batches, config))
             return holder[0]
 
@@ -623,5 +650,5 @@ def run_hparams_checks(config: RunConfig, model, batches: list, labels: np.ndarr
         safe = results[-1].evidence.get("max_safe_rate") if results[-1].evidence else None
         results.append(run_check("hparams.lr_range_test", STAGE, lambda: check_lr_range_test(
             lr_range_test(trainer(), settings, lambda f, t: progress(0.7 + 0.3 * f, t)), max_safe_rate=safe)))
-        progress(1.0, "Done")
+        progress(1.0, msg("Done"))
     return results

@@ -51,6 +51,13 @@ def msg(template: str, **params) -> Text:
     return Text(template, params)
 
 
+def joined(parts: list, separator: str = ", ") -> Text:
+    """Sentences (or plain texts) joined by `separator`, each translated when the whole is shown."""
+    names = [f"part{index}" for index in range(len(parts))]
+    template = separator.join("{" + name + "}" for name in names)
+    return Text(template, dict(zip(names, parts)))
+
+
 def N_(text: str) -> str:
     """Mark a fixed text for the catalogs where it is declared; `_` translates it where it is shown."""
     return text

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from diagnostics.i18n import msg
 from diagnostics.config import RunConfig
 from diagnostics.batches import LABEL, LEARNABILITY_CONTROL, batches_of, build_batch, shuffled_labels
 from diagnostics.registry import threshold
@@ -67,26 +68,31 @@ def check_learnability(figures: dict[str, Any], *,
     warn; on a pretrained one the run cannot tell: inconclusive (skip), with the numbers.
     """
     given, control = figures["given"], figures["shuffled"]
-    run = (f"{figures['steps']} steps on {figures['train_rows']} rows at rate {figures['learning_rate']:g}, "
-           f"scored on {figures['held_rows']} held-out rows")
+    run = msg("{steps} steps on {rows} rows at rate {rate:g}, scored on {held} held-out rows", steps=figures["steps"],
+              rows=figures["train_rows"], rate=figures["learning_rate"], held=figures["held_rows"])
     if figures["regression"]:
         learns = given["score"] < max_error_ratio * control["score"]
-        numbers = f"held-out error {given['score']:.3f} with the given labels, {control['score']:.3f} with shuffled ones"
+        numbers = msg("held-out error {given:.3f} with the given labels, {shuffled:.3f} with shuffled ones",
+                      given=given["score"], shuffled=control["score"])
     else:
         learns = (given["score"] >= control["score"] + min_accuracy_gain
                   and given["score"] >= figures["chance"] + min_accuracy_gain)
-        numbers = (f"held-out accuracy {given['score']:.0%} with the given labels, {control['score']:.0%} with shuffled "
-                   f"ones (majority label {figures['chance']:.0%})")
-    fits = (f"training loss {given['first_train_loss']:.3f} to {given['final_train_loss']:.3f} with the given labels, "
-            f"{control['first_train_loss']:.3f} to {control['final_train_loss']:.3f} with shuffled ones")
+        numbers = msg("held-out accuracy {given:.0%} with the given labels, {shuffled:.0%} with shuffled ones (majority "
+                      "label {chance:.0%})", given=given["score"], shuffled=control["score"], chance=figures["chance"])
+    fits = msg("training loss {given_first:.3f} to {given_final:.3f} with the given labels, {shuffled_first:.3f} to "
+               "{shuffled_final:.3f} with shuffled ones", given_first=given["first_train_loss"],
+               given_final=given["final_train_loss"], shuffled_first=control["first_train_loss"],
+               shuffled_final=control["final_train_loss"])
     if learns:
         return CheckResult(CHECK_ID, STAGE, Status.PASS,
-                           f"The labels carry signal: after {run}, {numbers}.", evidence=figures)
+                           msg("The labels carry signal: after {run}, {numbers}.", run=run, numbers=numbers),
+                           evidence=figures)
     if given["final_train_loss"] < (1 - fit_margin) * control["final_train_loss"]:
         return CheckResult(
             CHECK_ID, STAGE, Status.PASS,
-            f"The labels carry structure: after {run}, {fits}; real labels are fitted faster than random ones. "
-            f"Held-out rows do not separate them yet ({numbers}): this run is too short for the task to generalise.",
+            msg("The labels carry structure: after {run}, {fits}; real labels are fitted faster than random ones. "
+                "Held-out rows do not separate them yet ({numbers}): this run is too short for the task to "
+                "generalise.", run=run, fits=fits, numbers=numbers),
             evidence=figures)
     # A pretrained model memorises random labels about as fast as real ones (on real MNLI at 5e-5: training loss
     # 1.09 to 0.41 with the given labels, 1.09 to 0.43 with shuffled ones) and a short run at a fine-tuning rate
@@ -95,16 +101,17 @@ def check_learnability(figures: dict[str, Any], *,
     if not figures.get("pretrained", True):
         return CheckResult(
             CHECK_ID, STAGE, Status.WARN,
-            f"The labels behave like random ones: after {run}, the given labels were fitted no faster than shuffled "
-            f"ones ({fits}) and generalise no better ({numbers}). The labels no longer line up with their texts "
-            "(a shuffle or a join that reordered one column), or this run is too short for the model.",
-            fix="Check that texts and labels were shuffled or filtered together (dataset.shuffle on the whole "
-                "dataset, never on one column).",
+            msg("The labels behave like random ones: after {run}, the given labels were fitted no faster than "
+                "shuffled ones ({fits}) and generalise no better ({numbers}). The labels no longer line up with their "
+                "texts (a shuffle or a join that reordered one column), or this run is too short for the model.",
+                run=run, fits=fits, numbers=numbers),
+            fix=msg("Check that texts and labels were shuffled or filtered together (dataset.shuffle on the whole "
+                    "dataset, never on one column)."),
             evidence=figures)
     return CheckResult(
         CHECK_ID, STAGE, Status.SKIP,
-        f"Inconclusive: after {run}, the given labels neither beat the shuffled ones on held-out rows ({numbers}) "
-        f"nor were fitted faster ({fits}). A pretrained model memorises random labels about as fast as real ones, "
-        "and a run this short on a hard task may not generalise yet, so it cannot tell detached labels from a hard "
-        "task; a longer run on more rows would.",
+        msg("Inconclusive: after {run}, the given labels neither beat the shuffled ones on held-out rows ({numbers}) "
+            "nor were fitted faster ({fits}). A pretrained model memorises random labels about as fast as real ones, "
+            "and a run this short on a hard task may not generalise yet, so it cannot tell detached labels from a "
+            "hard task; a longer run on more rows would.", run=run, numbers=numbers, fits=fits),
         evidence=figures)

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from diagnostics.i18n import N_, Text, msg
 from diagnostics.config import RunConfig
 from diagnostics.batches import LABEL, FirstBatch, decoded_rows
 from diagnostics.glue import GlueTask
@@ -84,32 +85,41 @@ def check_config(model_config, model_class: str, task: GlueTask, tokenizer) -> C
     names_fix = ", ".join(f"{i}: {name!r}" for i, name in enumerate(task.label_names))
     proper_fix = (f"TFAutoModelForSequenceClassification.from_pretrained(checkpoint, num_labels={task.num_labels}"
                   + (f", id2label={{{names_fix}}}, label2id={{...}})" if task.label_names else ")"))
-    described = f"{model_class} ({model_config.model_type}) with num_labels={num_labels}"
-    naming = "generic names LABEL_0.." if generic else "the task's label names"
+    described = msg("{model_class} ({model_type}) with num_labels={num_labels}", model_class=model_class,
+                    model_type=model_config.model_type, num_labels=num_labels)
+    naming = msg("generic names LABEL_0..") if generic else msg("the task's label names")
+    names = ", ".join(task.label_names)
     return decide("model.config", STAGE, evidence, [
         (tokenizer.pad_token is None, Status.FAIL,
-         f"{described}, but its tokenizer has no padding token, so batches of more than one row cannot be padded.",
+         msg("{described}, but its tokenizer has no padding token, so batches of more than one row cannot be padded.",
+             described=described),
          "tokenizer.pad_token = tokenizer.eos_token\nmodel.config.pad_token_id = tokenizer.pad_token_id"),
         (task.regression and (num_labels != 1 or model_config.problem_type not in (None, "regression")), Status.FAIL,
-         f"{described} and problem_type={model_config.problem_type!r}, but {task.name} is regression: "
-         "it needs one output and a mean squared error loss.",
+         msg("{described} and problem_type={problem_type}, but {task} is regression: it needs one output and a mean "
+             "squared error loss.", described=described, problem_type=repr(model_config.problem_type), task=task.name),
          "TFAutoModelForSequenceClassification.from_pretrained(checkpoint, num_labels=1)"),
-        (task.regression, Status.PASS, f"{described}: one output, as regression on {task.name} needs.", None),
+        (task.regression, Status.PASS,
+         msg("{described}: one output, as regression on {task} needs.", described=described, task=task.name), None),
         (model_config.problem_type == "regression" or num_labels < task.num_labels, Status.FAIL,
-         f"{described}, but {task.name} has {task.num_labels} labels ({', '.join(task.label_names)}): "
-         f"{_label_span(num_labels, task.num_labels)} no output, so rows with them get a NaN loss (GPU) or an error (CPU).",
+         msg("{described}, but {task} has {count} labels ({names}): {span} no output, so rows with them get a NaN loss "
+             "(GPU) or an error (CPU).", described=described, task=task.name, count=task.num_labels, names=names,
+             span=_label_span(num_labels, task.num_labels)),
          proper_fix),
         (num_labels > task.num_labels, Status.WARN,
-         f"{described}, but {task.name} has only {task.num_labels} labels: "
-         f"{num_labels - task.num_labels} outputs never get a positive example.", proper_fix),
+         msg("{described}, but {task} has only {count} labels: {extra} outputs never get a positive example.",
+             described=described, task=task.name, count=task.num_labels, extra=num_labels - task.num_labels),
+         proper_fix),
         (not generic and [id2label.get(i) for i in range(num_labels)] != list(task.label_names), Status.WARN,
-         f"{described}, but its id2label {id2label} differs from {task.name}'s label order "
-         f"({', '.join(task.label_names)}): predictions would be read with the wrong names.", proper_fix),
-    ], f"{described} matches {task.name}'s {task.num_labels} labels; id2label uses {naming}.")
+         msg("{described}, but its id2label {id2label} differs from {task}'s label order ({names}): predictions would "
+             "be read with the wrong names.", described=described, id2label=id2label, task=task.name, names=names),
+         proper_fix),
+    ], msg("{described} matches {task}'s {count} labels; id2label uses {naming}.", described=described,
+           task=task.name, count=task.num_labels, naming=naming))
 
 
-def _label_span(first: int, end: int) -> str:
-    return f"label {first} has" if end - first == 1 else f"labels {first} to {end - 1} have"
+def _label_span(first: int, end: int) -> Text:
+    return msg("label {first} has", first=first) if end - first == 1 else \
+        msg("labels {first} to {last} have", first=first, last=end - 1)
 
 
 # ---------------------------------------------------------------- model.forward
@@ -118,8 +128,9 @@ def _label_span(first: int, end: int) -> str:
 def check_forward(forward: Forward, batch_rows: int, num_labels: int) -> CheckResult:
     """The batch runs through the model; logits have the right shape and are finite."""
     if forward.error:
-        return CheckResult("model.forward", STAGE, Status.FAIL, f"The forward pass raised {forward.error}.",
-                           fix="Read the error above; run model(batch) with run_eagerly=True to see where.",
+        return CheckResult("model.forward", STAGE, Status.FAIL,
+                           msg("The forward pass raised {error}.", error=forward.error),
+                           fix=msg("Read the error above; run model(batch) with run_eagerly=True to see where."),
                            evidence={"error": forward.error})
     shape = list(forward.logits.shape)
     share = finite_share(forward.logits)
@@ -127,47 +138,52 @@ def check_forward(forward: Forward, batch_rows: int, num_labels: int) -> CheckRe
                 "logits": forward.logits.tolist()}
     if shape != [batch_rows, num_labels]:
         return CheckResult("model.forward", STAGE, Status.FAIL,
-                           f"The logits have shape {tuple(shape)}, not ({batch_rows}, {num_labels}).", evidence=evidence)
+                           msg("The logits have shape {shape}, not ({rows}, {num_labels}).", shape=tuple(shape),
+                               rows=batch_rows, num_labels=num_labels), evidence=evidence)
     if share < 1.0:
         return CheckResult(
             "model.forward", STAGE, Status.FAIL,
-            f"{1 - share:.0%} of the logits are NaN or Inf before any training: the weights or inputs are broken "
-            "(see model.nan_origin).",
-            fix="Reload the checkpoint; check model.get_weights() for NaN.",
+            msg("{share:.0%} of the logits are NaN or Inf before any training: the weights or inputs are broken (see "
+                "model.nan_origin).", share=1 - share),
+            fix=msg("Reload the checkpoint; check model.get_weights() for NaN."),
             evidence=evidence,
         )
     if forward.fit_call_error:
         return CheckResult(
             "model.forward", STAGE, Status.FAIL,
-            f"The logits {tuple(shape)} are finite, but calling the model with the labels in the input dict, as "
-            f"model.fit does, raises {forward.fit_call_error} (on a GPU this shows as loss: nan instead).",
-            fix="See model.nan_rows for the rows and their labels.",
+            msg("The logits {shape} are finite, but calling the model with the labels in the input dict, as model.fit "
+                "does, raises {error} (on a GPU this shows as loss: nan instead).", shape=tuple(shape),
+                error=forward.fit_call_error),
+            fix=msg("See model.nan_rows for the rows and their labels."),
             evidence=evidence,
         )
     return CheckResult("model.forward", STAGE, Status.PASS,
-                       f"The batch runs through the model eagerly: logits {tuple(shape)}, all finite.", evidence=evidence)
+                       msg("The batch runs through the model eagerly: logits {shape}, all finite.", shape=tuple(shape)),
+                       evidence=evidence)
 
 
 # ---------------------------------------------------------------- model.nan_rows
 
 
-def nan_cause(rows: list[dict[str, Any]], num_labels: int, regression: bool) -> str:
+def nan_cause(rows: list[dict[str, Any]], num_labels: int, regression: bool) -> Text:
     """The cause the non-finite rows share, in one phrase."""
     labels = [row["label"] for row in rows]
     logits_broken = [row for row in rows if not all(v is not None and math.isfinite(v) for v in row["logits"])]
     if logits_broken and len(logits_broken) == len(rows):
-        return "their logits are already non-finite, so the weights or the inputs are the cause (see model.nan_origin)"
+        return msg("their logits are already non-finite, so the weights or the inputs are the cause (see "
+                   "model.nan_origin)")
     if not regression and labels and all(label == -1 for label in labels):
-        return "every one has label -1: the split has no labels (a GLUE test split)"
+        return msg("every one has label -1: the split has no labels (a GLUE test split)")
     if not regression and labels and all(label >= num_labels for label in labels):
         values = sorted(set(labels))
-        return (f"every one has a label >= num_labels ({', '.join(map(str, values))}) while "
-                f"config.num_labels == {num_labels}")
+        return msg("every one has a label >= num_labels ({values}) while config.num_labels == {num_labels}",
+                   values=", ".join(map(str, values)), num_labels=num_labels)
     if not regression and labels and all(label < 0 or label >= num_labels for label in labels):
-        return f"every one has a label outside [0, {num_labels})"
+        return msg("every one has a label outside [0, {num_labels})", num_labels=num_labels)
     if regression and labels and all(not math.isfinite(float(label)) for label in labels):
-        return "every one has a missing (NaN) score"
-    return f"no single cause: {len(logits_broken)} have non-finite logits, the rest labels {sorted(set(labels))}"
+        return msg("every one has a missing (NaN) score")
+    return msg("no single cause: {broken} have non-finite logits, the rest labels {labels}",
+               broken=len(logits_broken), labels=sorted(set(labels)))
 
 
 def check_nan_rows(losses: np.ndarray, logits: np.ndarray, decoded: list[dict[str, Any]], num_labels: int,
@@ -178,7 +194,8 @@ def check_nan_rows(losses: np.ndarray, logits: np.ndarray, decoded: list[dict[st
               "labels": [row["label"] for row in decoded]}
     if not bad:
         return CheckResult("model.nan_rows", STAGE, Status.PASS,
-                           f"All {len(losses)} rows have a finite loss (from {np.min(losses):.3f} to {np.max(losses):.3f}).",
+                           msg("All {rows} rows have a finite loss (from {low:.3f} to {high:.3f}).", rows=len(losses),
+                               low=np.min(losses), high=np.max(losses)),
                            evidence={**series, "rows": []})
     rows = [{
         "position": i,
@@ -191,16 +208,16 @@ def check_nan_rows(losses: np.ndarray, logits: np.ndarray, decoded: list[dict[st
     } for i in bad]
     cause = nan_cause(rows, num_labels, regression)
     if "label -1" in cause:
-        fix = "Use a split with labels ('train' or 'validation'): GLUE's test splits carry label -1."
+        fix = msg("Use a split with labels ('train' or 'validation'): GLUE's test splits carry label -1.")
     elif "label >=" in cause:
         fix = f"TFAutoModelForSequenceClassification.from_pretrained(checkpoint, num_labels={max(r['label'] for r in rows) + 1})"
     elif "logits" in cause:
-        fix = "Reload the checkpoint and look at model.nan_origin for the first broken layer."
+        fix = msg("Reload the checkpoint and look at model.nan_origin for the first broken layer.")
     else:
-        fix = "Drop or fix the rows listed, then rerun."
+        fix = msg("Drop or fix the rows listed, then rerun.")
     return CheckResult(
         "model.nan_rows", STAGE, Status.FAIL,
-        f"{len(bad)} of {len(losses)} rows have a non-finite loss, and {cause}.",
+        msg("{bad} of {rows} rows have a non-finite loss, and {cause}.", bad=len(bad), rows=len(losses), cause=cause),
         fix=fix,
         evidence={**series, "rows": rows, "cause": cause},
     )
@@ -224,11 +241,11 @@ def check_initial_loss(value: float, expected: float, reference: float, loss_nam
             configured loss reads the model's output as something it is not.
     """
     evidence = {"loss": value, "expected": expected, "reference": reference, "loss_name": loss_name}
-    what = "mean(label²), the error of a head that outputs about 0" if regression else f"ln(K) = {expected:.3f}"
+    what = msg("mean(label²), the error of a head that outputs about 0") if regression else f"ln(K) = {expected:.3f}"
     if not math.isfinite(value):
         return CheckResult("model.initial_loss", STAGE, Status.SKIP,
-                           "No row has a valid label and a finite loss, so there is no initial loss to judge "
-                           "(see model.nan_rows).", evidence=evidence)
+                           msg("No row has a valid label and a finite loss, so there is no initial loss to judge "
+                               "(see model.nan_rows)."), evidence=evidence)
     gap = abs(value - expected) / expected if expected else 0.0
     disagreement = abs(value - reference) / reference if reference else 0.0
     evidence.update({"relative_gap": gap, "disagreement": disagreement})
@@ -237,19 +254,22 @@ def check_initial_loss(value: float, expected: float, reference: float, loss_nam
     if disagreement > warn_loss_disagreement:
         return CheckResult(
             "model.initial_loss", STAGE, Status.WARN,
-            f"The configured loss {loss_name!r} gives {value:.3f} on the untrained model, but cross-entropy computed from "
-            f"its logits gives {reference:.3f} ({what}): the loss treats the logits as probabilities (from_logits=False).",
+            msg("The configured loss {loss} gives {value:.3f} on the untrained model, but cross-entropy computed from "
+                "its logits gives {reference:.3f} ({what}): the loss treats the logits as probabilities "
+                "(from_logits=False).", loss=repr(loss_name), value=value, reference=reference, what=what),
             fix=fix, evidence=evidence,
         )
     if gap > warn_relative_gap:
         return CheckResult(
             "model.initial_loss", STAGE, Status.WARN,
-            f"The untrained model's loss is {value:.3f}, {gap:.0%} away from {what}: the head may not fit the task, "
-            "the checkpoint may already be trained on other labels, or a custom loss has a bug.",
+            msg("The untrained model's loss is {value:.3f}, {gap:.0%} away from {what}: the head may not fit the task, "
+                "the checkpoint may already be trained on other labels, or a custom loss has a bug.", value=value,
+                gap=gap, what=what),
             fix=fix, evidence=evidence,
         )
     return CheckResult("model.initial_loss", STAGE, Status.PASS,
-                       f"The untrained model's loss is {value:.3f}, within {gap:.0%} of {what}, as a fresh head should be.",
+                       msg("The untrained model's loss is {value:.3f}, within {gap:.0%} of {what}, as a fresh head "
+                           "should be.", value=value, gap=gap, what=what),
                        evidence=evidence)
 
 
@@ -277,7 +297,7 @@ def gradient_figures(record: StepRecord) -> dict[str, Any]:
     }
 
 
-LABELS_LOSS_MISMATCH = (
+LABELS_LOSS_MISMATCH = N_(
     "This is the course's \"No gradients provided\" error: the loss given to compile() never sees the model's "
     "output and labels together, e.g. labels inside the input dict with compile(loss=...) on a Transformers "
     "version that does not move them out, or no labels where the internal loss needs them."
@@ -290,34 +310,38 @@ def check_gradients(figures: dict[str, Any], config: RunConfig) -> CheckResult:
         no_gradients = "No gradients provided" in figures["error"]
         return CheckResult(
             "model.gradients", STAGE, Status.FAIL,
-            f"model.fit's train step raised {figures['error']}" + (f". {LABELS_LOSS_MISMATCH}" if no_gradients else "."),
-            fix=("model.compile(optimizer=optimizer)  # no loss: the model uses the labels in the input dict"
-                 if no_gradients else "See model.nan_rows and model.config for the cause."),
+            msg("model.fit's train step raised {error}. {mismatch}", error=figures["error"],
+                mismatch=msg(LABELS_LOSS_MISMATCH)) if no_gradients else
+            msg("model.fit's train step raised {error}.", error=figures["error"]),
+            fix=(msg("model.compile(optimizer=optimizer)  # no loss: the model uses the labels in the input dict")
+                 if no_gradients else msg("See model.nan_rows and model.config for the cause.")),
             evidence=figures,
         )
     if figures["no_gradient"]:
         names = ", ".join(figures["no_gradient"][:5])
         return CheckResult(
             "model.gradients", STAGE, Status.FAIL,
-            f"{len(figures['no_gradient'])} of {figures['variables']} trainable variables get no gradient ({names}"
-            f"{', ...' if len(figures['no_gradient']) > 5 else ''}): they are not connected to the loss. "
-            f"{LABELS_LOSS_MISMATCH}",
-            fix="Check that the loss uses the model's output; freeze unused layers with layer.trainable = False.",
+            msg("{count} of {total} trainable variables get no gradient ({names}): they are not connected to the loss. "
+                "{mismatch}", count=len(figures["no_gradient"]), total=figures["variables"],
+                names=names + (", ..." if len(figures["no_gradient"]) > 5 else ""), mismatch=msg(LABELS_LOSS_MISMATCH)),
+            fix=msg("Check that the loss uses the model's output; freeze unused layers with layer.trainable = False."),
             evidence=figures,
         )
     if figures["non_finite"]:
         return CheckResult(
             "model.gradients", STAGE, Status.FAIL,
-            f"{len(figures['non_finite'])} of {figures['variables']} variables get a NaN or Inf gradient, first "
-            f"{figures['non_finite'][0]}.",
-            fix="Fix the non-finite loss first (model.nan_rows); then lower the learning rate or clip: Adam(..., global_clipnorm=1.0).",
+            msg("{count} of {total} variables get a NaN or Inf gradient, first {first}.",
+                count=len(figures["non_finite"]), total=figures["variables"], first=figures["non_finite"][0]),
+            fix=msg("Fix the non-finite loss first (model.nan_rows); then lower the learning rate or clip: {code}",
+                    code="Adam(..., global_clipnorm=1.0)"),
             evidence=figures,
         )
-    placement = "inside the input dict" if config.labels_in == "inputs" else "separate (x, y)"
+    placement = msg("inside the input dict") if config.labels_in == "inputs" else msg("separate (x, y)")
     return CheckResult(
         "model.gradients", STAGE, Status.PASS,
-        f"All {figures['variables']} trainable variables get a finite gradient (global norm {figures['global_norm']:.3g}) "
-        f"with loss {config.loss!r} and labels {placement}.",
+        msg("All {count} trainable variables get a finite gradient (global norm {norm:.3g}) with loss {loss} and "
+            "labels {placement}.", count=figures["variables"], norm=figures["global_norm"], loss=repr(config.loss),
+            placement=placement),
         evidence=figures,
     )
 
@@ -330,17 +354,19 @@ def check_weights_after_step(record: StepRecord, broken: list[str], learning_rat
     evidence = {"non_finite": broken, "loss": record.loss}
     if record.error:
         return CheckResult("model.weights_after_step", STAGE, Status.SKIP,
-                           "The train step did not run (see model.gradients), so no weights were updated.", evidence=evidence)
+                           msg("The train step did not run (see model.gradients), so no weights were updated."),
+                           evidence=evidence)
     if broken:
         return CheckResult(
             "model.weights_after_step", STAGE, Status.FAIL,
-            f"After one optimizer step ({learning_rate_text}), {len(broken)} weights hold NaN or Inf, first: "
-            f"{', '.join(broken[:3])}.",
-            fix="Lower the learning rate (e.g. Adam(5e-5)) and fix non-finite losses (model.nan_rows).",
+            msg("After one optimizer step ({rate}), {count} weights hold NaN or Inf, first: {first}.",
+                rate=learning_rate_text, count=len(broken), first=", ".join(broken[:3])),
+            fix=msg("Lower the learning rate (e.g. Adam(5e-5)) and fix non-finite losses (model.nan_rows)."),
             evidence=evidence,
         )
     return CheckResult("model.weights_after_step", STAGE, Status.PASS,
-                       f"After one optimizer step ({learning_rate_text}) on a copy, every weight is finite.",
+                       msg("After one optimizer step ({rate}) on a copy, every weight is finite.",
+                           rate=learning_rate_text),
                        evidence=evidence)
 
 
@@ -360,8 +386,8 @@ def first_non_finite(trace: list[tuple[str, np.ndarray]], input_ids) -> dict[str
 def check_nan_origin(fresh: Forward, stepped: Forward | None, input_ids, broken_fresh: list[str],
                      broken_stepped: list[str], any_nan_loss: bool) -> CheckResult:
     """Where NaN starts: the first layer (in forward order) whose output is non-finite, on this one batch."""
-    for when, forward, broken in (("in the freshly loaded model", fresh, broken_fresh),
-                                  ("after one optimizer step", stepped, broken_stepped)):
+    for when, forward, broken in ((msg("in the freshly loaded model"), fresh, broken_fresh),
+                                  (msg("after one optimizer step"), stepped, broken_stepped)):
         if forward is None or not forward.trace:
             continue
         found = first_non_finite(forward.trace, input_ids)
@@ -369,18 +395,20 @@ def check_nan_origin(fresh: Forward, stepped: Forward | None, input_ids, broken_
             found.update({"when": when, "non_finite_weights": broken[:20]})
             return CheckResult(
                 "model.nan_origin", STAGE, Status.FAIL,
-                f"NaN/Inf first appears {when} at the output of {found['layer']} "
-                f"({found['output']['non_finite_share']:.0%} non-finite; its input from {found['input_from']} has "
-                f"{found['input']['non_finite_share']:.0%})" + (f"; non-finite weights: {', '.join(broken[:3])}" if broken else "") + ".",
-                fix="Reload the checkpoint (weights are broken) or lower the learning rate (the step broke them).",
+                msg("NaN/Inf first appears {when} at the output of {layer} ({output:.0%} non-finite; its input from "
+                    "{source} has {input:.0%}){weights}.", when=when, layer=found["layer"],
+                    output=found["output"]["non_finite_share"], source=found["input_from"],
+                    input=found["input"]["non_finite_share"],
+                    weights=msg("; non-finite weights: {weights}", weights=", ".join(broken[:3])) if broken else ""),
+                fix=msg("Reload the checkpoint (weights are broken) or lower the learning rate (the step broke them)."),
                 evidence=found,
             )
     if any_nan_loss:
         return CheckResult("model.nan_origin", STAGE, Status.SKIP,
-                           "Every layer's output is finite: the non-finite loss comes from the labels, not the network "
-                           "(see model.nan_rows).")
+                           msg("Every layer's output is finite: the non-finite loss comes from the labels, not the "
+                               "network (see model.nan_rows)."))
     return CheckResult("model.nan_origin", STAGE, Status.SKIP,
-                       "Nothing to trace: every layer output, loss, gradient and weight is finite.")
+                       msg("Nothing to trace: every layer output, loss, gradient and weight is finite."))
 
 
 # ---------------------------------------------------------------- model.memory
@@ -436,14 +464,17 @@ def check_memory(figures: dict[str, Any]) -> CheckResult:
     """Whether training fits in the memory of the device it would run on."""
     device = "GPU" if figures["gpu_bytes"] else "RAM"
     room = figures["gpu_bytes"] or figures["available_ram_bytes"]
-    summary = (f"{figures['parameters']:,} parameters: training needs about {_gib(figures['total_bytes'])} "
-               f"(weights, gradients and Adam's two slots {_gib(figures['training_state_bytes'])}, activations for "
-               f"batch {figures['batch_size']} x max_length {figures['sequence_length']} about "
-               f"{_gib(figures['activation_bytes_estimate'])}) against {_gib(room)} of {device}.")
+    summary = msg("{parameters:,} parameters: training needs about {total} (weights, gradients and Adam's two slots "
+                  "{state}, activations for batch {batch} x max_length {length} about {activations}) against {room} "
+                  "of {device}.", parameters=figures["parameters"], total=_gib(figures["total_bytes"]),
+                  state=_gib(figures["training_state_bytes"]), batch=figures["batch_size"],
+                  length=figures["sequence_length"], activations=_gib(figures["activation_bytes_estimate"]),
+                  room=_gib(room), device=device)
     if figures["total_bytes"] > room:
         return CheckResult(
-            "model.memory", STAGE, Status.WARN, summary + " It will not fit.",
-            fix="Halve the batch size, shorten max_length, or pick a smaller checkpoint such as distilbert-base-cased.",
+            "model.memory", STAGE, Status.WARN, msg("{summary} It will not fit.", summary=summary),
+            fix=msg("Halve the batch size, shorten max_length, or pick a smaller checkpoint such as "
+                    "distilbert-base-cased."),
             evidence=figures,
         )
     return CheckResult("model.memory", STAGE, Status.PASS, summary, evidence=figures)
@@ -452,21 +483,23 @@ def check_memory(figures: dict[str, Any]) -> CheckResult:
 # ---------------------------------------------------------------- the stage
 
 
-def learning_rate_text(config: RunConfig) -> str:
+def learning_rate_text(config: RunConfig) -> Text:
     given = 'optimizer "adam"' if config.optimizer == "adam" else config.optimizer
-    return f"{given}, learning rate {effective_rate(config):g}"
+    return msg("{optimizer}, learning rate {rate:g}", optimizer=given, rate=effective_rate(config))
 
 
 def not_classification_results(checkpoint: str, message: str) -> list[CheckResult]:
     """The stage's results when the checkpoint has no sequence-classification model: a clear fail, the rest skipped."""
     failed = CheckResult(
         "model.config", STAGE, Status.FAIL,
-        f"{checkpoint} cannot be loaded as a TensorFlow sequence classifier: {message}",
+        msg("{checkpoint} cannot be loaded as a TensorFlow sequence classifier: {message}", checkpoint=checkpoint,
+            message=message),
         fix='TFAutoModelForSequenceClassification.from_pretrained("distilbert-base-uncased", num_labels=...)  '
             "# an encoder checkpoint with a classification head class",
         evidence={"error": message},
     )
-    return [failed] + [skipped(check_id, STAGE, "No model to run (see model.config).") for check_id in checks_of(STAGE)[1:]]
+    return [failed] + [skipped(check_id, STAGE, msg("No model to run (see model.config)."))
+                       for check_id in checks_of(STAGE)[1:]]
 
 
 def run_model_checks(config: RunConfig, model, tokenizer, batch: FirstBatch) -> list[CheckResult]:
@@ -474,7 +507,8 @@ def run_model_checks(config: RunConfig, model, tokenizer, batch: FirstBatch) -> 
     task = config.glue_task
     results = [run_check("model.config", STAGE, check_config, model.config, type(model).__name__, task, tokenizer)]
     if batch.tf_batch is None:
-        reason = f"No batch to run: {batch.error or 'the Data stage could not build one'} (see data.batch)."
+        reason = msg("No batch to run: {error} (see data.batch).",
+                     error=batch.error or msg("the Data stage could not build one"))
         return results + [skipped(check_id, STAGE, reason) for check_id in checks_of(STAGE)[1:]]
     inputs, _ = split_batch(batch.tf_batch)
     labels = np.asarray(batch.rows[LABEL])
@@ -495,7 +529,7 @@ def run_model_checks(config: RunConfig, model, tokenizer, batch: FirstBatch) -> 
                                        config.loss, task.regression)))
     else:
         for check_id in ("model.nan_rows", "model.initial_loss"):
-            results.append(skipped(check_id, STAGE, "The forward pass failed (see model.forward)."))
+            results.append(skipped(check_id, STAGE, msg("The forward pass failed (see model.forward).")))
 
     @functools.cache
     def step():

@@ -7,6 +7,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from diagnostics.i18n import msg
 from diagnostics.config import RunConfig
 from diagnostics.batches import LABEL, FirstBatch, build_batch, decoded_rows, split_labels
 from diagnostics.glue import GlueTask
@@ -55,7 +56,7 @@ def overfit_one_batch(model, batch: FirstBatch, config: RunConfig, epochs: int, 
     trainer.reset(rate)
     report = tf_keras.callbacks.LambdaCallback(
         on_epoch_begin=lambda epoch, logs: check_deadline(f"at epoch {epoch + 1} of {epochs} of the overfit test"),
-        on_epoch_end=lambda epoch, logs: progress((epoch + 1) / epochs, f"Epoch {epoch + 1} of {epochs}: loss {logs['loss']:.4f}"))
+        on_epoch_end=lambda epoch, logs: progress((epoch + 1) / epochs, msg("Epoch {epoch} of {epochs}: loss {loss:.4f}", epoch=epoch + 1, epochs=epochs, loss=logs["loss"])))
     try:
         history = trainer.fit(batch.tf_batch, epochs, callbacks=[report])
     except Exception as exc:  # what model.fit itself raises is the finding (e.g. a label out of range on CPU)
@@ -129,70 +130,83 @@ def check_overfit(figures: dict[str, Any], rows: list[dict[str, Any]], *,
     if figures.get("error"):
         return CheckResult(
             "overfit.one_batch", STAGE, Status.FAIL,
-            f"model.fit on the batch raised {figures['error']} (on a GPU this shows as loss: nan instead).",
-            fix="Fix the labels first (see data.label_range and model.nan_rows).", evidence=evidence)
+            msg("model.fit on the batch raised {error} (on a GPU this shows as loss: nan instead).",
+                error=figures["error"]),
+            fix=msg("Fix the labels first (see data.label_range and model.nan_rows)."), evidence=evidence)
     losses, accuracy = figures["losses"], figures["final_accuracy"]
     rate = figures["learning_rate"]
-    run = f"{figures['epochs']} epochs at learning rate {rate:g}"
-    note = f" The split has no {', '.join(missing_labels)}, so the batch cannot hold every label." if missing_labels else ""
+    run = msg("{epochs} epochs at learning rate {rate:g}", epochs=figures["epochs"], rate=rate)
+    note = msg(" The split has no {labels}, so the batch cannot hold every label.", labels=", ".join(missing_labels)) \
+        if missing_labels else ""
     regression = accuracy is None
     all_right = regression or accuracy == 1.0
-    reached = "" if regression else f", accuracy {accuracy:.0%}"
+    reached = "" if regression else msg(", accuracy {accuracy:.0%}", accuracy=accuracy)
     if not losses or losses[0] is None:
-        return CheckResult("overfit.one_batch", STAGE, Status.FAIL, f"After {run} the loss was NaN from the first "
-                           "epoch: rows have labels out of range (see model.nan_rows) or the weights are not finite.",
-                           fix="Fix model.nan_rows and model.weights_after_step first.", evidence=evidence)
+        return CheckResult("overfit.one_batch", STAGE, Status.FAIL,
+                           msg("After {run} the loss was NaN from the first epoch: rows have labels out of range (see "
+                               "model.nan_rows) or the weights are not finite.", run=run),
+                           fix=msg("Fix model.nan_rows and model.weights_after_step first."), evidence=evidence)
     shape = curve_shape(losses, spike_share=spike_share)
     evidence["curve"] = shape
     lower = round_down_rate(best_rate) if best_rate and best_rate < rate else round_down_rate(rate / 10)
-    lower_fix = f"tf_keras.optimizers.Adam(learning_rate={lower:.0e})  # lower the rate"
-    went = f"the loss went from {shape['first']:.3f} to " + ("NaN" if losses[-1] is None else f"{shape['final']:.4f}")
+    lower_fix = msg("tf_keras.optimizers.Adam(learning_rate={rate:.0e})  # lower the rate", rate=lower)
+    went = msg("the loss went from {first:.3f} to {final}", first=shape["first"],
+               final="NaN" if losses[-1] is None else f"{shape['final']:.4f}")
     if any(v is None for v in losses):
         return CheckResult("overfit.one_batch", STAGE, Status.FAIL,
-                           f"After {run}, {went}{reached}: the learning rate is too high (or rows have labels out of "
-                           f"range, see model.nan_rows).{note}", fix=lower_fix, evidence=evidence)
+                           msg("After {run}, {went}{reached}: the learning rate is too high (or rows have labels out "
+                               "of range, see model.nan_rows).{note}", run=run, went=went, reached=reached, note=note),
+                           fix=lower_fix, evidence=evidence)
     if shape["spiked"]:
         return CheckResult(
             "overfit.one_batch", STAGE, Status.FAIL,
-            f"After {run}, {went}{reached}, but it jumped by {shape['spike']:.3f} above its lowest point at epoch "
-            f"{shape['spike_at']}: training is unstable, the learning rate is too high.{note}",
+            msg("After {run}, {went}{reached}, but it jumped by {spike:.3f} above its lowest point at epoch {epoch}: "
+                "training is unstable, the learning rate is too high.{note}", run=run, went=went, reached=reached,
+                spike=shape["spike"], epoch=shape["spike_at"], note=note),
             fix=lower_fix, evidence=evidence)
     drift = figures.get("drift_per_step")
     memorised = all_right and (shape["final"] <= memorised_share * shape["first"] or shape["final"] < memorised_value)
     learning = all_right and shape["progress"] >= learning_progress and shape["falling_share"] >= learning_falls
     if figures.get("pretrained") and drift is not None and drift > warn_drift:
-        outcome = "memorised the batch" if memorised else went
+        outcome = msg("memorised the batch") if memorised else went
         return CheckResult(
             "overfit.one_batch", STAGE, Status.WARN,
-            f"After {run} the model {outcome}{reached}, but each epoch moved its pretrained weights by {drift:.1e} of "
-            f"their size (more than {warn_drift:g}): a real run of a few hundred steps at this rate overwrites what "
-            f"pretraining learned, however well one batch is memorised.{note}",
+            msg("After {run} the model {outcome}{reached}, but each epoch moved its pretrained weights by {drift:.1e} "
+                "of their size (more than {limit:g}): a real run of a few hundred steps at this rate overwrites what "
+                "pretraining learned, however well one batch is memorised.{note}", run=run, outcome=outcome,
+                reached=reached, drift=drift, limit=warn_drift, note=note),
             fix=lower_fix, evidence=evidence)
     if memorised:
-        achieved = "" if regression else " and predicts every row right (100%)"
+        achieved = "" if regression else msg(" and predicts every row right (100%)")
         return CheckResult("overfit.one_batch", STAGE, Status.PASS,
-                           f"After {run}, {went}{achieved}: the pipeline can learn.{note}", evidence=evidence)
+                           msg("After {run}, {went}{achieved}: the pipeline can learn.{note}", run=run, went=went,
+                               achieved=achieved, note=note), evidence=evidence)
     if learning:
         return CheckResult(
             "overfit.one_batch", STAGE, Status.PASS,
-            f"After {run}, {went}{reached}, falling steadily ({shape['progress']:.0%} of its start): the pipeline "
-            f"learns, slowly at this rate; more epochs would memorise the batch.{note}",
+            msg("After {run}, {went}{reached}, falling steadily ({progress:.0%} of its start): the pipeline learns, "
+                "slowly at this rate; more epochs would memorise the batch.{note}", run=run, went=went,
+                reached=reached, progress=shape["progress"], note=note),
             evidence=evidence)
-    rerun = (f" The sweep recommends {best_rate:.1e}: rerun at it." if best_rate else
-             " Run the Hyperparameters sweep to find a better rate.")
+    rerun = (msg(" The sweep recommends {rate:.1e}: rerun at it.", rate=best_rate) if best_rate else
+             msg(" Run the Hyperparameters sweep to find a better rate."))
     if shape["final"] > shape["first"]:
-        cause = "the loss rose: the learning rate is too high"
+        cause = msg("the loss rose: the learning rate is too high")
         fix = lower_fix
     elif shape["final"] >= 0.9 * shape["first"]:
-        cause = ("the loss stayed near where it started" + (f" (ln K = {figures['ln_k']:.3f})" if figures.get("ln_k") else "")
-                 + ": the learning rate is too low, or weights are frozen or disconnected from the loss (see model.gradients)")
+        cause = msg("the loss stayed near where it started{ln_k}: the learning rate is too low, or weights are frozen "
+                    "or disconnected from the loss (see model.gradients)",
+                    ln_k=f" (ln K = {figures['ln_k']:.3f})" if figures.get("ln_k") else "")
         fix = (f"tf_keras.optimizers.Adam(learning_rate={best_rate:.0e})" if best_rate else
                "tf_keras.optimizers.Adam(learning_rate=...)  # a rate from the sweep") + "  # check layer.trainable"
     else:
-        cause = ("the loss fell too slowly or unevenly: the learning rate is too low, or the loss reads logits as "
-                 "probabilities (from_logits=False, see hparams.loss)")
-        fix = "More epochs or a higher rate; loss=SparseCategoricalCrossentropy(from_logits=True) or the internal loss"
-    return CheckResult("overfit.one_batch", STAGE, Status.FAIL, f"After {run}, {went}{reached}: {cause}.{rerun}{note}",
+        cause = msg("the loss fell too slowly or unevenly: the learning rate is too low, or the loss reads logits as "
+                    "probabilities (from_logits=False, see hparams.loss)")
+        fix = msg("More epochs or a higher rate; {code}",
+                  code="loss=SparseCategoricalCrossentropy(from_logits=True) or the internal loss")
+    return CheckResult("overfit.one_batch", STAGE, Status.FAIL,
+                       msg("After {run}, {went}{reached}: {cause}.{rerun}{note}", run=run, went=went, reached=reached,
+                           cause=cause, rerun=rerun, note=note),
                        fix=fix, evidence=evidence)
 
 
@@ -204,12 +218,12 @@ def run_overfit_checks(config: RunConfig, model, tokenizer, split, *, epochs: in
     labels = split_labels(split)
     if not task.regression and not (labels >= 0).any():
         return [CheckResult("overfit.one_batch", STAGE, Status.SKIP,
-                            "The split has no labels (all -1, a GLUE test split), so there is nothing to learn.")]
+                            msg("The split has no labels (all -1, a GLUE test split), so there is nothing to learn."))]
     indices, missing = every_label_indices(labels, task, config.batch_size, config.seed)
     batch = build_batch(split, tokenizer, config, indices)
     if batch.tf_batch is None:
         return [CheckResult("overfit.one_batch", STAGE, Status.SKIP,
-                            f"No batch to train on: {batch.error} (see data.batch).")]
+                            msg("No batch to train on: {error} (see data.batch).", error=batch.error))]
     figures = overfit_one_batch(model, batch, config, epochs, rate=rate, progress=progress)
     rows = decoded_rows(batch, tokenizer, task)
     if figures.get("error"):

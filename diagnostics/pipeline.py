@@ -6,6 +6,7 @@ import functools
 import gc
 
 from diagnostics import limits, registry
+from diagnostics.i18n import Text, joined, msg
 from diagnostics.budget import BudgetExceeded, run_budget
 from diagnostics.context import RunContext
 from diagnostics.data import run_data_checks
@@ -62,7 +63,8 @@ def parse_stages(text: str | None) -> tuple[str, ...]:
     names = tuple(name.strip() for name in text.split(",") if name.strip())
     unknown = [name for name in names if name not in STAGES]
     if unknown:
-        raise InputError(f"Unknown stage(s) {', '.join(unknown)}; available: {', '.join(STAGES)}.")
+        raise InputError(msg("Unknown stage(s) {unknown}; available: {stages}.", unknown=", ".join(unknown),
+                             stages=", ".join(STAGES)))
     return names
 
 
@@ -83,38 +85,40 @@ def run_stages(run: RunContext, stages: tuple[str, ...] = STAGES, *, sweep: Swee
     return results
 
 
-def _reason(run: RunContext, need: str) -> str | None:
+def _reason(run: RunContext, need: str) -> Text | None:
     """Why the stage cannot do what `need` names on this run, or None when it can."""
     config = run.config
     if need == "columns" and run.missing_columns:
         expected = list(config.glue_task.text_columns) + ["label"]
-        return (f"The split has no {', '.join(run.missing_columns)} column (it has {', '.join(run.split.column_names)}; "
-                f"{config.glue_task.name} needs {', '.join(expected)}): see data.columns.")
+        return msg("The split has no {missing} column (it has {found}; {task} needs {needed}): see data.columns.",
+                   missing=", ".join(run.missing_columns), found=", ".join(run.split.column_names),
+                   task=config.glue_task.name, needed=", ".join(expected))
     if need == "columns" and run.text_problems:
-        counts = ", ".join(f"{column} in {len(found['empty']) + len(found['not_text']):,} row(s)"
-                           for column, found in run.text_problems.items())
-        return f"Some text cells are empty or not text ({counts}): see data.columns."
+        counts = joined([msg("{column} in {count:,} row(s)", column=column,
+                             count=len(found["empty"]) + len(found["not_text"]))
+                         for column, found in run.text_problems.items()])
+        return msg("Some text cells are empty or not text ({counts}): see data.columns.", counts=counts)
     if need == "labels" and not run.has_labels:
-        return ("No label of the split is usable (all -1, as in a GLUE test split, or unreadable: see "
-                "data.label_range), so there is nothing to learn.")
+        return msg("No label of the split is usable (all -1, as in a GLUE test split, or unreadable: see "
+                   "data.label_range), so there is nothing to learn.")
     if need == "range" and run.unreadable_scores:
-        return (f"{run.unreadable_scores:,} scores are empty or not numbers (see data.label_range): a NaN label makes "
-                "every loss NaN, so fix them first.")
+        return msg("{count:,} scores are empty or not numbers (see data.label_range): a NaN label makes every loss "
+                   "NaN, so fix them first.", count=run.unreadable_scores)
     if need in ("range", "readable") and run.unusable_labels:
         task = config.glue_task
-        return (f"{run.unusable_labels:,} labels are not {task.name} labels (see data.label_range): every check that "
-                f"feeds labels to the model needs ids 0..{task.num_labels - 1} or {task.name}'s names, so fix them "
-                "first.")
+        return msg("{count:,} labels are not {task} labels (see data.label_range): every check that feeds labels to "
+                   "the model needs ids 0..{last} or {task}'s names, so fix them first.", count=run.unusable_labels,
+                   task=task.name, last=task.num_labels - 1)
     if need == "range" and run.out_of_range_labels:
-        return (f"Training stops at the first of {run.out_of_range_labels:,} labels outside "
-                f"[0, {config.effective_num_labels}) (see data.label_range and model.nan_rows): fix them or "
-                "num_labels first.")
+        return msg("Training stops at the first of {count:,} labels outside [0, {num_labels}) (see data.label_range "
+                   "and model.nan_rows): fix them or num_labels first.", count=run.out_of_range_labels,
+                   num_labels=config.effective_num_labels)
     if need == "model" and run.classifier[0] is None:
-        return f"No model to train: {run.classifier[1]}"
+        return msg("No model to train: {reason}", reason=run.classifier[1])
     if need == "batch" and run.first_batch.tf_batch is None:
-        return f"No training batches: {run.first_batch.error} (see data.batch)."
+        return msg("No training batches: {error} (see data.batch).", error=run.first_batch.error)
     if need == "rows" and len(run.split) < 8:
-        return f"The split has {len(run.split)} rows, too few to hold some out."
+        return msg("The split has {rows} rows, too few to hold some out.", rows=len(run.split))
     return None
 
 
@@ -164,7 +168,8 @@ def hparams_stage(run: RunContext, *, sweep: SweepSettings = SweepSettings(), pr
     try:
         batches, held = run.training_batches(max(1, min(sweep.steps // 4, 4)))
     except ValueError as exc:
-        reason = f"No training batches: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__} (see data.batch)."
+        reason = msg("No training batches: {error} (see data.batch).",
+                     error=str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
         return [skipped(check, "hparams", reason) for check in checks]
     untrainable = _blocked(run, "hparams", registry.checks_of("hparams", "training"), "range") \
         if "training" in parts else []
@@ -187,7 +192,8 @@ def overfit_stage(run: RunContext, *, epochs: int = DEFAULT_EPOCHS, rate: float 
 def validate_epochs(epochs) -> int:
     """The overfit test's epoch count, or an InputError saying what it may be."""
     if not (isinstance(epochs, int) or float(epochs).is_integer()) or not 1 <= epochs <= 1000:
-        raise InputError(f"The overfit test needs a whole number of epochs from 1 to 1000, got {epochs}.")
+        raise InputError(msg("The overfit test needs a whole number of epochs from 1 to 1000, got {epochs}.",
+                             epochs=epochs))
     problems = limits.epochs_problems(int(epochs))
     if problems:
         raise InputError("; ".join(problems) + ".")

@@ -11,6 +11,7 @@ from typing import Any, Callable
 import numpy as np
 
 from diagnostics.budget import BudgetExceeded, check_deadline
+from diagnostics.i18n import message_of, msg
 
 
 class Status(str, Enum):
@@ -81,12 +82,12 @@ def to_json(value: Any) -> Any:
 def error_result(check_id: str, stage: str, exc: BaseException) -> CheckResult:
     """The result of a check that raised: the exception type and message on the page, the traceback in the
     evidence for the JSON report."""
-    message = str(exc).strip().splitlines()[0] if str(exc).strip() else "(no message)"
+    message = str(exc).strip().splitlines()[0] if str(exc).strip() else msg("(no message)")
     return CheckResult(
         id=check_id,
         stage=stage,
         status=Status.ERROR,
-        summary=f"The check itself failed with {type(exc).__name__}: {message}",
+        summary=msg("The check itself failed with {error}: {message}", error=type(exc).__name__, message=message),
         evidence={
             "exception": type(exc).__name__,
             "message": str(exc)[:2000],
@@ -103,7 +104,7 @@ def run_check(check_id: str, stage: str, check: Callable[..., CheckResult], *arg
         check_deadline(f"before {check_id} could start")
         return check(*args, **kwargs)
     except BudgetExceeded as exc:
-        return skipped(check_id, stage, str(exc))
+        return skipped(check_id, stage, message_of(exc))
     except Exception as exc:  # a broken check must never blank the report
         return error_result(check_id, stage, exc)
 

@@ -165,3 +165,36 @@ def test_an_unknown_language_in_a_link_is_named_and_the_page_stays_in_english():
     assert not at.exception
     assert "lang='klingon'" in "\n".join(warning.value for warning in at.warning)
     assert at.selectbox(key="ui.lang").value == "en"
+
+
+# ---------------------------------------------------------------- the findings
+
+
+@pytest.mark.parametrize("language", TRANSLATED)
+def test_a_checks_finding_is_said_in_each_language_with_its_numbers(language):
+    from diagnostics.data import check_duplicates
+
+    result = check_duplicates({"rows_scanned": 1234, "duplicate_rows": 56, "conflicting_rows": 7,
+                               "conflict_examples": []})
+    said, english = localize(result.summary, language), str(result.summary)
+    assert said != english and said.strip()
+    for number in ("1,234", "56", "7", "4.5%"):
+        assert number in said and number in english
+
+
+def test_every_finding_of_a_failing_scenario_can_be_translated(tmp_path):
+    """Every summary (and prose fix) the Data, Model and setup checks give on the course's script is a sentence the
+    catalogs know, so no finding stays English on a translated page."""
+    from diagnostics.context import RunContext
+    from diagnostics.pipeline import data_stage, hparams_stage, model_stage
+    from diagnostics.scenarios import SCENARIOS
+    from diagnostics.config import RunConfig
+
+    config = SCENARIOS["course-script"].apply(RunConfig(checkpoint="demo", split="validation_matched"))
+    run = RunContext.open(config)
+    results = data_stage(run) + model_stage(run) + hparams_stage(run, parts=("setup",))
+    assert len(results) >= 15
+    for result in results:
+        assert isinstance(result.summary, Text), (result.id, result.summary)
+        with use_language("zh"):
+            assert localize(result.summary) != str(result.summary), result.id

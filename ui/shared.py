@@ -28,7 +28,7 @@ def shared_results() -> SharedResults:
 
 def waiting_text(label: str, flight: Flight) -> str:
     others = " · " + _("{count} sessions waiting for it").format(count=flight.waiters) if flight.waiters > 1 else ""
-    return f"{label} {flight.text} ({flight.elapsed():.0f} s{others})"
+    return f"{label} {localize(flight.text)} ({flight.elapsed():.0f} s{others})"
 
 
 def computed(job: Job, label: str, *, again: bool = False) -> Entry | None:
