@@ -10,7 +10,7 @@ from typing import Any
 from diagnostics import limits
 from diagnostics.errors import InputError
 from diagnostics.glue import GlueTask, get_task
-from diagnostics.i18n import N_
+from diagnostics.i18n import N_, joined, msg
 
 DEMO_CHECKPOINT = "demo"
 HUB_DEFAULT_CHECKPOINT = "distilbert-base-uncased"
@@ -137,40 +137,45 @@ class RunConfig:
         task = get_task(self.task)
         problems = []
         if not self.checkpoint or not self.checkpoint.strip():
-            problems.append("the checkpoint is empty: give a Hub name, a local directory or 'demo'")
+            problems.append(msg("the checkpoint is empty: give a Hub name, a local directory or 'demo'"))
         if self.num_labels is not None and self.num_labels < 1:
-            problems.append(f"num_labels must be at least 1, got {self.num_labels}")
+            problems.append(msg("num_labels must be at least 1, got {value}", value=self.num_labels))
         if self.batch_size < 1:
-            problems.append(f"batch size must be at least 1, got {self.batch_size}")
+            problems.append(msg("batch size must be at least 1, got {value}", value=self.batch_size))
         if self.max_length < 1:
-            problems.append(f"max length must be at least 1, got {self.max_length}")
+            problems.append(msg("max length must be at least 1, got {value}", value=self.max_length))
         if self.data_source not in DATA_SOURCES:
-            problems.append(f"data source must be one of {', '.join(DATA_SOURCES)}, got {self.data_source!r}")
+            problems.append(msg("data source must be one of {choices}, got {value}", choices=", ".join(DATA_SOURCES),
+                                value=repr(self.data_source)))
         if self.data_source == "files" and not self.data_files:
-            problems.append("data source 'files' needs at least one SPLIT=PATH data file")
+            problems.append(msg("data source 'files' needs at least one SPLIT=PATH data file"))
         given = [split for split, _ in self.data_files]
         for split in dict.fromkeys(split for split in given if given.count(split) > 1):
             paths = [path for name, path in self.data_files if name == split]
-            problems.append(f"split {split!r} is given {len(paths)} times ({', '.join(paths)}): give each split once")
+            problems.append(msg("split {split} is given {count} times ({paths}): give each split once", split=repr(split),
+                                count=len(paths), paths=", ".join(paths)))
         if self.labels_in not in LABEL_PLACEMENTS:
-            problems.append(f"labels_in must be 'inputs' or 'separate', got {self.labels_in!r}")
+            problems.append(msg("labels_in must be 'inputs' or 'separate', got {value}", value=repr(self.labels_in)))
         if self.loss not in LOSSES:
-            problems.append(f"loss must be one of {', '.join(LOSSES)}, got {self.loss!r}")
+            problems.append(msg("loss must be one of {choices}, got {value}", choices=", ".join(LOSSES),
+                                value=repr(self.loss)))
         if self.optimizer not in OPTIMIZERS:
-            problems.append(f"optimizer must be one of {', '.join(OPTIMIZERS)}, got {self.optimizer!r}")
+            problems.append(msg("optimizer must be one of {choices}, got {value}", choices=", ".join(OPTIMIZERS),
+                                value=repr(self.optimizer)))
         if not (isinstance(self.learning_rate, (int, float)) and math.isfinite(self.learning_rate)
                 and self.learning_rate > 0):
-            problems.append(f"learning rate must be a positive number, got {self.learning_rate!r}")
+            problems.append(msg("learning rate must be a positive number, got {value}", value=repr(self.learning_rate)))
         if not (math.isfinite(self.weight_decay) and self.weight_decay >= 0):
-            problems.append(f"weight decay must be zero or positive, got {self.weight_decay!r}")
+            problems.append(msg("weight decay must be zero or positive, got {value}", value=repr(self.weight_decay)))
         if self.train_steps < 1 or self.warmup_steps < 0 or self.warmup_steps > self.train_steps:
-            problems.append(f"need 0 <= warmup steps ({self.warmup_steps}) <= train steps ({self.train_steps}), "
-                            "and at least one train step")
+            problems.append(msg("need 0 <= warmup steps ({warmup}) <= train steps ({steps}), and at least one train "
+                                "step", warmup=self.warmup_steps, steps=self.train_steps))
         if self.data_source != "files" and self.split not in task.splits:
-            problems.append(f"task {task.name} has no split {self.split!r}; its splits are {', '.join(task.splits)}")
+            problems.append(msg("task {task} has no split {split}; its splits are {splits}", task=task.name,
+                                split=repr(self.split), splits=", ".join(task.splits)))
         problems += hosted_problems(self)
         if problems:
-            raise InputError("; ".join(problems) + ".")
+            raise InputError(msg("{problems}.", problems=joined(problems, "; ")))
         return replace(self, task=task.name, checkpoint=self.checkpoint.strip())
 
     def to_dict(self) -> dict:
@@ -215,10 +220,11 @@ def hosted_problems(config: "RunConfig") -> list[str]:
     caps = limits.hosted()
     if caps is None:
         return []
-    problems = limits.over_caps([("the batch size at {cap}", config.batch_size, caps.max_batch_size),
-                                 ("max length at {cap}", config.max_length, caps.max_length)])
+    problems = limits.over_caps([(N_("the batch size at {cap}"), config.batch_size, caps.max_batch_size),
+                                 (N_("max length at {cap}"), config.max_length, caps.max_length)])
     if config.checkpoint.strip() != DEMO_CHECKPOINT and is_local_path(config.checkpoint.strip()):
-        problems.append(f"hosted mode refuses local checkpoint paths ({config.checkpoint!r}): give a Hub name or 'demo'")
+        problems.append(msg("hosted mode refuses local checkpoint paths ({checkpoint}): give a Hub name or 'demo'",
+                            checkpoint=repr(config.checkpoint)))
     if config.data_source == "files":
-        problems.append("hosted mode refuses local data files: use the Hub or the bundled samples")
+        problems.append(msg("hosted mode refuses local data files: use the Hub or the bundled samples"))
     return problems

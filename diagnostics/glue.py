@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass
 
 from diagnostics.errors import InputError
+from diagnostics.i18n import msg
 
 
 @dataclass(frozen=True)
@@ -72,5 +73,5 @@ def get_task(name: str) -> GlueTask:
     """Look a task up by name, with an error that lists the valid names."""
     key = (name or "").strip().lower()
     if key not in TASKS:
-        raise InputError(f"Unknown GLUE task {name!r}; choose one of: {', '.join(TASKS)}.")
+        raise InputError(msg("Unknown GLUE task {name}; choose one of: {tasks}.", name=repr(name), tasks=", ".join(TASKS)))
     return TASKS[key]

@@ -256,16 +256,17 @@ class SweepSettings:
 
         problems = []
         if not (0 < self.min_rate < self.max_rate) or not all(map(math.isfinite, (self.min_rate, self.max_rate))):
-            problems.append(f"the sweep needs 0 < lowest rate < highest rate, got {self.min_rate:g} and {self.max_rate:g}")
+            problems.append(msg("the sweep needs 0 < lowest rate < highest rate, got {low:g} and {high:g}",
+                                low=self.min_rate, high=self.max_rate))
         if not 2 <= self.rates <= 25:
-            problems.append(f"the sweep needs 2 to 25 rates, got {self.rates}")
+            problems.append(msg("the sweep needs 2 to 25 rates, got {rates}", rates=self.rates))
         if not 1 <= self.steps <= 500:
-            problems.append(f"steps per rate must be 1 to 500, got {self.steps}")
+            problems.append(msg("steps per rate must be 1 to 500, got {steps}", steps=self.steps))
         if not (0 < self.range_start < self.range_end) or not 5 <= self.range_steps <= 1000:
-            problems.append("the range test needs 0 < start rate < end rate and 5 to 1000 steps")
+            problems.append(msg("the range test needs 0 < start rate < end rate and 5 to 1000 steps"))
         problems += limits.sweep_problems(self)
         if problems:
-            raise InputError("; ".join(problems) + ".")
+            raise InputError(msg("{problems}.", problems=joined(problems, "; ")))
         return self
 
 

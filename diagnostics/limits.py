@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, fields
 
+from diagnostics.i18n import N_, Text, msg
+
 HOSTED_ENV = "DEBUGGER_HOSTED"
 
 
@@ -37,11 +39,13 @@ class Limits:
                 values[field.name] = cast(text)
         return cls(**values)
 
-    def describe(self) -> str:
-        return (f"batch size ≤ {self.max_batch_size}, max length ≤ {self.max_length}, sweeps ≤ {self.max_sweep_rates} "
-                f"rates × {self.max_sweep_steps} steps, range test ≤ {self.max_range_steps} steps, overfit ≤ "
-                f"{self.max_overfit_epochs} epochs, checkpoints ≤ {self.max_parameters / 1e6:.0f}M parameters, "
-                f"{self.run_budget_s:g} s a run, Hub checkpoints and data only")
+    def describe(self) -> Text:
+        return msg("batch size ≤ {batch}, max length ≤ {length}, sweeps ≤ {rates} rates × {steps} steps, range test ≤ "
+                   "{range_steps} steps, overfit ≤ {epochs} epochs, checkpoints ≤ {parameters:.0f}M parameters, "
+                   "{budget:g} s a run, Hub checkpoints and data only", batch=self.max_batch_size,
+                   length=self.max_length, rates=self.max_sweep_rates, steps=self.max_sweep_steps,
+                   range_steps=self.max_range_steps, epochs=self.max_overfit_epochs,
+                   parameters=self.max_parameters / 1e6, budget=self.run_budget_s)
 
 
 def hosted() -> Limits | None:
@@ -51,30 +55,31 @@ def hosted() -> Limits | None:
     return Limits.from_environment()
 
 
-def over_caps(caps) -> list[str]:
+def over_caps(caps) -> list[Text]:
     """"hosted mode caps … (got …)" for each (what, value, cap) whose value is beyond its cap; `what` holds {cap}."""
-    return [f"hosted mode caps {what.format(cap=cap)} (got {value})" for what, value, cap in caps if value > cap]
+    return [msg("hosted mode caps {what} (got {value})", what=msg(what, cap=cap), value=value)
+            for what, value, cap in caps if value > cap]
 
 
 def sweep_problems(settings) -> list[str]:
     limits = hosted()
     if limits is None:
         return []
-    return over_caps([("the sweep at {cap} rates", settings.rates, limits.max_sweep_rates),
-                      ("steps per rate at {cap}", settings.steps, limits.max_sweep_steps),
-                      ("the range test at {cap} steps", settings.range_steps, limits.max_range_steps)])
+    return over_caps([(N_("the sweep at {cap} rates"), settings.rates, limits.max_sweep_rates),
+                      (N_("steps per rate at {cap}"), settings.steps, limits.max_sweep_steps),
+                      (N_("the range test at {cap} steps"), settings.range_steps, limits.max_range_steps)])
 
 
 def epochs_problems(epochs: int) -> list[str]:
     limits = hosted()
     if limits is None:
         return []
-    return over_caps([("the overfit test at {cap} epochs", epochs, limits.max_overfit_epochs)])
+    return over_caps([(N_("the overfit test at {cap} epochs"), epochs, limits.max_overfit_epochs)])
 
 
 def parameters_problem(checkpoint: str, parameters: int) -> str | None:
     limits = hosted()
     if limits is not None and parameters > limits.max_parameters:
-        return (f"{checkpoint!r} has about {parameters / 1e6:,.0f}M parameters; hosted mode caps checkpoints at "
-                f"{limits.max_parameters / 1e6:,.0f}M")
+        return msg("{checkpoint} has about {parameters:,.0f}M parameters; hosted mode caps checkpoints at {cap:,.0f}M",
+                   checkpoint=repr(checkpoint), parameters=parameters / 1e6, cap=limits.max_parameters / 1e6)
     return None

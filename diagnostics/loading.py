@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from diagnostics import limits
+from diagnostics.i18n import msg
 from diagnostics.config import DEMO_CHECKPOINT, DEMO_LEARNING_RATE, RunConfig, is_local_path
 from diagnostics.errors import InputError, NotClassifierError
 from diagnostics.batches import LABEL, LABEL_AS_WRITTEN, SHUFFLED_LABELS_BUG, UNUSABLE_LABEL, shuffled_labels
@@ -66,12 +67,10 @@ def resolve_checkpoint(checkpoint: str) -> str:
     if is_local_path(checkpoint):
         path = Path(checkpoint).expanduser()
         if not path.is_dir():
-            raise InputError(f"Checkpoint directory {checkpoint} does not exist.")
+            raise InputError(msg("Checkpoint directory {checkpoint} does not exist.", checkpoint=checkpoint))
         if not (path / "config.json").is_file():
-            raise InputError(
-                f"{checkpoint} has no config.json, so it was not written by save_pretrained; "
-                "point at the directory you passed to model.save_pretrained(...)."
-            )
+            raise InputError(msg("{checkpoint} has no config.json, so it was not written by save_pretrained; point at "
+                                 "the directory you passed to model.save_pretrained(...).", checkpoint=checkpoint))
         return str(path)
     return checkpoint
 
@@ -85,15 +84,19 @@ def _from_pretrained(loader, checkpoint: str, **kwargs):
     try:
         return loader.from_pretrained(path, trust_remote_code=False, **kwargs)
     except (OSError, EnvironmentError) as exc:
-        where = "directory" if is_local_path(checkpoint) else "Hub checkpoint"
-        hint = "" if hub_reachable() or is_local_path(checkpoint) else (
-            " The Hugging Face Hub cannot be reached from here: use a local directory or the demo kit ('demo')."
-        )
-        raise InputError(f"Cannot load {where} {checkpoint!r}: {str(exc).splitlines()[0]}{hint}") from exc
+        hint = "" if hub_reachable() or is_local_path(checkpoint) else msg(
+            " The Hugging Face Hub cannot be reached from here: use a local directory or the demo kit ('demo').")
+        reason = str(exc).splitlines()[0]
+        raise InputError(
+            msg("Cannot load directory {checkpoint}: {reason}{hint}", checkpoint=repr(checkpoint), reason=reason,
+                hint=hint) if is_local_path(checkpoint) else
+            msg("Cannot load Hub checkpoint {checkpoint}: {reason}{hint}", checkpoint=repr(checkpoint), reason=reason,
+                hint=hint)) from exc
     except ValueError as exc:
         if "custom code" in str(exc) or "trust_remote_code" in str(exc):
-            raise InputError(f"{checkpoint!r} needs its own Python code to load; this app never runs a checkpoint's "
-                             "code (trust_remote_code stays off). Use a checkpoint of a Transformers architecture.") from exc
+            raise InputError(msg("{checkpoint} needs its own Python code to load; this app never runs a checkpoint's "
+                                 "code (trust_remote_code stays off). Use a checkpoint of a Transformers architecture.",
+                                 checkpoint=repr(checkpoint))) from exc
         raise
 
 
@@ -106,7 +109,8 @@ def load_tokenizer(checkpoint: str):
     except InputError:
         raise
     except ValueError as exc:
-        raise InputError(f"Cannot load a tokenizer from {checkpoint!r}: {str(exc).splitlines()[0]}") from exc
+        raise InputError(msg("Cannot load a tokenizer from {checkpoint}: {reason}", checkpoint=repr(checkpoint),
+                             reason=str(exc).splitlines()[0])) from exc
 
 
 _LOAD_LOCK = threading.Lock()
@@ -145,7 +149,7 @@ def load_model(checkpoint: str, num_labels: int, seed: int = 0):
 def _refuse_size(checkpoint: str, parameters: int) -> None:
     problem = limits.parameters_problem(checkpoint, parameters)
     if problem:
-        raise InputError(problem + ".")
+        raise InputError(msg("{problem}.", problem=problem))
 
 
 def validate_for_tokenizer(config: RunConfig, tokenizer) -> None:
@@ -157,8 +161,8 @@ def validate_for_tokenizer(config: RunConfig, tokenizer) -> None:
     limit = getattr(tokenizer, "model_max_length", None)
     # Tokenizers without a limit report a huge sentinel (int(1e30)).
     if limit and limit < 1_000_000 and config.max_length > limit:
-        raise InputError(f"max length {config.max_length} is beyond this checkpoint's limit of {limit} tokens "
-                         f"(its position embeddings); use at most {limit}.")
+        raise InputError(msg("max length {length} is beyond this checkpoint's limit of {limit} tokens (its position "
+                             "embeddings); use at most {limit}.", length=config.max_length, limit=limit))
 
 
 def demo_texts() -> list[str]:
@@ -266,13 +270,12 @@ def load_split(config: RunConfig):
     else:
         files = split_files(config)
         if config.split not in files:
-            raise InputError(
-                f"No data file for split {config.split!r}; the files given cover: {', '.join(files) or 'nothing'}."
-            )
+            raise InputError(msg("No data file for split {split}; the files given cover: {splits}.",
+                                 split=repr(config.split), splits=", ".join(files) or msg("nothing")))
         dataset = load_demo_file(files[config.split]) if config.data_source == "demo" else load_local_file(
             files[config.split])
     if len(dataset) == 0:
-        raise InputError(f"Split {config.split!r} of {task.name} has no rows.")
+        raise InputError(msg("Split {split} of {task} has no rows.", split=repr(config.split), task=task.name))
     dataset = normalise_labels(normalise_text(dataset, task), task)
     return shuffled_labels(dataset, config.seed, SHUFFLED_LABELS_BUG) if config.shuffle_labels else dataset
 
@@ -289,16 +292,16 @@ def _load_hub_split(task: GlueTask, split: str):
     from datasets import load_dataset
 
     if not hub_reachable():
-        raise InputError(
-            "The Hugging Face Hub cannot be reached, so GLUE cannot be downloaded; "
-            "use the bundled demo samples or local files in the GLUE schema."
-        )
+        raise InputError(msg("The Hugging Face Hub cannot be reached, so GLUE cannot be downloaded; use the bundled "
+                             "demo samples or local files in the GLUE schema."))
     try:
         return load_dataset("nyu-mll/glue", task.name, split=split)
     except ValueError as exc:
-        raise InputError(f"GLUE {task.name} has no split {split!r}: {str(exc).splitlines()[0]}") from exc
+        raise InputError(msg("GLUE {task} has no split {split}: {reason}", task=task.name, split=repr(split),
+                             reason=str(exc).splitlines()[0])) from exc
     except Exception as exc:
-        raise InputError(f"Could not download GLUE {task.name}/{split}: {type(exc).__name__}: {exc}") from exc
+        raise InputError(msg("Could not download GLUE {task}/{split}: {error}: {reason}", task=task.name, split=split,
+                             error=type(exc).__name__, reason=exc)) from exc
 
 
 UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
@@ -327,9 +330,9 @@ def _encoding_problem(file: Path) -> str | None:
             except UnicodeDecodeError as exc:
                 line += chunk.count(b"\n", 0, exc.start)
                 bad = chunk[exc.start:exc.start + 4].hex(" ")
-                return (f"line {line} holds bytes that are not UTF-8 ({bad}); the file is in another encoding "
-                        f"(Latin-1 or Windows-1252 are common): convert it with "
-                        f"`iconv -f latin1 -t utf-8 {file.name} > utf8-{file.name}` and give that file")
+                return msg("line {line} holds bytes that are not UTF-8 ({bad}); the file is in another encoding "
+                           "(Latin-1 or Windows-1252 are common): convert it with {command} and give that file",
+                           line=line, bad=bad, command=f"`iconv -f latin1 -t utf-8 {file.name} > utf8-{file.name}`")
             line += chunk.count(b"\n")
     return None
 
@@ -342,7 +345,8 @@ def _broken_json_line(file: Path) -> str | None:
                 try:
                     json.loads(line)
                 except json.JSONDecodeError as exc:
-                    return f"line {number} is not valid JSON ({exc.msg} at column {exc.colno}): {line.strip()[:80]!r}"
+                    return msg("line {number} is not valid JSON ({error} at column {column}): {text}", number=number,
+                               error=exc.msg, column=exc.colno, text=repr(line.strip()[:80]))
     return None
 
 
@@ -359,13 +363,15 @@ def load_local_file(path: str):
     suffix = file.suffix.lower()
     builder = LOCAL_FORMATS.get(suffix)
     if builder is None:
-        raise InputError(f"{path}: unknown file type {file.suffix!r}; use one of {', '.join(LOCAL_FORMATS)}.")
+        raise InputError(msg("{path}: unknown file type {suffix}; use one of {types}.", path=path,
+                             suffix=repr(file.suffix), types=", ".join(LOCAL_FORMATS)))
     if file.is_dir():
-        raise InputError(f"Data file {path} is a directory, not a file: give the path of the {suffix[1:]} file in it.")
+        raise InputError(msg("Data file {path} is a directory, not a file: give the path of the {kind} file in it.",
+                             path=path, kind=suffix[1:]))
     if not file.is_file():
-        raise InputError(f"Data file {path} does not exist.")
+        raise InputError(msg("Data file {path} does not exist.", path=path))
     if file.stat().st_size == 0:
-        raise InputError(f"Data file {path} is empty.")
+        raise InputError(msg("Data file {path} is empty.", path=path))
     # GLUE's own tsv files hold unbalanced quotes, so quoting is off for tsv (csv.QUOTE_NONE).
     options = {"delimiter": "\t", "quoting": 3} if suffix == ".tsv" else {}
     if builder != "parquet":
@@ -374,20 +380,21 @@ def load_local_file(path: str):
         if start in UTF16_BOMS:
             options["encoding"] = "utf-16"
         elif problem := _encoding_problem(file):
-            raise InputError(f"Could not read {path}: {problem}.")
+            raise InputError(msg("Could not read {path}: {problem}.", path=path, problem=problem))
     try:
         with _quiet_datasets():
             dataset = load_dataset(builder, data_files=str(file), split="train", **options)
     except Exception as exc:
         if "corresponds to no data" in str(exc):
-            raise InputError(f"Data file {path} has no rows (a header at most).") from exc
+            raise InputError(msg("Data file {path} has no rows (a header at most).", path=path)) from exc
         if builder == "json" and (broken := _broken_json_line(file)):
-            raise InputError(f"Could not read {path} as JSON lines: {broken}.") from exc
+            raise InputError(msg("Could not read {path} as JSON lines: {problem}.", path=path, problem=broken)) from exc
         cause = exc.__cause__ or exc
-        raise InputError(f"Could not read {path} as {suffix[1:]}: {type(cause).__name__}: "
-                         f"{str(cause).splitlines()[0] if str(cause) else ''}") from exc
+        raise InputError(msg("Could not read {path} as {kind}: {error}: {reason}", path=path, kind=suffix[1:],
+                             error=type(cause).__name__,
+                             reason=str(cause).splitlines()[0] if str(cause) else "")) from exc
     if len(dataset) == 0:
-        raise InputError(f"Data file {path} has no rows (a header at most).")
+        raise InputError(msg("Data file {path} has no rows (a header at most).", path=path))
     return dataset
 
 
@@ -403,7 +410,8 @@ def keep_upload(name: str, content: bytes, root: Path | None = None) -> Path:
 
     base = Path(name).name or "upload"
     if Path(base).suffix.lower() not in LOCAL_FORMATS:
-        raise InputError(f"{base}: unknown file type {Path(base).suffix!r}; use one of {', '.join(LOCAL_FORMATS)}.")
+        raise InputError(msg("{path}: unknown file type {suffix}; use one of {types}.", path=base,
+                             suffix=repr(Path(base).suffix), types=", ".join(LOCAL_FORMATS)))
     folder = (root or cache_dir() / "uploads") / hashlib.sha256(content).hexdigest()[:16]
     folder.mkdir(parents=True, exist_ok=True)
     target = folder / base

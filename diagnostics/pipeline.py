@@ -196,5 +196,5 @@ def validate_epochs(epochs) -> int:
                              epochs=epochs))
     problems = limits.epochs_problems(int(epochs))
     if problems:
-        raise InputError("; ".join(problems) + ".")
+        raise InputError(msg("{problems}.", problems=joined(problems, "; ")))
     return int(epochs)

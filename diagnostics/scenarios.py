@@ -7,7 +7,7 @@ from typing import Any
 
 from diagnostics.config import RunConfig
 from diagnostics.errors import InputError
-from diagnostics.i18n import N_
+from diagnostics.i18n import N_, msg
 
 
 @dataclass(frozen=True)
@@ -119,5 +119,6 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
 
 def get_scenario(name: str) -> Scenario:
     if name not in SCENARIOS:
-        raise InputError(f"Unknown scenario {name!r}; choose one of: {', '.join(SCENARIOS)}.")
+        raise InputError(msg("Unknown scenario {name}; choose one of: {scenarios}.", name=repr(name),
+                             scenarios=", ".join(SCENARIOS)))
     return SCENARIOS[name]

@@ -198,3 +198,25 @@ def test_every_finding_of_a_failing_scenario_can_be_translated(tmp_path):
         assert isinstance(result.summary, Text), (result.id, result.summary)
         with use_language("zh"):
             assert localize(result.summary) != str(result.summary), result.id
+
+
+@pytest.mark.parametrize("language, says", [("ru", "не существует"), ("zh", "不存在"), ("it", "non esiste"),
+                                             ("ko", "없습니다"), ("en", "does not exist")])
+def test_an_unusable_input_is_explained_in_the_chosen_language(tmp_path, capsys, language, says):
+    from diagnostics.__main__ import main
+
+    missing = tmp_path / "nowhere.tsv"
+    code = main(["run", "--checkpoint", "demo", "--task", "rte", "--data-files", f"validation={missing}", "--split",
+                 "validation", "--stages", "data", "--lang", language])
+    error = capsys.readouterr().err
+    assert code == 2 and says in error and str(missing) in error
+
+
+def test_a_bad_link_is_explained_in_the_pages_language():
+    at = _app()
+    at.query_params["lang"] = "it"
+    at.query_params["batch_size"] = "lots"
+    at.run()
+    assert not at.exception
+    warning = "\n".join(element.value for element in at.warning)
+    assert "batch_size='lots'" in warning and "non è un numero intero" in warning

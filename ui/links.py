@@ -11,7 +11,7 @@ from diagnostics.config import RunConfig, default_config
 from diagnostics.errors import InputError
 from diagnostics.glue import get_task
 from diagnostics.hyperparams import SweepSettings
-from diagnostics.i18n import DEFAULT_LANGUAGE, LANGUAGES
+from diagnostics.i18n import DEFAULT_LANGUAGE, LANGUAGES, message_of, msg
 from diagnostics.overfit import DEFAULT_EPOCHS
 from diagnostics.pipeline import validate_epochs
 from diagnostics.scenarios import SCENARIOS
@@ -36,16 +36,16 @@ def _flag(text: str) -> bool:
         return True
     if value in ("0", "false", "no", "off"):
         return False
-    raise InputError(f"{text!r} is not a yes/no value; write 1 or 0")
+    raise InputError(msg("{text} is not a yes/no value; write 1 or 0", text=repr(text)))
 
 
 def _whole(text: str) -> int:
     try:
         number = float(text)
     except ValueError:
-        raise InputError(f"{text!r} is not a whole number") from None
+        raise InputError(msg("{text} is not a whole number", text=repr(text))) from None
     if not number.is_integer():
-        raise InputError(f"{text!r} is not a whole number")
+        raise InputError(msg("{text} is not a whole number", text=repr(text)))
     return int(number)
 
 
@@ -53,7 +53,7 @@ def _number(text: str) -> float:
     try:
         return float(text)
     except ValueError:
-        raise InputError(f"{text!r} is not a number; write it like 5e-5") from None
+        raise InputError(msg("{text} is not a number; write it like 5e-5", text=repr(text))) from None
 
 
 def _num_labels(text: str) -> int | None:
@@ -69,7 +69,7 @@ def _data_files(text: str) -> tuple[tuple[str, str], ...]:
     for line in text.replace(";", "\n").splitlines():
         split, sep, path = line.strip().partition("=")
         if line.strip() and (not sep or not split.strip() or not path.strip()):
-            raise InputError(f"{line.strip()!r} should read SPLIT=PATH")
+            raise InputError(msg("{line} should read SPLIT=PATH", line=repr(line.strip())))
         if line.strip():
             pairs.append((split.strip(), path.strip()))
     return tuple(pairs)
@@ -138,16 +138,21 @@ def parse_link(params: dict[str, str], hub_reachable: bool) -> tuple[Link, list[
     Args:
         params: the URL's query parameters (the last value of a repeated one).
     """
-    problems = [f"The link's parameter {name!r} is not one this app reads (it reads {', '.join(sorted(KNOWN))})."
+    problems = [msg("The link's parameter {name} is not one this app reads (it reads {known}).", name=repr(name),
+                    known=", ".join(sorted(KNOWN)))
                 for name in params if name not in KNOWN and name not in RESERVED]
 
     def refused(name: str, exc: Exception) -> None:
-        problems.append(f"The link's {name}={params[name]!r} cannot be used: {str(exc).rstrip('.')}. "
-                        "Its default is used instead.")
+        reason = message_of(exc)
+        if not str(reason).endswith("."):
+            reason = msg("{reason}.", reason=reason)
+        problems.append(msg("The link's {name}={value} cannot be used: {reason} Its default is used instead.",
+                            name=name, value=repr(params[name]), reason=reason))
 
     scenario = params.get("scenario", "").strip() or None
     if scenario is not None and scenario not in SCENARIOS:
-        problems.append(f"The link's scenario {scenario!r} is not one of: {', '.join(SCENARIOS)}. None is applied.")
+        problems.append(msg("The link's scenario {scenario} is not one of: {scenarios}. None is applied.",
+                            scenario=repr(scenario), scenarios=", ".join(SCENARIOS)))
         scenario = None
     checkpoint = params.get("checkpoint", "").strip() or None
     if checkpoint is not None:
@@ -181,8 +186,8 @@ def parse_link(params: dict[str, str], hub_reachable: bool) -> tuple[Link, list[
             refused("epochs", exc)
     lang = params.get("lang", "").strip().lower() or None
     if lang is not None and lang not in LANGUAGES:
-        problems.append(f"The link's lang={params['lang']!r} is not one of: {', '.join(LANGUAGES)}. "
-                        "The page keeps its language.")
+        problems.append(msg("The link's lang={value} is not one of: {languages}. The page keeps its language.",
+                            value=repr(params["lang"]), languages=", ".join(LANGUAGES)))
         lang = None
     return Link(config, scenario, sweep, epochs, lang), problems
 

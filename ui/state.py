@@ -14,7 +14,7 @@ from diagnostics.config import DATA_SOURCES, DEMO_CHECKPOINT, LOSSES, OPTIMIZERS
 from diagnostics.errors import InputError
 from diagnostics.glue import TASKS, get_task
 from diagnostics.hyperparams import SweepSettings
-from diagnostics.i18n import (DEFAULT_LANGUAGE, LANGUAGES, N_, _, language_from_locale, localize, message_of, said,
+from diagnostics.i18n import (DEFAULT_LANGUAGE, LANGUAGES, N_, _, language_from_locale, localize, message_of, msg, said,
                              set_language)
 from diagnostics.overfit import DEFAULT_EPOCHS
 from diagnostics.scenarios import SCENARIOS
@@ -179,7 +179,7 @@ def link_problems() -> None:
     """What the opened link asked for that could not be used, until dismissed."""
     problems = st.session_state.get(LINK_PROBLEMS_KEY) or []
     if problems:
-        st.warning("\n\n".join(problems), icon=":material/link_off:")
+        st.warning("\n\n".join(localize(problem) for problem in problems), icon=":material/link_off:")
         st.button(_("Dismiss"), key="link.dismiss", on_click=lambda: st.session_state.update({LINK_PROBLEMS_KEY: []}))
 
 
@@ -219,7 +219,8 @@ def parse_data_files(text: str) -> tuple[tuple[str, str], ...]:
             continue
         split, sep, path = line.partition("=")
         if not sep or not split.strip() or not path.strip():
-            raise InputError(f"Data file line {line!r} should read SPLIT=PATH, e.g. train=/data/mnli/train.tsv.")
+            raise InputError(msg("Data file line {line} should read SPLIT=PATH, e.g. train=/data/mnli/train.tsv.",
+                                 line=repr(line)))
         pairs.append((split.strip(), path.strip()))
     return tuple(pairs)
 
@@ -233,7 +234,7 @@ def take_uploads() -> None:
         try:
             path = loading.keep_upload(upload.name, upload.getvalue())
         except (InputError, OSError) as exc:
-            problems.append(f"{upload.name} was not kept: {exc}")
+            problems.append(msg("{name} was not kept: {reason}", name=upload.name, reason=message_of(exc)))
             continue
         split = loading.split_for_upload(upload.name)
         text = loading.with_data_file(text, split, str(path))
@@ -359,7 +360,7 @@ def data_widgets(hosted) -> None:
                          help=_("Each file is kept on this machine and gets a SPLIT=PATH line above; its name before "
                                 "the type names the split (dev.tsv: split 'dev'), which you can edit there."))
         for problem in st.session_state.get(UPLOAD_PROBLEMS_KEY) or ():
-            st.warning(problem, icon=":material/upload_file:")
+            st.warning(localize(problem), icon=":material/upload_file:")
         splits = [split for split, _ in _parse_quietly(st.session_state["run.data_files"])]
     else:
         splits = list(get_task(st.session_state["run.task"]).splits)
@@ -426,8 +427,8 @@ def config_from_state() -> RunConfig:
         seed=int(state["run.seed"]),
         loss=state["run.loss"],
         optimizer=state["run.optimizer"],
-        learning_rate=parse_number("learning rate", state["run.learning_rate"]),
-        weight_decay=parse_number("weight decay", state["run.weight_decay"]),
+        learning_rate=parse_number(msg("learning rate"), state["run.learning_rate"]),
+        weight_decay=parse_number(msg("weight decay"), state["run.weight_decay"]),
         train_steps=int(state["run.train_steps"]),
         warmup_steps=int(state["run.warmup_steps"]),
         shuffle_labels=bool(state["run.shuffle_labels"]),
@@ -439,7 +440,8 @@ def parse_number(name: str, text: str) -> float:
     try:
         return float(str(text).strip())
     except ValueError:
-        raise InputError(f"{name} {text!r} is not a number; write it like 5e-5 or 0.00005") from None
+        raise InputError(msg("{name} {text} is not a number; write it like 5e-5 or 0.00005", name=name,
+                             text=repr(text))) from None
 
 
 def current_config() -> RunConfig | None:
