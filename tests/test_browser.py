@@ -235,3 +235,32 @@ def test_a_scenario_link_reloads_with_its_configuration_and_results(server, page
     _shot(page, "10_workshop")
     assert all(url.startswith(f"{server}/hyperparameters/_stcore/") for url in missing), missing
     assert [error for error in page.console_errors if "404 (Not Found)" not in error] == []
+
+
+@pytest.mark.parametrize("language", ["en", "ru", "zh", "it", "ko"])
+def test_the_walk_and_a_failing_report_in_each_language(server, page, language):
+    """The Data page and a failing scenario's Report in each language (the screenshots are there to be looked at:
+    CJK text must render in Noto CJK, not as boxes). Results are shared: only the first language computes them."""
+    from diagnostics.i18n import _, use_language
+
+    with use_language(language):
+        decoded, report, checks, failed = _("The first batch, decoded"), _("Report"), _("Checks"), _("FAIL")
+        not_run = _("Not run yet for this configuration: {stages}. Open their pages, or run every stage here.")
+        not_run = not_run.split("{")[0].strip()
+    scenario = "scenario=num-labels-too-small"
+    page.goto(f"{server}/?lang={language}&{scenario}")
+    _wait_for_text(page, decoded, timeout=180_000)
+    page.locator(".js-plotly-plot").nth(1).wait_for(timeout=60_000)
+    _settle(page)
+    _shot(page, f"11_data_{language}")
+    page.goto(f"{server}/model?lang={language}&{scenario}")
+    _wait_for_text(page, checks, timeout=180_000)
+    _settle(page)
+    page.goto(f"{server}/report?lang={language}&{scenario}")
+    _wait_for_text(page, "model.nan_rows", timeout=180_000)
+    _settle(page)
+    main = page.locator("[data-testid='stMain']").inner_text()
+    assert report in main and failed in main and not_run in main, main[:3000]
+    _shot(page, f"12_report_{language}")
+    # Opened at a page's path, the front end first probes for its server under that path (404s; see above).
+    assert [error for error in page.console_errors if "404 (Not Found)" not in error] == []
