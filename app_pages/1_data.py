@@ -7,7 +7,7 @@ from diagnostics.i18n import _, localize
 from diagnostics.pipeline import LEARNABILITY
 from diagnostics.plots import label_balance_figure, token_length_figure
 from diagnostics.shared import Job
-from ui.render import by_id, checklist, status_line, traced_results
+from ui.render import by_id, checklist, frame, status_line, traced_results
 from ui.shared import computed, freshness, wanted
 from ui.state import current_config
 
@@ -32,7 +32,7 @@ st.subheader(_("The first batch, decoded"))
 decoded = by_id(results, "data.decoded_samples")
 if decoded and decoded.evidence.get("rows"):
     st.dataframe(
-        pd.DataFrame(decoded.evidence["rows"])[["position", "index", "label", "label_name", "decoded", "tokens"]],
+        frame(decoded.evidence["rows"], ["position", "index", "label", "label_name", "decoded", "tokens"]),
         hide_index=True, width="stretch",
         column_config={
             "position": st.column_config.NumberColumn("#", width=40),
@@ -57,7 +57,8 @@ if truncation and truncation.evidence.get("lengths"):
 batch = by_id(results, "data.batch")
 if batch and batch.evidence.get("entries"):
     st.subheader(_("What the model receives"))
-    st.dataframe(pd.DataFrame(batch.evidence["entries"]), hide_index=True)
+    st.dataframe(pd.DataFrame(batch.evidence["entries"]), hide_index=True, column_config={
+        "key": _("key"), "shape": _("shape"), "dtype": "dtype", "in": _("in")})
 
 st.subheader(_("Do the labels carry signal?"))
 st.caption(_("Two short runs on copies of the model: one on the given labels, one on the same labels shuffled. "

@@ -1,12 +1,11 @@
 """Model page: one batch through a freshly loaded model, the NaN-row drilldown, gradients and memory."""
 
-import pandas as pd
 import streamlit as st
 
 from diagnostics.i18n import _, localize
 from diagnostics.plots import gradient_norm_figure, per_sample_loss_figure
 from diagnostics.shared import Job
-from ui.render import by_id, checklist, status_line, traced_results
+from ui.render import by_id, checklist, frame, status_line, traced_results
 from ui.shared import computed, freshness
 from ui.state import current_config
 
@@ -29,7 +28,7 @@ if nan_rows and nan_rows.evidence.get("losses"):
     if nan_rows.evidence["rows"]:
         st.subheader(_("Rows with a NaN loss"))
         st.error(localize(nan_rows.summary), icon=":material/cancel:")
-        table = pd.DataFrame(nan_rows.evidence["rows"])
+        table = frame(nan_rows.evidence["rows"])
         table["logits"] = table["logits"].map(lambda values: ", ".join("NaN" if v is None else f"{v:.3f}" for v in values))
         st.dataframe(table[["position", "index", "label", "label_name", "logits", "decoded"]], hide_index=True,
                      width="stretch", column_config={"decoded": st.column_config.TextColumn(_("decoded"), width=700),

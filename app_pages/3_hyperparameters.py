@@ -1,6 +1,5 @@
 """Hyperparameters page: what the strings hid, the learning-rate sweep, the range test and the schedule."""
 
-import pandas as pd
 import streamlit as st
 
 from diagnostics.errors import InputError
@@ -8,7 +7,7 @@ from diagnostics.hyperparams import SweepSettings
 from diagnostics.i18n import _, localize, message_of
 from diagnostics.plots import range_test_figure, schedule_figure, sweep_curves_figure, sweep_final_figure
 from diagnostics.shared import Job, training_job
-from ui.render import by_id, checklist, status_line, traced_results
+from ui.render import by_id, checklist, frame, status_line, traced_results
 from ui.shared import computed, freshness, wanted
 from ui.state import current_config
 
@@ -43,7 +42,8 @@ optimizer = by_id(setup, "hparams.optimizer")
 if optimizer and optimizer.evidence.get("settings"):
     left, right = st.columns([2, 3])
     left.subheader(_("The optimizer Keras builds"))
-    left.dataframe(pd.DataFrame(optimizer.evidence["settings"]), hide_index=True, width="stretch")
+    left.dataframe(frame(optimizer.evidence["settings"]), hide_index=True, width="stretch",
+                   column_config={"setting": _("setting"), "value": _("value"), "source": _("source")})
     schedule = by_id(setup, "hparams.schedule")
     if schedule and schedule.evidence.get("steps"):
         right.plotly_chart(schedule_figure(schedule), width="stretch")

@@ -1,6 +1,5 @@
 """Overfit page: train a copy on one batch holding every label, with a verdict and the predictions."""
 
-import pandas as pd
 import streamlit as st
 
 from diagnostics.errors import InputError
@@ -8,7 +7,7 @@ from diagnostics.i18n import _, localize, message_of
 from diagnostics.pipeline import validate_epochs
 from diagnostics.plots import overfit_figure
 from diagnostics.shared import overfit_job
-from ui.render import checklist, traced_results
+from ui.render import checklist, frame, traced_results
 from ui.shared import best_rate, computed, freshness, kept, newest_overfit, under_way
 from ui.state import current_config
 
@@ -66,7 +65,7 @@ result = results[0]
 if result.evidence.get("losses"):
     st.plotly_chart(overfit_figure(result), width="stretch")
     st.subheader(_("The batch, with the trained copy's predictions"))
-    rows = pd.DataFrame(result.evidence["rows"])
+    rows = frame(result.evidence["rows"])
     st.dataframe(rows[["position", "label", "label_name", "predicted_name", "correct", "decoded"]], hide_index=True,
                  width="stretch", column_config={"decoded": st.column_config.TextColumn(_("decoded"), width=700),
                                                  "label": _("label id"), "label_name": _("label"),

@@ -7,7 +7,7 @@ from pathlib import Path
 import streamlit as st
 
 from diagnostics import limits
-from diagnostics.i18n import _
+from diagnostics.i18n import _, localize
 from diagnostics.trace import trace_script
 from ui.render import ACTIVE_KEY, TRACED_KEY
 from ui.script import run_options, script_source, show_trace
@@ -35,7 +35,7 @@ if st.button(_("Trace the script"), type="primary", key="script.run",
         with st.status(_("Tracing {name}…").format(name=path.name), expanded=True) as box:
             line = st.empty()
             outcome = trace_script(path, capture_output=True, progress=lambda text: line.write(text), **options)
-            box.update(label=outcome.message, state="complete" if outcome.exit_code == 0 else "error")
+            box.update(label=localize(outcome.message), state="complete" if outcome.exit_code == 0 else "error")
     st.session_state[TRACED_KEY] = {"name": path.name, "report": outcome.report, "message": outcome.message,
                                     "exit_code": outcome.exit_code, "output": outcome.output}
     st.session_state[ACTIVE_KEY] = outcome.report is not None

@@ -218,10 +218,10 @@ def trace_command(args) -> int:
                            tokenizer=args.tokenizer, task=args.task, then_train=args.then_train,
                            progress=lambda line: print(f"[trace] {line}", flush=True))
     if outcome.report is None:
-        print(f"error: {outcome.message}", file=sys.stderr)
+        print(_("error: {message}").format(message=localize(outcome.message)), file=sys.stderr)
         return outcome.exit_code
     report = outcome.report
-    print(outcome.message)
+    print(localize(outcome.message))
     error = report["script"].get("error")
     if error:
         print(f"  {error['where']}: {error['code']}" if error["code"] else f"  at {error['where']}")
@@ -230,7 +230,8 @@ def trace_command(args) -> int:
     results = [CheckResult.from_dict(check) for check in report["checks"]]
     if report.get("run"):
         run = report["run"]
-        print(f"Checked {run['checkpoint']} on {run['task']}/{run['split']} (your script's pipeline)")
+        print(_("Checked {checkpoint} on {task}/{split} (your script's pipeline)").format(
+            checkpoint=run["checkpoint"], task=run["task"], split=run["split"]))
     for line in checklist_lines(results):
         print(line)
     for note in report.get("notes", []):
@@ -239,7 +240,7 @@ def trace_command(args) -> int:
         if path:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text())
-            print(f"Report written to {path}")
+            print(_("Report written to {path}").format(path=path))
     if outcome.exit_code != TRACE_OK or args.fail_on != "warn":
         return outcome.exit_code
     return EXIT_FAILED if any(r.status is Status.WARN for r in results) else EXIT_OK

@@ -13,6 +13,7 @@ import numpy as np
 
 from diagnostics.config import RunConfig
 from diagnostics.glue import STSB_RANGE, GlueTask
+from diagnostics.i18n import Text, msg
 
 LABEL = "label"
 # DataCollatorWithPadding renames `label` to `labels`, so `to_tf_dataset` accepts either name.
@@ -315,10 +316,11 @@ def decoded_rows(batch: FirstBatch, tokenizer, task: GlueTask) -> list[dict[str,
     ]
 
 
-def _not_a_label(written: str | None, task: GlueTask) -> str:
+def _not_a_label(written: str | None, task: GlueTask) -> Text:
     """How a row whose label could not be read shows its label as the file wrote it."""
     value = (written or "").strip()
-    return f"not a label of {task.name}: {repr(value) if value else '(empty)'}"
+    return msg("not a label of {task}: {value}", task=task.name, value=repr(value)) if value else \
+        msg("not a label of {task}: (empty)", task=task.name)
 
 
 def invalid_labels(labels: np.ndarray, task: GlueTask, num_labels: int) -> dict[Any, int]:

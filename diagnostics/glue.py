@@ -28,18 +28,18 @@ class GlueTask:
     def train_split(self) -> str:
         return "train" if "train" in self.splits else self.splits[0]
 
-    def label_name(self, label) -> str:
+    def label_name(self, label) -> str:  # a Text for values that are not one of the names
         """A readable name for a label value; out-of-range values say so."""
         if label is None or (isinstance(label, float) and math.isnan(label)):
-            return "(missing)"
+            return msg("(missing)")
         if self.regression:
-            return "(test: no label)" if label == -1 else f"score {float(label):.2f}"
+            return msg("(test: no label)") if label == -1 else msg("score {score:.2f}", score=float(label))
         label = int(label)
         if label == -1:
-            return "(test: no label)"
+            return msg("(test: no label)")
         if 0 <= label < len(self.label_names):
             return self.label_names[label]
-        return f"(out of range: {label})"
+        return msg("(out of range: {label})", label=label)
 
 
 _STANDARD_SPLITS = ("train", "validation", "test")

@@ -41,7 +41,8 @@ def optimizer_settings(config: RunConfig) -> dict[str, Any]:
         if name in ("name", "is_legacy_optimizer"):
             continue
         if isinstance(value, dict):  # a schedule (create_optimizer)
-            shown = f"{value.get('class_name', 'schedule')} peaking at {config.learning_rate:g}"
+            shown = msg("{schedule} peaking at {rate:g}", schedule=value.get("class_name", "schedule"),
+                        rate=config.learning_rate)
         elif isinstance(value, (np.floating, float)):
             shown = f"{float(value):g}"
         else:
@@ -49,7 +50,8 @@ def optimizer_settings(config: RunConfig) -> dict[str, Any]:
         rows.append({
             "setting": name,
             "value": shown,
-            "source": "set" if name in explicit else ("Keras default" if defaults.get(name) == value else "library"),
+            "source": msg("set") if name in explicit else (
+                msg("Keras default") if defaults.get(name) == value else msg("library")),
         })
     rate = float(settings["learning_rate"]) if not isinstance(settings["learning_rate"], dict) else config.learning_rate
     return {"class": type(optimizer).__name__, "given_as": config.optimizer, "learning_rate": rate, "settings": rows}

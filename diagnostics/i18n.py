@@ -127,6 +127,32 @@ def message_of(exc: BaseException) -> str:
     return first if isinstance(first, Text) else str(exc)
 
 
+def to_data(value: Any) -> Any:
+    """A sentence as JSON data ({"template", "params"}, values likewise), so a report written in one process can be
+    translated in another; any other value as it is."""
+    if isinstance(value, Text):
+        return {"template": value.template, "params": {name: to_data(item) for name, item in value.params.items()}}
+    if hasattr(value, "item") and callable(value.item) and getattr(value, "ndim", 1) == 0:
+        value = value.item()  # a NumPy scalar
+    if isinstance(value, list):
+        return [to_data(item) for item in value]
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    return str(value)  # a tuple or dict prints as it would in the sentence
+
+
+def from_data(data: Any) -> Any:
+    """The sentence `to_data` wrote (an unreadable one: None)."""
+    if isinstance(data, dict) and isinstance(data.get("template"), str):
+        try:
+            return Text(data["template"], {name: from_data(item) for name, item in (data.get("params") or {}).items()})
+        except (KeyError, IndexError, ValueError, TypeError):
+            return None
+    if isinstance(data, list):
+        return [from_data(item) for item in data]
+    return data
+
+
 def placeholders(template: str) -> set[str]:
     """The names a template fills in ({count:,} -> 'count')."""
     return {field.split(".")[0].split("[")[0] for _, field, _, _ in string.Formatter().parse(template) if field}

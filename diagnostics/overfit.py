@@ -230,6 +230,6 @@ def run_overfit_checks(config: RunConfig, model, tokenizer, split, *, epochs: in
         return [check_overfit(figures, rows, missing_labels=missing, best_rate=best_rate)]
     for row, prediction in zip(rows, figures["predictions"]):
         row["predicted"] = prediction
-        row["predicted_name"] = task.label_name(prediction) if not task.regression else f"score {prediction:.2f}"
+        row["predicted_name"] = task.label_name(prediction)
         row["correct"] = None if task.regression else prediction == row["label"]
     return [check_overfit(figures, rows, missing_labels=missing, best_rate=best_rate)]

@@ -11,7 +11,7 @@ from typing import Any, Callable
 import numpy as np
 
 from diagnostics.budget import BudgetExceeded, check_deadline
-from diagnostics.i18n import message_of, msg
+from diagnostics.i18n import Text, from_data, message_of, msg, to_data
 
 
 class Status(str, Enum):
@@ -48,14 +48,25 @@ class CheckResult:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "CheckResult":
-        """A result read back from a JSON report."""
-        return cls(data["id"], data["stage"], Status(data["status"]), data["summary"], data.get("fix"),
+        """A result read back from a JSON report (its sentences translatable again where the report carries them)."""
+        sentences = data.get("sentences") or {}
+        summary, fix = (from_data(sentences.get(name)) for name in ("summary", "fix"))
+        return cls(data["id"], data["stage"], Status(data["status"]),
+                   summary if str(summary) == data["summary"] else data["summary"],
+                   fix if fix is not None and str(fix) == data.get("fix") else data.get("fix"),
                    data.get("evidence") or {})
 
     def to_dict(self) -> dict[str, Any]:
+        """The result as JSON: the finding and fix in English, and under "sentences" their templates and values,
+        for translating them later."""
         data = asdict(self)
         data["status"] = self.status.value
+        data["summary"], data["fix"] = str(self.summary), None if self.fix is None else str(self.fix)
         data["evidence"] = to_json(self.evidence)
+        sentences = {name: to_data(value) for name, value in (("summary", self.summary), ("fix", self.fix))
+                     if isinstance(value, Text)}
+        if sentences:
+            data["sentences"] = sentences
         return data
 
 

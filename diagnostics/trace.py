@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from diagnostics.i18n import joined, msg
+
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 DEFAULT_TIMEOUT = 600.0
@@ -57,7 +59,7 @@ def trace_script(script: str | Path, script_args: list[str] | None = None, *, st
     """Run `script` in a child process with `fit` intercepted; never raises for what the script does."""
     path = Path(script).expanduser()
     if not path.is_file():
-        return TraceOutcome(None, EXIT_BAD_INPUT, f"No script at {path}.")
+        return TraceOutcome(None, EXIT_BAD_INPUT, msg("No script at {path}.", path=path))
     with tempfile.TemporaryDirectory(prefix="tpd-trace-") as work:
         spec = {"script": str(path.resolve()), "args": list(script_args or []), "stages": stages,
                 "tokenizer": tokenizer, "task": task, "then_train": then_train,
@@ -91,27 +93,34 @@ def trace_script(script: str | Path, script_args: list[str] | None = None, *, st
         report = json.loads(report_path.read_text()) if report_path.is_file() and not timed_out else None
     name = path.name
     if timed_out:
-        reached = " after reaching fit, while the checks ran" if any("reached fit" in line for line in seen) else \
-            " before reaching fit (a loop that never ends, or training without model.fit?)"
-        return TraceOutcome(None, EXIT_BAD_INPUT, f"{name} was stopped after {timeout:g} s{reached}; give a longer "
-                            "--timeout if it is just slow.", output, seen)
+        reached = msg(" after reaching fit, while the checks ran") if any("reached fit" in line for line in seen) \
+            else msg(" before reaching fit (a loop that never ends, or training without model.fit?)")
+        return TraceOutcome(None, EXIT_BAD_INPUT, msg("{name} was stopped after {timeout:g} s{reached}; give a longer "
+                                                      "--timeout if it is just slow.", name=name, timeout=timeout,
+                                                      reached=reached), output, seen)
     if report is None:
-        return TraceOutcome(None, EXIT_BAD_INPUT, f"{name} ended (exit status {child.returncode}) without a report: "
-                            "the tracer itself failed; its output above says why.", output, seen)
+        return TraceOutcome(None, EXIT_BAD_INPUT, msg("{name} ended (exit status {status}) without a report: the "
+                                                      "tracer itself failed; its output above says why.", name=name,
+                                                      status=child.returncode), output, seen)
     script_info = report.get("script", {})
     failing = any(check["status"] in ("fail", "error") for check in report.get("checks", []))
     if script_info.get("error"):
         error = script_info["error"]
-        return TraceOutcome(report, EXIT_FAILED, f"{name} stopped before fit at {error['where']}: {error['finding']}",
-                            output, seen)
+        return TraceOutcome(report, EXIT_FAILED, msg("{name} stopped before fit at {where}: {finding}", name=name,
+                                                     where=error["where"], finding=error["finding"]), output, seen)
     if not script_info.get("reached_fit"):
-        return TraceOutcome(report, EXIT_BAD_INPUT, f"{name} ended without calling fit: nothing to check.", output, seen)
+        return TraceOutcome(report, EXIT_BAD_INPUT, msg("{name} ended without calling fit: nothing to check.",
+                                                        name=name), output, seen)
     counts = {status: sum(check["status"] == status for check in report.get("checks", []))
               for status in ("fail", "error", "warn")}
-    found = ", ".join(f"{count} {'check' if count == 1 else 'checks'} {word}" for count, word in
-                      ((counts["fail"] + counts["error"], "fail"), (counts["warn"], "warn")) if count) or "no check fails"
+    failed, warned = counts["fail"] + counts["error"], counts["warn"]
+    found = joined([part for part in (
+        (msg("1 check fails") if failed == 1 else msg("{count} checks fail", count=failed)) if failed else None,
+        (msg("1 check warns") if warned == 1 else msg("{count} checks warn", count=warned)) if warned else None)
+        if part is not None]) if failed or warned else msg("no check fails")
     return TraceOutcome(report, EXIT_FAILED if failing else EXIT_OK,
-                        f"{name} reached fit at {script_info['fit_at']}; checked what it built: {found}.", output, seen)
+                        msg("{name} reached fit at {where}; checked what it built: {found}.", name=name,
+                            where=script_info["fit_at"], found=found), output, seen)
 
 
 def _relay(progress_file: Path, seen: list[str], progress) -> None:

@@ -220,3 +220,33 @@ def test_a_bad_link_is_explained_in_the_pages_language():
     assert not at.exception
     warning = "\n".join(element.value for element in at.warning)
     assert "batch_size='lots'" in warning and "non è un numero intero" in warning
+
+
+def test_a_report_read_back_from_json_can_still_be_translated():
+    import numpy as np
+
+    from diagnostics.model import check_forward, check_nan_rows
+    from diagnostics.result import CheckResult
+    from diagnostics.measurement import Forward
+
+    results = [
+        check_nan_rows(np.array([0.5, np.nan]), np.zeros((2, 2)), [
+            {"index": 0, "decoded": "a", "label": 1, "label_name": "b"},
+            {"index": 1, "decoded": "c", "label": np.int64(2), "label_name": "(out of range: 2)"}], 2, False),
+        check_forward(Forward(logits=np.zeros((2, 3)), error=None, fit_call_error=None, trace=[]), 2, 2),
+    ]
+    for result in results:
+        data = json.loads(json.dumps(result.to_dict()))
+        assert data["summary"] == str(result.summary) and "sentences" in data
+        back = CheckResult.from_dict(data)
+        assert str(back.summary) == str(result.summary)
+        assert localize(back.summary, "zh") == localize(result.summary, "zh") != str(result.summary)
+
+
+def test_a_report_without_sentences_reads_back_as_english():
+    from diagnostics.result import CheckResult
+
+    data = {"id": "data.batch", "stage": "data", "status": "pass", "summary": "Fine.", "fix": None, "evidence": {}}
+    assert CheckResult.from_dict(data).summary == "Fine."
+    tampered = {**data, "sentences": {"summary": {"template": "{missing}", "params": {}}}}
+    assert CheckResult.from_dict(tampered).summary == "Fine."

@@ -56,6 +56,15 @@ def checklist(results: list[CheckResult]) -> None:
                 st.code(localize(result.fix), language="python")
 
 
+def frame(rows: list[dict], columns: list[str] | None = None):
+    """Evidence rows as a table in the page's language (a cell that is a sentence, such as a label name that says
+    '(out of range: 2)', is translated; numbers, text and code stay as they are)."""
+    import pandas as pd
+
+    table = pd.DataFrame([{key: localize(value) for key, value in row.items()} for row in rows])
+    return table[columns] if columns else table
+
+
 def by_id(results: list[CheckResult], check_id: str) -> CheckResult | None:
     return next((result for result in results if result.id == check_id), None)
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from diagnostics.i18n import N_, _, said
+from diagnostics.i18n import N_, _, localize, said
 from diagnostics.registry import STAGE_ORDER, STAGE_TITLES
 from diagnostics.result import CheckResult
 from diagnostics.scripts import COURSE_SCRIPTS
@@ -84,7 +84,7 @@ def run_options() -> tuple[dict, list[str]]:
 def show_trace(traced: dict) -> None:
     """What the last trace found: the outcome, the script's error with its line and fix, the checklist."""
     st.subheader(_("Traced: {name}").format(name=traced["name"]))
-    (st.success if traced["exit_code"] == 0 else st.error)(traced["message"])
+    (st.success if traced["exit_code"] == 0 else st.error)(localize(traced["message"]))
     report = traced["report"]
     if report:
         error = report.get("script", {}).get("error")

@@ -41,9 +41,12 @@ def computed(job: Job, label: str, *, again: bool = False) -> Entry | None:
         return entry
 
     def wait() -> Entry:
-        run = open_run(job.config)
+        # Spinners show only when loading takes a while (a first load; the caches answer at once after it).
+        with st.spinner(_("Loading the tokenizer and the split…")):
+            run = open_run(job.config)
         if job.kind in NEEDS_MODEL:
-            run.classifier  # loaded here, under this page's spinner, so the computation finds it in the cache
+            with st.spinner(_("Loading the model…")):  # here, so the computation finds it in the cache
+                run.classifier
         flight = shared_results().start(job, lambda progress: job.run(run, progress), again=again)
         if not flight.done.is_set():
             bar = st.progress(0.0, text=waiting_text(label, flight))

@@ -455,20 +455,20 @@ def current_config() -> RunConfig | None:
     return config
 
 
-@st.cache_resource(show_spinner="Loading the tokenizer…")
+@st.cache_resource(show_spinner=False)
 def cached_tokenizer(checkpoint: str):
     """Shared by every session; read-only."""
     return loading.load_tokenizer(checkpoint)
 
 
-@st.cache_resource(show_spinner="Loading the split…")
+@st.cache_resource(show_spinner=False)
 def cached_split(task: str, split: str, data_source: str, data_files: tuple, shuffle_labels: bool, seed: int):
     """Shared by every session; datasets are immutable (select/map return new objects)."""
     return loading.load_split(RunConfig(task=task, split=split, data_source=data_source, data_files=data_files,
                                         shuffle_labels=shuffle_labels, seed=seed))
 
 
-@st.cache_resource(show_spinner="Loading the model…", max_entries=4)
+@st.cache_resource(show_spinner=False, max_entries=4)
 def cached_model(checkpoint: str, num_labels: int, seed: int):
     """Shared by every session and never trained, compiled or given new weights: checks work on copies."""
     return loading.load_model(checkpoint, num_labels, seed)
