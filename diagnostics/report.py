@@ -59,9 +59,10 @@ def markdown_report(report: dict, results: list[CheckResult] | None = None) -> s
     lines = [
         "# " + _("Training Pipeline Debugger report"),
         "",
-        f"- checkpoint: `{run['checkpoint']}`",
-        f"- task / split: `{run['task']}` / `{run['split']}` (data: {run['data_source']})",
-        f"- num_labels: {run['effective_num_labels']}, batch size: {run['batch_size']}, max length: {run['max_length']}",
+        f"- {_('Checkpoint')}: `{run['checkpoint']}`",
+        f"- {_('GLUE task')} / {_('Split')}: `{run['task']}` / `{run['split']}` ({_('Data')}: {run['data_source']})",
+        f"- num_labels: {run['effective_num_labels']}, {_('Batch size')}: {run['batch_size']}, "
+        f"{_('Max length')}: {run['max_length']}",
         "",
         "| {} | {} | {} |".format(_("status"), _("check"), _("finding")),
         "|---|---|---|",
