@@ -34,7 +34,8 @@ if st.button(_("Trace the script"), type="primary", key="script.run",
             path.write_text(code)
         with st.status(_("Tracing {name}…").format(name=path.name), expanded=True) as box:
             line = st.empty()
-            outcome = trace_script(path, capture_output=True, progress=lambda text: line.write(text), **options)
+            outcome = trace_script(path, capture_output=True, progress=lambda text: line.write(localize(text)),
+                                   **options)
             box.update(label=localize(outcome.message), state="complete" if outcome.exit_code == 0 else "error")
     st.session_state[TRACED_KEY] = {"name": path.name, "report": outcome.report, "message": outcome.message,
                                     "exit_code": outcome.exit_code, "output": outcome.output}

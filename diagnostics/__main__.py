@@ -211,12 +211,12 @@ def trace_command(args) -> int:
     from diagnostics.pipeline import parse_stages
     from diagnostics.report import checklist_lines, junit_report
     from diagnostics.result import CheckResult
-    from diagnostics.trace import EXIT_OK as TRACE_OK, trace_script
+    from diagnostics.trace import EXIT_OK as TRACE_OK, script_fix, trace_script
 
     parse_stages(args.stages)
     outcome = trace_script(args.script, args.script_args, stages=args.stages, timeout=args.timeout,
                            tokenizer=args.tokenizer, task=args.task, then_train=args.then_train,
-                           progress=lambda line: print(f"[trace] {line}", flush=True))
+                           progress=lambda line: print(f"[trace] {localize(line)}", flush=True))
     if outcome.report is None:
         print(_("error: {message}").format(message=localize(outcome.message)), file=sys.stderr)
         return outcome.exit_code
@@ -226,7 +226,7 @@ def trace_command(args) -> int:
     if error:
         print(f"  {error['where']}: {error['code']}" if error["code"] else f"  at {error['where']}")
         if error.get("fix"):
-            print(f"  fix: {error['fix']}")
+            print("  " + _("fix: {fix}").format(fix=localize(script_fix(error))))
     results = [CheckResult.from_dict(check) for check in report["checks"]]
     if report.get("run"):
         run = report["run"]

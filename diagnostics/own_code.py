@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from diagnostics import loading
+from diagnostics.i18n import msg
 from diagnostics.batches import COLLATOR_LABEL, LABEL
 from diagnostics.config import Recipe, RunConfig
 from diagnostics.context import RunContext
@@ -79,9 +80,9 @@ def read_loss(model, given: Any = None, *, seen: bool = False) -> str:
             return "sparse_categorical_crossentropy"
         if name in ("MeanSquaredError", "mean_squared_error"):
             return "mse"
-    raise InputError(f"compile(loss={given!r}) is not a loss the debugger can judge: it reads the model's internal "
-                     "loss, sparse categorical cross-entropy (a string or an object, from logits or not) and mean "
-                     "squared error.")
+    raise InputError(msg("compile(loss={loss}) is not a loss the debugger can judge: it reads the model's internal "
+                         "loss, sparse categorical cross-entropy (a string or an object, from logits or not) and mean "
+                         "squared error.", loss=repr(given)))
 
 
 def _rate_of(optimizer):
@@ -102,8 +103,8 @@ def read_optimizer(model, given: Any = None, *, seen: bool = False) -> dict[str,
     if seen and isinstance(given, str):
         if given.lower() == "adam":
             return {"optimizer": "adam"}
-        raise InputError(f"compile(optimizer={given!r}): the debugger models Adam ('adam', Adam, AdamW or "
-                         "transformers.create_optimizer); other optimizers are not judged.")
+        raise InputError(msg("compile(optimizer={optimizer}): the debugger models Adam ('adam', Adam, AdamW or "
+                             "transformers.create_optimizer); other optimizers are not judged.", optimizer=repr(given)))
     optimizer = getattr(model, "optimizer", None)
     if optimizer is None:
         return {"optimizer": "Adam", "learning_rate": UNCOMPILED_RATE}
@@ -121,8 +122,8 @@ def read_optimizer(model, given: Any = None, *, seen: bool = False) -> dict[str,
         return {"optimizer": "AdamW", "learning_rate": value, "weight_decay": float(optimizer.weight_decay or 0.0)}
     if name == "Adam":
         return {"optimizer": "Adam", "learning_rate": value}
-    raise InputError(f"compile(optimizer={name}(...)): the debugger models Adam ('adam', Adam, AdamW or "
-                     "transformers.create_optimizer); other optimizers are not judged.")
+    raise InputError(msg("compile(optimizer={optimizer}): the debugger models Adam ('adam', Adam, AdamW or "
+                         "transformers.create_optimizer); other optimizers are not judged.", optimizer=f"{name}(...)"))
 
 
 def _plain(rate) -> float:
@@ -142,8 +143,8 @@ def _schedule(rate) -> dict[str, Any] | None:
         return {"learning_rate": _plain(rate.initial_learning_rate), "warmup_steps": 0,
                 "train_steps": int(rate.decay_steps)}
     if hasattr(rate, "get_config") and not hasattr(rate, "numpy"):
-        raise InputError(f"a {kind} learning-rate schedule is not one the debugger models (create_optimizer's "
-                         "warmup and linear decay are).")
+        raise InputError(msg("a {kind} learning-rate schedule is not one the debugger models (create_optimizer's "
+                             "warmup and linear decay are).", kind=kind))
     return None
 
 
@@ -208,8 +209,8 @@ def read_back(dataset, tokenizer, *, task: str | None, num_labels: int | None, l
             label_key = next((key for key in (COLLATOR_LABEL, LABEL) if key in inputs), None)
             y = inputs.pop(label_key) if label_key else None
         if "input_ids" not in inputs:
-            raise InputError(f"The dataset's batches have no input_ids (they hold {', '.join(inputs)}): the checks "
-                             "need the token ids the model reads.")
+            raise InputError(msg("The dataset's batches have no input_ids (they hold {inputs}): the checks need the "
+                                 "token ids the model reads.", inputs=", ".join(inputs)))
         ids = np.asarray(inputs["input_ids"])
         batch_rows = batch_rows or ids.shape[0]
         mask = np.asarray(inputs["attention_mask"]) if "attention_mask" in inputs else \
@@ -225,7 +226,7 @@ def read_back(dataset, tokenizer, *, task: str | None, num_labels: int | None, l
         if read >= limit:
             break
     if not read:
-        raise InputError("The dataset yields no rows.")
+        raise InputError(msg("The dataset yields no rows."))
     label_array = np.asarray(labels) if labels else None
     segments = [_segments(ids, tokenizer) for ids in columns["input_ids"]]
     pair = max(len(parts) for parts in segments)
@@ -280,8 +281,9 @@ def load_tokenizer_for(model):
     try:
         return loading.load_tokenizer(name)
     except Exception as exc:
-        raise InputError(f"No tokenizer was given and none loads from {name or 'the model'} ({exc}): pass "
-                         "tokenizer=AutoTokenizer.from_pretrained(...).") from None
+        raise InputError(msg("No tokenizer was given and none loads from {source} ({reason}): pass "
+                             "tokenizer=AutoTokenizer.from_pretrained(...).", source=name or msg("the model"),
+                             reason=exc)) from None
 
 
 def build_run(captured: Captured) -> RunContext:
@@ -293,7 +295,7 @@ def build_run(captured: Captured) -> RunContext:
     model, tokenizer = captured.model, captured.tokenizer
     if tokenizer is None:
         if model is None:
-            raise InputError("Nothing to check: neither a model nor a tokenizer was found.")
+            raise InputError(msg("Nothing to check: neither a model nor a tokenizer was found."))
         tokenizer = captured.tokenizer = load_tokenizer_for(model)
     if tokenizer.pad_token is None and tokenizer.eos_token is not None:
         captured.notes.append("The tokenizer has no padding token (see data.batch).")
@@ -314,7 +316,7 @@ def build_run(captured: Captured) -> RunContext:
             captured.notes.append(f"Read back the first {read:,} rows of the dataset"
                                   + (f" (of {total:,})" if total else "") + ": the split-level checks count those.")
     else:
-        raise InputError("Nothing to check: no dataset was found.")
+        raise InputError(msg("Nothing to check: no dataset was found."))
     task = get_task(task).name
     if how != "given":
         captured.notes.append(f"Task {task}, found from {how}; pass the task to set it.")
@@ -345,7 +347,7 @@ def _loader(model):
     """A model loader for the run context that hands out the user's model (checks train copies, never it)."""
     def load(checkpoint: str, num_labels: int, seed: int = 0):
         if model is None:
-            raise InputError("The code stopped before it built a model.")
+            raise InputError(msg("The code stopped before it built a model."))
         return model
     return load
 

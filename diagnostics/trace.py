@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from diagnostics.i18n import joined, msg
+from diagnostics.i18n import Text, from_data, joined, message_of, msg, to_data
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
@@ -107,7 +107,8 @@ def trace_script(script: str | Path, script_args: list[str] | None = None, *, st
     if script_info.get("error"):
         error = script_info["error"]
         return TraceOutcome(report, EXIT_FAILED, msg("{name} stopped before fit at {where}: {finding}", name=name,
-                                                     where=error["where"], finding=error["finding"]), output, seen)
+                                                     where=error["where"], finding=script_finding(error)), output,
+                            seen)
     if not script_info.get("reached_fit"):
         return TraceOutcome(report, EXIT_BAD_INPUT, msg("{name} ended without calling fit: nothing to check.",
                                                         name=name), output, seen)
@@ -123,14 +124,30 @@ def trace_script(script: str | Path, script_args: list[str] | None = None, *, st
                             where=script_info["fit_at"], found=found), output, seen)
 
 
+def script_finding(error: dict) -> Any:
+    """What a script's error before fit means, translatable when the report carries its sentence."""
+    sentence = from_data(error.get("finding_sentence"))
+    return sentence if sentence is not None and str(sentence) == error.get("finding") else error.get("finding")
+
+
+def script_fix(error: dict) -> Any:
+    sentence = from_data(error.get("fix_sentence"))
+    return sentence if sentence is not None and str(sentence) == error.get("fix") else error.get("fix")
+
+
 def _relay(progress_file: Path, seen: list[str], progress) -> None:
+    """Pass on the child's new progress lines (each a JSON sentence, so it can be translated)."""
     if not progress_file.is_file():
         return
     lines = progress_file.read_text().splitlines()
     for line in lines[len(seen):]:
-        seen.append(line)
+        try:
+            said = from_data(json.loads(line))
+        except ValueError:
+            said = line
+        seen.append(str(said))
         if progress:
-            progress(line)
+            progress(said)
 
 
 def _stop(child: subprocess.Popen) -> None:
@@ -162,8 +179,9 @@ class _Child:
         self._compiling = threading.local()
 
     def say(self, text: str) -> None:
+        """One progress line for the parent: a JSON sentence (one line; JSON escapes new lines)."""
         with open(self.spec["progress"], "a") as handle:
-            handle.write(text.replace("\n", " ") + "\n")
+            handle.write(json.dumps(to_data(text)) + "\n")
 
     # ------------------------------------------------------------ hooks
 
@@ -228,7 +246,7 @@ class _Child:
 
         frame = self._script_frame(sys._getframe(1))
         where = f"{Path(self.script).name} line {frame.f_lineno}" if frame else Path(self.script).name
-        self.say(f"The script reached fit at {where}: running the checks on what it built")
+        self.say(msg("The script reached fit at {where}: running the checks on what it built", where=where))
         x = args[0] if args else kwargs.get("x")
         y = args[1] if len(args) > 1 else kwargs.get("y")
         info = {"path": self.script, "reached_fit": True, "fit_at": where, "error": None}
@@ -240,15 +258,17 @@ class _Child:
             captured.compile_args = self.compiled.get(model)
             run = build_run(captured)
             results = run_stages(run, parse_stages(self.spec.get("stages")),
-                                 progress=lambda fraction, text: self.say(f"{text} ({fraction:.0%})"))
+                                 progress=lambda fraction, text: self.say(
+                                     msg("{text} ({fraction:.0%})", text=text, fraction=fraction)))
             report = build_report(run.config, results)
             report["notes"] = captured.notes
         except Exception as exc:  # what the checks cannot take is said, never a traceback
             report = {"run": {}, "checks": [], "notes": [], "counts": {}}
-            finding = str(exc) if isinstance(exc, InputError) else \
-                f"The checks could not run on what the script built: {type(exc).__name__}: {exc}"
+            finding = message_of(exc) if isinstance(exc, InputError) else \
+                msg("The checks could not run on what the script built: {error}: {message}",
+                    error=type(exc).__name__, message=str(exc))
             info["error"] = {"kind": "input", "type": type(exc).__name__, "message": str(exc)[:2000], "where": where,
-                             "code": "", "finding": finding, "fix": None,
+                             "code": "", **_said("finding", finding), "fix": None,
                              "traceback": "".join(traceback.format_exception(exc))[-8000:]}
         report["script"] = info
         self.write(report)
@@ -306,7 +326,7 @@ class _Child:
         kind, finding, fix = _classify(exc, message)
         info = {"path": self.script, "reached_fit": False, "fit_at": None,
                 "error": {"kind": kind, "type": type(exc).__name__, "message": str(exc)[:2000], "where": where,
-                          "code": code, "finding": finding, "fix": fix,
+                          "code": code, **_said("finding", finding), **_said("fix", fix),
                           "traceback": "".join(traceback.format_exception(exc))[-8000:]}}
         report: dict[str, Any] = {"run": {}, "checks": [], "notes": [], "counts": {}}
         if kind == "columns" and hooks.last_call:
@@ -314,7 +334,7 @@ class _Child:
                 report = self._diagnose_columns(exc, hooks.last_call, where)
             except Exception as failure:  # the finding above stands without the Data stage
                 report["notes"] = [f"The Data stage could not run on the split: {type(failure).__name__}: {failure}"]
-            reason = f"The script stopped before fit at {where} (see data.columns)."
+            reason = msg("The script stopped before fit at {where} (see data.columns).", where=where)
             report["checks"] += [skipped(check, CHECKS[check].stage, reason).to_dict() for check in CHECKS
                                  if CHECKS[check].stage != "data" and check not in
                                  {c["id"] for c in report["checks"]}]
@@ -344,24 +364,31 @@ class _Child:
         return report
 
 
-def _classify(exc: BaseException, message: str) -> tuple[str, str, str | None]:
+def _said(name: str, text) -> dict:
+    """An error field in English, with its sentence for translating it later (when it is one)."""
+    return {name: None if text is None else str(text),
+            **({f"{name}_sentence": to_data(text)} if isinstance(text, Text) else {})}
+
+
+def _classify(exc: BaseException, message: str) -> tuple[str, Any, Any]:
     """(kind, finding, fix) for an exception raised before fit."""
     text = str(exc)
     names = {entry.name for entry in traceback.extract_tb(exc.__traceback__)}
     if "to_tf_dataset" in names and isinstance(exc, (ValueError, KeyError)) and "not found in dataset" in text:
-        return ("columns", f"to_tf_dataset raised {type(exc).__name__}: {message} (see data.columns for the "
-                "columns the split really has)",
+        return ("columns", msg("to_tf_dataset raised {error}: {message} (see data.columns for the columns the split "
+                               "really has)", error=type(exc).__name__, message=message),
                 "to_tf_dataset(columns=['input_ids', 'attention_mask', 'label'], "
                 "collate_fn=DataCollatorWithPadding(tokenizer, return_tensors='np'), ...)")
     if "from_pretrained" in names and isinstance(exc, (OSError, ValueError)):
-        return ("checkpoint", f"The checkpoint cannot be loaded: {message}",
-                "from_pretrained(<a local save_pretrained directory with config.json and weights, or a Hub name "
-                "this machine can reach>)")
+        return ("checkpoint", msg("The checkpoint cannot be loaded: {message}", message=message),
+                msg("from_pretrained(<a local save_pretrained directory with config.json and weights, or a Hub name "
+                    "this machine can reach>)"))
     if isinstance(exc, FileNotFoundError) or "FileNotFoundError" in type(exc).__name__ or "Unable to find" in text:
-        return ("file", f"A file the script reads does not exist: {message}",
-                f"Check the path: relative paths are read from the directory the script runs in ({os.getcwd()}).")
+        return ("file", msg("A file the script reads does not exist: {message}", message=message),
+                msg("Check the path: relative paths are read from the directory the script runs in ({directory}).",
+                    directory=os.getcwd()))
     if isinstance(exc, ModuleNotFoundError):
-        return ("import", f"{message}: the script needs a package this environment lacks.",
+        return ("import", msg("{message}: the script needs a package this environment lacks.", message=message),
                 f"pip install {getattr(exc, 'name', '') or '<package>'}")
     return ("other", f"{type(exc).__name__}: {message}", None)
 
@@ -392,7 +419,7 @@ def child_main(spec_path: str) -> int:
 
     spec = json.loads(Path(spec_path).read_text())
     child = _Child(spec)
-    child.say(f"Running {Path(spec['script']).name}")
+    child.say(msg("Running {name}", name=Path(spec["script"]).name))
     child.install()
     # Seeded as `run` is (seed 0), so two traces of one unseeded script build the same head and agree; a script
     # that seeds itself still wins.
@@ -412,7 +439,7 @@ def child_main(spec_path: str) -> int:
         if child.reported:  # a failure after the checks ran (--then-train): the report stands
             traceback.print_exc()
             return 0
-        child.say(f"The script raised {type(exc).__name__} before fit: diagnosing it")
+        child.say(msg("The script raised {error} before fit: diagnosing it", error=type(exc).__name__))
         child.on_error(exc)
         return 0
     if not child.reported:

@@ -250,3 +250,24 @@ def test_a_report_without_sentences_reads_back_as_english():
     assert CheckResult.from_dict(data).summary == "Fine."
     tampered = {**data, "sentences": {"summary": {"template": "{missing}", "params": {}}}}
     assert CheckResult.from_dict(tampered).summary == "Fine."
+
+
+def test_a_traced_script_is_reported_in_the_chosen_language(tmp_path):
+    """The child writes English with its sentences; the parent says the outcome, the error's finding and fix, the
+    progress lines and every check in another language."""
+    from diagnostics.result import CheckResult
+    from diagnostics.scripts import COURSE_SCRIPTS
+    from diagnostics.trace import script_finding, trace_script
+
+    lines = []
+    outcome = trace_script(COURSE_SCRIPTS["course_script"].path, stages="data", timeout=300, progress=lines.append,
+                           cwd=tmp_path)
+    assert outcome.report is not None, outcome.message
+    error = outcome.report["script"]["error"]
+    finding = script_finding(error)
+    assert isinstance(finding, Text) and "to_tf_dataset raised" in str(finding)
+    assert localize(finding, "ko").startswith("to_tf_dataset이") and localize(outcome.message, "ko") != str(
+        outcome.message)
+    assert any(isinstance(line, Text) and localize(line, "ru") != str(line) for line in lines)
+    checks = [CheckResult.from_dict(check) for check in outcome.report["checks"]]
+    assert checks and all(isinstance(check.summary, Text) for check in checks)

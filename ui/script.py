@@ -11,7 +11,7 @@ from diagnostics.i18n import N_, _, localize, said
 from diagnostics.registry import STAGE_ORDER, STAGE_TITLES
 from diagnostics.result import CheckResult
 from diagnostics.scripts import COURSE_SCRIPTS
-from diagnostics.trace import DEFAULT_TIMEOUT
+from diagnostics.trace import DEFAULT_TIMEOUT, script_fix
 from ui.render import ACTIVE_KEY, checklist, status_line
 
 SOURCES = {"course": N_("The course's script (demo kit)"), "upload": N_("Upload a file"), "paste": N_("Paste the code"),
@@ -94,7 +94,7 @@ def show_trace(traced: dict) -> None:
                 st.code(error["code"], language="python")
             if error.get("fix"):
                 st.markdown("**" + _("Fix") + "**")
-                st.code(error["fix"], language="python")
+                st.code(localize(script_fix(error)), language="python")
         for note in report.get("notes", []):
             st.caption(note)
         # Not a widget key: a widget's state is dropped on pages that do not draw it, and this one is read everywhere.
