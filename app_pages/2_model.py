@@ -31,8 +31,9 @@ if nan_rows and nan_rows.evidence.get("losses"):
         table = frame(nan_rows.evidence["rows"])
         table["logits"] = table["logits"].map(lambda values: ", ".join("NaN" if v is None else f"{v:.3f}" for v in values))
         st.dataframe(table[["position", "index", "label", "label_name", "logits", "decoded"]], hide_index=True,
-                     width="stretch", column_config={"decoded": st.column_config.TextColumn(_("decoded"), width=700),
-                                                     "index": _("row in split"), "label_name": _("label name")})
+                     width="stretch", column_config={
+                         "position": "#", "decoded": st.column_config.TextColumn(_("decoded"), width=700),
+                         "index": _("row in split"), "label_name": _("label name")})
 
 gradients = by_id(results, "model.gradients")
 if gradients and gradients.evidence.get("layer_norms"):

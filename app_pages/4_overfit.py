@@ -67,8 +67,9 @@ if result.evidence.get("losses"):
     st.subheader(_("The batch, with the trained copy's predictions"))
     rows = frame(result.evidence["rows"])
     st.dataframe(rows[["position", "label", "label_name", "predicted_name", "correct", "decoded"]], hide_index=True,
-                 width="stretch", column_config={"decoded": st.column_config.TextColumn(_("decoded"), width=700),
-                                                 "label": _("label id"), "label_name": _("label"),
-                                                 "predicted_name": _("predicted"), "correct": _("correct")})
+                 width="stretch", column_config={
+                     "position": "#", "decoded": st.column_config.TextColumn(_("decoded"), width=700),
+                     "label": _("label id"), "label_name": _("label"), "predicted_name": _("predicted"),
+                     "correct": _("correct")})
     st.caption(_("The trained copy is thrown away: rebuild the model before real training, as the course advises."))
 checklist(results)
