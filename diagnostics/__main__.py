@@ -211,7 +211,7 @@ def trace_command(args) -> int:
     from diagnostics.pipeline import parse_stages
     from diagnostics.report import checklist_lines, junit_report
     from diagnostics.result import CheckResult
-    from diagnostics.trace import EXIT_OK as TRACE_OK, script_fix, trace_script
+    from diagnostics.trace import EXIT_OK as TRACE_OK, script_fix, script_notes, trace_script
 
     parse_stages(args.stages)
     outcome = trace_script(args.script, args.script_args, stages=args.stages, timeout=args.timeout,
@@ -234,8 +234,8 @@ def trace_command(args) -> int:
             checkpoint=run["checkpoint"], task=run["task"], split=run["split"]))
     for line in checklist_lines(results):
         print(line)
-    for note in report.get("notes", []):
-        print(f"note: {note}")
+    for note in script_notes(report):
+        print(_("note: {note}").format(note=localize(note)))
     for path, text in ((args.json, lambda: json.dumps(report, indent=2)), (args.junit, lambda: junit_report(report))):
         if path:
             path.parent.mkdir(parents=True, exist_ok=True)

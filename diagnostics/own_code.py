@@ -168,9 +168,9 @@ def infer_task(columns: list[str], labels: np.ndarray | None, num_labels: int | 
             chosen = next((task for task in longest if task.regression), longest[0])
         else:
             chosen = next((task for task in longest if task.num_labels == classes and not task.regression), longest[0])
-        how = f"its text columns ({', '.join(chosen.text_columns)})"
-        return chosen.name, how + (f"; {', '.join(t.name for t in longest if t is not chosen)} share them"
-                                   if len(longest) > 1 else "")
+        others = ", ".join(t.name for t in longest if t is not chosen)
+        return chosen.name, msg("its text columns ({columns}){shared}", columns=", ".join(chosen.text_columns),
+                                shared=msg("; {tasks} share them", tasks=others) if others else "")
     pair = segments >= 2
     if floats or num_labels == 1:
         name = "stsb"
@@ -178,7 +178,9 @@ def infer_task(columns: list[str], labels: np.ndarray | None, num_labels: int | 
         name = "mnli" if classes >= 3 else "mrpc"
     else:
         name = "sst2"
-    return name, f"the rows ({'sentence pairs' if pair else 'single sentences'}, {classes or 'unknown'} classes)"
+    shape = msg("sentence pairs") if pair else msg("single sentences")
+    return name, msg("the rows ({shape}, {classes} classes)", shape=shape, classes=classes) if classes else \
+        msg("the rows ({shape}, unknown classes)", shape=shape)
 
 
 # ---------------------------------------------------------------- a dataset read back
@@ -298,7 +300,7 @@ def build_run(captured: Captured) -> RunContext:
             raise InputError(msg("Nothing to check: neither a model nor a tokenizer was found."))
         tokenizer = captured.tokenizer = load_tokenizer_for(model)
     if tokenizer.pad_token is None and tokenizer.eos_token is not None:
-        captured.notes.append("The tokenizer has no padding token (see data.batch).")
+        captured.notes.append(msg("The tokenizer has no padding token (see data.batch)."))
     num_labels = int(model.config.num_labels) if model is not None else None
     source, kwargs = captured.source, dict(captured.to_tf_dataset or {})
     if source is not None:
@@ -313,13 +315,15 @@ def build_run(captured: Captured) -> RunContext:
             captured.dataset, tokenizer, task=captured.task, num_labels=num_labels)
         shuffle = False  # the rows as read, in the dataset's order
         if total is None or read < total:
-            captured.notes.append(f"Read back the first {read:,} rows of the dataset"
-                                  + (f" (of {total:,})" if total else "") + ": the split-level checks count those.")
+            captured.notes.append(
+                msg("Read back the first {read:,} rows of the dataset (of {total:,}): the split-level checks count "
+                    "those.", read=read, total=total) if total else
+                msg("Read back the first {read:,} rows of the dataset: the split-level checks count those.", read=read))
     else:
         raise InputError(msg("Nothing to check: no dataset was found."))
     task = get_task(task).name
     if how != "given":
-        captured.notes.append(f"Task {task}, found from {how}; pass the task to set it.")
+        captured.notes.append(msg("Task {task}, found from {how}; pass the task to set it.", task=task, how=how))
     config = RunConfig(
         checkpoint=_checkpoint_name(model, tokenizer), task=task, split=str(getattr(source, "split", None) or "train"),
         data_source="code", num_labels=num_labels, batch_size=batch_size, max_length=_longest(source),
@@ -327,8 +331,8 @@ def build_run(captured: Captured) -> RunContext:
         recipe=recipe, **_compile_fields(captured),
     )
     if model is not None and getattr(model, "optimizer", None) is None and not captured.compile_args:
-        captured.notes.append(f"The model is not compiled (fit would raise): checked as compile(optimizer=Adam("
-                              f"{UNCOMPILED_RATE:g})) with the model's internal loss.")
+        captured.notes.append(msg("The model is not compiled (fit would raise): checked as {code} with the model's "
+                                  "internal loss.", code=f"compile(optimizer=Adam({UNCOMPILED_RATE:g}))"))
     return RunContext(config, tokenizer, source, _loader(model))
 
 

@@ -261,7 +261,7 @@ class _Child:
                                  progress=lambda fraction, text: self.say(
                                      msg("{text} ({fraction:.0%})", text=text, fraction=fraction)))
             report = build_report(run.config, results)
-            report["notes"] = captured.notes
+            report.update(_notes(captured.notes))
         except Exception as exc:  # what the checks cannot take is said, never a traceback
             report = {"run": {}, "checks": [], "notes": [], "counts": {}}
             finding = message_of(exc) if isinstance(exc, InputError) else \
@@ -333,7 +333,8 @@ class _Child:
             try:
                 report = self._diagnose_columns(exc, hooks.last_call, where)
             except Exception as failure:  # the finding above stands without the Data stage
-                report["notes"] = [f"The Data stage could not run on the split: {type(failure).__name__}: {failure}"]
+                report.update(_notes([msg("The Data stage could not run on the split: {error}: {message}",
+                                          error=type(failure).__name__, message=str(failure))]))
             reason = msg("The script stopped before fit at {where} (see data.columns).", where=where)
             report["checks"] += [skipped(check, CHECKS[check].stage, reason).to_dict() for check in CHECKS
                                  if CHECKS[check].stage != "data" and check not in
@@ -360,8 +361,20 @@ class _Child:
             captured.compile_args = self.compiled.get(model)
         run = build_run(captured)
         report = build_report(run.config, data_stage(run))
-        report["notes"] = captured.notes
+        report.update(_notes(captured.notes))
         return report
+
+
+def _notes(notes: list) -> dict:
+    """A report's notes in English, with their sentences for translating them later."""
+    return {"notes": [str(note) for note in notes], "notes_sentences": [to_data(note) for note in notes]}
+
+
+def script_notes(report: dict) -> list:
+    """A traced report's notes, translatable where the report carries their sentences."""
+    notes, sentences = report.get("notes", []), report.get("notes_sentences") or []
+    return [sentence if isinstance(sentence, Text) and str(sentence) == note else note
+            for note, sentence in zip(notes, [from_data(data) for data in sentences] + [None] * len(notes))]
 
 
 def _said(name: str, text) -> dict:

@@ -11,7 +11,7 @@ from diagnostics.i18n import N_, _, localize, said
 from diagnostics.registry import STAGE_ORDER, STAGE_TITLES
 from diagnostics.result import CheckResult
 from diagnostics.scripts import COURSE_SCRIPTS
-from diagnostics.trace import DEFAULT_TIMEOUT, script_fix
+from diagnostics.trace import DEFAULT_TIMEOUT, script_fix, script_notes
 from ui.render import ACTIVE_KEY, checklist, status_line
 
 SOURCES = {"course": N_("The course's script (demo kit)"), "upload": N_("Upload a file"), "paste": N_("Paste the code"),
@@ -95,8 +95,8 @@ def show_trace(traced: dict) -> None:
             if error.get("fix"):
                 st.markdown("**" + _("Fix") + "**")
                 st.code(localize(script_fix(error)), language="python")
-        for note in report.get("notes", []):
-            st.caption(note)
+        for note in script_notes(report):
+            st.caption(localize(note))
         # Not a widget key: a widget's state is dropped on pages that do not draw it, and this one is read everywhere.
         st.session_state[ACTIVE_KEY] = st.toggle(_("Show these results on the walk's pages and in the Report"),
                                                  value=bool(st.session_state.get(ACTIVE_KEY)))
