@@ -14,6 +14,7 @@ import numpy as np
 from diagnostics import hooks
 from diagnostics.context import RunContext
 from diagnostics.hyperparams import SweepSettings
+from diagnostics.i18n import msg
 from diagnostics.own_code import Captured, build_run
 from diagnostics.overfit import DEFAULT_EPOCHS
 from diagnostics.pipeline import data_stage, hparams_stage, model_stage, parse_stages, run_stages
@@ -177,15 +178,21 @@ class DiagnoseCallback(_tf_keras_callback()):
     """`model.fit(ds, callbacks=[DiagnoseCallback(tokenizer=tok)])`.
 
     Before the first step it runs the quick checks (`quick_checks`) on the data `fit` got and a copy of the model,
-    and prints the failures (or raises `PipelineError` with `strict=True`). During training it watches each batch's
-    loss; at the first non-finite one it stops training and reports which rows of that very batch gave it and why
-    (`self.nan_report`), instead of `TerminateOnNaN`'s bare stop.
+    and prints the failures (or raises `PipelineError` with `strict=True`). During training it watches each step's
+    loss and the size of the weights:
+
+    - at the first non-finite loss it stops training and reports which rows of that very batch gave it and why
+      (`self.nan_report`, check `model.nan_rows`), instead of `TerminateOnNaN`'s bare stop;
+    - when the run diverges while its loss stays finite (the loss far above its start, or the weights growing
+      without bound while the loss does not fall; `model.divergence`) it reports the step, the loss curve, the rate,
+      how far the weights moved, whether the rows or the weights make the loss high, and a rate to use
+      (`self.divergence_report`), and stops training with `strict=True` (without, training goes on).
 
     Args:
         tokenizer: decodes the rows (default: the one saved with the model's checkpoint).
         task: the GLUE task (default: found from the data).
         dataset: the data to check before training (default: what `fit` got).
-        strict: raise instead of printing when a quick check fails.
+        strict: raise instead of printing when a quick check fails, and stop a diverging run.
         quick: run the quick checks before the first step.
     """
 
@@ -196,12 +203,16 @@ class DiagnoseCallback(_tf_keras_callback()):
         self.out = out
         self.report: Report | None = None
         self.nan_report: Report | None = None
+        self.divergence_report: Report | None = None
         self.losses: list[float] = []
+        self.weight_norms: list[float] = []  # before the first step, then after each
         self._mean = 0.0  # the epoch's running mean of the loss, as Keras logs it
         self._run: RunContext | None = None
+        self._notes: list = []
         self._stash = None
         self._structure = None
         self._start_weights = None
+        self._norm = None
         self._restore = None
 
     def _print(self, text: str) -> None:
@@ -214,8 +225,8 @@ class DiagnoseCallback(_tf_keras_callback()):
         self._watch_batches(model)
 
     def _watch_batches(self, model) -> None:
-        """Keep each step's batch on the device (in variables of no fixed shape) so the NaN drilldown reads the
-        very batch that gave the first non-finite loss."""
+        """Keep each step's batch on the device (in variables of no fixed shape) so the drilldowns read the very
+        batch that gave the first non-finite or diverging loss."""
         import tensorflow as tf
 
         original = model.train_step
@@ -237,21 +248,24 @@ class DiagnoseCallback(_tf_keras_callback()):
         self._restore = lambda: model.__dict__.pop("train_step", None)
 
     def on_train_begin(self, logs=None):
-        self.losses = []
+        import tensorflow as tf
+
+        self.losses, self.weight_norms = [], []
         self._start_weights = [np.array(w.numpy()) for w in self.model.weights]
+        self._norm = _global_norm_function(self.model.trainable_weights)
+        self.weight_norms.append(float(self._norm()))
         if not self.quick:
             return
         if self.dataset is None:
             self._print("DiagnoseCallback: no dataset to check before training (pass dataset=); watching the loss only.")
             return
         try:
-            captured = capture(self.model, self.dataset, self.tokenizer, self.task, origin="DiagnoseCallback")
-            self._run = build_run(captured)
+            self._run = self._build_run()
             results = quick_checks(self._run)
         except Exception as exc:  # the callback never stops a training run it cannot check
             self._print(f"DiagnoseCallback: cannot check this pipeline: {type(exc).__name__}: {exc}")
             return
-        self.report = Report(self._run.config, results, captured.notes)
+        self.report = Report(self._run.config, results, self._notes)
         failed = [r for r in self.report.results if r.status in FAILING or r.status is Status.WARN]
         if not failed:
             self._print(f"DiagnoseCallback: {len(results)} quick checks pass.")
@@ -264,38 +278,82 @@ class DiagnoseCallback(_tf_keras_callback()):
         if self.strict and self.report.failed:
             raise PipelineError(self.report)
 
+    def _build_run(self) -> RunContext:
+        captured = capture(self.model, self.dataset, self.tokenizer, self.task, origin="DiagnoseCallback")
+        self._notes = captured.notes
+        return build_run(captured)
+
     def on_train_batch_end(self, batch, logs=None):
+        from diagnostics.model import divergence_seen
+
         mean = float(np.asarray((logs or {}).get("loss", np.nan)))
         step = len(self.losses)
         # Keras logs the epoch's running mean: the step's own loss is recovered from consecutive means.
         own = mean * (batch + 1) - self._mean * batch if batch > 0 else mean
         self._mean = mean
         self.losses.append(own)
-        if math.isfinite(mean):
+        if not math.isfinite(mean):
+            self.model.stop_training = True
+            self._report_at(step, "nan_report", self._nan_drilldown, stopped=True)
             return
-        self.model.stop_training = True
+        self.weight_norms.append(float(self._norm()))
+        if self.divergence_report is None and divergence_seen(self.losses, self.weight_norms,
+                                                              self._chance_loss()) is not None:
+            if self.strict:
+                self.model.stop_training = True
+            self._report_at(step, "divergence_report", self._divergence_drilldown, stopped=self.strict)
+
+    def _report_at(self, step: int, name: str, drilldown, *, stopped: bool) -> None:
+        """Run a drilldown, keep its report as `self.<name>` and print it; a drilldown that fails says why."""
         try:
-            self.nan_report = self._drilldown(step)
+            setattr(self, name, drilldown(step))
         except Exception as exc:  # the stop stands; the drilldown says why it could not look
-            self._print(f"DiagnoseCallback: the loss became non-finite at step {step + 1}; training stopped. The "
-                        f"rows could not be examined: {type(exc).__name__}: {exc}")
+            what = "became non-finite" if name == "nan_report" else "diverged"
+            self._print(f"DiagnoseCallback: the loss {what} at step {step + 1}"
+                        f"{'; training stopped' if stopped else ''}. The rows could not be examined: "
+                        f"{type(exc).__name__}: {exc}")
             return
-        self._print(repr(self.nan_report))
+        self._print(repr(getattr(self, name)) + ("" if stopped else "\nDiagnoseCallback: training goes on "
+                                                 "(strict=True stops a diverging run)."))
 
     def on_train_end(self, logs=None):
         if self._restore:
             self._restore()
             self.model.train_function = None
 
-    def _drilldown(self, step: int) -> Report:
+    # ------------------------------------------------------------ drilldowns
+
+    def _chance_loss(self) -> float | None:
+        """ln K, a classifier's loss when it guesses; None for a regression head."""
+        labels = int(self.model.config.num_labels)
+        return math.log(labels) if labels > 1 else None
+
+    def _watched(self) -> dict[str, Any]:
+        """What the watch saw so far: the curve, the weights' norms and movement, the rate and the usual one."""
+        from diagnostics.config import usual_rate
+        from diagnostics.own_code import current_rate
+        from diagnostics.training import is_pretrained
+
+        trainable = {id(v) for v in self.model.trainable_weights}
+        moved = start = 0.0
+        for variable, before in zip(self.model.weights, self._start_weights):
+            if id(variable) in trainable:
+                moved += float(np.sum((np.asarray(variable.numpy(), np.float64) - before) ** 2))
+                start += float(np.sum(np.asarray(before, np.float64) ** 2))
+        return {"losses": [float(loss) for loss in self.losses], "weight_norms": list(self.weight_norms),
+                "chance_loss": self._chance_loss(), "learning_rate": current_rate(self.model),
+                "usual_rate": usual_rate(is_pretrained(self.model)),
+                "weights_moved": math.sqrt(moved / start) if start > 0 else None}
+
+    def _batch_rows(self, step: int):
+        """The watched batch: its rows decoded, its labels, and each row's loss on the weights training started
+        from and (for a finite run) on the weights now."""
         from diagnostics.batches import FirstBatch, decoded_rows
-        from diagnostics.model import check_nan_rows, non_finite_weights
         from diagnostics.training import fresh_copy, per_sample_losses, split_batch
         import tensorflow as tf
 
         batch = tf.nest.pack_sequence_as(self._structure, [tf.identity(v) for v in self._stash])
-        run = self._run or build_run(capture(self.model, self.dataset, self.tokenizer, self.task,
-                                             origin="DiagnoseCallback"))
+        run = self._run or self._build_run()
         task = run.config.glue_task
         inputs, labels = split_batch(batch)
         labels = np.asarray(labels)
@@ -305,37 +363,77 @@ class DiagnoseCallback(_tf_keras_callback()):
                           input_ids=[row[:int(m.sum())].tolist() for row, m in zip(ids, mask)],
                           full_lengths=[int(m.sum()) for m in mask], requested_columns=list(inputs),
                           label_columns=None, tf_batch=batch)
-        broken = non_finite_weights(self.model)
-        # The batch's loss came from the weights before its step; those weights are gone (the step applied NaN
-        # gradients), so the rows are judged on the weights training started from: a row that is non-finite there
-        # is the data's fault; when none is, the weights diverged.
         start = fresh_copy(self.model, inputs)
         for variable, value in zip(start.weights, self._start_weights):
             variable.assign(value)
         logits = np.asarray(start(inputs, training=False).logits)
-        losses = per_sample_losses(logits, labels, task.regression)
-        result = check_nan_rows(losses, logits, decoded_rows(rows, self.tokenizer or run.tokenizer, task),
-                                int(self.model.config.num_labels), task.regression)
-        finite = [loss for loss in self.losses[:-1] if math.isfinite(loss)]
-        history = {"step": step + 1, "losses_before": finite[-10:], "weights_now_non_finite": broken[:20]}
-        result.evidence.update(history)
-        if result.status is Status.PASS:
-            from diagnostics.config import DEMO_LEARNING_RATE
-            from diagnostics.training import effective_rate, is_pretrained
+        decoded = decoded_rows(rows, self.tokenizer or run.tokenizer, task)
+        return run, task, inputs, labels, logits, per_sample_losses(logits, labels, task.regression), decoded
 
-            rate = effective_rate(run.config)
-            good = 5e-5 if is_pretrained(self.model) else DEMO_LEARNING_RATE  # the demo kit's random weights
+    def _nan_drilldown(self, step: int) -> Report:
+        """The first non-finite loss: the batch's rows are judged on the weights training started from (the
+        weights of the step that gave it are gone: the step applied NaN gradients). A row that is non-finite
+        there is the data's fault; when none is, the weights diverged."""
+        from diagnostics.model import check_nan_rows, non_finite_weights, rate_to_suggest
+
+        run, task, _, _, logits, losses, decoded = self._batch_rows(step)
+        broken = non_finite_weights(self.model)
+        result = check_nan_rows(losses, logits, decoded, int(self.model.config.num_labels), task.regression)
+        watched = self._watched()
+        finite = [loss for loss in self.losses[:-1] if math.isfinite(loss)]
+        history = {"step": step + 1, "losses_before": finite[-10:], "weights_now_non_finite": broken[:20],
+                   "curve": watched["losses"], "weight_norms": watched["weight_norms"],
+                   "learning_rate": watched["learning_rate"]}
+        if result.status is Status.PASS:
+            rate = watched["learning_rate"]
+            suggested = rate_to_suggest(rate, watched["usual_rate"])
             result = CheckResult(
                 "model.nan_rows", "model", Status.FAIL,
-                f"The loss became non-finite at step {step + 1} (after {', '.join(f'{v:.3g}' for v in finite[-3:])}) "
-                f"although every row of that batch has a finite loss on the starting weights: the weights diverged "
-                f"({len(broken)} weight tensors are now non-finite, e.g. {', '.join(broken[:2]) or 'none'}), so the "
-                f"learning rate ({rate:g}) is too high for this model.",
-                fix=f"model.compile(optimizer=tf_keras.optimizers.Adam(learning_rate={good:g}))  # or the sweep's best rate",
-                evidence={**result.evidence, **history})
+                msg("The loss became non-finite at step {step} (after {before}) although every row of that batch has "
+                    "a finite loss on the weights training started from: the weights diverged ({broken} weight "
+                    "tensors are now non-finite, e.g. {examples}), so the learning rate {rate} is too high for this "
+                    "model.", step=step + 1, before=", ".join(f"{v:.3g}" for v in finite[-3:]) or "-",
+                    broken=len(broken), examples=", ".join(broken[:2]) or "-",
+                    rate=f"{rate:g}" if rate is not None else "?"),
+                fix=f"model.compile(optimizer=tf_keras.optimizers.Adam(learning_rate={suggested:g}))  # or the sweep's "
+                    f"best rate (python -m diagnostics run --stages hparams)",
+                evidence={**result.evidence, **history, "suggested_rate": suggested})
         else:
-            result.summary = f"At step {step + 1}, the first non-finite loss: " + result.summary[0].lower() + result.summary[1:]
+            result.summary = msg("At step {step}, the first non-finite loss. {finding}", step=step + 1,
+                                 finding=result.summary)
+            result.evidence.update(history)
         return Report(run.config, [result], extra={"nan_step": step + 1})
+
+    def _divergence_drilldown(self, step: int) -> Report:
+        """A run that diverges with a finite loss: the batch's rows on the weights training started from and on
+        the weights now say whether the rows or the weights make the loss high."""
+        from diagnostics.model import check_divergence
+        from diagnostics.training import per_sample_losses
+
+        run, task, inputs, labels, _, at_start, decoded = self._batch_rows(step)
+        now = per_sample_losses(np.asarray(self.model(inputs, training=False).logits), labels, task.regression)
+        rows = [{"position": i, "index": row["index"], "decoded": row["decoded"], "label": row["label"],
+                 "label_name": row["label_name"], "loss_at_start": float(at_start[i]), "loss_now": float(now[i])}
+                for i, row in enumerate(decoded)]
+        rows.sort(key=lambda row: -row["loss_now"] if math.isfinite(row["loss_now"]) else math.inf)
+        result = check_divergence({**self._watched(), "rows": rows[:HTML_ROWS],
+                                   "rows_loss_at_start": float(np.mean(at_start)),
+                                   "rows_loss_now": float(np.mean(now))})
+        return Report(run.config, [result], extra={"divergence_step": step + 1})
+
+
+def _global_norm_function(variables):
+    """A compiled function giving the global norm of `variables`, scaled by their largest value so that weights
+    blown up to 1e30 give a number rather than float32's overflow."""
+    import tensorflow as tf
+
+    @tf.function
+    def norm():
+        largest = tf.reduce_max(tf.stack([tf.reduce_max(tf.abs(tf.cast(v, tf.float32))) for v in variables]))
+        scale = tf.where(largest > 0, largest, 1.0)
+        return scale * tf.sqrt(tf.add_n([tf.reduce_sum(tf.square(tf.cast(v, tf.float32) / scale)) for v in variables]))
+
+    return norm
 
 
 class PipelineError(Exception):

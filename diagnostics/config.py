@@ -193,6 +193,11 @@ class RunConfig:
 DEMO_LEARNING_RATE = 3e-3
 
 
+def usual_rate(pretrained: bool) -> float:
+    """The rate a checkpoint trains well at: 5e-5 for a pretrained one, the demo kit's 3e-3 for its random weights."""
+    return RunConfig.learning_rate if pretrained else DEMO_LEARNING_RATE
+
+
 def default_config(hub_reachable: bool, **overrides) -> RunConfig:
     """The app's and the command line's starting configuration. The checkpoint defaults to the Hub's when it
     answers, else the demo kit's; the settings follow the checkpoint: the demo checkpoint gets the kit's samples
@@ -201,7 +206,7 @@ def default_config(hub_reachable: bool, **overrides) -> RunConfig:
     checkpoint = overrides.get("checkpoint") or (HUB_DEFAULT_CHECKPOINT if hub_reachable else DEMO_CHECKPOINT)
     demo = checkpoint.strip() == DEMO_CHECKPOINT
     base = RunConfig(checkpoint=checkpoint, data_source="hub" if hub_reachable and not demo else "demo",
-                     learning_rate=DEMO_LEARNING_RATE if demo else RunConfig.learning_rate)
+                     learning_rate=usual_rate(pretrained=not demo))
     return replace(base, **overrides)
 
 

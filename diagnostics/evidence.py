@@ -138,6 +138,29 @@ class NanRows(TypedDict, total=False):
     labels: list
     rows: Rows  # position, index, label, label_name, logits, loss, decoded
     cause: str
+    # Found by DiagnoseCallback during the user's fit:
+    step: int
+    losses_before: list[float]
+    weights_now_non_finite: list[str]
+    curve: list[float | None]  # each step's own loss
+    weight_norms: list[float | None]  # before the first step, then after each
+    learning_rate: float | None
+    suggested_rate: float
+
+
+class Divergence(TypedDict, total=False):
+    losses: list[float]  # each step's own loss
+    weight_norms: list[float]  # before the first step, then after each
+    steps: int
+    chance_loss: float | None
+    learning_rate: float | None
+    usual_rate: float
+    suggested_rate: float
+    weights_moved: float | None  # |W - W0| / |W0| over the trainable weights
+    seen: dict[str, Any] | None  # rule, start, recent, limit, growth
+    rows: Rows  # position, index, label, label_name, decoded, loss_at_start, loss_now
+    rows_loss_at_start: float | None
+    rows_loss_now: float | None
 
 
 class InitialLoss(TypedDict, total=False):
@@ -274,7 +297,7 @@ EVIDENCE: dict[str, type] = {
     "data.truncation": Truncation, "data.duplicates": Duplicates, "data.learnability": Learnability,
     "model.config": ModelConfig, "model.forward": Forward, "model.nan_rows": NanRows,
     "model.initial_loss": InitialLoss, "model.gradients": Gradients, "model.weights_after_step": WeightsAfterStep,
-    "model.nan_origin": NanOrigin, "model.memory": Memory,
+    "model.nan_origin": NanOrigin, "model.memory": Memory, "model.divergence": Divergence,
     "hparams.optimizer": Optimizer, "hparams.loss": Loss, "hparams.schedule": Schedule, "hparams.lr_sweep": Sweep,
     "hparams.lr_range_test": RangeTest, "overfit.one_batch": Overfit,
 }

@@ -480,6 +480,121 @@ def check_memory(figures: dict[str, Any]) -> CheckResult:
     return CheckResult("model.memory", STAGE, Status.PASS, summary, evidence=figures)
 
 
+# ---------------------------------------------------------------- model.divergence (during the user's own fit)
+
+
+def divergence_seen(losses: list[float], weight_norms: list[float], chance_loss: float | None, *,
+                    rise_factor: float = threshold("model.divergence", "rise_factor"),
+                    chance_multiple: float = threshold("model.divergence", "chance_multiple"),
+                    window: float = threshold("model.divergence", "window"),
+                    weight_growth: float = threshold("model.divergence", "weight_growth"),
+                    stalled_share: float = threshold("model.divergence", "stalled_share")) -> dict[str, Any] | None:
+    """Whether a run diverges, judged on its per-step losses and weight norms, and by which rule.
+
+    The loss rule: the median loss of the last `window` steps is above `rise_factor` times the first step's loss
+    (Lightning's range test stops at 4x) and, for a classifier, above `chance_multiple` times ln K, a loss worse
+    than guessing. The weights rule: the weights' global norm grew past `weight_growth` times its start while the
+    loss is no lower than at the start (Adam's bounded steps can blow the weights up while the loss stays finite,
+    near ln K). A median, so one noisy step never counts.
+
+    Args:
+        losses: each step's own loss from the run's first step (all finite).
+        weight_norms: the trainable weights' global norm before the first step, then after each step.
+        chance_loss: ln K for a classifier; None for regression.
+
+    Returns:
+        None while the run looks sane (or has too few steps to say); else what the rule saw: "rule" ("loss" or
+        "weights"), "start", "recent", "limit", "growth".
+    """
+    window = int(window)
+    if len(losses) <= window or not weight_norms:
+        return None
+    start, recent = float(losses[0]), float(np.median(losses[-window:]))
+    limit = rise_factor * start
+    if chance_loss is not None:
+        limit = max(limit, chance_multiple * chance_loss)
+    growth = float(weight_norms[-1] / weight_norms[0]) if weight_norms[0] > 0 else 1.0
+    seen = {"start": start, "recent": recent, "limit": limit, "growth": growth}
+    if recent > limit:
+        return {"rule": "loss", **seen}
+    if growth > weight_growth and recent >= stalled_share * start:
+        return {"rule": "weights", **seen}
+    return None
+
+
+def _times(ratio: float) -> str:
+    """A multiple for a sentence: "4.2", "4481", or "3.9e+29" for a run whose loss left float range behind."""
+    if not math.isfinite(ratio):
+        return "∞"
+    return f"{ratio:.1f}" if ratio < 10 else f"{ratio:.0f}" if ratio < 1e6 else f"{ratio:.1e}"
+
+
+def rate_to_suggest(rate: float | None, usual: float) -> float:
+    """A rate to try after a run diverged: the checkpoint's usual rate, or a tenth of the rate that diverged when
+    that was already at or below it."""
+    return usual if rate is None or rate > usual else rate / 10
+
+
+def check_divergence(figures: dict[str, Any], *,
+                     rise_factor: float = threshold("model.divergence", "rise_factor"),
+                     chance_multiple: float = threshold("model.divergence", "chance_multiple"),
+                     window: float = threshold("model.divergence", "window"),
+                     weight_growth: float = threshold("model.divergence", "weight_growth"),
+                     stalled_share: float = threshold("model.divergence", "stalled_share")) -> CheckResult:
+    """A run watched during the user's own fit: fail when it diverges, saying whether the rows or the weights
+    make the loss high.
+
+    Args:
+        figures: "losses" (each step's own loss), "weight_norms" (before the first step, then after each),
+            "chance_loss" (ln K, None for regression), "learning_rate" (None when it could not be read),
+            "usual_rate" (the checkpoint's), and once a divergence is seen "rows_loss_at_start" (the mean loss of
+            the batch's rows on the weights the run started from; None when they could not be examined),
+            "weights_moved" (|W - W0| / |W0|) and "rows".
+    """
+    seen = divergence_seen(figures["losses"], figures["weight_norms"], figures["chance_loss"], rise_factor=rise_factor,
+                           chance_multiple=chance_multiple, window=window, weight_growth=weight_growth,
+                           stalled_share=stalled_share)
+    steps = len(figures["losses"])
+    evidence = {**figures, "steps": steps, "seen": seen}
+    if seen is None:
+        return CheckResult("model.divergence", STAGE, Status.PASS,
+                           msg("Over {steps} steps the loss and the weights' size stayed bounded: no sign of "
+                               "divergence.", steps=steps), evidence=evidence)
+    rate = figures.get("learning_rate")
+    suggested = rate_to_suggest(rate, figures["usual_rate"])
+    evidence["suggested_rate"] = suggested
+    moved = figures.get("weights_moved")
+    values = {"step": steps, "recent": seen["recent"], "start": seen["start"],
+              "growth": _times(seen["growth"]), "ratio": _times(seen["recent"] / seen["start"] if seen["start"] > 0
+                                                                 else math.inf),
+              "moved": ("?" if moved is None or not math.isfinite(moved) else
+                        msg("{share:.0%} of their size", share=moved) if moved < 1 else
+                        msg("{times}x their size", times=_times(moved))),
+              "rate": f"{rate:g}" if rate is not None else "?"}
+    at_start = figures.get("rows_loss_at_start")
+    values["rows"] = f"{at_start:.3g}" if at_start is not None else "?"
+    rows_fault = at_start is not None and math.isfinite(at_start) and at_start > seen["limit"]
+    rate_fix = (f"model.compile(optimizer=tf_keras.optimizers.Adam(learning_rate={suggested:g}))  "
+                + ("# the checkpoint's usual rate" if suggested == figures["usual_rate"] else "# a tenth of the rate")
+                + "; or the sweep's (python -m diagnostics run --stages hparams)")
+    return decide("model.divergence", STAGE, evidence, [
+        (rows_fault, Status.FAIL,
+         msg("At step {step} the loss is {recent:.3g}, {ratio}x its start ({start:.3g}), but the same rows "
+             "already give {rows} on the weights training started from: these rows, not the training, make the "
+             "loss high.", **values),
+         msg("Drop or fix the rows listed (a label far outside the task's range, or broken text), then rerun.")),
+        (seen["rule"] == "loss", Status.FAIL,
+         msg("By step {step} the loss rose to {recent:.3g}, {ratio}x its start ({start:.3g}), while the rows "
+             "themselves give {rows} on the weights training started from: the weights diverged (their norm grew "
+             "{growth}x and they moved {moved}), so the learning rate {rate} is too high for "
+             "this model.", **values), rate_fix),
+        (True, Status.FAIL,
+         msg("By step {step} the weights' norm grew {growth}x (they moved {moved}) while the "
+             "loss, {recent:.3g}, is no lower than at the start ({start:.3g}): the weights diverged and the model "
+             "stopped learning, so the learning rate {rate} is too high for this model.", **values), rate_fix),
+    ], passing="")
+
+
 # ---------------------------------------------------------------- the stage
 
 

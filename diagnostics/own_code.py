@@ -93,6 +93,19 @@ def _rate_of(optimizer):
     return rate
 
 
+def current_rate(model) -> float | None:
+    """The rate the model's optimizer applies now (a schedule read at the optimizer's step); None when there is no
+    optimizer or its rate cannot be read."""
+    optimizer = getattr(model, "optimizer", None)
+    rate = _rate_of(optimizer) if optimizer is not None else None
+    try:
+        if callable(rate) and not hasattr(rate, "numpy"):
+            rate = rate(optimizer.iterations)
+        return _plain(rate) if rate is not None else None
+    except Exception:  # an unreadable rate leaves the finding without its number, never breaks the watch
+        return None
+
+
 def read_optimizer(model, given: Any = None, *, seen: bool = False) -> dict[str, Any]:
     """The configuration's optimizer fields (optimizer, learning_rate, weight_decay, train_steps, warmup_steps)
     for the optimizer the user compiled with.

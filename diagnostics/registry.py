@@ -32,7 +32,8 @@ class Check:
         title: what it checks, in a few words.
         needs: what it runs on: "split", "batch", "model", "training copy".
         trains: it takes optimizer steps (on a copy), so it costs seconds to minutes.
-        part: the Hyperparameters stage runs "setup" checks at once and "training" ones on request.
+        part: the Hyperparameters stage runs "setup" checks at once and "training" ones on request; a "fit"
+            check watches the user's own `model.fit` (DiagnoseCallback), so no stage runs it.
         conditions: its thresholds.
     """
 
@@ -67,6 +68,8 @@ WARN_DRIFT = 1e-3
 FAIL_DRIFT = 3e-3
 
 _C = Condition
+# The part of the checks that watch a user's own model.fit: no stage runs them.
+FIT = "fit"
 CHECKS: dict[str, Check] = {check.id: check for check in (
     Check("data.columns", N_("the task's columns and the columns given to to_tf_dataset exist"), ("split", "batch")),
     Check("data.batch", N_("the first batch builds, with the expected shapes and dtypes"), ("batch",)),
@@ -101,6 +104,15 @@ CHECKS: dict[str, Check] = {check.id: check for check in (
     Check("model.nan_origin", N_("the first layer whose output turns NaN"), ("model", "batch", "training copy"),
           trains=True),
     Check("model.memory", N_("parameters and training memory at this batch size"), ("model",)),
+    Check("model.divergence", N_("during model.fit (DiagnoseCallback): the loss and the weights' size stay bounded"),
+          ("model", "batch"), part=FIT, conditions=(
+        _C("rise_factor", 4.0, "diverging when the median loss of the last steps is above this multiple of the first "
+                               "step's"),
+        _C("chance_multiple", 1.5, "and, for a classifier, above this multiple of ln K (its loss when it guesses)"),
+        _C("window", 5, "the steps whose median loss is judged, so that one noisy step never counts"),
+        _C("weight_growth", 5.0, "diverging when the weights' global norm grows past this multiple of its start"),
+        _C("stalled_share", 0.9, "while the median loss of the last steps is at least this share of the first "
+                                 "step's"))),
     Check("hparams.optimizer", N_("the optimizer Keras builds, each setting set or left at its default"), ("model",),
           conditions=(_C("warn_learning_rate", 1e-4, "warn when a pretrained checkpoint is fine-tuned above this rate"),)),
     Check("hparams.loss", N_("the loss matches what the model outputs (logits or probabilities)"), ("model", "batch"),
@@ -134,9 +146,15 @@ CHECKS: dict[str, Check] = {check.id: check for check in (
 
 
 def checks_of(stage: str, part: str | None = None) -> tuple[str, ...]:
-    """The ids of a stage's checks in walk order; `part` ("setup"/"training") narrows the Hyperparameters stage."""
+    """The ids of a stage's checks in walk order; `part` ("setup"/"training") narrows the Hyperparameters stage.
+    The checks that watch a user's own fit are left out unless `part` is FIT."""
     return tuple(check.id for check in CHECKS.values()
-                 if check.stage == stage and (part is None or check.part == part))
+                 if check.stage == stage and (check.part == part if part is not None else check.part != FIT))
+
+
+def run_check_ids() -> tuple[str, ...]:
+    """Every check a run of all the stages answers for (all but the ones that watch a user's own fit)."""
+    return tuple(check.id for check in CHECKS.values() if check.part != FIT)
 
 
 def threshold(check_id: str, name: str) -> float:
@@ -147,6 +165,6 @@ def threshold(check_id: str, name: str) -> float:
 def listing() -> list[dict]:
     """Every check as plain data, for `python -m diagnostics checks --json` and the README's table."""
     return [{"id": check.id, "stage": check.stage, "stage_title": STAGE_TITLES[check.stage], "title": check.title,
-             "needs": list(check.needs), "trains": check.trains,
+             "needs": list(check.needs), "trains": check.trains, "part": check.part,
              "conditions": [{"name": c.name, "value": c.value, "meaning": c.meaning} for c in check.conditions]}
             for check in CHECKS.values()]

@@ -314,7 +314,7 @@ class _Child:
     def on_error(self, exc: BaseException) -> None:
         """Diagnose an exception the script raised before fit, and write the report."""
         from diagnostics import hooks
-        from diagnostics.registry import CHECKS
+        from diagnostics.registry import CHECKS, run_check_ids
         from diagnostics.result import skipped
 
         frames = [entry for entry in traceback.extract_tb(exc.__traceback__)
@@ -336,7 +336,7 @@ class _Child:
                 report.update(_notes([msg("The Data stage could not run on the split: {error}: {message}",
                                           error=type(failure).__name__, message=str(failure))]))
             reason = msg("The script stopped before fit at {where} (see data.columns).", where=where)
-            report["checks"] += [skipped(check, CHECKS[check].stage, reason).to_dict() for check in CHECKS
+            report["checks"] += [skipped(check, CHECKS[check].stage, reason).to_dict() for check in run_check_ids()
                                  if CHECKS[check].stage != "data" and check not in
                                  {c["id"] for c in report["checks"]}]
         report["script"] = info

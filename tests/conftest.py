@@ -34,6 +34,20 @@ def tokenizer(vocab_file):
     return DistilBertTokenizerFast(vocab_file=str(vocab_file), model_max_length=128)
 
 
+SEEDS = (0, 1, 2)
+
+
+@pytest.fixture(params=SEEDS, ids=lambda seed: f"seed{seed}")
+def seed(request) -> int:
+    """A test of a numerical outcome runs under each of three seeds, with Python, NumPy and TensorFlow seeded
+    first (a head that from_pretrained initialises, dropout and dataset shuffles draw from them); the test passes
+    the seed on to whatever else it seeds (`RunConfig(seed=...)`, `load_model(..., seed)`)."""
+    import tf_keras
+
+    tf_keras.utils.set_random_seed(request.param)
+    return request.param
+
+
 @pytest.fixture(scope="session")
 def bert_checkpoint(tmp_path_factory, vocab_file) -> Path:
     """A tiny BERT (with token_type_ids) written by save_pretrained: hidden 32, 2 layers, 4 heads."""

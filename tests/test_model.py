@@ -227,3 +227,76 @@ def test_memory_counts_adam_state_in_float32(cached_bert):
     figures = model_checks.memory_figures(cached_bert.count_params(), cached_bert.config, 8, 64)
     assert figures["training_state_bytes"] == cached_bert.count_params() * 16
     assert figures["activation_bytes_estimate"] > 0
+
+
+# ------------------------------------------------------------ model.divergence (DiagnoseCallback's rule)
+
+LN3 = math.log(3)
+
+
+def watched(losses, norms=None, chance=LN3, **more):
+    norms = norms or [10.0] * (len(losses) + 1)
+    return {"losses": losses, "weight_norms": norms, "chance_loss": chance, "learning_rate": 1e-3,
+            "usual_rate": 5e-5, **more}
+
+
+def test_divergence_a_loss_that_falls_passes():
+    result = model_checks.check_divergence(watched([1.1, 1.0, 0.9, 0.8, 0.7, 0.6, 0.5]))
+    assert result.status is Status.PASS and "7 steps" in result.summary
+
+
+def test_divergence_a_loss_rising_past_four_times_its_start_fails_on_the_weights():
+    result = model_checks.check_divergence(watched([1.1, 3.0, 9.0, 20.0, 40.0, 80.0], rows_loss_at_start=1.1))
+    assert result.status is Status.FAIL and result.evidence["seen"]["rule"] == "loss"
+    assert "the weights diverged" in result.summary and "the learning rate 0.001 is too high" in result.summary
+    assert "learning_rate=5e-05" in result.fix and result.evidence["suggested_rate"] == 5e-5
+
+
+def test_divergence_one_noisy_step_never_counts():
+    assert model_checks.divergence_seen([1.1, 1.0, 1.0, 50.0, 0.9, 0.9], [10.0] * 7, LN3) is None
+
+
+@pytest.mark.parametrize("recent, diverged", [(4 * 1.1, False), (4 * 1.1 + 1e-9, True)])
+def test_divergence_boundary_is_four_times_the_start(recent, diverged):
+    seen = model_checks.divergence_seen([1.1] + [recent] * 5, [10.0] * 7, LN3)
+    assert (seen is not None) is diverged
+
+
+def test_divergence_a_low_start_is_judged_against_guessing_not_four_times_it():
+    # A model resumed near convergence: 0.05 -> 0.3 is six times its start, but still far better than guessing.
+    assert model_checks.divergence_seen([0.05] + [0.3] * 5, [10.0] * 7, LN3) is None
+    assert model_checks.divergence_seen([0.05] + [1.7] * 5, [10.0] * 7, LN3)["limit"] == pytest.approx(1.5 * LN3)
+
+
+def test_divergence_regression_has_no_guessing_floor():
+    assert model_checks.divergence_seen([8.0] + [40.0] * 5, [10.0] * 7, None)["rule"] == "loss"
+
+
+def test_divergence_weights_growing_while_the_loss_stays_at_its_start_fail():
+    figures = watched([1.1, 1.2, 1.1, 1.0, 1.1, 1.1], [10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0], weights_moved=6.5)
+    result = model_checks.check_divergence(figures)
+    assert result.status is Status.FAIL and result.evidence["seen"]["rule"] == "weights"
+    assert "grew 7.0x" in result.summary and "6.5x their size" in result.summary
+    assert "stopped learning" in result.summary
+
+
+def test_divergence_weights_growing_while_the_loss_falls_pass():
+    figures = watched([1.1, 0.9, 0.7, 0.5, 0.4, 0.3], [10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0])
+    assert model_checks.check_divergence(figures).status is Status.PASS
+
+
+def test_divergence_rows_already_high_on_the_starting_weights_are_blamed():
+    figures = watched([8.0, 9.0, 6000.0, 7000.0, 6500.0, 6200.0], chance=None, rows_loss_at_start=6100.0,
+                      rows=[{"position": 0, "label": 80.0}])
+    result = model_checks.check_divergence(figures)
+    assert result.status is Status.FAIL and "these rows, not the training" in result.summary
+    assert "learning_rate" not in result.fix
+
+
+def test_divergence_too_few_steps_to_say():
+    assert model_checks.divergence_seen([1.1, 50.0, 60.0, 70.0, 80.0], [10.0] * 6, LN3) is None
+
+
+@pytest.mark.parametrize("rate, usual, suggested", [(1e-3, 5e-5, 5e-5), (5e-5, 5e-5, 5e-6), (None, 3e-3, 3e-3)])
+def test_divergence_suggests_the_usual_rate_or_a_tenth_of_one_already_below_it(rate, usual, suggested):
+    assert model_checks.rate_to_suggest(rate, usual) == pytest.approx(suggested)

@@ -133,25 +133,97 @@ def test_callback_stops_at_the_first_nan_batch_and_names_its_rows(bert_checkpoin
     assert "train_step" not in model.__dict__  # the watch is taken off after training
 
 
-def test_callback_tells_diverging_weights_from_bad_rows(demo_inputs):
+def demo_mnli_dataset(demo_inputs, batch_size=16):
+    """The kit's MNLI rows through the user's own to_tf_dataset call, shuffled (by the seed set before)."""
+    from transformers import DataCollatorWithPadding
+
+    tokenizer, split = demo_inputs
+    tokenized = split.map(lambda rows: tokenizer(rows["premise"], rows["hypothesis"]), batched=True)
+    return tokenized.to_tf_dataset(columns=["input_ids", "attention_mask", "label"], batch_size=batch_size,
+                                   shuffle=True, collate_fn=DataCollatorWithPadding(tokenizer, return_tensors="np"))
+
+
+def demo_classifier(rate):
+    import tf_keras
+
+    from diagnostics.loading import demo_checkpoint_dir
+
+    model = classifier(demo_checkpoint_dir(), 3)
+    model.compile(optimizer=tf_keras.optimizers.Adam(learning_rate=rate))
+    return model
+
+
+@pytest.mark.parametrize("strict", [False, True], ids=["warns", "strict-stops"])
+def test_callback_catches_a_run_that_diverges_with_a_finite_loss(demo_inputs, seed, strict, capsys):
+    from diagnostics import DiagnoseCallback
+
+    # Adam moves every weight by about the rate each step: at 1.0 the kit's weights grow without bound while
+    # float32 never overflows, so the loss stays finite (a NaN-only watch, like TerminateOnNaN, sees nothing).
+    model = demo_classifier(1.0)
+    callback = DiagnoseCallback(tokenizer=demo_inputs[0], quick=False, strict=strict)
+    history = model.fit(demo_mnli_dataset(demo_inputs), epochs=2, callbacks=[callback], verbose=0)
+    assert all(math.isfinite(loss) for loss in callback.losses) and callback.nan_report is None
+    result = callback.divergence_report["model.divergence"]
+    assert result.status is Status.FAIL and "the weights diverged" in result.summary
+    assert "the learning rate 1 is too high" in result.summary
+    assert "learning_rate=0.003" in result.fix  # the kit's own rate, not a pretrained checkpoint's 5e-5
+    evidence = result.evidence
+    step = callback.divergence_report.extra["divergence_step"]
+    assert evidence["steps"] == step and len(evidence["losses"]) == step == len(evidence["weight_norms"]) - 1
+    assert evidence["seen"]["recent"] > 4 * evidence["losses"][0] and evidence["weights_moved"] > 1
+    assert evidence["rows_loss_at_start"] < evidence["seen"]["limit"] < evidence["rows_loss_now"]
+    assert {"decoded", "label_name", "loss_at_start", "loss_now"} <= set(evidence["rows"][0])
+    assert len(history.history["loss"]) == (1 if strict else 2)  # 8 steps an epoch; seen by step 8
+    assert ("training goes on" in capsys.readouterr().out) is not strict
+    assert "train_step" not in model.__dict__
+
+
+def test_callback_tells_weights_that_turned_nan_from_bad_rows(demo_inputs, seed):
+    from diagnostics import DiagnoseCallback
+
+    # An infinite rate makes the first step's update infinite, so the second step's loss is NaN by construction.
+    model = demo_classifier(math.inf)
+    callback = DiagnoseCallback(tokenizer=demo_inputs[0], quick=False)
+    model.fit(demo_mnli_dataset(demo_inputs), epochs=2, callbacks=[callback], verbose=0)
+    assert callback.nan_report.extra["nan_step"] == 2
+    result = callback.nan_report["model.nan_rows"]
+    assert result.status is Status.FAIL and "the weights diverged" in result.summary
+    assert "learning rate inf" in result.summary and "learning_rate=0.003" in result.fix
+    assert result.evidence["weights_now_non_finite"] and result.evidence["curve"][0] == pytest.approx(math.log(3), 0.1)
+
+
+def test_callback_blames_rows_whose_loss_is_high_from_the_start(bert_checkpoint, bert_tokenizer, seed):
     import tf_keras
     from transformers import DataCollatorWithPadding
 
     from diagnostics import DiagnoseCallback
-    from diagnostics.loading import demo_checkpoint_dir
 
-    tokenizer, split = demo_inputs
-    tokenized = split.map(lambda rows: tokenizer(rows["premise"], rows["hypothesis"]), batched=True)
-    dataset = tokenized.to_tf_dataset(columns=["input_ids", "attention_mask", "label"], batch_size=16,
-                                      collate_fn=DataCollatorWithPadding(tokenizer, return_tensors="np"))
-    model = classifier(demo_checkpoint_dir(), 3)
-    model.compile(optimizer=tf_keras.optimizers.Adam(learning_rate=1000.0))
-    callback = DiagnoseCallback(tokenizer=tokenizer, quick=False)
+    # STS-B scores on two scales: the first rows 0..5, the rest written as percentages. The loss rises from the
+    # third step on because of the rows, whatever the weights do.
+    scores = [1.0, 2.5, 4.0, 0.5] + [60.0, 85.0, 70.0, 95.0, 80.0, 65.0, 90.0, 75.0]
+    split = make_split("stsb", [(f"the cat sat {i}", "the dog ran", score) for i, score in enumerate(scores)])
+    tokenized = split.map(lambda rows: bert_tokenizer(rows["sentence1"], rows["sentence2"]), batched=True)
+    dataset = tokenized.to_tf_dataset(columns=["input_ids", "attention_mask", "label"], batch_size=2,
+                                      collate_fn=DataCollatorWithPadding(bert_tokenizer, return_tensors="np"))
+    model = classifier(bert_checkpoint, 1)
+    model.compile(optimizer=tf_keras.optimizers.Adam(learning_rate=1e-4))
+    callback = DiagnoseCallback(tokenizer=bert_tokenizer, task="stsb", quick=False)
     model.fit(dataset, epochs=2, callbacks=[callback], verbose=0)
-    result = callback.nan_report["model.nan_rows"]
-    assert result.status is Status.FAIL and "the weights diverged" in result.summary
-    assert "learning rate (1000)" in result.summary and "learning_rate=0.003" in result.fix  # the kit's good rate
-    assert result.evidence["weights_now_non_finite"]
+    result = callback.divergence_report["model.divergence"]
+    assert result.status is Status.FAIL and "these rows, not the training" in result.summary
+    assert "Drop or fix the rows" in result.fix
+    assert all(row["label"] >= 60 for row in result.evidence["rows"])
+
+
+def test_callback_stays_quiet_on_a_healthy_run(demo_inputs, seed, capsys):
+    from diagnostics import DiagnoseCallback
+
+    model = demo_classifier(3e-3)
+    callback = DiagnoseCallback(tokenizer=demo_inputs[0], quick=False)
+    model.fit(demo_mnli_dataset(demo_inputs), epochs=4, callbacks=[callback], verbose=0)
+    assert callback.divergence_report is None and callback.nan_report is None
+    assert callback.losses[-1] < callback.losses[0]  # it learned
+    assert "DiagnoseCallback" not in capsys.readouterr().out
 
 
 def test_callback_checks_before_the_first_step_and_strict_raises(bert_checkpoint, bert_tokenizer, mnli_split, capsys):
