@@ -34,6 +34,18 @@ def tokenizer(vocab_file):
     return DistilBertTokenizerFast(vocab_file=str(vocab_file), model_max_length=128)
 
 
+def pytest_sessionstart(session):
+    """Under CI every cache starts empty and outside the working tree (.ci/run points them at a new folder), so no
+    test passes on what a previous run or session left behind."""
+    if not os.environ.get("CI"):
+        return
+    cache = Path(os.environ["DEBUGGER_CACHE_DIR"]).resolve()
+    left = sorted(path.name for path in cache.iterdir()) if cache.is_dir() else []
+    if cache.is_relative_to(ROOT) or left or not os.environ.get("HF_HOME"):
+        raise pytest.UsageError(f"CI runs the tests on fresh caches outside the working tree: DEBUGGER_CACHE_DIR="
+                                f"{cache} holds {left}; HF_HOME={os.environ.get('HF_HOME')!r} (see .ci/run)")
+
+
 SEEDS = (0, 1, 2)
 
 
@@ -162,6 +174,17 @@ def demo_model():
 
 
 @pytest.fixture(scope="session")
+def seeded_models():
+    """`seeded_models(checkpoint, num_labels, seed)`: a classifier whose new head is drawn from `seed`, loaded once
+    for each and shared: tests must not change them."""
+    import functools
+
+    from diagnostics.loading import load_model
+
+    return functools.cache(lambda checkpoint, num_labels, seed: load_model(str(checkpoint), num_labels, seed))
+
+
+@pytest.fixture(scope="session")
 def demo_inputs():
     """The demo tokenizer and the bundled MNLI train split."""
     from diagnostics.config import RunConfig
@@ -178,7 +201,7 @@ def real_checkpoint() -> Path:
     from real_checkpoint import Unavailable, real_checkpoint_dir
 
     try:
-        return real_checkpoint_dir(ROOT / ".cache-test" / "real-checkpoint")
+        return real_checkpoint_dir(Path(os.environ["DEBUGGER_CACHE_DIR"]) / "real-checkpoint")
     except Unavailable as exc:
         pytest.skip(f"the real checkpoint cannot be fetched here: {exc}")
 

@@ -5,7 +5,9 @@ import os
 import subprocess
 import sys
 
-from conftest import ROOT
+import pytest
+
+from conftest import ROOT, SEEDS
 from diagnostics.devices import DEVICES_ENV, training_strategy
 
 # Logical devices must be configured before TensorFlow starts, so this runs in a fresh process.
@@ -22,36 +24,44 @@ from diagnostics.learnability import learnability_figures
 from diagnostics.overfit import overfit_one_batch
 from diagnostics.training import Trainer
 
-config = RunConfig(batch_size=8).validated()
-tokenizer, split = loading.load_tokenizer("demo"), loading.load_split(config)
-model = loading.load_model("demo", 3)
-before = [weight.copy() for weight in model.get_weights()]
-batch = build_first_batch(split, tokenizer, config)
-batches = training_batches(split, tokenizer, config, count=3)
 out = {}
-for name, devices in (("one", ""), ("mirrored", "/cpu:0,/cpu:1")):
-    os.environ["DEBUGGER_DEVICES"] = devices
-    trainer = Trainer(model, batches, config)
-    trainer.reset(3e-3)
-    out[name] = {
-        "replicas": trainer.strategy.num_replicas_in_sync,
-        "variable_devices": sorted({v.device for v in trainer.model.weights[0].values}) if devices else [],
-        "sweep": trainer.run(6),
-        "overfit": overfit_one_batch(model, batch, config, 5)["losses"],
-        "learnability": learnability_figures(model, tokenizer, config, split, rate=3e-3, epochs=1)["given"]["score"],
-    }
-out["unchanged"] = all((a == b).all() for a, b in zip(before, model.get_weights()))
+for seed in json.loads(sys.argv[1]):
+    config = RunConfig(batch_size=8, seed=seed).validated()
+    tokenizer, split = loading.load_tokenizer("demo"), loading.load_split(config)
+    model = loading.load_model("demo", 3, seed)
+    before = [weight.copy() for weight in model.get_weights()]
+    batch = build_first_batch(split, tokenizer, config)
+    batches = training_batches(split, tokenizer, config, count=3)
+    for name, devices in (("one", ""), ("mirrored", "/cpu:0,/cpu:1")):
+        os.environ["DEBUGGER_DEVICES"] = devices
+        trainer = Trainer(model, batches, config)
+        trainer.reset(3e-3)
+        out[f"{seed} {name}"] = {
+            "replicas": trainer.strategy.num_replicas_in_sync,
+            "variable_devices": sorted({v.device for v in trainer.model.weights[0].values}) if devices else [],
+            "sweep": trainer.run(6),
+            "overfit": overfit_one_batch(model, batch, config, 5)["losses"],
+            "learnability": learnability_figures(model, tokenizer, config, split, rate=3e-3, epochs=1)["given"]["score"],
+        }
+    out[f"{seed} unchanged"] = all((a == b).all() for a, b in zip(before, model.get_weights()))
 print("RESULT " + json.dumps(out))
 """
 
 
-def test_sweep_overfit_and_learnability_under_a_mirrored_strategy_match_one_device():
+@pytest.fixture(scope="module")
+def one_and_mirrored():
+    """Each seed's sweep, overfit test and learnability on one device and on two, computed in one fresh process."""
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "-c", SCRIPT], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=600)
+    done = subprocess.run([sys.executable, "-c", SCRIPT, json.dumps(SEEDS)], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
-    out = json.loads(next(line for line in done.stdout.splitlines() if line.startswith("RESULT "))[7:])
-    one, mirrored = out["one"], out["mirrored"]
+    return json.loads(next(line for line in done.stdout.splitlines() if line.startswith("RESULT "))[7:])
+
+
+@pytest.mark.parametrize("seed", SEEDS, ids=lambda seed: f"seed{seed}")
+def test_sweep_overfit_and_learnability_under_a_mirrored_strategy_match_one_device(one_and_mirrored, seed):
+    out = one_and_mirrored
+    one, mirrored = out[f"{seed} one"], out[f"{seed} mirrored"]
     assert one["replicas"] == 1 and mirrored["replicas"] == 2
     assert len(mirrored["variable_devices"]) == 2  # each weight lives on both devices
     for name in ("sweep", "overfit"):
@@ -59,7 +69,7 @@ def test_sweep_overfit_and_learnability_under_a_mirrored_strategy_match_one_devi
         for a, b in zip(one[name], mirrored[name]):
             assert abs(a - b) <= 1e-4 * max(1.0, abs(a)), (name, one[name], mirrored[name])
     assert abs(one["learnability"] - mirrored["learnability"]) <= 0.1
-    assert out["unchanged"]
+    assert out[f"{seed} unchanged"]
 
 
 def test_fewer_rows_than_devices_fall_back_to_one_device(monkeypatch):

@@ -88,10 +88,13 @@ def test_loss_mse_on_classes_fails():
 # ------------------------------------------------------------ hparams.lr_sweep
 
 
-def test_sweep_measures_the_configured_rate_and_flags_a_divergent_one(mnli_split, bert_tokenizer, cached_bert):
+def test_sweep_measures_the_configured_rate_and_flags_a_divergent_one(mnli_split, bert_tokenizer, bert_checkpoint,
+                                                                      seeded_models, seed):
     settings = hp.SweepSettings(min_rate=1e-5, max_rate=10.0, rates=3, steps=4, range_steps=10)
+    cached_bert = seeded_models(bert_checkpoint, 3, seed)
     before = [w.copy() for w in cached_bert.get_weights()]
-    result = stage(RunConfig(batch_size=6), mnli_split, bert_tokenizer, cached_bert, settings)["hparams.lr_sweep"]
+    result = stage(RunConfig(batch_size=6, seed=seed), mnli_split, bert_tokenizer, cached_bert,
+                   settings)["hparams.lr_sweep"]
     evidence = result.evidence
     assert evidence["learning_rates"] == pytest.approx([1e-5, 5e-5, 1e-2, 10.0])
     assert len(evidence["losses"]) == 4 and all(len(curve) == 4 for curve in evidence["losses"])

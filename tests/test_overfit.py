@@ -25,8 +25,8 @@ def test_batch_says_which_labels_the_split_cannot_supply():
     assert missing == ["contradiction"] and len(indices) == 4
 
 
-def test_clean_configuration_passes_within_default_epochs(demo_model, demo_inputs):
-    result = run(RunConfig(learning_rate=DEMO_LEARNING_RATE), demo_model, demo_inputs)
+def test_clean_configuration_passes_within_default_epochs(seeded_models, demo_inputs, seed):
+    result = run(RunConfig(learning_rate=DEMO_LEARNING_RATE, seed=seed), seeded_models("demo", 3, seed), demo_inputs)
     assert result.status is Status.PASS
     assert result.evidence["epochs"] == overfit.DEFAULT_EPOCHS
     assert result.evidence["final_accuracy"] == 1.0
@@ -35,14 +35,14 @@ def test_clean_configuration_passes_within_default_epochs(demo_model, demo_input
     assert all(row["correct"] for row in result.evidence["rows"])
 
 
-def test_rate_of_10_fails_with_rate_too_high(demo_model, demo_inputs):
-    result = run(RunConfig(), demo_model, demo_inputs, rate=10.0)
+def test_rate_of_10_fails_with_rate_too_high(seeded_models, demo_inputs, seed):
+    result = run(RunConfig(seed=seed), seeded_models("demo", 3, seed), demo_inputs, rate=10.0)
     assert result.status is Status.FAIL
     assert "rate is too high" in result.summary
 
 
-def test_rate_of_1e_9_fails_with_rate_too_low(demo_model, demo_inputs):
-    result = run(RunConfig(), demo_model, demo_inputs, rate=1e-9, best_rate=3e-3)
+def test_rate_of_1e_9_fails_with_rate_too_low(seeded_models, demo_inputs, seed):
+    result = run(RunConfig(seed=seed), seeded_models("demo", 3, seed), demo_inputs, rate=1e-9, best_rate=3e-3)
     assert result.status is Status.FAIL
     assert "rate is too low" in result.summary and "near where it started" in result.summary
     assert "3.0e-03" in result.summary

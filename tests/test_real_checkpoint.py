@@ -88,3 +88,34 @@ def test_course_scripts_traced_on_the_real_checkpoint(tmp_path, real_checkpoint)
     failing = {check_id: check["summary"] for check_id, check in checks.items() if check["status"] in ("fail", "error")}
     assert failing == {} and code == 0
     assert traced["run"]["learning_rate"] == 5e-5 and traced["run"]["num_labels"] == 3
+
+
+@pytest.mark.parametrize("rate, diverges", [(5e-5, False), (1e-1, True)])
+def test_callback_on_real_fine_tuning_stays_quiet_at_a_good_rate_and_names_a_diverging_one(real_checkpoint, rate,
+                                                                                             diverges):
+    import pandas as pd
+    import tf_keras
+    from datasets import Dataset
+    from transformers import AutoTokenizer, DataCollatorWithPadding, TFAutoModelForSequenceClassification
+
+    from diagnostics import DiagnoseCallback
+
+    tf_keras.utils.set_random_seed(0)
+    tokenizer = AutoTokenizer.from_pretrained(str(real_checkpoint))
+    split = Dataset.from_pandas(pd.read_csv(REAL_DATA["mrpc"][1], sep="\t", quoting=3))
+    tokenized = split.map(lambda rows: tokenizer(rows["sentence1"], rows["sentence2"], truncation=True,
+                                                 max_length=64), batched=True)
+    dataset = tokenized.to_tf_dataset(columns=["input_ids", "attention_mask", "token_type_ids", "label"],
+                                      batch_size=8, shuffle=True,
+                                      collate_fn=DataCollatorWithPadding(tokenizer, return_tensors="np")).take(12)
+    model = TFAutoModelForSequenceClassification.from_pretrained(str(real_checkpoint), num_labels=2)
+    model.compile(optimizer=tf_keras.optimizers.Adam(learning_rate=rate))
+    callback = DiagnoseCallback(tokenizer=tokenizer, quick=False)
+    model.fit(dataset, epochs=1, callbacks=[callback], verbose=0)
+    assert callback.nan_report is None
+    assert (callback.divergence_report is not None) is diverges
+    if diverges:
+        result = callback.divergence_report["model.divergence"]
+        assert "the weights diverged" in result.summary and "learning rate 0.1 is too high" in result.summary
+        # A rate real fine-tuning of this checkpoint calls good (STACK: 1e-5 to 1e-4 on SST-2; bench/lr_truth.py).
+        assert "learning_rate=5e-05" in result.fix

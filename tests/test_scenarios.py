@@ -20,23 +20,23 @@ def stages_for(scenario) -> tuple[str, ...]:
     return tuple(stage for stage in STAGES if stage in needed)
 
 
-def run_scenario(name):
+def run_scenario(name, seed=0):
     scenario = get_scenario(name)
-    config = scenario.apply(default_config(False)).validated()
+    config = scenario.apply(default_config(False, seed=seed)).validated()
     results = run_stages(RunContext.open(config), stages_for(scenario), sweep=SWEEP)
     return scenario, {result.id: result for result in results}
 
 
 @pytest.mark.parametrize("name", [name for name in SCENARIOS if name != "fixed"])
-def test_scenario_is_flagged_by_its_checks(name):
-    scenario, results = run_scenario(name)
+def test_scenario_is_flagged_by_its_checks(name, seed):
+    scenario, results = run_scenario(name, seed)
     caught = scenario.caught({check: result.status.value for check, result in results.items()})
     assert caught and all(caught.values()), caught
     assert not [r.id for r in results.values() if r.status is Status.ERROR]
 
 
-def test_fixed_scenario_has_no_failure():
-    scenario, results = run_scenario("fixed")
+def test_fixed_scenario_has_no_failure(seed):
+    scenario, results = run_scenario("fixed", seed)
     assert set(stages_for(scenario)) == set(STAGES)
     assert [r.id for r in results.values() if r.status in (Status.FAIL, Status.ERROR)] == []
     assert results["overfit.one_batch"].status is Status.PASS
