@@ -213,6 +213,7 @@ class DiagnoseCallback(_tf_keras_callback()):
         self._structure = None
         self._start_weights = None
         self._norm = None
+        self._diverged = False
         self._restore = None
 
     def _print(self, text: str) -> None:
@@ -248,9 +249,9 @@ class DiagnoseCallback(_tf_keras_callback()):
         self._restore = lambda: model.__dict__.pop("train_step", None)
 
     def on_train_begin(self, logs=None):
-        import tensorflow as tf
-
         self.losses, self.weight_norms = [], []
+        self.nan_report = self.divergence_report = None
+        self._diverged = False
         self._start_weights = [np.array(w.numpy()) for w in self.model.weights]
         self._norm = _global_norm_function(self.model.trainable_weights)
         self.weight_norms.append(float(self._norm()))
@@ -297,8 +298,8 @@ class DiagnoseCallback(_tf_keras_callback()):
             self._report_at(step, "nan_report", self._nan_drilldown, stopped=True)
             return
         self.weight_norms.append(float(self._norm()))
-        if self.divergence_report is None and divergence_seen(self.losses, self.weight_norms,
-                                                              self._chance_loss()) is not None:
+        if not self._diverged and divergence_seen(self.losses, self.weight_norms, self._chance_loss()) is not None:
+            self._diverged = True  # reported once a run, even when its drilldown cannot look
             if self.strict:
                 self.model.stop_training = True
             self._report_at(step, "divergence_report", self._divergence_drilldown, stopped=self.strict)
@@ -345,9 +346,9 @@ class DiagnoseCallback(_tf_keras_callback()):
                 "usual_rate": usual_rate(is_pretrained(self.model)),
                 "weights_moved": math.sqrt(moved / start) if start > 0 else None}
 
-    def _batch_rows(self, step: int):
-        """The watched batch: its rows decoded, its labels, and each row's loss on the weights training started
-        from and (for a finite run) on the weights now."""
+    def _batch_rows(self):
+        """The watched batch: the run context, the task, its inputs and labels, and each row's logits and loss on
+        the weights training started from, beside the row decoded."""
         from diagnostics.batches import FirstBatch, decoded_rows
         from diagnostics.training import fresh_copy, per_sample_losses, split_batch
         import tensorflow as tf
@@ -376,7 +377,7 @@ class DiagnoseCallback(_tf_keras_callback()):
         there is the data's fault; when none is, the weights diverged."""
         from diagnostics.model import check_nan_rows, non_finite_weights, rate_to_suggest
 
-        run, task, _, _, logits, losses, decoded = self._batch_rows(step)
+        run, task, _, _, logits, losses, decoded = self._batch_rows()
         broken = non_finite_weights(self.model)
         result = check_nan_rows(losses, logits, decoded, int(self.model.config.num_labels), task.regression)
         watched = self._watched()
@@ -410,7 +411,7 @@ class DiagnoseCallback(_tf_keras_callback()):
         from diagnostics.model import check_divergence
         from diagnostics.training import per_sample_losses
 
-        run, task, inputs, labels, _, at_start, decoded = self._batch_rows(step)
+        run, task, inputs, labels, _, at_start, decoded = self._batch_rows()
         now = per_sample_losses(np.asarray(self.model(inputs, training=False).logits), labels, task.regression)
         rows = [{"position": i, "index": row["index"], "decoded": row["decoded"], "label": row["label"],
                  "label_name": row["label_name"], "loss_at_start": float(at_start[i]), "loss_now": float(now[i])}
