@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import inspect
 import json
+import math
 import os
 import signal
 import subprocess
@@ -56,7 +57,18 @@ def trace_script(script: str | Path, script_args: list[str] | None = None, *, st
                  timeout: float = DEFAULT_TIMEOUT, tokenizer: str | None = None, task: str | None = None,
                  then_train: bool = False, capture_output: bool = False, cwd: str | Path | None = None,
                  progress: Callable[[str], None] | None = None) -> TraceOutcome:
-    """Run `script` in a child process with `fit` intercepted; never raises for what the script does."""
+    """Run `script` in a child process with `fit` intercepted; never raises for what the script does.
+
+    Refused in hosted mode, whoever asks (the app's page, the command line, a caller of this function): a public
+    deployment never runs code it is given."""
+    from diagnostics import limits
+
+    if limits.hosted() is not None:
+        return TraceOutcome(None, EXIT_BAD_INPUT, msg("Hosted mode never runs code it is given, so it does not trace "
+                                                      "scripts: run python -m diagnostics trace on your own machine."))
+    if not (isinstance(timeout, (int, float)) and math.isfinite(timeout) and timeout > 0):
+        return TraceOutcome(None, EXIT_BAD_INPUT, msg("The time limit must be a positive number of seconds, not "
+                                                      "{timeout}.", timeout=timeout))
     path = Path(script).expanduser()
     if not path.is_file():
         return TraceOutcome(None, EXIT_BAD_INPUT, msg("No script at {path}.", path=path))

@@ -109,21 +109,27 @@ def test_diagnose_says_what_it_cannot_judge(bert_checkpoint, bert_tokenizer, mnl
 # ---------------------------------------------------------------- DiagnoseCallback
 
 
-def test_callback_stops_at_the_first_nan_batch_and_names_its_rows(bert_checkpoint, bert_tokenizer):
+def fit_stsb_with_callback(checkpoint, tokenizer, scores, batch_size, epochs):
+    """The tiny BERT as an STS-B regressor, fitted at 1e-4 on rows with these scores, watched by the callback."""
     import tf_keras
     from transformers import DataCollatorWithPadding
 
     from diagnostics import DiagnoseCallback
 
-    scores = [1.0, 2.5, 4.0, 0.5, 3.0, math.nan, math.nan, 2.0, 1.5, 1.0, 3.5, 4.5]
     split = make_split("stsb", [(f"the cat sat {i}", "the dog ran", score) for i, score in enumerate(scores)])
-    tokenized = split.map(lambda rows: bert_tokenizer(rows["sentence1"], rows["sentence2"]), batched=True)
-    dataset = tokenized.to_tf_dataset(columns=["input_ids", "attention_mask", "label"], batch_size=4,
-                                      collate_fn=DataCollatorWithPadding(bert_tokenizer, return_tensors="np"))
-    model = classifier(bert_checkpoint, 1)
+    tokenized = split.map(lambda rows: tokenizer(rows["sentence1"], rows["sentence2"]), batched=True)
+    dataset = tokenized.to_tf_dataset(columns=["input_ids", "attention_mask", "label"], batch_size=batch_size,
+                                      collate_fn=DataCollatorWithPadding(tokenizer, return_tensors="np"))
+    model = classifier(checkpoint, 1)
     model.compile(optimizer=tf_keras.optimizers.Adam(learning_rate=1e-4))
-    callback = DiagnoseCallback(tokenizer=bert_tokenizer, task="stsb", quick=False)
-    history = model.fit(dataset, epochs=3, callbacks=[callback], verbose=0)
+    callback = DiagnoseCallback(tokenizer=tokenizer, task="stsb", quick=False)
+    history = model.fit(dataset, epochs=epochs, callbacks=[callback], verbose=0)
+    return model, callback, history
+
+
+def test_callback_stops_at_the_first_nan_batch_and_names_its_rows(bert_checkpoint, bert_tokenizer):
+    scores = [1.0, 2.5, 4.0, 0.5, 3.0, math.nan, math.nan, 2.0, 1.5, 1.0, 3.5, 4.5]
+    model, callback, history = fit_stsb_with_callback(bert_checkpoint, bert_tokenizer, scores, 4, 3)
     assert len(history.history["loss"]) == 1  # stopped in the first epoch
     assert callback.nan_report is not None and callback.nan_report.extra["nan_step"] == 2
     rows = callback.nan_report["model.nan_rows"]
@@ -193,22 +199,10 @@ def test_callback_tells_weights_that_turned_nan_from_bad_rows(demo_inputs, seed)
 
 
 def test_callback_blames_rows_whose_loss_is_high_from_the_start(bert_checkpoint, bert_tokenizer, seed):
-    import tf_keras
-    from transformers import DataCollatorWithPadding
-
-    from diagnostics import DiagnoseCallback
-
     # STS-B scores on two scales: the first rows 0..5, the rest written as percentages. The loss rises from the
     # third step on because of the rows, whatever the weights do.
     scores = [1.0, 2.5, 4.0, 0.5] + [60.0, 85.0, 70.0, 95.0, 80.0, 65.0, 90.0, 75.0]
-    split = make_split("stsb", [(f"the cat sat {i}", "the dog ran", score) for i, score in enumerate(scores)])
-    tokenized = split.map(lambda rows: bert_tokenizer(rows["sentence1"], rows["sentence2"]), batched=True)
-    dataset = tokenized.to_tf_dataset(columns=["input_ids", "attention_mask", "label"], batch_size=2,
-                                      collate_fn=DataCollatorWithPadding(bert_tokenizer, return_tensors="np"))
-    model = classifier(bert_checkpoint, 1)
-    model.compile(optimizer=tf_keras.optimizers.Adam(learning_rate=1e-4))
-    callback = DiagnoseCallback(tokenizer=bert_tokenizer, task="stsb", quick=False)
-    model.fit(dataset, epochs=2, callbacks=[callback], verbose=0)
+    _, callback, _ = fit_stsb_with_callback(bert_checkpoint, bert_tokenizer, scores, 2, 2)
     result = callback.divergence_report["model.divergence"]
     assert result.status is Status.FAIL and "these rows, not the training" in result.summary
     assert "Drop or fix the rows" in result.fix
@@ -357,3 +351,22 @@ def test_diagnose_an_uncompiled_model_says_what_it_assumed(bert_checkpoint, bert
     assert (report.config.loss, report.config.optimizer, report.config.learning_rate) == ("internal", "Adam", 5e-5)
     assert not any("found from" in note for note in report.notes)  # the task was given
     assert report["model.gradients"].status.value == "pass"
+
+
+def test_trace_is_refused_by_the_library_in_hosted_mode(tmp_path, monkeypatch, capsys):
+    marker = tmp_path / "ran.txt"
+    script = tmp_path / "train.py"
+    script.write_text(f"open({str(marker)!r}, 'w').write('ran')\n")
+    monkeypatch.setenv("DEBUGGER_HOSTED", "1")
+    code, report, _ = trace(tmp_path, script)
+    assert code == 2 and report is None and not marker.exists()
+    assert "Hosted mode never runs code" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("timeout", ["nan", "-1", "0", "inf"])
+def test_trace_time_limit_must_be_a_positive_number(tmp_path, capsys, timeout):
+    script = tmp_path / "train.py"
+    script.write_text("print('never')\n")
+    code, report, _ = trace(tmp_path, script, "--timeout", timeout)
+    assert code == 2 and report is None
+    assert "positive number of seconds" in capsys.readouterr().err

@@ -132,3 +132,28 @@ def test_the_app_starts_as_the_dockerfile_starts_it(tmp_path):
         log.close()
     assert not (home / ".cache").exists() or not any((home / ".cache").rglob("demo-distilbert-*")), \
         "the app built the kit again instead of using the image's"
+
+
+def _listening(pid: int) -> set[str]:
+    import psutil
+
+    return {conn.laddr.ip for conn in psutil.Process(pid).net_connections(kind="inet")
+            if conn.status == psutil.CONN_LISTEN}
+
+
+def test_the_readmes_app_listens_on_this_machine_only(tmp_path):
+    """`streamlit run app.py` as the README gives it (a free port added) answers on loopback and on no other
+    interface; the Dockerfile's command names 0.0.0.0 for the Space (test above)."""
+    port = str(_free_port())
+    log = open(tmp_path / "streamlit.log", "w")
+    server = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", port],
+                              cwd=ROOT, env={**os.environ, "HF_HUB_OFFLINE": "1"}, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.time() + 60
+        while not _listening(server.pid) and time.time() < deadline:
+            time.sleep(0.3)
+        assert _listening(server.pid) and _listening(server.pid) <= {"127.0.0.1", "::1"}, _listening(server.pid)
+    finally:
+        server.terminate()
+        server.wait(timeout=20)
+        log.close()
