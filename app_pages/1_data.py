@@ -3,11 +3,11 @@
 import pandas as pd
 import streamlit as st
 
-from diagnostics.i18n import _, localize
+from diagnostics.i18n import _
 from diagnostics.pipeline import LEARNABILITY
 from diagnostics.plots import label_balance_figure, token_length_figure
 from diagnostics.shared import Job
-from ui.render import by_id, checklist, frame, status_line, traced_results
+from ui.render import by_id, checklist, frame, shown, status_line, traced_results
 from ui.shared import computed, freshness, wanted
 from ui.state import current_config
 
@@ -44,7 +44,7 @@ if decoded and decoded.evidence.get("rows"):
         },
     )
 else:
-    st.warning(localize(decoded.summary) if decoded else _("No batch could be built."))
+    st.warning(shown(decoded.summary) if decoded else _("No batch could be built."))
 
 balance, truncation = by_id(results, "data.label_balance"), by_id(results, "data.truncation")
 left, right = st.columns(2)

@@ -2,10 +2,10 @@
 
 import streamlit as st
 
-from diagnostics.i18n import _, localize
+from diagnostics.i18n import _
 from diagnostics.plots import gradient_norm_figure, per_sample_loss_figure
 from diagnostics.shared import Job
-from ui.render import by_id, checklist, frame, status_line, traced_results
+from ui.render import by_id, checklist, frame, shown, status_line, traced_results
 from ui.shared import computed, freshness
 from ui.state import current_config
 
@@ -27,7 +27,7 @@ if nan_rows and nan_rows.evidence.get("losses"):
     st.plotly_chart(per_sample_loss_figure(nan_rows), width="stretch")
     if nan_rows.evidence["rows"]:
         st.subheader(_("Rows with a NaN loss"))
-        st.error(localize(nan_rows.summary), icon=":material/cancel:")
+        st.error(shown(nan_rows.summary), icon=":material/cancel:")
         table = frame(nan_rows.evidence["rows"])
         table["logits"] = table["logits"].map(lambda values: ", ".join("NaN" if v is None else f"{v:.3f}" for v in values))
         st.dataframe(table[["position", "index", "label", "label_name", "logits", "decoded"]], hide_index=True,

@@ -4,10 +4,10 @@ import streamlit as st
 
 from diagnostics.errors import InputError
 from diagnostics.hyperparams import SweepSettings
-from diagnostics.i18n import _, localize, message_of
+from diagnostics.i18n import _, message_of
 from diagnostics.plots import range_test_figure, schedule_figure, sweep_curves_figure, sweep_final_figure
 from diagnostics.shared import Job, training_job
-from ui.render import by_id, checklist, frame, status_line, traced_results
+from ui.render import by_id, checklist, frame, shown, status_line, traced_results
 from ui.shared import computed, freshness, wanted
 from ui.state import current_config
 
@@ -57,12 +57,12 @@ def training_results() -> list:
     try:
         job = training_job(config, settings.validated())
     except InputError as exc:
-        st.error(_("Sweep settings: {problem}").format(problem=localize(message_of(exc))))
+        st.error(_("Sweep settings: {problem}").format(problem=shown(message_of(exc))))
         job = None
-    shown = job is not None and wanted(job)  # kept, or under way in some session
-    pressed = not shown and st.button(_("Run the sweep and the range test"), type="primary", key="hparams.run",
+    showing = job is not None and wanted(job)  # kept, or under way in some session
+    pressed = not showing and st.button(_("Run the sweep and the range test"), type="primary", key="hparams.run",
                                       disabled=job is None)
-    entry = computed(job, _("Sweep and range test:")) if shown or pressed else None
+    entry = computed(job, _("Sweep and range test:")) if showing or pressed else None
     if entry is None:
         st.info(_("Press the button to train a copy of the model at each rate. The loaded model is never changed."))
         return []

@@ -3,11 +3,11 @@
 import streamlit as st
 
 from diagnostics.errors import InputError
-from diagnostics.i18n import _, localize, message_of
+from diagnostics.i18n import _, message_of
 from diagnostics.pipeline import validate_epochs
 from diagnostics.plots import overfit_figure
 from diagnostics.shared import overfit_job
-from ui.render import checklist, frame, traced_results
+from ui.render import checklist, frame, shown, traced_results
 from ui.shared import best_rate, computed, freshness, kept, newest_overfit, under_way
 from ui.state import current_config
 
@@ -24,7 +24,7 @@ def overfit_here() -> list:
     try:
         epochs, epochs_error = validate_epochs(epochs), None
     except InputError as exc:
-        epochs_error = localize(message_of(exc))
+        epochs_error = shown(message_of(exc))
         st.error(epochs_error)
     best = best_rate(config)
     jobs = {"configured": overfit_job(config, epochs, None, best)}
@@ -61,7 +61,7 @@ if not results:
     st.info(_("The trace did not run the overfit test."))
     st.stop()
 result = results[0]
-{"pass": st.success, "warn": st.warning, "skip": st.info}.get(result.status.value, st.error)(localize(result.summary))
+{"pass": st.success, "warn": st.warning, "skip": st.info}.get(result.status.value, st.error)(shown(result.summary))
 if result.evidence.get("losses"):
     st.plotly_chart(overfit_figure(result), width="stretch")
     st.subheader(_("The batch, with the trained copy's predictions"))

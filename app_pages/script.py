@@ -7,9 +7,9 @@ from pathlib import Path
 import streamlit as st
 
 from diagnostics import limits
-from diagnostics.i18n import _, localize
+from diagnostics.i18n import _
 from diagnostics.trace import trace_script
-from ui.render import ACTIVE_KEY, TRACED_KEY
+from ui.render import ACTIVE_KEY, TRACED_KEY, markdown_text, shown
 from ui.script import run_options, script_source, show_trace
 
 st.title(_("Your script"))
@@ -32,11 +32,11 @@ if st.button(_("Trace the script"), type="primary", key="script.run",
         if code is not None:
             path = Path(holder) / name
             path.write_text(code)
-        with st.status(_("Tracing {name}…").format(name=path.name), expanded=True) as box:
+        with st.status(_("Tracing {name}…").format(name=markdown_text(path.name)), expanded=True) as box:
             line = st.empty()
-            outcome = trace_script(path, capture_output=True, progress=lambda text: line.write(localize(text)),
+            outcome = trace_script(path, capture_output=True, progress=lambda text: line.write(shown(text)),
                                    **options)
-            box.update(label=localize(outcome.message), state="complete" if outcome.exit_code == 0 else "error")
+            box.update(label=shown(outcome.message), state="complete" if outcome.exit_code == 0 else "error")
     st.session_state[TRACED_KEY] = {"name": path.name, "report": outcome.report, "message": outcome.message,
                                     "exit_code": outcome.exit_code, "output": outcome.output}
     st.session_state[ACTIVE_KEY] = outcome.report is not None

@@ -8,6 +8,7 @@ from diagnostics.registry import STAGE_TITLES
 from diagnostics.scenarios import SCENARIOS
 from diagnostics.shared import KINDS
 from ui.links import link_params
+from ui.render import markdown_text
 from ui.shared import STAGE_PAGES, STAGE_PATHS, computed, first_stage, scenario_link, warm_jobs, \
     warm_overfit_job, warmth
 from ui.state import app_url, hub_reachable
@@ -18,7 +19,8 @@ st.caption(_("For presenters: each scenario injects one known bug. Send the room
 checkpoint = st.session_state.get("run.checkpoint", "").strip() or None
 links = {name: scenario_link(name, checkpoint) for name in SCENARIOS}
 st.caption(_("Links open on the checkpoint **{checkpoint}** (the sidebar's, when it can be used) with each page's "
-             "default settings.").format(checkpoint=next(iter(links.values())).config.checkpoint))
+             "default settings.").format(
+    checkpoint=markdown_text(next(iter(links.values())).config.checkpoint)))
 
 with st.container(border=True):
     st.subheader(_("Warm up"))

@@ -34,6 +34,17 @@ OPTIMIZERS = {
 }
 
 
+# Upper bounds on the numbers of a run, whoever gives them (the sidebar, a link, the command line, diagnose()):
+# GLUE tasks have at most three labels, a BERT-family model reads at most 512 tokens, and nothing a check builds
+# or shows (label names, counts per label, the first batch, the schedule) may grow with a number past these.
+# Hosted mode lowers the first three (limits.Limits).
+MAX_NUM_LABELS = 100
+MAX_BATCH_SIZE = 1024
+MAX_LENGTH = 2048
+MAX_SEED = 2**32 - 1  # NumPy's and Keras's seeds
+MAX_TRAIN_STEPS = 10_000_000
+
+
 @dataclass(frozen=True, eq=False)
 class Recipe:
     """A user's own `to_tf_dataset` call, for a pipeline built by the user's code (`diagnose`, `trace`): batches are
@@ -140,10 +151,21 @@ class RunConfig:
             problems.append(msg("the checkpoint is empty: give a Hub name, a local directory or 'demo'"))
         if self.num_labels is not None and self.num_labels < 1:
             problems.append(msg("num_labels must be at least 1, got {value}", value=self.num_labels))
+        if self.num_labels is not None and self.num_labels > MAX_NUM_LABELS:
+            problems.append(msg("num_labels must be at most {cap} (a GLUE task has at most 3 labels), got {value}",
+                                cap=MAX_NUM_LABELS, value=self.num_labels))
         if self.batch_size < 1:
             problems.append(msg("batch size must be at least 1, got {value}", value=self.batch_size))
+        if self.batch_size > MAX_BATCH_SIZE:
+            problems.append(msg("batch size must be at most {cap}, got {value}", cap=MAX_BATCH_SIZE,
+                                value=self.batch_size))
         if self.max_length < 1:
             problems.append(msg("max length must be at least 1, got {value}", value=self.max_length))
+        if self.max_length > MAX_LENGTH:
+            problems.append(msg("max length must be at most {cap}, got {value}", cap=MAX_LENGTH, value=self.max_length))
+        if not (isinstance(self.seed, int) and 0 <= self.seed <= MAX_SEED):
+            problems.append(msg("the seed must be a whole number from 0 to {cap}, got {value}", cap=MAX_SEED,
+                                value=self.seed))
         if self.data_source not in DATA_SOURCES:
             problems.append(msg("data source must be one of {choices}, got {value}", choices=", ".join(DATA_SOURCES),
                                 value=repr(self.data_source)))
@@ -167,9 +189,10 @@ class RunConfig:
             problems.append(msg("learning rate must be a positive number, got {value}", value=repr(self.learning_rate)))
         if not (math.isfinite(self.weight_decay) and self.weight_decay >= 0):
             problems.append(msg("weight decay must be zero or positive, got {value}", value=repr(self.weight_decay)))
-        if self.train_steps < 1 or self.warmup_steps < 0 or self.warmup_steps > self.train_steps:
-            problems.append(msg("need 0 <= warmup steps ({warmup}) <= train steps ({steps}), and at least one train "
-                                "step", warmup=self.warmup_steps, steps=self.train_steps))
+        if self.train_steps < 1 or self.warmup_steps < 0 or self.warmup_steps > self.train_steps \
+                or self.train_steps > MAX_TRAIN_STEPS:
+            problems.append(msg("need 0 <= warmup steps ({warmup}) <= train steps ({steps}), and 1 to {cap} train "
+                                "steps", warmup=self.warmup_steps, steps=self.train_steps, cap=MAX_TRAIN_STEPS))
         if self.data_source != "files" and self.split not in task.splits:
             problems.append(msg("task {task} has no split {split}; its splits are {splits}", task=task.name,
                                 split=repr(self.split), splits=", ".join(task.splits)))
@@ -226,7 +249,8 @@ def hosted_problems(config: "RunConfig") -> list[str]:
     if caps is None:
         return []
     problems = limits.over_caps([(N_("the batch size at {cap}"), config.batch_size, caps.max_batch_size),
-                                 (N_("max length at {cap}"), config.max_length, caps.max_length)])
+                                 (N_("max length at {cap}"), config.max_length, caps.max_length),
+                                 (N_("num_labels at {cap}"), config.num_labels or 0, caps.max_num_labels)])
     if config.checkpoint.strip() != DEMO_CHECKPOINT and is_local_path(config.checkpoint.strip()):
         problems.append(msg("hosted mode refuses local checkpoint paths ({checkpoint}): give a Hub name or 'demo'",
                             checkpoint=repr(config.checkpoint)))

@@ -17,7 +17,7 @@ import functools
 import gettext
 import string
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 DOMAIN = "debugger"
 LOCALE_DIR = Path(__file__).resolve().parent / "locale"
@@ -103,22 +103,27 @@ def said(labels: dict[str, str]) -> dict[str, str]:
     return {key: _(label) for key, label in labels.items()}
 
 
-def localize(value: Any, language: str | None = None) -> Any:
+def localize(value: Any, language: str | None = None, escape: Callable[[str], str] | None = None) -> Any:
     """A `Text` (or a list of them) in `language` (the current one when None), values translated too where they are
-    `Text`; any other value as it is (code, column names, plain English written before the catalogs knew it)."""
+    `Text`; any other value as it is (code, column names, plain English written before the catalogs knew it).
+
+    Args:
+        escape: applied to every plain text the sentence is filled with (and to a plain text given alone), never to
+            the template: a page passes Markdown escaping, so a file name or a link's value shows as typed.
+    """
     if isinstance(value, list):
-        return [localize(item, language) for item in value]
+        return [localize(item, language, escape) for item in value]
     if not isinstance(value, Text):
-        return value
+        return escape(value) if escape is not None and isinstance(value, str) else value
     language = language or current_language()
-    if language == DEFAULT_LANGUAGE:
+    if language == DEFAULT_LANGUAGE and escape is None:
         return str(value)
-    template = translations(language).gettext(value.template)
-    params = {name: localize(item, language) for name, item in value.params.items()}
+    template = translations(language).gettext(value.template) if language != DEFAULT_LANGUAGE else value.template
+    params = {name: localize(item, language, escape) for name, item in value.params.items()}
     try:
         return template.format(**params)
     except (KeyError, IndexError, ValueError):  # a catalog entry whose placeholders drifted: English, never a crash
-        return str(value)
+        return str(value) if escape is None else escape(str(value))
 
 
 def message_of(exc: BaseException) -> str:

@@ -22,6 +22,7 @@ class Limits:
 
     max_batch_size: int = 32
     max_length: int = 256
+    max_num_labels: int = 10
     max_sweep_rates: int = 9
     max_sweep_steps: int = 20
     max_range_steps: int = 100

@@ -46,6 +46,14 @@ def pytest_sessionstart(session):
                                 f"{cache} holds {left}; HF_HOME={os.environ.get('HF_HOME')!r} (see .ci/run)")
 
 
+def rendered(markdown: str) -> str:
+    """What a Markdown element shows: the pages escape every value they fill a sentence with (ui.render.shown), so
+    a test reads the text with those backslash escapes taken out, as a reader sees it."""
+    import re
+
+    return re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", markdown).replace("\u200b", "")
+
+
 SEEDS = (0, 1, 2)
 
 

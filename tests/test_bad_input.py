@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from conftest import ROOT
+from conftest import ROOT, rendered
 from diagnostics.__main__ import main
 from diagnostics.evidence import declared_keys
 from diagnostics.glue import TASKS
@@ -25,7 +25,7 @@ def app():
 
 def page_text(at) -> str:
     parts = [*at.markdown, *at.caption, *at.error, *at.warning, *at.info, *at.success]
-    return "\n".join(element.value for element in parts)
+    return "\n".join(rendered(element.value) for element in parts)
 
 
 def assert_told(at, message: str) -> None:
@@ -124,7 +124,9 @@ def test_page_split_that_does_not_exist_falls_back_and_says_so(app):
     ("run.num_labels", -2, "num_labels must be at least 1, got -2"),
     ("run.batch_size", 0, "batch size must be at least 1, got 0"),
     ("run.max_length", 0, "max length must be at least 1, got 0"),
-    ("run.max_length", 4096, "beyond this checkpoint's limit of 128 tokens"),
+    ("run.max_length", 1000, "beyond this checkpoint's limit of 128 tokens"),
+    ("run.max_length", 4096, "max length must be at most 2048, got 4096"),
+    ("run.num_labels", 1000, "num_labels must be at most 100"),
 ])
 def test_page_bad_sizes(app, key, value, message):
     app.number_input(key=key).set_value(value).run()
@@ -133,8 +135,8 @@ def test_page_bad_sizes(app, key, value, message):
 
 
 def test_page_batch_larger_than_the_split_is_a_warning_not_a_crash(app):
-    app.number_input(key="run.batch_size").set_value(4000).run()
-    assert_told(app, "The split has fewer rows than the batch size 4000")
+    app.number_input(key="run.batch_size").set_value(1000).run()
+    assert_told(app, "The split has fewer rows than the batch size 1000")
 
 
 @pytest.mark.parametrize("text, message", [
@@ -217,7 +219,12 @@ def _file(tmp_path, content, name="train.json"):
     (lambda t: ["--num-labels", "-3"], "must be at least 1, got -3"),
     (lambda t: ["--batch-size", "0"], "must be at least 1, got 0"),
     (lambda t: ["--max-length", "0"], "must be at least 1, got 0"),
-    (lambda t: ["--max-length", "100000"], "beyond this checkpoint's limit of 128 tokens"),
+    (lambda t: ["--max-length", "1000"], "beyond this checkpoint's limit of 128 tokens"),
+    (lambda t: ["--max-length", "100000"], "max length must be at most 2048, got 100000"),
+    (lambda t: ["--num-labels", "10000000000"], "num_labels must be at most 100"),
+    (lambda t: ["--batch-size", "100000000"], "batch size must be at most 1024"),
+    (lambda t: ["--seed", "-1"], "the seed must be a whole number from 0 to 4294967295, got -1"),
+    (lambda t: ["--seed", "99999999999"], "the seed must be a whole number from 0"),
     (lambda t: ["--learning-rate", "0"], "must be a positive number, got 0"),
     (lambda t: ["--learning-rate", "-1"], "must be a positive number, got -1"),
     (lambda t: ["--learning-rate", "fast"], "'fast' is not a number"),

@@ -183,6 +183,27 @@ def test_bad_input_gives_a_message_and_keeps_the_sidebar(server, page):
     assert page.console_errors == []
 
 
+def test_link_values_show_as_text_and_a_huge_number_is_refused(server, page):
+    """A link's values are shown as typed: no link, no remote image; a num_labels that would exhaust memory is
+    refused with its bound while the page opens on the rest."""
+    from urllib.parse import urlencode
+
+    bait = "[Session expired: sign in](http://127.0.0.1:9/login) ![x](http://127.0.0.1:9/x.png)"
+    requests = []
+    page.on("request", lambda request: requests.append(request.url))
+    page.goto(f"{server}/?{urlencode({'lr': bait, 'num_labels': '10000000000', 'batch_size': '8'})}")
+    page.get_by_text("The first batch, decoded").wait_for(timeout=180_000)
+    _settle(page)
+    warning = page.locator("[data-testid='stSidebar'] [data-testid='stAlert']").first
+    text = warning.inner_text().replace("\u200b", "")  # a zero-width space keeps URLs from turning into links
+    assert "[Session expired: sign in](http://127.0.0.1:9/login)" in text  # as typed
+    assert "num_labels must be at most 100" in text
+    assert warning.locator("a, img").count() == 0
+    assert not [url for url in requests if ":9/" in url]
+    assert page.get_by_role("spinbutton", name="Batch size").input_value() == "8"
+    _shot(page, "13_link_bait")
+
+
 def test_trace_the_course_script_and_walk_its_results(server, page):
     page.goto(server)
     page.get_by_text("The first batch, decoded").wait_for(timeout=180_000)

@@ -11,6 +11,13 @@ from diagnostics.errors import InputError
         ({"num_labels": -3}, "num_labels must be at least 1"),
         ({"batch_size": 0}, "batch size must be at least 1"),
         ({"max_length": 0}, "max length must be at least 1"),
+        ({"num_labels": 101}, "num_labels must be at most 100"),
+        ({"num_labels": 10**20}, "num_labels must be at most 100"),
+        ({"batch_size": 1025}, "batch size must be at most 1024"),
+        ({"max_length": 2049}, "max length must be at most 2048"),
+        ({"seed": -5}, "the seed must be a whole number from 0"),
+        ({"seed": 2**32}, "the seed must be a whole number from 0"),
+        ({"train_steps": 10**8}, "1 to 10000000 train steps"),
         ({"task": "imdb"}, "Unknown GLUE task 'imdb'"),
         ({"split": "dev"}, "has no split 'dev'"),
         ({"data_source": "files"}, "needs at least one SPLIT=PATH"),
@@ -64,3 +71,15 @@ def test_effective_num_labels_defaults_to_task():
     assert RunConfig(task="mnli").effective_num_labels == 3
     assert RunConfig(task="stsb").effective_num_labels == 1
     assert RunConfig(task="mnli", num_labels=2).effective_num_labels == 2
+
+
+@pytest.mark.parametrize("overrides", [{"num_labels": 100}, {"batch_size": 1024}, {"max_length": 2048},
+                                       {"seed": 2**32 - 1}, {"seed": 0}, {"train_steps": 10**7}])
+def test_validated_accepts_each_bound_itself(overrides):
+    assert RunConfig(**overrides).validated()
+
+
+def test_hosted_mode_caps_num_labels_lower(monkeypatch):
+    monkeypatch.setenv("DEBUGGER_HOSTED", "1")
+    with pytest.raises(InputError, match=r"hosted mode caps num_labels at 10 \(got 11\)"):
+        RunConfig(num_labels=11).validated()

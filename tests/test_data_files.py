@@ -165,7 +165,7 @@ PAGE_CASES = [
 def test_the_page_gives_the_same_answers_and_keeps_the_sidebar(tmp_path):
     from streamlit.testing.v1 import AppTest
 
-    from conftest import ROOT
+    from conftest import ROOT, rendered
 
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180).run()
     at.selectbox(key="run.task").set_value("rte").run()
@@ -175,7 +175,7 @@ def test_the_page_gives_the_same_answers_and_keeps_the_sidebar(tmp_path):
         path = write(tmp_path, name, content)
         at.text_area(key="run.data_files").set_value(f"validation={path}").run()
         assert not at.exception, (name, at.exception)
-        shown = "\n".join(element.value for element in [*at.markdown, *at.error, *at.caption])
+        shown = "\n".join(rendered(element.value) for element in [*at.markdown, *at.error, *at.caption])
         assert says in shown, (name, shown[:2000])
         assert at.number_input(key="run.batch_size").value == 8
         assert at.text_area(key="run.data_files").value == f"validation={path}"
@@ -184,7 +184,7 @@ def test_the_page_gives_the_same_answers_and_keeps_the_sidebar(tmp_path):
 def test_uploaded_files_get_the_same_answers_and_keep_the_sidebar(tmp_path, monkeypatch):
     from streamlit.testing.v1 import AppTest
 
-    from conftest import ROOT
+    from conftest import ROOT, rendered
 
     monkeypatch.setenv("DEBUGGER_CACHE_DIR", str(tmp_path / "cache"))
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180).run()
@@ -202,7 +202,7 @@ def test_uploaded_files_get_the_same_answers_and_keep_the_sidebar(tmp_path, monk
         kept = lines[-1].partition("=")[2]
         assert kept.startswith(str(tmp_path / "cache" / "uploads")) and open(kept, "rb").read() == data
         assert at.selectbox(key="run.split").value == split
-        shown = "\n".join(element.value for element in [*at.markdown, *at.error, *at.caption])
+        shown = "\n".join(rendered(element.value) for element in [*at.markdown, *at.error, *at.caption])
         assert says in shown, (name, shown[:2000])
         assert at.number_input(key="run.batch_size").value == 8
     assert not at.warning  # every upload was kept

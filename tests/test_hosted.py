@@ -3,7 +3,7 @@
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from conftest import ROOT
+from conftest import ROOT, rendered
 from diagnostics import limits, loading
 from diagnostics.__main__ import main
 from diagnostics.config import RunConfig
@@ -23,7 +23,7 @@ def hosted(monkeypatch):
 def test_off_by_default(monkeypatch):
     monkeypatch.delenv(limits.HOSTED_ENV, raising=False)
     assert limits.hosted() is None
-    RunConfig(batch_size=4096, max_length=100_000).validated()  # nothing capped
+    RunConfig(batch_size=1024, max_length=2048).validated()  # no hosted cap; the bounds every run has
     SweepSettings(rates=25, steps=500).validated()
 
 
@@ -123,10 +123,10 @@ def test_command_line_refuses_local_paths_with_exit_2(hosted, capsys, tmp_path):
 def test_page_in_hosted_mode_states_its_limits_and_offers_no_local_files(hosted):
     app = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180).run()
     assert not app.exception
-    assert "Hosted mode" in "\n".join(caption.value for caption in app.sidebar.caption)
+    assert "Hosted mode" in "\n".join(rendered(caption.value) for caption in app.sidebar.caption)
     assert app.radio(key="run.data_source").options == ["Bundled demo samples", "Hugging Face Hub (nyu-mll/glue)"]
     app.number_input(key="run.batch_size").set_value(64).run()
-    assert "hosted mode caps the batch size at 32 (got 64)" in "\n".join(error.value for error in app.error)
+    assert "hosted mode caps the batch size at 32 (got 64)" in "\n".join(rendered(error.value) for error in app.error)
     app.text_input(key="run.checkpoint").set_value("/tmp").run()
-    assert "refuses local checkpoint paths" in "\n".join(error.value for error in app.error)
+    assert "refuses local checkpoint paths" in "\n".join(rendered(error.value) for error in app.error)
     assert app.number_input(key="run.batch_size").value == 64

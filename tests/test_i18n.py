@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, rendered
 from diagnostics.i18n import (DEFAULT_LANGUAGE, LANGUAGES, Text, _, language_from_locale, localize, msg, placeholders,
                               use_language)
 
@@ -163,7 +163,7 @@ def test_an_unknown_language_in_a_link_is_named_and_the_page_stays_in_english():
     at.query_params["lang"] = "klingon"
     at.run()
     assert not at.exception
-    assert "lang='klingon'" in "\n".join(warning.value for warning in at.warning)
+    assert "lang='klingon'" in "\n".join(rendered(warning.value) for warning in at.warning)
     assert at.selectbox(key="ui.lang").value == "en"
 
 
@@ -218,7 +218,7 @@ def test_a_bad_link_is_explained_in_the_pages_language():
     at.query_params["batch_size"] = "lots"
     at.run()
     assert not at.exception
-    warning = "\n".join(element.value for element in at.warning)
+    warning = "\n".join(rendered(element.value) for element in at.warning)
     assert "batch_size='lots'" in warning and "non è un numero intero" in warning
 
 

@@ -6,7 +6,7 @@ from dataclasses import replace
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from conftest import ROOT
+from conftest import ROOT, rendered
 from diagnostics.config import RunConfig
 from diagnostics.hyperparams import SweepSettings
 from diagnostics.scenarios import SCENARIOS
@@ -108,7 +108,7 @@ def test_a_scenario_link_fills_the_sidebar_and_the_url_keeps_it():
             state["run.num_labels"]) == ("mnli", "input_ids,labels", "sparse_categorical_crossentropy", "adam", 2)
     assert at.selectbox(key="run.scenario").value == "course-script"
     assert at.query_params == {"scenario": "course-script"}
-    shown = "\n".join(element.value for element in at.markdown)
+    shown = "\n".join(rendered(element.value) for element in at.markdown)
     assert "FAIL] `data.label_range`" in shown and "`data.columns`: :green[caught]" in shown
 
 
@@ -129,10 +129,28 @@ def test_changing_the_sidebar_updates_the_url_and_the_copy_link():
     assert any(code.value == "http://localhost:8501/?task=rte&lr=0.0001" for code in at.sidebar.code)
 
 
+def test_a_link_with_numbers_past_their_bounds_is_refused_before_anything_runs():
+    at = open_link({"num_labels": "10000000000", "seed": "-5", "batch_size": "99999999999", "max_length": "1e20"})
+    assert not at.exception
+    warning = rendered(at.sidebar.warning[0].value)
+    assert "num_labels must be at most 100" in warning and "the seed must be a whole number from 0" in warning
+    assert "batch size must be at most 1024" in warning and "max length must be at most 2048" in warning
+    assert (at.number_input(key="run.num_labels").value, at.number_input(key="run.seed").value,
+            at.number_input(key="run.batch_size").value) == (None, 0, 16)  # the defaults (10^7 labels took 2.5 GB)
+
+
+def test_link_values_are_shown_as_typed_never_as_markdown():
+    bait = "[Session expired: sign in](http://127.0.0.1:9/login) ![x](http://127.0.0.1:9/x.png)"
+    at = open_link({"lr": bait})
+    warning = at.sidebar.warning[0].value
+    assert "](http" not in warning and "![" not in warning  # escaped: no link and no image in the Markdown
+    assert bait in rendered(warning)  # yet it reads as typed
+
+
 def test_a_link_with_bad_parameters_says_so_and_opens_on_the_rest():
     at = open_link({"task": "nope", "batch_size": "8", "lr": "fast"})
     assert not at.exception
-    warning = at.sidebar.warning[0].value
+    warning = rendered(at.sidebar.warning[0].value)
     assert "task='nope'" in warning and "lr='fast'" in warning
     assert (at.selectbox(key="run.task").value, at.number_input(key="run.batch_size").value) == ("mnli", 8)
     assert at.query_params == {"batch_size": "8"}
@@ -167,8 +185,8 @@ def test_a_second_session_on_the_same_link_sees_the_sweep_without_training_it():
     assert not second.exception
     assert shared_results().runs == runs + 1  # the setup checks and the sweep were both kept
     assert len(second.get("plotly_chart")) == len(first.get("plotly_chart"))
-    assert any("Computed just now" in caption.value for caption in second.caption)
-    assert not any(info.value.startswith("Press the button") for info in second.info)
+    assert any("Computed just now" in rendered(caption.value) for caption in second.caption)
+    assert not any(rendered(info.value).startswith("Press the button") for info in second.info)
 
     second.button(key="shared.again.training").click().run()  # "Compute again" trains it once more, for all
     assert shared_results().runs == runs + 2
@@ -183,11 +201,11 @@ def test_the_workshop_page_links_every_scenario_and_warms_them_up():
     at.multiselect(key="workshop.kinds").set_value(["data", "model"])
     at.button(key="workshop.warm_up").click().run()
     assert not at.exception
-    assert sum("2 of 6 computed" in caption.value for caption in at.caption) == len(SCENARIOS)
+    assert sum("2 of 6 computed" in rendered(caption.value) for caption in at.caption) == len(SCENARIOS)
 
     opened = open_link({"scenario": "num-labels-too-small"}, "app_pages/2_model.py")
-    assert any("Computed just now" in caption.value for caption in opened.caption)
-    assert "FAIL] `model.nan_rows`" in "\n".join(element.value for element in opened.markdown)
+    assert any("Computed just now" in rendered(caption.value) for caption in opened.caption)
+    assert "FAIL] `model.nan_rows`" in "\n".join(rendered(element.value) for element in opened.markdown)
 
 
 def test_a_precise_rate_in_a_link_is_kept_exactly():

@@ -3,7 +3,7 @@ pages and in the Report; absent in hosted mode."""
 
 from streamlit.testing.v1 import AppTest
 
-from conftest import ROOT
+from conftest import ROOT, rendered
 from diagnostics import limits
 
 APP = str(ROOT / "app.py")
@@ -17,7 +17,7 @@ def test_hosted_mode_offers_no_script_and_says_how_to_run_one_locally(monkeypatc
     assert not at.exception
     assert [button for button in at.button if button.key == "script.run"] == []
     assert not [widget for widget in list(at.radio) + list(at.text_area) if (widget.key or "").startswith("script.")]
-    assert any("never runs code" in info.value and "python -m diagnostics trace" in info.value for info in at.info)
+    assert any("never runs code" in rendered(info.value) and "python -m diagnostics trace" in rendered(info.value) for info in at.info)
 
 
 def test_tracing_the_course_script_fills_the_walk_and_the_report(monkeypatch):
@@ -27,18 +27,18 @@ def test_tracing_the_course_script_fills_the_walk_and_the_report(monkeypatch):
     assert at.radio(key="script.source").value == "course"
     at.button(key="script.run").click().run()
     assert not at.exception
-    assert any("stopped before fit at course_script.py line" in error.value for error in at.error)
+    assert any("stopped before fit at course_script.py line" in rendered(error.value) for error in at.error)
     assert any("DataCollatorWithPadding" in code.value for code in at.code)
     at.switch_page("app_pages/1_data.py").run()
     assert not at.exception
-    assert any("traced from your script **course_script.py**" in info.value for info in at.info)
-    assert any("`data.columns`" in md.value and "asks for labels" in md.value for md in at.markdown)
+    assert any("traced from your script **course_script.py**" in rendered(info.value) for info in at.info)
+    assert any("`data.columns`" in rendered(md.value) and "asks for labels" in rendered(md.value) for md in at.markdown)
     at.switch_page("app_pages/report.py").run()
     assert not at.exception
-    assert any("`model.config`" in md.value and "stopped before fit" in md.value for md in at.markdown)
+    assert any("`model.config`" in rendered(md.value) and "stopped before fit" in rendered(md.value) for md in at.markdown)
     at.switch_page("app_pages/2_model.py").run()
     at.sidebar.button(key="script.back").click().run()  # back to the sidebar's own pipeline
-    assert not any("traced from your script" in info.value for info in at.info)
+    assert not any("traced from your script" in rendered(info.value) for info in at.info)
 
 
 def test_a_path_that_is_not_a_file_is_a_message_and_keeps_the_input(monkeypatch):
@@ -47,7 +47,7 @@ def test_a_path_that_is_not_a_file_is_a_message_and_keeps_the_input(monkeypatch)
     at.switch_page(PAGE).run()
     at.radio(key="script.source").set_value("path").run()
     at.text_input(key="script.path").input("/no/such/train.py").run()
-    assert any("No file at /no/such/train.py" in error.value for error in at.error)
+    assert any("No file at /no/such/train.py" in rendered(error.value) for error in at.error)
     assert at.text_input(key="script.path").value == "/no/such/train.py"
     assert at.button(key="script.run").disabled
 

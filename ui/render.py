@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Callable
 
 import streamlit as st
@@ -19,6 +20,26 @@ STATUS_ICONS = {
     Status.ERROR: ":material/bug_report:",
     Status.SKIP: ":material/skip_next:",
 }
+# Every ASCII punctuation mark: escaped with a backslash, CommonMark shows it as itself.
+_MARKDOWN_SIGNS = re.compile(r"([!-/:-@\[-`{-~])")
+# What GitHub-flavoured Markdown turns into a link even when escaped: "scheme://", "www." and e-mail addresses.
+# A zero-width space breaks each without changing what the reader sees.
+_AUTOLINKS = re.compile(r"(?i)(?<=:)(?=//)|(?<=\bwww)(?=\.)|(?=@)")
+ZERO_WIDTH_SPACE = "\u200b"
+
+
+def markdown_text(text: str) -> str:
+    """Text shown in Markdown exactly as typed: nothing in it becomes a link, an image, a heading, emphasis or a
+    Streamlit directive (a link's value, a file name, a row of an uploaded file, an exception's message)."""
+    return _MARKDOWN_SIGNS.sub(r"\\\1", _AUTOLINKS.sub(ZERO_WIDTH_SPACE, str(text)))
+
+
+def shown(value) -> str:
+    """A sentence for a Markdown element (st.markdown, st.error, st.warning, ...): in the page's language, with
+    every value it was filled with escaped (`markdown_text`); the sentence's own formatting stays."""
+    return localize(value, escape=markdown_text)
+
+
 STATUS_COLOURS = {Status.PASS: "green", Status.WARN: "orange", Status.FAIL: "red", Status.ERROR: "violet", Status.SKIP: "gray"}
 
 
@@ -31,13 +52,13 @@ def run_stage(stage: str, runner: Callable[[], list[CheckResult]]) -> list[Check
     try:
         return runner()
     except InputError as exc:
-        st.error(localize(message_of(exc)), icon=":material/error:")
+        st.error(shown(message_of(exc)), icon=":material/error:")
         st.caption(_("Change the run configuration in the sidebar; everything else you entered is kept."))
         return None
     except Exception as exc:  # a stage turns its own failures into error results; this is the last guard
         message = str(exc).strip().splitlines()[0] if str(exc).strip() else _("(no message)")
         st.error(_("The {stage} run stopped on {error}: {message}").format(
-            stage=stage, error=type(exc).__name__, message=message), icon=":material/bug_report:")
+            stage=stage, error=type(exc).__name__, message=markdown_text(message)), icon=":material/bug_report:")
         return None
 
 
@@ -51,7 +72,7 @@ def checklist(results: list[CheckResult]) -> None:
     """Each check, worst first: badge, id, finding, and the fix as code."""
     for result in worst_first(results, STAGE_ORDER):
         with st.container(border=True):
-            st.markdown(f"{badge(result.status)} `{result.id}`  \n{localize(result.summary)}")
+            st.markdown(f"{badge(result.status)} `{result.id}`  \n{shown(result.summary)}")
             if result.fix:
                 st.code(localize(result.fix), language="python")
 
@@ -84,6 +105,7 @@ def traced_results(stage: str) -> list[CheckResult] | None:
     script = traced["report"].get("script", {})
     where = _("fit at {line}").format(line=script["fit_at"]) if script.get("reached_fit") else _("stopped before fit")
     st.info(_("Results traced from your script **{name}** ({where}). The sidebar's pipeline is not used here until "
-              "you switch back on the **Your script** page or in the sidebar.").format(name=traced["name"], where=where),
+              "you switch back on the **Your script** page or in the sidebar.").format(name=markdown_text(traced["name"]),
+                                                                                    where=markdown_text(where)),
             icon=":material/code:")
     return [CheckResult.from_dict(check) for check in traced["report"].get("checks", []) if check["stage"] == stage]

@@ -12,7 +12,7 @@ from diagnostics.registry import STAGE_ORDER, STAGE_TITLES
 from diagnostics.result import CheckResult
 from diagnostics.scripts import COURSE_SCRIPTS
 from diagnostics.trace import DEFAULT_TIMEOUT, script_fix, script_notes
-from ui.render import ACTIVE_KEY, checklist, status_line
+from ui.render import ACTIVE_KEY, checklist, markdown_text, shown, status_line
 
 SOURCES = {"course": N_("The course's script (demo kit)"), "upload": N_("Upload a file"), "paste": N_("Paste the code"),
            "path": N_("A file on this machine")}
@@ -53,7 +53,8 @@ def script_source() -> tuple[Path | None, str | None, str | None]:
         return None, None, None
     path = Path(typed).expanduser()
     if not path.is_file():
-        st.error(_("No file at {path}: give the path of a .py file on the machine this app runs on.").format(path=path))
+        st.error(_("No file at {path}: give the path of a .py file on the machine this app runs on.").format(
+            path=markdown_text(path)))
         return None, None, None
     return path, None, None
 
@@ -72,19 +73,19 @@ def run_options() -> tuple[dict, list[str]]:
     try:
         script_args = shlex.split(arguments)
     except ValueError as exc:
-        problems.append(_("The arguments cannot be split like a command line: {problem}.").format(problem=exc))
+        problems.append(_("The arguments cannot be split like a command line: {problem}.").format(problem=markdown_text(exc)))
     if not stages:
         problems.append(_("Choose at least one stage."))
     if not Path(workdir).expanduser().is_dir():
-        problems.append(_("No directory at {path}.").format(path=workdir))
+        problems.append(_("No directory at {path}.").format(path=markdown_text(workdir)))
     return {"script_args": script_args, "stages": ",".join(stages), "timeout": float(timeout),
             "cwd": Path(workdir).expanduser()}, problems
 
 
 def show_trace(traced: dict) -> None:
     """What the last trace found: the outcome, the script's error with its line and fix, the checklist."""
-    st.subheader(_("Traced: {name}").format(name=traced["name"]))
-    (st.success if traced["exit_code"] == 0 else st.error)(localize(traced["message"]))
+    st.subheader(_("Traced: {name}").format(name=markdown_text(traced["name"])))
+    (st.success if traced["exit_code"] == 0 else st.error)(shown(traced["message"]))
     report = traced["report"]
     if report:
         error = report.get("script", {}).get("error")
@@ -96,7 +97,7 @@ def show_trace(traced: dict) -> None:
                 st.markdown("**" + _("Fix") + "**")
                 st.code(localize(script_fix(error)), language="python")
         for note in script_notes(report):
-            st.caption(localize(note))
+            st.caption(shown(note))
         # Not a widget key: a widget's state is dropped on pages that do not draw it, and this one is read everywhere.
         st.session_state[ACTIVE_KEY] = st.toggle(_("Show these results on the walk's pages and in the Report"),
                                                  value=bool(st.session_state.get(ACTIVE_KEY)))

@@ -13,7 +13,7 @@ from diagnostics.result import CheckResult
 from diagnostics.scenarios import SCENARIOS
 from diagnostics.shared import KINDS, NEEDS_MODEL, Entry, Flight, Job, SharedResults, overfit_job, training_job
 from ui.links import Link, parse_link
-from ui.render import run_stage
+from ui.render import run_stage, shown
 from ui.state import EPOCHS_KEY, hub_reachable, open_run, sweep_from_state
 
 AGAIN_KEY = "shared.again"  # the job kinds whose "Compute again" was pressed (a callback, before the page runs)
@@ -28,7 +28,7 @@ def shared_results() -> SharedResults:
 
 def waiting_text(label: str, flight: Flight) -> str:
     others = " · " + _("{count} sessions waiting for it").format(count=flight.waiters) if flight.waiters > 1 else ""
-    return f"{label} {localize(flight.text)} ({flight.elapsed():.0f} s{others})"
+    return f"{label} {shown(flight.text)} ({flight.elapsed():.0f} s{others})"
 
 
 def computed(job: Job, label: str, *, again: bool = False) -> Entry | None:

@@ -19,6 +19,7 @@ from diagnostics.i18n import (DEFAULT_LANGUAGE, LANGUAGES, N_, _, language_from_
 from diagnostics.overfit import DEFAULT_EPOCHS
 from diagnostics.scenarios import SCENARIOS
 from ui.links import Link, link_params, parse_link
+from ui.render import markdown_text, shown
 
 UPLOADS_KEY, UPLOAD_PROBLEMS_KEY = "data.uploads", "data.upload_problems"
 DATA_SOURCE_LABELS = {"demo": N_("Bundled demo samples"), "hub": N_("Hugging Face Hub (nyu-mll/glue)"),
@@ -179,7 +180,7 @@ def link_problems() -> None:
     """What the opened link asked for that could not be used, until dismissed."""
     problems = st.session_state.get(LINK_PROBLEMS_KEY) or []
     if problems:
-        st.warning("\n\n".join(localize(problem) for problem in problems), icon=":material/link_off:")
+        st.warning("\n\n".join(shown(problem) for problem in problems), icon=":material/link_off:")
         st.button(_("Dismiss"), key="link.dismiss", on_click=lambda: st.session_state.update({LINK_PROBLEMS_KEY: []}))
 
 
@@ -316,7 +317,7 @@ def sidebar(page_path: str = ""):
         traced = st.session_state.get("script.traced")
         if st.session_state.get("script.active") and traced:
             st.info(_("The pages show your traced script **{name}**, not the settings below.").format(
-                name=traced["name"]), icon=":material/code:")
+                name=markdown_text(traced["name"])), icon=":material/code:")
             st.button(_("Back to these settings"), key="script.back", on_click=lambda: st.session_state.update(
                 {"script.active": False}))
         if not hub_reachable():
@@ -360,7 +361,7 @@ def data_widgets(hosted) -> None:
                          help=_("Each file is kept on this machine and gets a SPLIT=PATH line above; its name before "
                                 "the type names the split (dev.tsv: split 'dev'), which you can edit there."))
         for problem in st.session_state.get(UPLOAD_PROBLEMS_KEY) or ():
-            st.warning(localize(problem), icon=":material/upload_file:")
+            st.warning(shown(problem), icon=":material/upload_file:")
         splits = [split for split, _ in _parse_quietly(st.session_state["run.data_files"])]
     else:
         splits = list(get_task(st.session_state["run.task"]).splits)
@@ -369,8 +370,8 @@ def data_widgets(hosted) -> None:
             gone = st.session_state["run.split"]
             st.session_state["run.split"] = splits[0]
             if gone:
-                st.caption(_("There is no split {gone} here; showing {shown}.").format(gone=repr(gone),
-                                                                                       shown=repr(splits[0])))
+                st.caption(_("There is no split {gone} here; showing {shown}.").format(
+                    gone=markdown_text(repr(gone)), shown=markdown_text(repr(splits[0]))))
         st.selectbox(_("Split"), splits, key="run.split")
     task = get_task(st.session_state["run.task"])
     st.number_input("num_labels", step=1, key="run.num_labels",
@@ -449,7 +450,7 @@ def current_config() -> RunConfig | None:
     config = st.session_state.get(CONFIG_KEY)
     if config is None:
         st.error(_("The run configuration cannot be used: {reason}").format(
-            reason=localize(st.session_state.get(CONFIG_ERROR_KEY))))
+            reason=shown(st.session_state.get(CONFIG_ERROR_KEY))))
         st.caption(_("Change it in the sidebar; everything else you entered is kept."))
         st.stop()
     return config
