@@ -21,7 +21,7 @@ from pathlib import Path
 
 from diagnostics.config import LOSSES, OPTIMIZERS, RunConfig, default_config
 from diagnostics.errors import InputError
-from diagnostics.i18n import DEFAULT_LANGUAGE, LANGUAGES, _, localize, message_of, set_language
+from diagnostics.i18n import DEFAULT_LANGUAGE, LANGUAGES, Text, _, localize, message_of, msg, set_language
 from diagnostics.result import Status
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
@@ -173,6 +173,43 @@ def sweep_from_args(args):
     return SweepSettings(**overrides)
 
 
+def report_paths(args, names: tuple[str, ...]) -> list[Path]:
+    """The report paths asked for, each checked before the run: its folder made (or there) and writable, and the
+    path itself not a folder, so a run of minutes never ends in a report it cannot write.
+
+    Raises:
+        InputError: a path that cannot take the report, and why.
+    """
+    import tempfile
+
+    paths = [getattr(args, name) for name in names if getattr(args, name, None)]
+    for path in paths:
+        try:
+            if path.is_dir():
+                raise IsADirectoryError(msg("it is a folder"))
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with tempfile.TemporaryFile(dir=path.parent):
+                pass
+        except OSError as exc:
+            reason = exc.args[0] if exc.args and isinstance(exc.args[0], Text) else exc.strerror or str(exc)
+            raise InputError(msg("Cannot write the report to {path}: {reason}.", path=str(path), reason=reason)) \
+                from None
+    return paths
+
+
+def write_reports(outputs) -> None:
+    """Each (path, text) written; a write that fails after all is an InputError naming it, never a traceback."""
+    for path, text in outputs:
+        if not path:
+            continue
+        try:
+            path.write_text(text(), encoding="utf-8")
+        except OSError as exc:
+            raise InputError(msg("Cannot write the report to {path}: {reason}.", path=str(path),
+                                 reason=exc.strerror or str(exc))) from None
+        print(_("Report written to {path}").format(path=path))
+
+
 def run_command(args) -> int:
     from diagnostics import loading
     from diagnostics.overfit import DEFAULT_EPOCHS
@@ -183,6 +220,7 @@ def run_command(args) -> int:
     config = config_from_args(args)
     stages = parse_stages(args.stages)
     sweep = sweep_from_args(args).validated()
+    report_paths(args, ("json", "junit", "markdown"))
     results = run_stages(RunContext.open(config), stages, sweep=sweep, epochs=args.epochs or DEFAULT_EPOCHS)
     report = build_report(config, results, resolved_checkpoint=loading.resolve_checkpoint(config.checkpoint))
     print(_("Checked {checkpoint} on {task}/{split} ({source} data), stages: {stages}").format(
@@ -197,12 +235,8 @@ def run_command(args) -> int:
         print(_("Scenario {name}: {verdicts}").format(name=args.scenario, verdicts="; ".join(
             (_("{check} caught it") if ok else _("{check} did NOT catch it")).format(check=check)
             for check, ok in caught.items()) or _("nothing is expected to fail")))
-    for path, text in ((args.json, lambda: json.dumps(report, indent=2)), (args.junit, lambda: junit_report(report)),
-                       (args.markdown, lambda: markdown_report(report, results))):
-        if path:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text(), encoding="utf-8")
-            print(_("Report written to {path}").format(path=path))
+    write_reports(((args.json, lambda: json.dumps(report, indent=2)), (args.junit, lambda: junit_report(report)),
+                   (args.markdown, lambda: markdown_report(report, results))))
     failing = {Status.FAIL, Status.ERROR} | ({Status.WARN} if args.fail_on == "warn" else set())
     return EXIT_FAILED if any(r.status in failing for r in results) else EXIT_OK
 
@@ -214,6 +248,7 @@ def trace_command(args) -> int:
     from diagnostics.trace import EXIT_OK as TRACE_OK, script_fix, script_notes, trace_script
 
     parse_stages(args.stages)
+    report_paths(args, ("json", "junit"))
     outcome = trace_script(args.script, args.script_args, stages=args.stages, timeout=args.timeout,
                            tokenizer=args.tokenizer, task=args.task, then_train=args.then_train,
                            progress=lambda line: print(f"[trace] {localize(line)}", flush=True))
@@ -236,11 +271,7 @@ def trace_command(args) -> int:
         print(line)
     for note in script_notes(report):
         print(_("note: {note}").format(note=localize(note)))
-    for path, text in ((args.json, lambda: json.dumps(report, indent=2)), (args.junit, lambda: junit_report(report))):
-        if path:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text())
-            print(_("Report written to {path}").format(path=path))
+    write_reports(((args.json, lambda: json.dumps(report, indent=2)), (args.junit, lambda: junit_report(report))))
     if outcome.exit_code != TRACE_OK or args.fail_on != "warn":
         return outcome.exit_code
     return EXIT_FAILED if any(r.status is Status.WARN for r in results) else EXIT_OK

@@ -398,6 +398,15 @@ def load_local_file(path: str):
     return dataset
 
 
+def safe_file_name(name: str, default: str) -> str:
+    """A visitor's file name reduced to a plain base name, usable as a path only inside a folder of ours: no folders
+    ("../", "/etc/", "C:\\"), no NUL or other control characters, no leading dots; `default` when nothing is left."""
+    import re
+
+    base = re.sub(r"[\x00-\x1f\x7f]", "", str(name)).replace("\\", "/").rsplit("/", 1)[-1]
+    return base.strip().lstrip(".").strip()[:200] or default
+
+
 def keep_upload(name: str, content: bytes, root: Path | None = None) -> Path:
     """Write an uploaded data file where the loader can read it, under a folder named by its contents' hash (the
     same bytes always land at the same path, so a link or a shared result names them, and two files with one name
@@ -408,7 +417,7 @@ def keep_upload(name: str, content: bytes, root: Path | None = None) -> Path:
     """
     import hashlib
 
-    base = Path(name).name or "upload"
+    base = safe_file_name(name, "upload")
     if Path(base).suffix.lower() not in LOCAL_FORMATS:
         raise InputError(msg("{path}: unknown file type {suffix}; use one of {types}.", path=base,
                              suffix=repr(Path(base).suffix), types=", ".join(LOCAL_FORMATS)))

@@ -102,7 +102,7 @@ def trace_script(script: str | Path, script_args: list[str] | None = None, *, st
             output = output_file.read()[-20000:]
             output_file.close()
         report_path = Path(spec["report"])
-        report = json.loads(report_path.read_text()) if report_path.is_file() and not timed_out else None
+        report = _read_report(report_path) if not timed_out else None
     name = path.name
     if timed_out:
         reached = msg(" after reaching fit, while the checks ran") if any("reached fit" in line for line in seen) \
@@ -134,6 +134,15 @@ def trace_script(script: str | Path, script_args: list[str] | None = None, *, st
     return TraceOutcome(report, EXIT_FAILED if failing else EXIT_OK,
                         msg("{name} reached fit at {where}; checked what it built: {found}.", name=name,
                             where=script_info["fit_at"], found=found), output, seen)
+
+
+def _read_report(path: Path) -> dict | None:
+    """The child's report; None when it wrote none, or one cut short (a child killed while writing)."""
+    try:
+        report = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return report if isinstance(report, dict) and isinstance(report.get("checks", []), list) else None
 
 
 def script_finding(error: dict) -> Any:

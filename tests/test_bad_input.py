@@ -232,6 +232,10 @@ def _file(tmp_path, content, name="train.json"):
     (lambda t: ["--sweep-rates", "1"], "2 to 25 rates"),
     (lambda t: ["--sweep-rates", "300"], "2 to 25 rates"),
     (lambda t: ["--epochs", "5000"], "from 1 to 1000, got 5000"),
+    (lambda t: ["--json", "/proc/nope/x.json"], "Cannot write the report to /proc/nope/x.json"),
+    (lambda t: ["--markdown", str(t)], ": it is a folder."),
+    (lambda t: ["--junit", str((t / "plain.txt").write_text("x") and t / "plain.txt") + "/x.xml"],
+     "Cannot write the report to"),
 ])
 def test_cli_unusable_input_exits_2_with_one_line(tmp_path, capsys, args, message):
     assert exit_code(["run", "--stages", "data,hparams,overfit", *args(tmp_path)]) == 2

@@ -370,3 +370,14 @@ def test_trace_time_limit_must_be_a_positive_number(tmp_path, capsys, timeout):
     code, report, _ = trace(tmp_path, script, "--timeout", timeout)
     assert code == 2 and report is None
     assert "positive number of seconds" in capsys.readouterr().err
+
+
+def test_trace_a_report_cut_short_reads_as_none(tmp_path):
+    from diagnostics.trace import _read_report
+
+    whole = tmp_path / "report.json"
+    whole.write_text(json.dumps({"checks": [], "script": {"reached_fit": True}}))
+    cut = tmp_path / "cut.json"
+    cut.write_text(whole.read_text()[:20])
+    assert _read_report(whole)["script"]["reached_fit"] and _read_report(cut) is None
+    assert _read_report(tmp_path / "absent.json") is None

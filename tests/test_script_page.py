@@ -1,6 +1,7 @@
 """The Your script page (AppTest): tracing the course's script from the app and showing its results on the walk's
 pages and in the Report; absent in hosted mode."""
 
+import pytest
 from streamlit.testing.v1 import AppTest
 
 from conftest import ROOT, rendered
@@ -65,3 +66,21 @@ def test_the_pages_inputs_outlast_a_visit_to_another_page(monkeypatch):
     assert at.radio(key="script.source").value == "paste"
     assert at.text_area(key="script.paste").value == "print('hello')"
     assert at.text_input(key="script.args").value == "--epochs 1"
+
+
+@pytest.mark.parametrize("name, kept", [("../../evil.py", "evil.py"), ("/etc/cron.d/x.py", "x.py"),
+                                        ("a\x00b.py", "ab.py"), ("..\\..\\win.py", "win.py"), ("", "uploaded_script.py"),
+                                        ("..", "uploaded_script.py"), ("train", "train.py"), (".hidden.py", "hidden.py")])
+def test_an_uploaded_scripts_name_is_only_a_base_name(tmp_path, name, kept):
+    from ui.script import script_file_name
+
+    assert script_file_name(name) == kept
+    (tmp_path / script_file_name(name)).write_text("print(1)\n")  # lands inside the folder, whatever the name
+    assert [path.name for path in tmp_path.iterdir()] == [kept]
+
+
+def test_an_uploaded_data_files_name_is_only_a_base_name(tmp_path):
+    from diagnostics.loading import keep_upload
+
+    path = keep_upload("../../x\x00.csv", b"premise,hypothesis,label\na,b,0\n", root=tmp_path)
+    assert path.name == "x.csv" and path.resolve().is_relative_to(tmp_path.resolve())

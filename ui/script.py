@@ -8,6 +8,7 @@ from pathlib import Path
 import streamlit as st
 
 from diagnostics.i18n import N_, _, localize, said
+from diagnostics.loading import safe_file_name
 from diagnostics.registry import STAGE_ORDER, STAGE_TITLES
 from diagnostics.result import CheckResult
 from diagnostics.scripts import COURSE_SCRIPTS
@@ -23,6 +24,13 @@ SOURCES = {"course": N_("The course's script (demo kit)"), "upload": N_("Upload 
 SCRIPT_DEFAULTS = {"script.source": "course", "script.course": next(iter(COURSE_SCRIPTS)), "script.paste": "",
                    "script.path": "", "script.args": "", "script.stages": list(STAGE_ORDER),
                    "script.timeout": int(DEFAULT_TIMEOUT), "script.workdir": str(Path.cwd())}
+
+
+def script_file_name(name: str) -> str:
+    """An uploaded script's name as a base name ending in .py: it is written into a temporary folder of ours, so a
+    name such as "../x.py" or "/etc/x.py" never reaches another folder."""
+    base = safe_file_name(name, "uploaded_script.py")
+    return base if base.endswith(".py") else base + ".py"
 
 
 def script_source() -> tuple[Path | None, str | None, str | None]:
@@ -43,7 +51,7 @@ def script_source() -> tuple[Path | None, str | None, str | None]:
         uploaded = st.file_uploader(_("A Python training script"), type=["py"], key="script.upload")
         if uploaded is None:
             return None, None, None
-        return None, uploaded.getvalue().decode("utf-8", errors="replace") or None, uploaded.name
+        return None, uploaded.getvalue().decode("utf-8", errors="replace") or None, script_file_name(uploaded.name)
     if source == "paste":
         code = st.text_area(_("The script"), height=300, key="script.paste",
                             placeholder="from transformers import TFAutoModelForSequenceClassification\n...")
