@@ -8,6 +8,7 @@ under a time limit, relays its progress, and reads the report back.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import json
@@ -74,7 +75,7 @@ def trace_script(script: str | Path, script_args: list[str] | None = None, *, st
         return TraceOutcome(None, EXIT_BAD_INPUT, msg("No script at {path}.", path=path))
     with tempfile.TemporaryDirectory(prefix="tpd-trace-") as work:
         spec = {"script": str(path.resolve()), "args": list(script_args or []), "stages": stages,
-                "tokenizer": tokenizer, "task": task, "then_train": then_train,
+                "tokenizer": tokenizer, "task": task, "then_train": then_train, "parent": os.getpid(),
                 "report": str(Path(work) / "report.json"), "progress": str(Path(work) / "progress.txt")}
         spec_path = Path(work) / "spec.json"
         spec_path.write_text(json.dumps(spec))
@@ -88,14 +89,16 @@ def trace_script(script: str | Path, script_args: list[str] | None = None, *, st
         seen: list[str] = []
         deadline = time.monotonic() + timeout
         timed_out = False
-        while child.poll() is None:
+        try:
+            while child.poll() is None:
+                _relay(Path(spec["progress"]), seen, progress)
+                if time.monotonic() > deadline:
+                    timed_out = True
+                    break
+                time.sleep(0.2)
             _relay(Path(spec["progress"]), seen, progress)
-            if time.monotonic() > deadline:
-                timed_out = True
-                _stop(child)
-                break
-            time.sleep(0.2)
-        _relay(Path(spec["progress"]), seen, progress)
+        finally:  # a timeout, the caller interrupted or its progress callback raising, or a normal exit alike
+            _stop(child)
         output = ""
         if output_file:
             output_file.seek(0)
@@ -172,12 +175,54 @@ def _relay(progress_file: Path, seen: list[str], progress) -> None:
 
 
 def _stop(child: subprocess.Popen) -> None:
-    """End the child and anything it started."""
+    """End the child and everything it started: its process group (the child leads one), and its descendants that
+    left the group for a session of their own. After a normal exit this ends what the script left running."""
+    import psutil
+
+    try:
+        family = psutil.Process(child.pid).children(recursive=True) if child.poll() is None else []
+    except psutil.Error:
+        family = []
     try:
         os.killpg(child.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
+        pass
+    for process in family:
+        with contextlib.suppress(psutil.Error):
+            process.kill()
+    if child.poll() is None:
         child.kill()
     child.wait()
+    psutil.wait_procs(family, timeout=5)
+
+
+def _end_descendants() -> None:
+    """In the child: end every process the script started and left running (they were re-parented to the child,
+    a subreaper), so none outlives the trace."""
+    import psutil
+
+    family = psutil.Process().children(recursive=True)
+    for process in family:
+        with contextlib.suppress(psutil.Error):
+            process.kill()
+    psutil.wait_procs(family, timeout=5)
+
+
+def _tie_to_parent(parent: int) -> None:
+    """In the child, on Linux: die with the process that started the trace (even a killed one), and adopt the
+    script's orphaned processes (a daemon it double-forks), so `_end_descendants` finds them."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    pr_set_pdeathsig, pr_set_child_subreaper = 1, 36
+    libc.prctl(pr_set_pdeathsig, signal.SIGTERM)
+    libc.prctl(pr_set_child_subreaper, 1)
+    signal.signal(signal.SIGTERM, lambda *_: (_end_descendants(), os._exit(143)))
+    if os.getppid() != parent:  # the parent was gone before the death signal was set
+        _end_descendants()
+        os._exit(143)
 
 
 # ---------------------------------------------------------------- the child
@@ -448,10 +493,19 @@ def _as_dataset(x, y, batch_size):
 
 
 def child_main(spec_path: str) -> int:
-    """Run the script of a spec with `fit` intercepted, writing the report (the child process's entry point)."""
+    """Run the script of a spec with `fit` intercepted, writing the report (the child process's entry point); no
+    process the script started outlives it."""
+    spec = json.loads(Path(spec_path).read_text())
+    _tie_to_parent(spec["parent"])
+    try:
+        return _run_child(spec)
+    finally:
+        _end_descendants()
+
+
+def _run_child(spec: dict) -> int:
     import runpy
 
-    spec = json.loads(Path(spec_path).read_text())
     child = _Child(spec)
     child.say(msg("Running {name}", name=Path(spec["script"]).name))
     child.install()

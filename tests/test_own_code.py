@@ -381,3 +381,68 @@ def test_trace_a_report_cut_short_reads_as_none(tmp_path):
     cut.write_text(whole.read_text()[:20])
     assert _read_report(whole)["script"]["reached_fit"] and _read_report(cut) is None
     assert _read_report(tmp_path / "absent.json") is None
+
+
+# ---------------------------------------------------------------- the trace's processes
+
+FAMILY_SCRIPT = """
+import os, subprocess, sys, time
+sleeper = [sys.executable, "-c", "import time; time.sleep(300)"]
+same = subprocess.Popen(sleeper)                               # in the child's process group
+apart = subprocess.Popen(sleeper, start_new_session=True)      # a session of its own
+open({pids!r}, "w").write(f"{{same.pid}} {{apart.pid}}")
+{then}
+"""
+
+
+def gone(pid: int) -> bool:
+    import psutil
+
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def family_script(tmp_path, then: str):
+    pids = tmp_path / "pids.txt"
+    script = tmp_path / "family.py"
+    script.write_text(FAMILY_SCRIPT.format(pids=str(pids), then=then))
+    return script, pids
+
+
+@pytest.mark.parametrize("then, timeout", [("sys.exit(0)", 120), ("time.sleep(600)", 6)],
+                         ids=["normal-exit", "timeout"])
+def test_trace_leaves_no_process_behind(tmp_path, then, timeout):
+    import time
+
+    from diagnostics.trace import trace_script
+
+    script, pids = family_script(tmp_path, then)
+    outcome = trace_script(script, timeout=timeout, capture_output=True)
+    assert outcome.report is None or not outcome.report["script"]["reached_fit"]
+    same, apart = map(int, pids.read_text().split())
+    deadline = time.time() + 10
+    while not (gone(same) and gone(apart)) and time.time() < deadline:
+        time.sleep(0.2)
+    assert gone(same) and gone(apart)
+
+
+def test_trace_interrupted_by_its_caller_leaves_no_process_behind(tmp_path):
+    import time
+
+    from diagnostics.trace import trace_script
+
+    script, pids = family_script(tmp_path, "time.sleep(600)")
+
+    def interrupt(line):
+        deadline = time.time() + 60
+        while not pids.is_file() and time.time() < deadline:
+            time.sleep(0.2)
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        trace_script(script, timeout=120, capture_output=True, progress=interrupt)
+    same, apart = map(int, pids.read_text().split())
+    time.sleep(1)
+    assert gone(same) and gone(apart)
