@@ -36,9 +36,9 @@ with st.container(border=True):
                 number=number + 1, count=len(links), name=name))
             jobs = warm_jobs(link, kinds)
             for job in jobs:
-                computed(job, f"{name}, {_(STAGE_TITLES[job.stage])}:")
+                computed(job, f"{name}, {_(STAGE_TITLES[job.stage])}:", pin=True)
             if "overfit" in kinds:
-                computed(warm_overfit_job(link), f"{name}, {_('Overfit test')}:")
+                computed(warm_overfit_job(link), f"{name}, {_('Overfit test')}:", pin=True)
         overall.progress(1.0, text=_("Every scenario is warm: the room's pages open on kept results."))
 
 for name, link in links.items():

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import time
+from dataclasses import dataclass
 
 from diagnostics.limits import hosted
 
@@ -13,29 +14,42 @@ class BudgetExceeded(BaseException):
     """The run's time budget ran out. A BaseException, so checks that turn errors into findings let it through."""
 
 
-_deadline: contextvars.ContextVar[tuple[float, float] | None] = contextvars.ContextVar("run_deadline", default=None)
+@dataclass
+class Budget:
+    """One run's deadline; `exceeded` once a check found it past (its results are then cut short)."""
+
+    deadline: float
+    seconds: float
+    exceeded: bool = False
+
+
+_deadline: contextvars.ContextVar[Budget | None] = contextvars.ContextVar("run_deadline", default=None)
 
 
 @contextlib.contextmanager
 def run_budget():
-    """Start the per-run time budget in hosted mode; nested runs share the outermost one's deadline."""
+    """Start the per-run time budget in hosted mode; nested runs share the outermost one's deadline. Yields the
+    budget (None outside hosted mode), whose `exceeded` says afterwards whether it ran out."""
     limits = hosted()
-    if limits is None or _deadline.get() is not None:
-        yield
+    current = _deadline.get()
+    if limits is None or current is not None:
+        yield current
         return
-    token = _deadline.set((time.monotonic() + limits.run_budget_s, limits.run_budget_s))
+    budget = Budget(time.monotonic() + limits.run_budget_s, limits.run_budget_s)
+    token = _deadline.set(budget)
     try:
-        yield
+        yield budget
     finally:
         _deadline.reset(token)
 
 
 def check_deadline(where: str = "") -> None:
     """Raise BudgetExceeded when the current run is past its deadline (a no-op outside hosted mode)."""
-    deadline = _deadline.get()
-    if deadline is not None and time.monotonic() > deadline[0]:
+    budget = _deadline.get()
+    if budget is not None and time.monotonic() > budget.deadline:
+        budget.exceeded = True
         raise BudgetExceeded(
-            f"Stopped: this run used up hosted mode's time budget of {deadline[1]:g} s"
+            f"Stopped: this run used up hosted mode's time budget of {budget.seconds:g} s"
             + (f" {where}" if where else "")
             + ". Try fewer rates, steps or epochs, or run the app on your own machine."
         )

@@ -157,3 +157,130 @@ def test_two_sessions_sweeping_one_configuration_train_once_and_see_the_same_cur
     assert first is second
     assert {result.id for result in first} == {"hparams.lr_sweep", "hparams.lr_range_test"}
     assert all(result.status.value in ("pass", "warn", "fail") for result in first)
+
+
+# ------------------------------------------------------------ admission, bounds, budgets, stuck computations
+
+
+def blocking(gate: threading.Event, running: list, results=("done",)):
+    def compute(progress):
+        running.append(1)
+        try:
+            gate.wait(10)
+            return list(results)
+        finally:
+            running.pop()
+    return compute
+
+
+def wait_until(condition, seconds=5.0):
+    deadline = time.time() + seconds
+    while not condition() and time.time() < deadline:
+        time.sleep(0.02)
+    return condition()
+
+
+def test_heavy_computations_are_admitted_one_slot_at_a_time_in_order_with_their_place_shown():
+    store = SharedResults(heavy_slots=1)
+    gates = [threading.Event() for _ in range(3)]
+    running = []
+    flights = [store.start(f"k{i}", blocking(gates[i], running), heavy=True) for i in range(3)]
+    assert wait_until(lambda: flights[0].admitted is not None and "2 heavy computations ahead" in flights[2].text)
+    assert "1 heavy computations ahead" in flights[1].text and len(running) == 1
+    gates[1].set()  # the second is ready but waits for the first: order is kept
+    time.sleep(0.3)
+    assert flights[1].admitted is None
+    gates[0].set()
+    gates[2].set()
+    assert all(flight.done.wait(5) for flight in flights)
+    assert store.heavy_peak == 1 and [flight.entry.results for flight in flights] == [["done"]] * 3
+
+
+def test_light_computations_never_wait_for_a_heavy_slot():
+    store = SharedResults(heavy_slots=1)
+    gate = threading.Event()
+    store.start("heavy", blocking(gate, []), heavy=True)
+    assert store.result("light", lambda progress: ["quick"]).results == ["quick"]
+    gate.set()
+
+
+def test_a_session_may_queue_only_so_many_heavy_computations():
+    from diagnostics.shared import Busy
+
+    store = SharedResults(heavy_slots=1, per_session=2)
+    gate = threading.Event()
+    store.start("a", blocking(gate, []), heavy=True, owner="visitor")
+    store.start("b", blocking(gate, []), heavy=True, owner="visitor")
+    with pytest.raises(Busy, match="already have 2 computations"):
+        store.start("c", blocking(gate, []), heavy=True, owner="visitor")
+    store.start("a", blocking(gate, []), heavy=True, owner="visitor")  # joining one under way is no more work
+    store.start("c", blocking(gate, []), heavy=True, owner="someone else")
+    gate.set()
+
+
+def test_results_cut_short_by_the_budget_are_shown_but_not_kept(monkeypatch):
+    from diagnostics.budget import BudgetExceeded, check_deadline
+
+    monkeypatch.setenv("DEBUGGER_HOSTED", "1")
+    monkeypatch.setenv("DEBUGGER_RUN_BUDGET_S", "0.2")
+    store = SharedResults()
+
+    def slow(progress):
+        time.sleep(0.4)
+        try:
+            check_deadline("in a test")
+        except BudgetExceeded:
+            return ["skipped: budget"]
+        return ["whole"]
+
+    assert store.result("key", slow).results == ["skipped: budget"]
+    assert store.get("key") is None  # the next visitor computes it again
+
+
+def test_the_budget_starts_when_a_heavy_computation_is_admitted(monkeypatch):
+    from diagnostics.budget import check_deadline
+
+    monkeypatch.setenv("DEBUGGER_HOSTED", "1")
+    monkeypatch.setenv("DEBUGGER_RUN_BUDGET_S", "0.5")
+    store = SharedResults(heavy_slots=1)
+
+    def step(progress):
+        time.sleep(0.3)
+        check_deadline("in a test")
+        return ["whole"]
+
+    flights = [store.start(key, step, heavy=True) for key in ("first", "second", "third")]
+    assert all(flight.done.wait(5) for flight in flights)
+    # The third waited 0.6 s in the queue, past the budget, yet ran whole: its budget began at admission.
+    assert [flight.error for flight in flights] == [None] * 3 and store.get("third").results == ["whole"]
+
+
+def test_the_store_is_bounded_in_bytes_and_keeps_pinned_entries():
+    store = SharedResults(max_entries=100, max_bytes=30_000)
+    store.start("pinned", lambda progress: ["p" * 10_000], pin=True).done.wait(5)
+    for key in ("a", "b", "c", "d"):
+        store.result(key, lambda progress: [key * 10_000])
+    assert store.nbytes <= 30_000 and store.get("pinned") is not None
+    assert store.get("d") is not None and store.get("a") is None
+
+
+def test_a_stuck_computation_is_given_up_and_asking_again_starts_afresh():
+    store = SharedResults(time_limit_s=0.3)
+    forever = threading.Event()
+    stuck = store.start("key", lambda progress: forever.wait(60) and ["never"])
+    with pytest.raises(TimeoutError, match="given up"):
+        store.result("key", lambda progress: ["unused"], poll_s=0.05)  # a waiter times out with a message
+    assert stuck.done.is_set() and stuck.abandoned
+    assert store.result("key", lambda progress: ["fresh"]).results == ["fresh"] and store.runs == 2
+    forever.set()
+    time.sleep(0.1)
+    assert store.get("key").results == ["fresh"]  # what the stuck one returns at last is dropped
+
+
+def test_a_stuck_heavy_computation_frees_its_slot():
+    store = SharedResults(heavy_slots=1, time_limit_s=0.3)
+    forever = threading.Event()
+    store.start("stuck", lambda progress: forever.wait(60) and ["never"], heavy=True)
+    time.sleep(0.4)
+    assert store.result("next", lambda progress: ["ran"], heavy=True, poll_s=0.05).results == ["ran"]
+    forever.set()

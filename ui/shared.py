@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from diagnostics.errors import InputError
 from diagnostics.hyperparams import SweepSettings
 from diagnostics.i18n import _, localize
 from diagnostics.overfit import DEFAULT_EPOCHS
@@ -31,9 +32,22 @@ def waiting_text(label: str, flight: Flight) -> str:
     return f"{label} {shown(flight.text)} ({flight.elapsed():.0f} s{others})"
 
 
-def computed(job: Job, label: str, *, again: bool = False) -> Entry | None:
-    """The job's shared entry: kept, computed now, or awaited while another session computes it, with its progress
-    on this page. Unusable input is a message on the page and None."""
+def session_id() -> str | None:
+    """This browser session's id, so the store can bound how much heavy work one visitor queues."""
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    context = get_script_run_ctx()
+    return context.session_id if context is not None else None
+
+
+def computed(job: Job, label: str, *, again: bool = False, pin: bool = False) -> Entry | None:
+    """The job's shared entry: kept, computed now, or awaited while another session computes it (or while it waits
+    its turn for one of the server's heavy slots), with its progress on this page. Unusable input, a visitor with
+    too much work queued and a computation past its time limit are messages on the page, and None.
+
+    Args:
+        pin: keep the entry however many others are computed after it (the Workshop's warm-up).
+    """
     requested = st.session_state.get(AGAIN_KEY, set())
     again = again or job.kind in requested
     requested.discard(job.kind)
@@ -47,12 +61,17 @@ def computed(job: Job, label: str, *, again: bool = False) -> Entry | None:
         if job.kind in NEEDS_MODEL:
             with st.spinner(_("Loading the model…")):  # here, so the computation finds it in the cache
                 run.classifier
-        flight = shared_results().start(job, lambda progress: job.run(run, progress), again=again)
+        store = shared_results()
+        flight = store.start(job, lambda progress: job.run(run, progress), again=again,
+                             heavy=job.kind in NEEDS_MODEL, owner=session_id(), pin=pin)
         if not flight.done.is_set():
             bar = st.progress(0.0, text=waiting_text(label, flight))
             while not flight.done.wait(0.25):
                 bar.progress(flight.fraction, text=waiting_text(label, flight))
+                store.give_up_if_stuck(job, flight)
             bar.empty()
+        if isinstance(flight.error, TimeoutError):
+            raise InputError(flight.error.args[0]) from None
         if flight.error is not None:
             raise flight.error
         return flight.entry
