@@ -278,6 +278,7 @@ class SharedResults:
             self._queue.remove(flight)
             self._running[key] = flight
             self.heavy_peak = max(self.heavy_peak, len(self._running))
+            self._write_stats()
             flight.admitted, flight.text = time.monotonic(), "Starting"  # its time limit counts from here
             self._slots.notify_all()
             return True
@@ -306,6 +307,18 @@ class SharedResults:
                 self._keep(key, flight.entry, flight.pin)
             self._flights.pop(key, None)
         flight.done.set()
+
+    def _write_stats(self) -> None:
+        """The heavy-work counters as one JSON line in $DEBUGGER_STATS_FILE when set (bench/shared_server.py reads
+        them from a running server), with the lock held."""
+        path = os.environ.get("DEBUGGER_STATS_FILE")
+        if path:
+            import json
+
+            with open(path, "a", encoding="utf-8") as stats:
+                stats.write(json.dumps({"heavy_running": len(self._running), "heavy_peak": self.heavy_peak,
+                                        "heavy_slots": self.heavy_slots, "queued": len(self._queue),
+                                        "runs": self.runs, "entries": len(self._entries)}) + "\n")
 
     def _keep(self, key: Hashable, entry: Entry, pin: bool) -> None:
         """Keep an entry (with the lock held), then drop the least recently used unpinned ones past the bounds."""

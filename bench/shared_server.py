@@ -1,0 +1,147 @@
+"""A shared server under load: a real `streamlit run` on loopback, many visitors at once in Chromium.
+
+`--distinct` visitors each open the Model page of a configuration of their own (another seed, so another model
+copy to train) and `--same` visitors open one configuration together, all at once. The Model page computes on
+opening, so every visitor asks for heavy work at the same moment. The server writes its heavy-work counters to
+$DEBUGGER_STATS_FILE; the bench samples the server's memory (its process and children) meanwhile.
+
+Prints:
+  heavy_jobs_peak   the most heavy computations that ran at once (the server's own count)
+  heavy_jobs_cap    the server's heavy slots
+  answered_share    the share of visitors whose page showed their results, or a clear queue, budget or time
+                    message, before --timeout
+  queued_seen_share the share of visitors whose page showed their place in the queue on the way
+  server_peak_mib   the server's peak resident memory
+  seconds           until the last visitor was answered
+
+Traffic goes to 127.0.0.1 only; the visitors and the run are bounded by --distinct, --same and --timeout.
+
+    python bench/shared_server.py [--distinct 20] [--same 5] [--timeout 600] [--hosted]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = "/usr/bin/chromium"
+ANSWERED = ("model.nan_rows", "computations waiting or running", "time budget", "was given up")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def start_server(port: int, stats: Path, hosted: bool) -> subprocess.Popen:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "DEBUGGER_STATS_FILE": str(stats)}
+    if hosted:
+        env["DEBUGGER_HOSTED"] = "1"
+    log = open(stats.with_suffix(".log"), "w")
+    server = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
+                               "--server.address", "127.0.0.1", "--server.headless", "true",
+                               "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
+                              cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        try:
+            if urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2).read() == b"ok":
+                return server
+        except OSError:
+            time.sleep(0.5)
+    server.kill()
+    raise SystemExit("the server did not answer /_stcore/health within 120 s")
+
+
+def sample_memory(pid: int, stop: threading.Event, peak: list[int]) -> None:
+    import psutil
+
+    process = psutil.Process(pid)
+    while not stop.is_set():
+        try:
+            rss = process.memory_info().rss + sum(child.memory_info().rss for child in process.children(True))
+            peak[0] = max(peak[0], rss)
+        except psutil.Error:
+            pass
+        time.sleep(0.25)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--distinct", type=int, default=20, help="visitors with a configuration each (1 to 40)")
+    parser.add_argument("--same", type=int, default=5, help="visitors sharing one configuration (0 to 40)")
+    parser.add_argument("--timeout", type=float, default=600.0, help="seconds a visitor waits (at most 900)")
+    parser.add_argument("--hosted", action="store_true", help="run the server in hosted mode")
+    args = parser.parse_args()
+    if not (1 <= args.distinct <= 40 and 0 <= args.same <= 40 and 0 < args.timeout <= 900):
+        raise SystemExit("--distinct 1..40, --same 0..40, --timeout up to 900 s")
+    from playwright.sync_api import sync_playwright
+
+    folder = Path(tempfile.mkdtemp(prefix="tpd-bench-"))
+    stats = folder / "stats.jsonl"
+    port = free_port()
+    server = start_server(port, stats, args.hosted)
+    stop, peak = threading.Event(), [0]
+    sampler = threading.Thread(target=sample_memory, args=(server.pid, stop, peak), daemon=True)
+    sampler.start()
+    base = f"http://127.0.0.1:{port}/model?batch_size=8"
+    urls = [f"{base}&seed={seed}" for seed in range(1, args.distinct + 1)] + [f"{base}&seed=0"] * args.same
+    outcomes = [{} for _ in urls]
+    start = time.time()
+    try:
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=[
+                "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"])
+            # Playwright's sync API is bound to its thread: visitors open together, then are polled in turn.
+            pages = []
+            for url in urls:
+                context = browser.new_context(viewport={"width": 1200, "height": 900})
+                page = context.new_page()
+                page.goto(url, wait_until="commit", timeout=args.timeout * 1000)
+                pages.append(page)
+            while time.time() - start < args.timeout and not all(outcome.get("answered") for outcome in outcomes):
+                for page, outcome in zip(pages, outcomes):
+                    if outcome.get("answered"):
+                        continue
+                    try:
+                        text = page.locator("body").inner_text(timeout=5000)
+                    except Exception as exc:
+                        outcome["error"] = f"{type(exc).__name__}"
+                        continue
+                    outcome["queued"] = outcome.get("queued", False) or "Queued:" in text
+                    if any(sign in text for sign in ANSWERED):
+                        outcome["answered"], outcome["seconds"] = True, time.time() - start
+                time.sleep(1.0)
+            browser.close()
+    finally:
+        stop.set()
+        server.terminate()
+        server.wait(timeout=30)
+    lines = [json.loads(line) for line in stats.read_text().splitlines()] if stats.is_file() else []
+    answered = [outcome for outcome in outcomes if outcome.get("answered")]
+    print(f"visitors: {len(urls)} ({args.distinct} distinct configurations, {args.same} sharing one)"
+          f"{', hosted mode' if args.hosted else ''}")
+    print(f"heavy_jobs_peak = {max((line['heavy_peak'] for line in lines), default=0)}")
+    print(f"heavy_jobs_cap = {lines[-1]['heavy_slots'] if lines else 'unknown'}")
+    print(f"answered_share = {len(answered) / len(urls):.2f}")
+    print(f"queued_seen_share = {sum(bool(outcome.get('queued')) for outcome in outcomes) / len(urls):.2f}")
+    print(f"server_peak_mib = {peak[0] / 2**20:.0f}")
+    print(f"seconds = {max((outcome['seconds'] for outcome in answered), default=float('nan')):.1f}")
+    errors = [outcome["error"] for outcome in outcomes if "error" in outcome and not outcome.get("answered")]
+    if errors:
+        print(f"unanswered visitors' errors: {errors[:5]}")
+
+
+if __name__ == "__main__":
+    main()
