@@ -11,6 +11,7 @@ import os
 import shutil
 import tempfile
 import threading
+import time
 import urllib.request
 from pathlib import Path
 
@@ -41,6 +42,49 @@ def cache_dir() -> Path:
     """Where built artifacts live: $DEBUGGER_CACHE_DIR, else ~/.cache/training-pipeline-debugger."""
     root = os.environ.get("DEBUGGER_CACHE_DIR") or Path.home() / ".cache" / "training-pipeline-debugger"
     return Path(root)
+
+
+# What visitors leave on disk (uploads, the Arrow copies of local data files) is dropped past an age and a size;
+# hosted mode keeps less. $DEBUGGER_CACHE_MAX_AGE_S and $DEBUGGER_CACHE_MAX_BYTES set them.
+TIDY_FOLDERS = ("uploads", "datasets")
+TIDY_EVERY_S = 600.0
+_tidied = [0.0]
+
+
+def tidy_cache(max_age_s: float | None = None, max_bytes: int | None = None, *, now: float | None = None,
+               force: bool = False, keep: Path | None = None) -> list[Path]:
+    """Drop uploads and Arrow copies older than `max_age_s`, then the oldest until they take at most `max_bytes`
+    (defaults: 7 days and 2 GiB; hosted: 1 day and 1 GiB), never `keep` (the upload just written). At most once
+    every ten minutes unless `force`.
+
+    Returns:
+        the folders and files removed.
+    """
+    moment = time.time() if now is None else now
+    if not force and moment - _tidied[0] < TIDY_EVERY_S:
+        return []
+    _tidied[0] = moment
+    hosted = limits.hosted() is not None
+    max_age_s = max_age_s if max_age_s is not None else float(
+        os.environ.get("DEBUGGER_CACHE_MAX_AGE_S") or (86400 if hosted else 7 * 86400))
+    max_bytes = max_bytes if max_bytes is not None else int(
+        os.environ.get("DEBUGGER_CACHE_MAX_BYTES") or (2**30 if hosted else 2 * 2**30))
+    items = []  # (last written, bytes, path) of each upload folder and each Arrow copy's top folder
+    for name in TIDY_FOLDERS:
+        folder = cache_dir() / name
+        for item in (folder.iterdir() if folder.is_dir() else ()):
+            files = [item] if item.is_file() else [path for path in item.rglob("*") if path.is_file()]
+            stats = [path.stat() for path in files]
+            items.append((max((stat.st_mtime for stat in stats), default=item.stat().st_mtime),
+                          sum(stat.st_size for stat in stats), item))
+    removed, total = [], sum(size for _, size, _ in items)
+    for written, size, item in sorted(items, key=lambda entry: entry[0]):
+        if (moment - written <= max_age_s and total <= max_bytes) or item == keep:
+            continue
+        shutil.rmtree(item, ignore_errors=True) if item.is_dir() else item.unlink(missing_ok=True)
+        removed.append(item)
+        total -= size
+    return removed
 
 
 @functools.lru_cache(maxsize=1)
@@ -383,7 +427,8 @@ def load_local_file(path: str):
             raise InputError(msg("Could not read {path}: {problem}.", path=path, problem=problem))
     try:
         with _quiet_datasets():
-            dataset = load_dataset(builder, data_files=str(file), split="train", **options)
+            dataset = load_dataset(builder, data_files=str(file), split="train",
+                                   cache_dir=str(cache_dir() / "datasets"), **options)
     except Exception as exc:
         if "corresponds to no data" in str(exc):
             raise InputError(msg("Data file {path} has no rows (a header at most).", path=path)) from exc
@@ -426,6 +471,9 @@ def keep_upload(name: str, content: bytes, root: Path | None = None) -> Path:
     target = folder / base
     if not target.is_file() or target.read_bytes() != content:
         target.write_bytes(content)
+    else:
+        os.utime(target)  # used again: young again
+    tidy_cache(force=True, keep=folder)
     return target
 
 

@@ -174,3 +174,35 @@ def test_demo_checkpoint_build_is_deterministic(tmp_path, monkeypatch):
     b = loading.load_model(str(second), num_labels=2)
     for x, y in zip(a.get_weights(), b.get_weights()):
         np.testing.assert_array_equal(x, y)
+
+
+def test_tidy_cache_drops_old_uploads_then_the_oldest_past_the_size_and_keeps_the_newest(tmp_path, monkeypatch):
+    import os
+    import time
+
+    monkeypatch.setenv("DEBUGGER_CACHE_DIR", str(tmp_path))
+    now = time.time()
+    made = {}
+    for name, age_days, size in (("old", 10, 10), ("middle", 2, 600), ("young", 1, 600), ("new", 0, 600)):
+        folder = tmp_path / "uploads" / name
+        folder.mkdir(parents=True)
+        file = folder / "train.csv"
+        file.write_bytes(b"x" * size)
+        os.utime(file, (now - age_days * 86400, now - age_days * 86400))
+        made[name] = folder
+    arrow = tmp_path / "datasets" / "csv"
+    arrow.mkdir(parents=True)
+    (arrow / "cache.arrow").write_bytes(b"y" * 10)
+    removed = loading.tidy_cache(max_age_s=7 * 86400, max_bytes=1300, now=now, force=True, keep=made["new"])
+    assert set(removed) == {made["old"], made["middle"]}  # past the age; then the oldest until 1,210 bytes remain
+    assert made["young"].is_dir() and made["new"].is_dir() and arrow.is_dir()
+    assert loading.tidy_cache(now=now) == []  # at most once every ten minutes
+
+
+def test_an_upload_kept_again_is_young_again(tmp_path):
+    import os
+
+    path = loading.keep_upload("dev.csv", b"premise,hypothesis,label\na,b,0\n", root=tmp_path)
+    os.utime(path, (0, 0))
+    assert loading.keep_upload("dev.csv", b"premise,hypothesis,label\na,b,0\n", root=tmp_path) == path
+    assert path.stat().st_mtime > 1e9

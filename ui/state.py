@@ -78,6 +78,7 @@ def init_state() -> None:
         st.session_state.setdefault(key, value)
     for key in (*SWEEP_KEYS, EPOCHS_KEY, *SCRIPT_DEFAULTS):
         st.session_state[key] = st.session_state[key]  # kept while their page is closed
+    loading.tidy_cache()  # old uploads and Arrow copies: at the server's first run, then every ten minutes at most
 
 
 def browser_language() -> str:
@@ -456,13 +457,13 @@ def current_config() -> RunConfig | None:
     return config
 
 
-@st.cache_resource(show_spinner=False)
+@st.cache_resource(show_spinner=False, max_entries=8)
 def cached_tokenizer(checkpoint: str):
     """Shared by every session; read-only."""
     return loading.load_tokenizer(checkpoint)
 
 
-@st.cache_resource(show_spinner=False)
+@st.cache_resource(show_spinner=False, max_entries=16)
 def cached_split(task: str, split: str, data_source: str, data_files: tuple, shuffle_labels: bool, seed: int):
     """Shared by every session; datasets are immutable (select/map return new objects)."""
     return loading.load_split(RunConfig(task=task, split=split, data_source=data_source, data_files=data_files,
