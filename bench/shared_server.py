@@ -1,8 +1,9 @@
 """A shared server under load: a real `streamlit run` on loopback, many visitors at once in Chromium.
 
-`--distinct` visitors each open the Model page of a configuration of their own (another seed, so another model
-copy to train) and `--same` visitors open one configuration together, all at once. The Model page computes on
-opening, so every visitor asks for heavy work at the same moment. The server writes its heavy-work counters to
+`--distinct` visitors each open a page on a configuration of their own (another seed, so another model copy to
+train) and `--same` visitors open one configuration together, all at once: the Hyperparameters page, where each
+presses "Run the sweep" (a short sweep: 3 rates x 4 steps, a 10-step range test), or with `--page model` the Model
+page, which computes on opening. Every visitor asks for heavy work at about the same moment. The server writes its heavy-work counters to
 $DEBUGGER_STATS_FILE; the bench samples the server's memory (its process and children) meanwhile.
 
 Prints:
@@ -16,7 +17,7 @@ Prints:
 
 Traffic goes to 127.0.0.1 only; the visitors and the run are bounded by --distinct, --same and --timeout.
 
-    python bench/shared_server.py [--distinct 20] [--same 5] [--timeout 600] [--hosted]
+    python bench/shared_server.py [--distinct 20] [--same 5] [--page hparams|model] [--timeout 600] [--hosted]
 """
 
 from __future__ import annotations
@@ -35,7 +36,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = "/usr/bin/chromium"
-ANSWERED = ("model.nan_rows", "computations waiting or running", "time budget", "was given up")
+DONE = {"model": "model.nan_rows", "hparams": "hparams.lr_sweep"}
+MESSAGES = ("computations waiting or running", "time budget", "was given up")
+PAGES = {"model": "model?batch_size=8", "hparams": "hyperparameters?batch_size=8&rates=3&steps=4&range_steps=10"}
+RUN_BUTTON = "Run the sweep and the range test"
 
 
 def free_port() -> int:
@@ -82,6 +86,7 @@ def main() -> None:
     parser.add_argument("--distinct", type=int, default=20, help="visitors with a configuration each (1 to 40)")
     parser.add_argument("--same", type=int, default=5, help="visitors sharing one configuration (0 to 40)")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds a visitor waits (at most 900)")
+    parser.add_argument("--page", choices=sorted(PAGES), default="hparams", help="the page every visitor opens")
     parser.add_argument("--hosted", action="store_true", help="run the server in hosted mode")
     args = parser.parse_args()
     if not (1 <= args.distinct <= 40 and 0 <= args.same <= 40 and 0 < args.timeout <= 900):
@@ -95,7 +100,8 @@ def main() -> None:
     stop, peak = threading.Event(), [0]
     sampler = threading.Thread(target=sample_memory, args=(server.pid, stop, peak), daemon=True)
     sampler.start()
-    base = f"http://127.0.0.1:{port}/model?batch_size=8"
+    base = f"http://127.0.0.1:{port}/{PAGES[args.page]}"
+    answered = (DONE[args.page], *MESSAGES)
     urls = [f"{base}&seed={seed}" for seed in range(1, args.distinct + 1)] + [f"{base}&seed=0"] * args.same
     outcomes = [{} for _ in urls]
     start = time.time()
@@ -120,7 +126,11 @@ def main() -> None:
                         outcome["error"] = f"{type(exc).__name__}"
                         continue
                     outcome["queued"] = outcome.get("queued", False) or "Queued:" in text
-                    if any(sign in text for sign in ANSWERED):
+                    button = page.get_by_role("button", name=RUN_BUTTON)
+                    if args.page == "hparams" and not outcome.get("pressed") and button.count():
+                        button.first.click()
+                        outcome["pressed"] = True
+                    if any(sign in text for sign in answered):
                         outcome["answered"], outcome["seconds"] = True, time.time() - start
                 time.sleep(1.0)
             browser.close()
@@ -130,7 +140,8 @@ def main() -> None:
         server.wait(timeout=30)
     lines = [json.loads(line) for line in stats.read_text().splitlines()] if stats.is_file() else []
     answered = [outcome for outcome in outcomes if outcome.get("answered")]
-    print(f"visitors: {len(urls)} ({args.distinct} distinct configurations, {args.same} sharing one)"
+    print(f"visitors: {len(urls)} on the {args.page} page ({args.distinct} distinct configurations, {args.same} "
+          f"sharing one)"
           f"{', hosted mode' if args.hosted else ''}")
     print(f"heavy_jobs_peak = {max((line['heavy_peak'] for line in lines), default=0)}")
     print(f"heavy_jobs_cap = {lines[-1]['heavy_slots'] if lines else 'unknown'}")
