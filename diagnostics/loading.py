@@ -144,10 +144,25 @@ def _from_pretrained(loader, checkpoint: str, **kwargs):
         raise
 
 
+def refuse_oversized(checkpoint: str) -> None:
+    """In hosted mode, refuse a checkpoint past the parameter cap from its config alone (config.json, a few hundred
+    bytes), before its tokenizer or weights are fetched.
+
+    Raises:
+        InputError: naming the checkpoint's estimated size and the cap.
+    """
+    if limits.hosted() is not None:
+        from transformers import AutoConfig
+
+        _refuse_size(checkpoint, estimated_parameters(_from_pretrained(AutoConfig, checkpoint)))
+
+
 def load_tokenizer(checkpoint: str):
-    """The checkpoint's tokenizer, through `AutoTokenizer.from_pretrained`."""
+    """The checkpoint's tokenizer, through `AutoTokenizer.from_pretrained` (in hosted mode, after its size is
+    checked from its config)."""
     from transformers import AutoTokenizer
 
+    refuse_oversized(checkpoint)
     try:
         return _from_pretrained(AutoTokenizer, checkpoint)
     except InputError:
@@ -171,10 +186,7 @@ def load_model(checkpoint: str, num_labels: int, seed: int = 0):
     import tf_keras
     from transformers import TFAutoModelForSequenceClassification
 
-    if limits.hosted() is not None:  # refuse an oversized checkpoint before downloading its weights
-        from transformers import AutoConfig
-
-        _refuse_size(checkpoint, estimated_parameters(_from_pretrained(AutoConfig, checkpoint)))
+    refuse_oversized(checkpoint)  # before its weights are downloaded
     try:
         with _LOAD_LOCK:  # the seed is process-wide: two loads at once would draw each other's head weights
             tf_keras.utils.set_random_seed(seed)

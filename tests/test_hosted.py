@@ -130,3 +130,13 @@ def test_page_in_hosted_mode_states_its_limits_and_offers_no_local_files(hosted)
     app.text_input(key="run.checkpoint").set_value("/tmp").run()
     assert "refuses local checkpoint paths" in "\n".join(rendered(error.value) for error in app.error)
     assert app.number_input(key="run.batch_size").value == 64
+
+
+def test_an_oversized_checkpoint_is_refused_from_its_config_before_its_tokenizer_is_fetched(hosted, monkeypatch,
+                                                                                            tmp_path):
+    from transformers import BertConfig
+
+    BertConfig(vocab_size=30522, hidden_size=1024, num_hidden_layers=24, num_attention_heads=16,
+               intermediate_size=4096).save_pretrained(tmp_path)  # a config alone: no tokenizer, no weights
+    with pytest.raises(InputError, match=r"about 3\d\dM parameters; hosted mode caps checkpoints at 150M"):
+        loading.load_tokenizer(str(tmp_path))
