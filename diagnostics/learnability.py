@@ -3,6 +3,7 @@ labels shuffled at random, judged on held-out rows of the split."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -54,14 +55,26 @@ def learnability_figures(model, tokenizer, config: RunConfig, split, *, rate: fl
             "train_rows": len(train), "held_rows": len(held), "steps": steps, "learning_rate": rate, "regression": config.glue_task.regression}
 
 
+def chance_of_at_least(correct: int, rows: int, accuracy: float) -> float:
+    """How often `rows` guesses right with probability `accuracy` each get at least `correct` right (the upper tail
+    of the binomial distribution)."""
+    accuracy = min(max(accuracy, 0.0), 1.0)
+    return float(sum(math.comb(rows, k) * accuracy ** k * (1 - accuracy) ** (rows - k)
+                     for k in range(max(correct, 0), rows + 1)))
+
+
 def check_learnability(figures: dict[str, Any], *,
                        min_accuracy_gain: float = threshold("data.learnability", "min_accuracy_gain"),
+                       max_p_value: float = threshold("data.learnability", "max_p_value"),
                        max_error_ratio: float = threshold("data.learnability", "max_error_ratio"),
                        fit_margin: float = threshold("data.learnability", "fit_margin")) -> CheckResult:
     """Do the given labels carry signal the model picks up, compared with the same labels shuffled?
 
     Held-out rows decide first: the given labels pass when they beat both the shuffled control and the majority
-    label by `min_accuracy_gain` (regression: an error below `max_error_ratio` of the control's). A short run on
+    label by `min_accuracy_gain`, and by more than chance: as many right answers would come at the better of those
+    two accuracies at most `max_p_value` of the time (on 32 held-out rows, 10 points above a 38% majority is 16
+    rows right, which random labels reach one time in ten; regression: an error below `max_error_ratio` of the
+    control's). A short run on
     a hard task (RTE-like) beats neither, so the training rows decide next: real labels are fitted faster than
     random ones (final training loss below the control's by `fit_margin`). When neither separates them: on a
     randomly initialised model (which learns labels with signal within this run) they behave like random labels:
@@ -75,8 +88,10 @@ def check_learnability(figures: dict[str, Any], *,
         numbers = msg("held-out error {given:.3f} with the given labels, {shuffled:.3f} with shuffled ones",
                       given=given["score"], shuffled=control["score"])
     else:
-        learns = (given["score"] >= control["score"] + min_accuracy_gain
-                  and given["score"] >= figures["chance"] + min_accuracy_gain)
+        baseline = max(control["score"], figures["chance"])
+        rows = int(figures["held_rows"])
+        learns = (given["score"] >= baseline + min_accuracy_gain
+                  and chance_of_at_least(round(given["score"] * rows), rows, baseline) <= max_p_value)
         numbers = msg("held-out accuracy {given:.0%} with the given labels, {shuffled:.0%} with shuffled ones (majority "
                       "label {chance:.0%})", given=given["score"], shuffled=control["score"], chance=figures["chance"])
     fits = msg("training loss {given_first:.3f} to {given_final:.3f} with the given labels, {shuffled_first:.3f} to "

@@ -88,6 +88,7 @@ CHECKS: dict[str, Check] = {check.id: check for check in (
     Check("data.learnability", N_("the given labels are learned better than the same labels shuffled"),
           ("split", "model", "training copy"), trains=True, conditions=(
         _C("min_accuracy_gain", 0.1, "pass when held-out accuracy beats the shuffled run and the majority by this"),
+        _C("max_p_value", 0.01, "and when that many right answers come by chance at most this often (binomial tail)"),
         _C("max_error_ratio", 0.8, "regression: pass when held-out error is below this share of the shuffled run's"),
         _C("fit_margin", 0.1, "pass when the given labels' training loss ends this far below the shuffled run's"))),
     Check("model.config", N_("the checkpoint's head, num_labels and label names fit the task"), ("model",)),

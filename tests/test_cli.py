@@ -156,7 +156,7 @@ def test_overfit_at_rate_10_fails_with_the_cause(tmp_path):
 @pytest.mark.parametrize(
     "args, message",
     [
-        (["--max-length", "100000"], "beyond this checkpoint's limit of 128 tokens"),
+        (["--max-length", "1000"], "beyond this checkpoint's limit of 128 tokens"),
         (["--sweep-rates", "300"], "2 to 25 rates"),
         (["--scenario", "nope"], "Unknown scenario"),
     ],

@@ -28,5 +28,23 @@ def test_learnability_nothing_separates_is_inconclusive_on_a_pretrained_model(pr
     assert ("Inconclusive" in result.summary) is pretrained
 
 
-def test_learnability_boundary_gain_of_exactly_ten_points_passes():
-    assert check_learnability(figures(0.55, 0.45, (1.1, 1.0), (1.1, 1.0), chance=0.45)).status is Status.PASS
+# 32 held-out rows and a 37.5% majority: 19 right comes by chance 0.98% of the time, 18 right 2.4% of the time.
+@pytest.mark.parametrize("right, status", [(19, Status.PASS), (18, Status.SKIP)])
+def test_learnability_boundary_held_out_win_must_be_more_than_chance(right, status):
+    result = check_learnability(figures(right / 32, 0.25, (1.1, 1.0), (1.1, 1.0), chance=0.375))
+    assert result.status is status
+
+
+def test_learnability_ten_points_above_the_majority_on_few_rows_is_not_a_win():
+    # Shuffled labels on the demo kit (seed 1): 16 of 32 held-out rows right against a 37.5% majority, which random
+    # labels reach one time in ten, so the check must not call it signal.
+    result = check_learnability(figures(0.5, 0.22, (1.118, 1.069), (1.117, 1.100), pretrained=False, chance=0.375))
+    assert result.status is Status.WARN
+
+
+def test_learnability_binomial_tail():
+    from diagnostics.learnability import chance_of_at_least
+
+    assert chance_of_at_least(0, 32, 0.4) == pytest.approx(1.0)
+    assert chance_of_at_least(16, 32, 0.5) == pytest.approx(0.5700, abs=1e-4)
+    assert chance_of_at_least(19, 32, 0.375) == pytest.approx(0.0098, abs=1e-4)
