@@ -24,17 +24,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import socket
 import subprocess
-import sys
 import tempfile
 import threading
 import time
-import urllib.request
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from concurrent_pages import free_port, start_server  # the bench beside this one: same server, same start
+
 CHROMIUM = "/usr/bin/chromium"
 DONE = {"model": "model.nan_rows", "hparams": "hparams.lr_sweep"}
 MESSAGES = ("computations waiting or running", "time budget", "was given up")
@@ -42,30 +39,9 @@ PAGES = {"model": "model?batch_size=8", "hparams": "hyperparameters?batch_size=8
 RUN_BUTTON = "Run the sweep and the range test"
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def start_server(port: int, stats: Path, hosted: bool) -> subprocess.Popen:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "DEBUGGER_STATS_FILE": str(stats)}
-    if hosted:
-        env["DEBUGGER_HOSTED"] = "1"
-    log = open(stats.with_suffix(".log"), "w")
-    server = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
-                               "--server.address", "127.0.0.1", "--server.headless", "true",
-                               "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
-                              cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-    deadline = time.time() + 120
-    while time.time() < deadline:
-        try:
-            if urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2).read() == b"ok":
-                return server
-        except OSError:
-            time.sleep(0.5)
-    server.kill()
-    raise SystemExit("the server did not answer /_stcore/health within 120 s")
+def start_counting_server(port: int, stats: Path, hosted: bool) -> subprocess.Popen:
+    env = {"DEBUGGER_STATS_FILE": str(stats), **({"DEBUGGER_HOSTED": "1"} if hosted else {})}
+    return start_server(port, env, open(stats.with_suffix(".log"), "w"))
 
 
 def sample_memory(pid: int, stop: threading.Event, peak: list[int]) -> None:
@@ -96,7 +72,7 @@ def main() -> None:
     folder = Path(tempfile.mkdtemp(prefix="tpd-bench-"))
     stats = folder / "stats.jsonl"
     port = free_port()
-    server = start_server(port, stats, args.hosted)
+    server = start_counting_server(port, stats, args.hosted)
     stop, peak = threading.Event(), [0]
     sampler = threading.Thread(target=sample_memory, args=(server.pid, stop, peak), daemon=True)
     sampler.start()
