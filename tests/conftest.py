@@ -46,6 +46,25 @@ def pytest_sessionstart(session):
                                 f"{cache} holds {left}; HF_HOME={os.environ.get('HF_HOME')!r} (see .ci/run)")
 
 
+# Which marker each test gets, from its module, the fixtures it uses and its name (pytest.ini declares them).
+MODULE_MARKS = {"test_browser": ("browser", "subprocess", "slow"), "test_real_checkpoint": ("real_checkpoint", "slow"),
+                "test_distribute": ("subprocess", "slow"), "test_space": ("subprocess",),
+                "test_scenarios": ("slow",), "test_concurrency": ("slow",)}
+FIXTURE_MARKS = {"real_checkpoint": ("real_checkpoint", "slow"), "full_demo_run": ("slow",), "seed": ("slow",)}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        names = set(MODULE_MARKS.get(item.module.__name__, ()))
+        for fixture in getattr(item, "fixturenames", ()):
+            names.update(FIXTURE_MARKS.get(fixture, ()))
+        if ("trace" in item.name or "tracing" in item.name) and item.module.__name__ in ("test_own_code", "test_i18n", "test_cli",
+                                                             "test_script_page"):
+            names.add("subprocess")
+        for name in sorted(names):
+            item.add_marker(getattr(pytest.mark, name))
+
+
 def rendered(markdown: str) -> str:
     """What a Markdown element shows: the pages escape every value they fill a sentence with (ui.render.shown), so
     a test reads the text with those backslash escapes taken out, as a reader sees it."""
