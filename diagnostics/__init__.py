@@ -4,16 +4,23 @@
 they import TensorFlow on first use, not with the package.
 
 Importing the package selects Keras 2 (`tf-keras`), which Transformers' TF models need,
-and quiets TensorFlow's C++ logging before TensorFlow is first imported.
+and quiets TensorFlow's C++ logging, Transformers' warnings and `datasets`' progress bars before they are first
+imported, where the environment does not set them. The child that runs a traced script leaves them as the user's
+environment has them (`TRACE_CHILD_ENV`): the script's own output stays its own.
 """
 
 import os
 
+QUIET = {"TF_CPP_MIN_LOG_LEVEL": "2", "TOKENIZERS_PARALLELISM": "false", "HF_DATASETS_DISABLE_PROGRESS_BARS": "1",
+         "TRANSFORMERS_VERBOSITY": "error"}
+TRACE_CHILD_ENV = "DEBUGGER_TRACE_CHILD"
+# The variables this import set, not the user: a traced script's child is started without them.
+SET_ON_IMPORT = tuple(key for key in QUIET if key not in os.environ)
+
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
-os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+if os.environ.get(TRACE_CHILD_ENV) != "1":
+    for _key, _value in QUIET.items():
+        os.environ.setdefault(_key, _value)
 
 _API = ("diagnose", "DiagnoseCallback", "Report", "PipelineError")
 

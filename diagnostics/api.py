@@ -13,6 +13,7 @@ import numpy as np
 
 from diagnostics import hooks
 from diagnostics.context import RunContext
+from diagnostics.devices import outside_user_strategy
 from diagnostics.hyperparams import SweepSettings
 from diagnostics.i18n import msg
 from diagnostics.own_code import Captured, build_run
@@ -155,7 +156,7 @@ def diagnose(model, dataset, tokenizer=None, task: str | None = None, stages: st
 def quick_checks(run: RunContext) -> list[CheckResult]:
     """The checks that take seconds: the Data stage without learnability, the Model stage (one step on a copy),
     and the Hyperparameters stage's setup (optimizer, loss, schedule)."""
-    return data_stage(run) + model_stage(run) + hparams_stage(run, parts=("setup",))
+    return outside_user_strategy(lambda: data_stage(run) + model_stage(run) + hparams_stage(run, parts=("setup",)))
 
 
 def _fit_data(model) -> Any:

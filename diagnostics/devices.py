@@ -9,8 +9,10 @@ which is how the tests exercise the path on a machine without GPUs).
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import os
+import threading
 
 import numpy as np
 
@@ -45,6 +47,36 @@ def _mirrored(devices: tuple[str, ...]):
     import tensorflow as tf
 
     return tf.distribute.MirroredStrategy(list(devices))
+
+
+def outside_user_strategy(function, *args, **kwargs):
+    """`function(*args, **kwargs)`, run outside any `tf.distribute` strategy scope the caller is in.
+
+    A script builds and compiles its model inside `with strategy.scope():` and reaches `fit` there; inside that
+    scope a copy's direct `train_step` finds no replica context (`'NoneType' object has no attribute
+    'merge_call'`). Scopes belong to a thread, so the checks run in a thread of their own, where TensorFlow's
+    default strategy holds, as it does for a script without a scope (the user's variables are only read). The
+    caller's context variables (the language, the time budget) go with it; its exceptions come back.
+    """
+    import tensorflow as tf
+
+    if not tf.distribute.has_strategy():
+        return function(*args, **kwargs)
+    context = contextvars.copy_context()
+    outcome: dict = {}
+
+    def target():
+        try:
+            outcome["value"] = context.run(function, *args, **kwargs)
+        except BaseException as exc:  # handed back to the caller's thread as it is
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=target, name="debugger-checks", daemon=True)
+    worker.start()
+    worker.join()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
 
 
 def batch_rows(tf_batch) -> int:

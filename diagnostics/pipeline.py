@@ -10,6 +10,7 @@ from diagnostics.i18n import Text, joined, msg
 from diagnostics.budget import BudgetExceeded, run_budget
 from diagnostics.context import RunContext
 from diagnostics.data import run_data_checks
+from diagnostics.devices import outside_user_strategy
 from diagnostics.errors import InputError
 from diagnostics.hyperparams import SweepSettings, run_hparams_checks
 from diagnostics.learnability import check_learnability, learnability_figures
@@ -70,7 +71,13 @@ def parse_stages(text: str | None) -> tuple[str, ...]:
 
 def run_stages(run: RunContext, stages: tuple[str, ...] = STAGES, *, sweep: SweepSettings = SweepSettings(),
                progress=None, epochs: int = DEFAULT_EPOCHS) -> list[CheckResult]:
-    """Run the chosen stages in pipeline order on one run context (every stage shares its batches and model)."""
+    """Run the chosen stages in pipeline order on one run context (every stage shares its batches and model), outside
+    any strategy scope the caller is in (`devices.outside_user_strategy`)."""
+    return outside_user_strategy(_run_stages, run, stages, sweep=sweep, progress=progress, epochs=epochs)
+
+
+def _run_stages(run: RunContext, stages: tuple[str, ...], *, sweep: SweepSettings, progress, epochs: int
+                ) -> list[CheckResult]:
     results: list[CheckResult] = []
     with run_budget():
         if "data" in stages:

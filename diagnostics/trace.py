@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from diagnostics import SET_ON_IMPORT, TRACE_CHILD_ENV
 from diagnostics.i18n import Text, from_data, joined, message_of, msg, to_data
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -79,8 +80,10 @@ def trace_script(script: str | Path, script_args: list[str] | None = None, *, st
                 "report": str(Path(work) / "report.json"), "progress": str(Path(work) / "progress.txt")}
         spec_path = Path(work) / "spec.json"
         spec_path.write_text(json.dumps(spec))
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-            [str(PROJECT_ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])}
+        # The script's environment as the user's: without what importing the debugger set to quiet itself.
+        env = {**{key: value for key, value in os.environ.items() if key not in SET_ON_IMPORT},
+               TRACE_CHILD_ENV: "1", "PYTHONPATH": os.pathsep.join(
+                   [str(PROJECT_ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])}
         output_file = open(Path(work) / "output.txt", "w+") if capture_output else None
         child = subprocess.Popen([sys.executable, "-m", "diagnostics.trace", "--child", str(spec_path)],
                                  cwd=str(cwd) if cwd else None, env=env, stdin=subprocess.DEVNULL,
@@ -266,7 +269,8 @@ class _Child:
                 return keras_fit(model, *args, **kwargs)
             child.checking = True
             try:
-                child.on_fit(model, args, kwargs)
+                with _quiet_checks():
+                    child.on_fit(model, args, kwargs)
             finally:
                 child.checking = False
             if child.spec.get("then_train"):
@@ -397,7 +401,8 @@ class _Child:
         report: dict[str, Any] = {"run": {}, "checks": [], "notes": [], "counts": {}}
         if kind == "columns" and hooks.last_call:
             try:
-                report = self._diagnose_columns(exc, hooks.last_call, where)
+                with _quiet_checks():
+                    report = self._diagnose_columns(exc, hooks.last_call, where)
             except Exception as failure:  # the finding above stands without the Data stage
                 report.update(_notes([msg("The Data stage could not run on the split: {error}: {message}",
                                           error=type(failure).__name__, message=str(failure))]))
@@ -429,6 +434,24 @@ class _Child:
         report = build_report(run.config, data_stage(run))
         report.update(_notes(captured.notes))
         return report
+
+
+@contextlib.contextmanager
+def _quiet_checks():
+    """Transformers' warnings and `datasets`' progress bars off while the checks run on what the script built, then
+    back to the script's own settings."""
+    import datasets
+    from transformers.utils import logging as transformers_logging
+
+    level, bars = transformers_logging.get_verbosity(), datasets.is_progress_bar_enabled()
+    transformers_logging.set_verbosity_error()
+    datasets.disable_progress_bars()
+    try:
+        yield
+    finally:
+        transformers_logging.set_verbosity(level)
+        if bars:
+            datasets.enable_progress_bars()
 
 
 def _notes(notes: list) -> dict:

@@ -58,8 +58,8 @@ def pytest_collection_modifyitems(config, items):
         names = set(MODULE_MARKS.get(item.module.__name__, ()))
         for fixture in getattr(item, "fixturenames", ()):
             names.update(FIXTURE_MARKS.get(fixture, ()))
-        if ("trace" in item.name or "tracing" in item.name) and item.module.__name__ in ("test_own_code", "test_i18n", "test_cli",
-                                                             "test_script_page"):
+        if ("trace" in item.name or "tracing" in item.name) and item.module.__name__ in (
+                "test_own_code", "test_i18n", "test_cli", "test_script_page", "test_foreign_code"):
             names.add("subprocess")
         for name in sorted(names):
             item.add_marker(getattr(pytest.mark, name))
