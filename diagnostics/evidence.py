@@ -177,6 +177,8 @@ class Gradients(TypedDict, total=False):
     global_norm: float
     loss: float
     no_gradient: list[str]
+    zero_gradient: list[str]
+    dead_share: float  # share of the weights held by variables with no or an all-zero gradient
     non_finite: list[str]
     variables: int
     error: str
@@ -185,6 +187,10 @@ class Gradients(TypedDict, total=False):
 class WeightsAfterStep(TypedDict, total=False):
     loss: float
     non_finite: list[str]
+    rate_at_step: float | None
+    moved: int
+    unmoved: list[str]
+    max_change: float
 
 
 class NanOrigin(TypedDict, total=False):

@@ -18,8 +18,8 @@ from diagnostics.loading import config_size
 from diagnostics.measurement import Forward, configured_loss_value, run_forward
 from diagnostics.registry import checks_of, threshold
 from diagnostics.result import CheckResult, Status, decide, run_check, skipped
-from diagnostics.training import (StepRecord, effective_rate, fresh_copy, one_train_step,
-                                  per_sample_losses, split_batch)
+from diagnostics.training import (StepRecord, decoupled_decay, effective_rate, fresh_copy, moved_variables,
+                                  one_train_step, per_sample_losses, split_batch)
 
 STAGE = "model"
 
@@ -286,9 +286,15 @@ def gradient_figures(record: StepRecord) -> dict[str, Any]:
             groups[layer_group(name)] = groups.get(layer_group(name), 0.0) + grad.sum_squares
     norms = [{"layer": layer, "norm": math.sqrt(total) if math.isfinite(total) else None} for layer, total in groups.items()]
     total = sum(v for v in groups.values())
+    sizes = dict(zip((name for name, _ in record.gradients), record.sizes or [0] * len(record.gradients)))
+    zero = [name for name, grad in record.gradients if grad is not None and grad.finite and grad.zero]
+    dead = [name for name, grad in record.gradients if grad is None or (grad.finite and grad.zero)]
+    weights = sum(sizes.values())
     return {
         "variables": len(record.gradients),
         "no_gradient": missing,
+        "zero_gradient": [variable_path(name) for name in zero],
+        "dead_share": sum(sizes[name] for name in dead) / weights if weights else None,
         "non_finite": broken,
         "global_norm": math.sqrt(total) if math.isfinite(total) else None,
         "layer_norms": norms,
@@ -327,6 +333,23 @@ def check_gradients(figures: dict[str, Any], config: RunConfig) -> CheckResult:
             fix=msg("Check that the loss uses the model's output; freeze unused layers with layer.trainable = False."),
             evidence=figures,
         )
+    if figures["zero_gradient"] and not figures["non_finite"]:
+        zero, total = figures["zero_gradient"], figures["variables"]
+        loss_cause = config.loss not in ("internal",)
+        fix = msg("The loss given to compile() stops the gradient (see hparams.loss): {code}",
+                  code="model.compile(optimizer=optimizer)  # no loss=: the model's own loss") if loss_cause else \
+            msg("Check what stands between these weights and the loss (a stop_gradient, a saturated activation, an "
+                "output the loss does not read).")
+        if len(zero) == total:
+            summary = msg("Every gradient is exactly zero (global norm 0, all {total} trainable variables) with loss "
+                          "{loss}: the loss does not change with any weight, so no step can train the model.",
+                          total=total, loss=repr(config.loss))
+        else:
+            summary = msg("{count} of {total} trainable variables get an all-zero gradient ({names}; {share:.1%} of the "
+                          "weights): training cannot change them.", count=len(zero), total=total,
+                          names=", ".join(zero[:5]) + (", ..." if len(zero) > 5 else ""),
+                          share=figures["dead_share"] or 0.0)
+        return CheckResult("model.gradients", STAGE, Status.FAIL, summary, fix=fix, evidence=figures)
     if figures["non_finite"]:
         return CheckResult(
             "model.gradients", STAGE, Status.FAIL,
@@ -349,9 +372,16 @@ def check_gradients(figures: dict[str, Any], config: RunConfig) -> CheckResult:
 # ---------------------------------------------------------------- model.weights_after_step
 
 
-def check_weights_after_step(record: StepRecord, broken: list[str], learning_rate_text: str) -> CheckResult:
-    """After one optimizer step on a copy, every weight is still finite."""
-    evidence = {"non_finite": broken, "loss": record.loss}
+def check_weights_after_step(record: StepRecord, broken: list[str], learning_rate_text: str,
+                             moved: dict[str, Any] | None = None) -> CheckResult:
+    """After one optimizer step on a copy, every weight is still finite and the step moved weights.
+
+    Args:
+        moved: `training.moved_variables` of the step (None when it was not measured).
+    """
+    evidence = {"non_finite": broken, "loss": record.loss, "rate_at_step": record.rate,
+                **({"moved": moved["moved"], "unmoved": [variable_path(name) for name in moved["unmoved"]][:50],
+                    "max_change": moved["max_change"]} if moved else {})}
     if record.error:
         return CheckResult("model.weights_after_step", STAGE, Status.SKIP,
                            msg("The train step did not run (see model.gradients), so no weights were updated."),
@@ -364,9 +394,23 @@ def check_weights_after_step(record: StepRecord, broken: list[str], learning_rat
             fix=msg("Lower the learning rate (e.g. Adam(5e-5)) and fix non-finite losses (model.nan_rows)."),
             evidence=evidence,
         )
+    if moved is not None and record.rate == 0:
+        return CheckResult("model.weights_after_step", STAGE, Status.PASS,
+                           msg("After one optimizer step ({rate}) on a copy, every weight is finite; the schedule's "
+                               "rate at step 0 is 0 (warmup starts there), so this step moves nothing by design.",
+                               rate=learning_rate_text), evidence=evidence)
+    if moved is not None and moved["variables"] and not moved["moved"]:
+        return CheckResult(
+            "model.weights_after_step", STAGE, Status.FAIL,
+            msg("One optimizer step ({rate}) on a copy moved none of the {count} trainable variables (the largest "
+                "change is {change:.2g}): training leaves the model as it is.", rate=learning_rate_text,
+                count=moved["variables"], change=moved["max_change"]),
+            fix=msg("Make the gradients flow first (see model.gradients)."), evidence=evidence)
+    moved_text = msg(" and moved {moved} of {count} trainable variables", moved=moved["moved"],
+                     count=moved["variables"]) if moved else ""
     return CheckResult("model.weights_after_step", STAGE, Status.PASS,
-                       msg("After one optimizer step ({rate}) on a copy, every weight is finite.",
-                           rate=learning_rate_text),
+                       msg("After one optimizer step ({rate}) on a copy, every weight is finite{moved}.",
+                           rate=learning_rate_text, moved=moved_text),
                        evidence=evidence)
 
 
@@ -653,11 +697,12 @@ def run_model_checks(config: RunConfig, model, tokenizer, batch: FirstBatch) -> 
         copy = fresh_copy(model, inputs)
         record = one_train_step(copy, batch.tf_batch, config)
         broken_after = non_finite_weights(copy)
-        return record, broken_after, run_forward(copy, batch.tf_batch) if broken_after else None
+        moved = None if record.error else moved_variables(model, copy, record.rate, decoupled_decay(config))
+        return record, broken_after, run_forward(copy, batch.tf_batch) if broken_after else None, moved
 
     results.append(run_check("model.gradients", STAGE, lambda: check_gradients(gradient_figures(step()[0]), config)))
     results.append(run_check("model.weights_after_step", STAGE, lambda: check_weights_after_step(
-        step()[0], step()[1], learning_rate_text(config))))
+        step()[0], step()[1], learning_rate_text(config), step()[3])))
     results.append(run_check("model.nan_origin", STAGE, lambda: check_nan_origin(
         fresh, step()[2], inputs["input_ids"], non_finite_weights(model), step()[1],
         bool(losses.size and not np.isfinite(losses).all()))))

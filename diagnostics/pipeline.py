@@ -120,6 +120,11 @@ def _reason(run: RunContext, need: str) -> Text | None:
         return msg("Training stops at the first of {count:,} labels outside [0, {num_labels}) (see data.label_range "
                    "and model.nan_rows): fix them or num_labels first.", count=run.out_of_range_labels,
                    num_labels=config.effective_num_labels)
+    if need == "flows" and run.classifier[0] is not None and run.first_batch.tf_batch is not None \
+            and run.gradients_stopped:
+        return msg("Blocked by model.gradients: with loss {loss} every gradient is zero, so no step moves the weights "
+                   "and this measurement could only show that (not the learning rate or the labels). Fix the loss "
+                   "first (see hparams.loss).", loss=repr(config.loss))
     if need == "model" and run.classifier[0] is None:
         return msg("No model to train: {reason}", reason=run.classifier[1])
     if need == "batch" and run.first_batch.tf_batch is None:
@@ -144,7 +149,8 @@ def data_stage(run: RunContext) -> list[CheckResult]:
 @stage("data", checks=(LEARNABILITY,))
 def learnability_stage(run: RunContext) -> list[CheckResult]:
     """data.learnability: a short run on the given labels against shuffled ones (trains two copies)."""
-    return _blocked(run, "data", (LEARNABILITY,), "columns", "labels", "range", "model", "batch", "rows") or [
+    return _blocked(run, "data", (LEARNABILITY,), "columns", "labels", "range", "model", "batch", "rows",
+                    "flows") or [
         run_check(LEARNABILITY, "data", lambda: check_learnability(learnability_figures(
             run.classifier[0], run.tokenizer, run.config, run.split, rate=effective_rate(run.config))))]
 
@@ -178,7 +184,7 @@ def hparams_stage(run: RunContext, *, sweep: SweepSettings = SweepSettings(), pr
         reason = msg("No training batches: {error} (see data.batch).",
                      error=str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
         return [skipped(check, "hparams", reason) for check in checks]
-    untrainable = _blocked(run, "hparams", registry.checks_of("hparams", "training"), "range") \
+    untrainable = _blocked(run, "hparams", registry.checks_of("hparams", "training"), "range", "flows") \
         if "training" in parts else []
     if untrainable:
         parts = tuple(part for part in parts if part != "training")
@@ -191,7 +197,8 @@ def overfit_stage(run: RunContext, *, epochs: int = DEFAULT_EPOCHS, rate: float 
                   best_rate: float | None = None, progress=None) -> list[CheckResult]:
     """The overfit-one-batch test; `rate` overrides the configured one (e.g. the sweep's best)."""
     validate_epochs(epochs)
-    return _blocked(run, "overfit", registry.checks_of("overfit"), "columns", "readable", "model") or run_overfit_checks(
+    return _blocked(run, "overfit", registry.checks_of("overfit"), "columns", "readable", "model",
+                    "flows") or run_overfit_checks(
         run.config, run.classifier[0], run.tokenizer, run.split, epochs=epochs, rate=rate, best_rate=best_rate,
         progress=progress or (lambda fraction, text: None))
 

@@ -105,6 +105,7 @@ class GradientStats:
 
     sum_squares: float
     finite: bool
+    zero: bool = False  # every entry exactly 0
 
     @classmethod
     def of(cls, grad) -> "GradientStats":
@@ -113,7 +114,8 @@ class GradientStats:
 
         dense = tf_to_dense(grad) if not isinstance(grad, np.ndarray) else tf.constant(grad)
         return cls(sum_squares=float(tf.reduce_sum(tf.square(tf.cast(dense, tf.float64)))),
-                   finite=bool(tf.reduce_all(tf.math.is_finite(dense))))
+                   finite=bool(tf.reduce_all(tf.math.is_finite(dense))),
+                   zero=not bool(tf.reduce_any(tf.not_equal(dense, 0))))
 
 
 @dataclass
@@ -123,11 +125,15 @@ class StepRecord:
     Attributes:
         loss: the loss it minimised (None when it failed before).
         gradients: (variable name, its GradientStats or None when it got no gradient) for every trainable variable.
+        sizes: each of those variables' number of weights.
+        rate: the learning rate the step applied (a schedule read at step 0), when it can be read.
         error: "Type: message" when the step raised.
     """
 
     loss: float | None = None
     gradients: list[tuple[str, GradientStats | None]] = field(default_factory=list)
+    sizes: list[int] = field(default_factory=list)
+    rate: float | None = None
     error: str | None = None
 
 
@@ -146,9 +152,13 @@ def one_train_step(copy, tf_batch, config: RunConfig) -> StepRecord:
     def recording_apply(grads_and_vars, *args, **kwargs):
         pairs = list(grads_and_vars)
         record.gradients = [(var.name, None if grad is None else GradientStats.of(grad)) for grad, var in pairs]
+        record.sizes = [int(np.prod(var.shape)) for _, var in pairs]
         return apply(pairs, *args, **kwargs)
 
     optimizer.apply_gradients = recording_apply
+    from diagnostics.own_code import current_rate
+
+    record.rate = current_rate(copy)
     try:
         metrics = copy.train_step(tf_batch)
         record.loss = float(np.asarray(metrics["loss"])) if "loss" in metrics else None
@@ -157,6 +167,33 @@ def one_train_step(copy, tf_batch, config: RunConfig) -> StepRecord:
     finally:
         optimizer.apply_gradients = apply
     return record
+
+
+def decoupled_decay(config: RunConfig) -> float:
+    """The weight-decay rate the configured optimizer applies apart from the gradient (AdamW, create_optimizer)."""
+    return config.weight_decay if config.optimizer in ("AdamW", "create_optimizer") else 0.0
+
+
+def moved_variables(source, copy, rate: float | None, weight_decay: float) -> dict[str, Any]:
+    """Which trainable variables one step moved on `copy` (trained from `source`'s weights), beyond what decoupled
+    weight decay alone does (each weight shrunk by rate x decay); a gradient step moves each weight it reaches by
+    about the rate (Adam), far more than that.
+
+    Returns: {"variables": count, "moved": count, "unmoved": [names of those that did not move], "max_change"}.
+    """
+    import tensorflow as tf
+
+    shrink = (rate or 0.0) * max(weight_decay, 0.0)
+    moved, unmoved, largest = 0, [], 0.0
+    for before, after in zip(source.trainable_variables, copy.trainable_variables):
+        change = tf.abs(tf.cast(after, tf.float64) - tf.cast(before, tf.float64))
+        allowed = shrink * 1.01 * tf.abs(tf.cast(before, tf.float64)) + 1e-12
+        largest = max(largest, float(tf.reduce_max(change)) if change.shape.num_elements() else 0.0)
+        if bool(tf.reduce_any(change > allowed)):
+            moved += 1
+        else:
+            unmoved.append(after.name)
+    return {"variables": moved + len(unmoved), "moved": moved, "unmoved": unmoved, "max_change": largest}
 
 
 def tf_to_dense(grad):
