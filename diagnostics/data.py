@@ -10,6 +10,7 @@ from typing import Any, Callable
 import numpy as np
 import pyarrow.compute as pc
 
+from diagnostics.chance import chance_of_at_least, chance_of_none
 from diagnostics.config import RunConfig
 from diagnostics.batches import (COLLATOR_LABEL, LABEL, LABEL_AS_WRITTEN, UNUSABLE_LABEL, FirstBatch, build_first_batch, decoded_rows,
                                  invalid_labels, label_names_for, plain_label, split_labels,
@@ -324,11 +325,14 @@ def score_histogram(labels: np.ndarray, bins: int = 10) -> dict[str, list]:
 
 
 def check_label_balance(split_labels_: np.ndarray, batch_labels: list, task: GlueTask, num_labels: int, *,
-                        warn_dominant_share: float = threshold("data.label_balance", "warn_dominant_share")) -> CheckResult:
-    """Label distribution of the batch and of the split; warn when one label dominates or one is missing from the batch.
+                        warn_dominant_share: float = threshold("data.label_balance", "warn_dominant_share"),
+                        max_chance: float = threshold("data.label_balance", "max_chance")) -> CheckResult:
+    """Label distribution of the batch and of the split; warn when one label dominates the split, or when the first
+    batch's mix (a label missing, one label crowding it) is one a shuffled batch would rarely show.
 
     Args:
-        warn_dominant_share: share of the split (or batch) above which one label dominates.
+        warn_dominant_share: share of the split above which one label dominates.
+        max_chance: how rare the batch's mix must be, drawn at random from the split's shares, to be a warning.
     """
     if task.regression:
         return _score_balance(split_labels_, batch_labels, warn_dominant_share)
@@ -351,21 +355,35 @@ def check_label_balance(split_labels_: np.ndarray, batch_labels: list, task: Glu
     batch_top_share = batch_counts[batch_top] / batch_total if batch_total else 0.0
     absent = [names[i] for i, count in enumerate(batch_counts) if count == 0 and split_counts[i] > 0]
     shares = ", ".join(f"{name} {count / split_total:.0%}" for name, count in zip(names, split_counts))
+    absent_share = sum(split_counts[i] for i, count in enumerate(batch_counts) if count == 0) / split_total
+    chance_absent = chance_of_none(batch_total, absent_share) if absent else 1.0
+    chance_crowded = chance_of_at_least(batch_counts[batch_top], batch_total, split_counts[batch_top] / split_total) \
+        if batch_total else 1.0
+    evidence["chance_absent"], evidence["chance_crowded"] = chance_absent, chance_crowded
     return decide("data.label_balance", STAGE, evidence, [
         (top_share > warn_dominant_share, Status.WARN,
          msg("{label} makes up {share:.0%} of the split ({shares}): a model can score well by always predicting it.",
              label=names[top], share=top_share, shares=shares),
          msg("Weight the loss by class (class_weight=...) or resample, and watch F1 rather than accuracy.")),
-        (bool(absent) and batch_total >= classes, Status.WARN,
-         msg("The first batch of {rows} rows has no {absent} although the split has them ({shares}).",
-             rows=batch_total, absent=", ".join(absent), shares=shares),
-         "to_tf_dataset(..., shuffle=True)  # and a batch large enough to hold every label"),
-        (batch_top_share > warn_dominant_share and batch_total >= 2 * classes, Status.WARN,
-         msg("{label} makes up {share:.0%} of the first batch while the split is balanced ({shares}): is the data "
-             "shuffled?", label=names[batch_top], share=batch_top_share, shares=shares),
-         "to_tf_dataset(..., shuffle=True)"),
-    ], msg("No label dominates the split ({shares}) and the first batch holds {held} of {classes} labels.",
-           shares=shares, held=classes - len(absent), classes=classes))
+        (bool(absent) and chance_absent < max_chance, Status.WARN,
+         msg("The first batch of {rows} rows has no {absent} although the split has them ({shares}); a shuffled batch "
+             "of that size misses them about once in {odds}: is the data shuffled?",
+             rows=batch_total, absent=", ".join(absent), shares=shares, odds=_odds(chance_absent)),
+         "to_tf_dataset(..., shuffle=True)  # or prepare_tf_dataset(..., shuffle=True)"),
+        (chance_crowded < max_chance, Status.WARN,
+         msg("{label} makes up {share:.0%} of the first batch ({count} of {rows} rows) while the split has {split:.0%} "
+             "({shares}); a shuffled batch of that size holds that many about once in {odds}: is the data shuffled?",
+             label=names[batch_top], share=batch_top_share, count=batch_counts[batch_top], rows=batch_total,
+             split=split_counts[batch_top] / split_total, shares=shares, odds=_odds(chance_crowded)),
+         "to_tf_dataset(..., shuffle=True)  # or prepare_tf_dataset(..., shuffle=True)"),
+    ], msg("No label dominates the split ({shares}); the first batch holds {held} of {classes} labels, a mix a "
+           "shuffled batch shows often enough.", shares=shares, held=classes - len(absent), classes=classes))
+
+
+def _odds(chance: float) -> str:
+    """1 / chance, to two significant figures, for a sentence ("1,200", "3,400,000")."""
+    times = min(1.0 / max(chance, 1e-300), 1e15)
+    return f"{float(f'{times:.2g}'):,.0f}"
 
 
 def _score_balance(split_labels_: np.ndarray, batch_labels: list, warn_dominant_share: float) -> CheckResult:

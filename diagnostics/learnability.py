@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from diagnostics.chance import chance_of_at_least
 from diagnostics.i18n import msg
 from diagnostics.config import RunConfig
 from diagnostics.batches import LABEL, LEARNABILITY_CONTROL, batches_of, build_batch, shuffled_labels
@@ -53,14 +54,6 @@ def learnability_figures(model, tokenizer, config: RunConfig, split, *, rate: fl
             if (held_labels >= 0).any() else 0.0
     return {"given": given, "shuffled": control, "chance": chance, "pretrained": is_pretrained(model),
             "train_rows": len(train), "held_rows": len(held), "steps": steps, "learning_rate": rate, "regression": config.glue_task.regression}
-
-
-def chance_of_at_least(correct: int, rows: int, accuracy: float) -> float:
-    """How often `rows` guesses right with probability `accuracy` each get at least `correct` right (the upper tail
-    of the binomial distribution)."""
-    accuracy = min(max(accuracy, 0.0), 1.0)
-    return float(sum(math.comb(rows, k) * accuracy ** k * (1 - accuracy) ** (rows - k)
-                     for k in range(max(correct, 0), rows + 1)))
 
 
 def check_learnability(figures: dict[str, Any], *,

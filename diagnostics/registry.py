@@ -77,7 +77,9 @@ CHECKS: dict[str, Check] = {check.id: check for check in (
         _C("warn_unknown_share", 0.05, "warn when more than this share of the batch's tokens are unknown"),)),
     Check("data.label_range", N_("labels lie in [0, num_labels) (or the regression range)"), ("split", "batch")),
     Check("data.label_balance", N_("the label balance of the batch and the split"), ("split", "batch"), conditions=(
-        _C("warn_dominant_share", 0.8, "warn when one label holds more than this share of the split"),)),
+        _C("warn_dominant_share", 0.8, "warn when one label holds more than this share of the split"),
+        _C("max_chance", 1e-3, "warn about the first batch's label mix only when a shuffled batch of its size shows "
+                               "it less often than this (the exact binomial tail against the split's shares)"))),
     Check("data.baselines", N_("the accuracy of a random and of a constant predictor"), ("split",), conditions=(
         _C("warn_majority_accuracy", 0.9, "warn when always predicting the commonest label scores above this"),)),
     Check("data.truncation", N_("rows cut at max_length, and padding in the batch"), ("split", "batch"), conditions=(

@@ -9,7 +9,7 @@ from diagnostics.config import RunConfig
 from diagnostics.glue import TASKS
 from diagnostics.result import Status
 
-MNLI, SST2, STSB = TASKS["mnli"], TASKS["sst2"], TASKS["stsb"]
+MNLI, SST2, STSB, MRPC = TASKS["mnli"], TASKS["sst2"], TASKS["stsb"], TASKS["mrpc"]
 
 
 def results_by_id(config, split, tokenizer):
@@ -203,10 +203,28 @@ def test_label_balance_exactly_at_threshold_pass():
     assert result.status is Status.PASS
 
 
-def test_label_balance_label_missing_from_batch_warn():
-    result = data.check_label_balance(np.array([0, 1, 2] * 10), [0, 0, 1, 1, 0, 1], MNLI, 3)
+def test_label_balance_label_missing_from_batch_warns_only_when_chance_rarely_does_that():
+    split = np.array([0, 1, 2] * 10)
+    # Six rows without a third of the split's labels: a shuffled batch does that one time in eleven.
+    assert data.check_label_balance(split, [0, 0, 1, 1, 0, 1], MNLI, 3).status is Status.PASS
+    result = data.check_label_balance(split, [0, 1] * 12, MNLI, 3)  # 24 rows: about once in 17,000
     assert result.status is Status.WARN
-    assert "no contradiction" in result.summary
+    assert "no contradiction" in result.summary and "17,000" in result.summary
+    assert result.evidence["chance_absent"] == pytest.approx((2 / 3) ** 24)
+
+
+def test_label_balance_a_crowded_batch_is_judged_by_its_binomial_tail():
+    split = np.array([1] * 54 + [0] * 46)
+    # 7 of 8 rows sharing a label that holds 54% of the split: a shuffled batch shows that about once in 18.
+    calm = data.check_label_balance(split, [1] * 7 + [0], MRPC, 2)
+    assert calm.status is Status.PASS
+    assert calm.evidence["chance_crowded"] == pytest.approx(8 * 0.54 ** 7 * 0.46 + 0.54 ** 8)
+    # A sorted split's first batch: 16 of 16 rows one label, about once in 19,000.
+    sorted_ = data.check_label_balance(split, [1] * 16, MRPC, 2)
+    assert sorted_.status is Status.WARN
+    assert "has no not_equivalent" in sorted_.summary and "19,000" in sorted_.summary and "shuffle=True" in sorted_.fix
+    crowded = data.check_label_balance(split, [1] * 15 + [0], MRPC, 2)  # 15 of 16: about once in 1,300
+    assert crowded.status is Status.WARN and "15 of 16 rows" in crowded.summary and "1,300" in crowded.summary
 
 
 def test_label_balance_regression_histogram_pass():
