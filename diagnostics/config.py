@@ -100,6 +100,8 @@ class RunConfig:
         train_steps / warmup_steps: the planned schedule, for create_optimizer.
         shuffle_labels: permute the split's labels at random (the shuffled-labels workshop scenario).
         recipe: the user's own `to_tf_dataset` call when the pipeline is the user's code (not part of equality).
+        user_optimizer: the optimizer object the user's code compiled with: copies train with clones of it, every
+            setting kept (never the object itself; not part of equality).
     """
 
     checkpoint: str = DEMO_CHECKPOINT
@@ -122,6 +124,7 @@ class RunConfig:
     warmup_steps: int = 0
     shuffle_labels: bool = False
     recipe: Recipe | None = field(default=None, compare=False, repr=False)
+    user_optimizer: Any = field(default=None, compare=False, repr=False)
 
     @property
     def glue_task(self) -> GlueTask:
@@ -202,9 +205,12 @@ class RunConfig:
         return replace(self, task=task.name, checkpoint=self.checkpoint.strip())
 
     def to_dict(self) -> dict:
-        data = {item.name: getattr(self, item.name) for item in fields(self) if item.name != "recipe"}
+        data = {item.name: getattr(self, item.name) for item in fields(self)
+                if item.name not in ("recipe", "user_optimizer")}
         if self.recipe is not None:
             data["recipe"] = self.recipe.describe()
+        if self.user_optimizer is not None:
+            data["user_optimizer"] = type(self.user_optimizer).__name__
         data["data_files"] = dict(self.data_files)
         data["columns"] = list(self.columns) if self.columns is not None else None
         data["effective_num_labels"] = self.effective_num_labels

@@ -26,11 +26,16 @@ STAGE = "hparams"
 
 
 def optimizer_settings(config: RunConfig) -> dict[str, Any]:
-    """The optimizer Keras builds from the configuration, each setting marked as set by the user or left at its default."""
-    optimizer = build_optimizer(config)
-    settings = optimizer.get_config()
-    defaults = type(optimizer)().get_config()
-    explicit = {
+    """The optimizer Keras builds from the configuration (the user's own, when the pipeline is their code), each setting
+    marked as set or left at its default."""
+    from diagnostics.own_code import optimizer_settings_of
+
+    optimizer = config.user_optimizer if config.user_optimizer is not None else build_optimizer(config)
+    settings = optimizer_settings_of(optimizer)
+    defaults = optimizer_settings_of(type(optimizer)())
+    # A configuration names what it sets; the user's own optimizer shows it by differing from the class's defaults.
+    explicit = {name for name, value in settings.items() if defaults.get(name, object()) != value} \
+        if config.user_optimizer is not None else {
         "adam": set(),
         "Adam": {"learning_rate"},
         "AdamW": {"learning_rate", "weight_decay"},
@@ -67,9 +72,12 @@ def check_optimizer(figures: dict[str, Any], *, pretrained: bool = True,
     """
     rate = figures["learning_rate"]
     defaulted = [row["setting"] for row in figures["settings"] if row["source"] == "Keras default"]
+    chosen = [f"{row['setting']}={row['value']}" for row in figures["settings"]
+              if row["source"] == "set" and row["setting"] != "learning_rate"]
     given = msg("the string 'adam'") if figures["given_as"] == "adam" else figures["given_as"]
-    summary = msg("{given} builds {optimizer} with learning rate {rate:g}; {count} settings are Keras defaults "
+    summary = msg("{given} builds {optimizer} with learning rate {rate:g}{chosen}; {count} settings are Keras defaults "
                   "({settings}).", given=given, optimizer=figures["class"], rate=rate, count=len(defaulted),
+                  chosen=msg(", {settings}", settings=", ".join(chosen)) if chosen else "",
                   settings=", ".join(defaulted[:4]) + (", ..." if len(defaulted) > 4 else ""))
     figures = {**figures, "pretrained": pretrained}
     if figures["given_as"] == "adam":

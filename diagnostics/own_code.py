@@ -106,6 +106,41 @@ def current_rate(model) -> float | None:
         return None
 
 
+# AdamWeightDecay keeps which weights decay outside its Keras config.
+DECAY_SELECTION = ("_include_in_weight_decay", "_exclude_from_weight_decay")
+
+
+def optimizer_settings_of(optimizer) -> dict[str, Any]:
+    """Every setting of an optimizer object as built: its Keras config, plus AdamWeightDecay's choice of which weights
+    decay (not in that config)."""
+    settings = dict(optimizer.get_config())
+    for attribute in DECAY_SELECTION:
+        if getattr(optimizer, attribute, None) is not None:
+            settings[attribute.lstrip("_")] = list(getattr(optimizer, attribute))
+    return settings
+
+
+def clone_optimizer(optimizer, rate: float | None = None):
+    """A new optimizer with every setting of `optimizer` (clipping, betas, epsilon, weight decay and the weights it
+    spares, the schedule) and none of its state; `rate` replaces the learning rate (or schedule) with a constant.
+
+    Raises:
+        InputError: an optimizer Keras cannot rebuild from its config.
+    """
+    settings = dict(optimizer.get_config())
+    if rate is not None:
+        settings["learning_rate"] = float(rate)
+    try:
+        copy = type(optimizer).from_config(settings)
+    except Exception as exc:
+        raise InputError(msg("{optimizer} cannot be rebuilt from its settings ({error}), so copies cannot train with "
+                             "it.", optimizer=type(optimizer).__name__, error=exc)) from None
+    for attribute in DECAY_SELECTION:
+        if hasattr(optimizer, attribute):
+            setattr(copy, attribute, getattr(optimizer, attribute))
+    return copy
+
+
 def read_optimizer(model, given: Any = None, *, seen: bool = False) -> dict[str, Any]:
     """The configuration's optimizer fields (optimizer, learning_rate, weight_decay, train_steps, warmup_steps)
     for the optimizer the user compiled with.
@@ -338,6 +373,7 @@ def build_run(captured: Captured) -> RunContext:
     if how != "given":
         captured.notes.append(msg("Task {task}, found from {how}; pass the task to set it.", task=task, how=how))
     config = RunConfig(
+        user_optimizer=_user_optimizer(model, captured),
         checkpoint=_checkpoint_name(model, tokenizer), task=task, split=str(getattr(source, "split", None) or "train"),
         data_source="code", num_labels=num_labels, batch_size=batch_size, max_length=_longest(source),
         columns=recipe.columns, labels_in="separate" if recipe.label_cols else "inputs", shuffle=shuffle,
@@ -358,6 +394,17 @@ def _compile_fields(captured: Captured) -> dict[str, Any]:
         (given or {}).get("optimizer"), str))
     fields_["loss"] = read_loss(model, (given or {}).get("loss"), seen=seen)
     return fields_
+
+
+def _user_optimizer(model, captured: Captured):
+    """The optimizer object the user compiled with, for copies to clone (None for a string, which Keras builds with
+    its defaults as the configuration does, or for no optimizer)."""
+    given = (captured.compile_args or {}).get("optimizer")
+    optimizer = getattr(model, "optimizer", None) if model is not None else None
+    if optimizer is None or isinstance(given, str):
+        return None
+    clone_optimizer(optimizer)  # one that cannot be rebuilt is said now, before any check trains
+    return optimizer
 
 
 def _loader(model):

@@ -28,8 +28,14 @@ def build_loss(name: str):
 
 
 def build_optimizer(config: RunConfig):
-    """What `model.compile(optimizer=...)` gets: the string as given, or a fresh optimizer object."""
+    """What `model.compile(optimizer=...)` gets: the string as given, or a fresh optimizer object (a clone of the
+    user's own, every setting kept, when the pipeline is the user's code)."""
     import tf_keras
+
+    if config.user_optimizer is not None:
+        from diagnostics.own_code import clone_optimizer
+
+        return clone_optimizer(config.user_optimizer)
 
     if config.optimizer == "adam":
         return tf_keras.optimizers.get("adam")
@@ -323,6 +329,10 @@ def sweep_optimizer(config: RunConfig, rate: float | None = None):
     import tf_keras
 
     rate = effective_rate(config) if rate is None else rate
+    if config.user_optimizer is not None:
+        from diagnostics.own_code import clone_optimizer
+
+        return clone_optimizer(config.user_optimizer, rate=rate)
     if config.optimizer == "AdamW" or (config.optimizer == "create_optimizer" and config.weight_decay):
         return tf_keras.optimizers.AdamW(learning_rate=rate, weight_decay=config.weight_decay)
     return tf_keras.optimizers.Adam(learning_rate=rate)
@@ -366,7 +376,9 @@ class Trainer:
     def reset(self, rate: float) -> None:
         """Initial weights, fresh optimizer state, the given learning rate, and back to the first batch."""
         copy_weights(self.source, self.model)
-        for variable in self.optimizer.variables:
+        # Legacy optimizers (AdamWeightDecay) list their variables with a method.
+        variables = self.optimizer.variables
+        for variable in (variables() if callable(variables) else variables):
             variable.assign(np.zeros(variable.shape, dtype=variable.dtype.as_numpy_dtype))
         self.optimizer.learning_rate = rate
         self._iterator = iter(self._dataset)

@@ -72,3 +72,41 @@ def test_tracing_leaves_the_scripts_logging_and_progress_settings_as_they_were(t
     expected = next(line for line in plain.stdout.splitlines() if line.startswith("SETTINGS"))
     assert "SETTINGS 30 True False" in expected  # Transformers' warnings and the bars on, as a plain run has them
     assert expected in traced.output.splitlines()
+
+
+# ---------------------------------------------------------------- the user's optimizer, whole
+
+
+def test_copies_train_with_every_setting_of_the_users_optimizer(bert_checkpoint, bert_tokenizer, mnli_split):
+    from transformers import create_optimizer
+
+    from diagnostics import diagnose
+    from diagnostics.training import Trainer, build_optimizer, sweep_optimizer
+
+    model = classifier(bert_checkpoint, 3)
+    optimizer, _ = create_optimizer(init_lr=2e-3, num_train_steps=40, num_warmup_steps=4, adam_epsilon=1e-8,
+                                    weight_decay_rate=0.01, adam_global_clipnorm=1.0)
+    model.compile(optimizer=optimizer)
+    dataset = model.prepare_tf_dataset(tokenized_mnli(mnli_split, bert_tokenizer), batch_size=4,
+                                       tokenizer=bert_tokenizer)
+    report = diagnose(model, dataset, bert_tokenizer, stages="hparams")
+    config = report.config
+    rows = {row["setting"]: row for row in report["hparams.optimizer"].evidence["settings"]}
+    assert (rows["global_clipnorm"]["value"], rows["global_clipnorm"]["source"]) == ("1", "set")
+    assert (rows["epsilon"]["value"], rows["epsilon"]["source"]) == ("1e-08", "set")
+    assert "LayerNorm" in rows["exclude_from_weight_decay"]["value"]
+    assert "global_clipnorm=1," in report["hparams.optimizer"].summary
+    # The Model stage's step trains with the schedule; the sweep and the overfit test at a constant rate; all clip.
+    stepped, swept = build_optimizer(config), sweep_optimizer(config, 1e-3)
+    for clone in (stepped, swept):
+        assert clone is not optimizer
+        assert clone.get_config()["global_clipnorm"] == 1.0 and clone.get_config()["epsilon"] == 1e-8
+        assert clone.get_config()["weight_decay_rate"] == 0.01
+        assert clone._exclude_from_weight_decay == optimizer._exclude_from_weight_decay
+    assert type(stepped.get_config()["learning_rate"]) is dict and swept.get_config()["learning_rate"] == 1e-3
+    trainer = Trainer(model, [next(iter(dataset))], config)
+    trainer.reset(1e-3)
+    assert np.isfinite(trainer.run(2)).all()
+    trainer.reset(1e-3)  # the legacy optimizer's state zeroed after it was built
+    assert int(trainer.optimizer.iterations.numpy()) == 0
+    assert int(optimizer.iterations.numpy()) == 0  # the user's own optimizer never stepped
