@@ -19,7 +19,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from diagnostics.config import LOSSES, OPTIMIZERS, RunConfig, default_config
+from diagnostics.config import LOSSES, OPTIMIZERS, RunConfig, default_config, task_title
 from diagnostics.errors import InputError
 from diagnostics.i18n import DEFAULT_LANGUAGE, LANGUAGES, Text, _, localize, message_of, msg, set_language
 from diagnostics.result import Status
@@ -224,7 +224,7 @@ def run_command(args) -> int:
     results = run_stages(RunContext.open(config), stages, sweep=sweep, epochs=args.epochs or DEFAULT_EPOCHS)
     report = build_report(config, results, resolved_checkpoint=loading.resolve_checkpoint(config.checkpoint))
     print(_("Checked {checkpoint} on {task}/{split} ({source} data), stages: {stages}").format(
-        checkpoint=config.checkpoint, task=config.task, split=config.split, source=config.data_source,
+        checkpoint=config.checkpoint, task=config.task_title, split=config.split, source=config.data_source,
         stages=", ".join(stages)))
     for line in checklist_lines(results):
         print(line)
@@ -266,7 +266,8 @@ def trace_command(args) -> int:
     if report.get("run"):
         run = report["run"]
         print(_("Checked {checkpoint} on {task}/{split} (your script's pipeline)").format(
-            checkpoint=run["checkpoint"], task=run["task"], split=run["split"]))
+            checkpoint=run["checkpoint"], task=task_title(run["task"], run.get("task_candidates") or ()),
+            split=run["split"]))
     for line in checklist_lines(results):
         print(line)
     for note in script_notes(report):

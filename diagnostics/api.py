@@ -68,7 +68,7 @@ class Report:
         return text
 
     def __repr__(self) -> str:
-        head = f"Report on {self.config.checkpoint}, {self.config.task}: "
+        head = f"Report on {self.config.checkpoint}, {self.config.task_title}: "
         counts = ", ".join(f"{sum(r.status is s for r in self.results)} {s.value}" for s in Status
                            if any(r.status is s for r in self.results))
         lines = [head + counts] + checklist_lines(self.results)
@@ -80,7 +80,7 @@ class Report:
         colours = {Status.PASS: "#1a7f37", Status.WARN: "#9a6700", Status.FAIL: "#cf222e", Status.ERROR: "#cf222e",
                    Status.SKIP: "#656d76"}
         parts = [f"<h4>Training Pipeline Debugger: {html.escape(str(self.config.checkpoint))} on "
-                 f"{html.escape(self.config.task)}</h4>"]
+                 f"{html.escape(str(self.config.task_title))}</h4>"]
         parts += [f"<p><i>{html.escape(note)}</i></p>" for note in self.notes]
         parts.append("<table><tr><th>status</th><th>stage</th><th>check</th><th>finding</th><th>fix</th></tr>")
         for result in worst_first(self.results, STAGE_ORDER):
@@ -124,10 +124,21 @@ def _cell(value) -> str:
 
 def capture(model, dataset, tokenizer=None, task: str | None = None, *, origin: str = "diagnose()") -> Captured:
     """What `diagnose` checks: the user's objects, with the `to_tf_dataset` call that made the dataset when seen."""
-    found = hooks.origin_of(dataset) if dataset is not None else None
+    found = hooks.provenance_of(dataset) if dataset is not None else None
     captured = Captured(model=model, dataset=dataset, tokenizer=tokenizer, task=task, origin=origin)
-    if found is not None:
-        captured.source, captured.to_tf_dataset = found
+    if found is None:
+        return captured
+    methods = ", ".join(hooks.method_names(found.steps))
+    if found.same_elements:
+        captured.source, captured.to_tf_dataset = found.source, found.kwargs
+        if methods:
+            captured.notes.append(msg("The dataset given to fit is to_tf_dataset's followed by {methods}; the checks "
+                                      "batch its split with that call's arguments.", methods=methods))
+    else:
+        captured.source_hint = found.source
+        captured.notes.append(msg("The dataset given to fit is to_tf_dataset's followed by {methods}, which change its "
+                                  "batches: the checks read them back, and take the columns and label names from its "
+                                  "split.", methods=methods))
     return captured
 
 

@@ -75,6 +75,11 @@ class Recipe:
                 "origin": self.origin}
 
 
+def task_title(task: str, candidates=()) -> Any:
+    """The task as a heading shows it: its name, or the tasks that fit when it is not known."""
+    return msg("{tasks}? (task not known)", tasks="/".join(candidates)) if candidates else task
+
+
 @dataclass(frozen=True)
 class RunConfig:
     """One run configuration. Frozen, so it can key caches.
@@ -99,6 +104,9 @@ class RunConfig:
         weight_decay: for AdamW and create_optimizer.
         train_steps / warmup_steps: the planned schedule, for create_optimizer.
         shuffle_labels: permute the split's labels at random (the shuffled-labels workshop scenario).
+        task_candidates: the tasks that fit a user's pipeline when its task is not known (`task` is the first);
+            empty when it is known.
+        label_names: the data's or the model's own label names, for a task that is not known.
         recipe: the user's own `to_tf_dataset` call when the pipeline is the user's code (not part of equality).
         user_optimizer: the optimizer object the user's code compiled with: copies train with clones of it, every
             setting kept (never the object itself; not part of equality).
@@ -123,12 +131,28 @@ class RunConfig:
     train_steps: int = 1000
     warmup_steps: int = 0
     shuffle_labels: bool = False
+    task_candidates: tuple[str, ...] = ()
+    label_names: tuple[str, ...] = ()
     recipe: Recipe | None = field(default=None, compare=False, repr=False)
     user_optimizer: Any = field(default=None, compare=False, repr=False)
 
     @property
     def glue_task(self) -> GlueTask:
-        return get_task(self.task)
+        """The task; for a pipeline whose task is not known, one that stands for every task that fits: their shared
+        text columns, the data's or model's own label names, and `known` False."""
+        if not self.task_candidates:
+            return get_task(self.task)
+        first = get_task(self.task_candidates[0])
+        return GlueTask(" or ".join(self.task_candidates), first.text_columns, tuple(self.label_names), first.splits,
+                        regression=first.regression, known=False)
+
+    @property
+    def task_known(self) -> bool:
+        return not self.task_candidates
+
+    @property
+    def task_title(self) -> Any:
+        return task_title(self.task, self.task_candidates)
 
     @property
     def effective_num_labels(self) -> int:

@@ -14,7 +14,7 @@ from diagnostics.chance import chance_of_at_least, chance_of_none
 from diagnostics.config import RunConfig
 from diagnostics.batches import (COLLATOR_LABEL, LABEL, LABEL_AS_WRITTEN, UNUSABLE_LABEL, FirstBatch, build_first_batch, decoded_rows,
                                  invalid_labels, label_names_for, plain_label, split_labels,
-                                 text_cell_problems)
+                                 text_cell_problems, tokenize)
 from diagnostics.glue import STSB_RANGE, GlueTask
 from diagnostics.i18n import N_, joined, msg
 from diagnostics.registry import threshold
@@ -226,17 +226,23 @@ def _rows(indices, shown: int = 10) -> str:
 
 def check_label_range(
     split_labels_: np.ndarray, batch_labels: list, task: GlueTask, num_labels: int, split_name: str,
-    written: list | None = None,
+    written: list | None = None, *,
+    warn_rare_share: float = threshold("data.label_range", "warn_rare_share"),
 ) -> CheckResult:
-    """Every label lies in [0, num_labels) (regression: in 0..5).
+    """Every label lies in [0, num_labels) and, when the task is known, among its classes (regression: in 0..5).
+    With the task not known, a label value far rarer than the others, which are balanced, is a warning.
 
     Args:
         written: each row's label as the file wrote it (where some could not be read as the task's labels), so
             the finding quotes the user's own values rather than the -2 the checks read.
+        warn_rare_share: with the task not known, a value whose share is below this fraction of the other values'
+            mean share (theirs within 2x of each other) is called stray.
     """
-    in_split = invalid_labels(split_labels_, task, num_labels)
-    in_batch = invalid_labels(np.asarray(batch_labels), task, num_labels)
-    valid = f"0..{STSB_RANGE[1]:g}" if task.regression else f"[0, {num_labels})"
+    # A head wider than the task takes labels the task does not have: they are still not the task's labels.
+    limit = min(num_labels, task.num_labels) if task.known and not task.regression else num_labels
+    in_split = invalid_labels(split_labels_, task, limit)
+    in_batch = invalid_labels(np.asarray(batch_labels), task, limit)
+    valid = f"0..{STSB_RANGE[1]:g}" if task.regression else f"[0, {limit})"
     evidence = {
         "valid_range": valid,
         "num_labels": num_labels,
@@ -246,6 +252,20 @@ def check_label_range(
         "batch_positions": [i for i, label in enumerate(batch_labels) if plain_label(np.asarray(label)) in in_batch],
     }
     if not in_split and not in_batch:
+        stray = None if task.known or task.regression else _stray_value(np.asarray(split_labels_), warn_rare_share)
+        if stray is not None:
+            value, rows, shares = stray
+            evidence["stray_rows"] = rows[:50].tolist()
+            return CheckResult(
+                "data.label_range", STAGE, Status.WARN,
+                msg("All {count:,} labels lie in {valid}, but label {value} is on only {rows_count:,} rows ({share:.1%}; "
+                    "rows {rows}) while the others are balanced ({shares}): a stray value, or a class of its own? The "
+                    "task is not known, so this cannot be judged against its classes.", count=len(split_labels_),
+                    valid=valid, value=value, rows_count=len(rows), share=len(rows) / len(split_labels_),
+                    rows=_rows(rows), shares=shares),
+                fix=msg("Give the task (--task, task=) to check the labels against its classes, or drop or relabel "
+                        "these rows."),
+                evidence=evidence)
         return CheckResult(
             "data.label_range", STAGE, Status.PASS,
             msg("All {count:,} labels of the split lie in {valid}.", count=len(split_labels_), valid=valid),
@@ -292,6 +312,16 @@ def check_label_range(
     elif task.regression:
         fix = msg("Clip or drop scores outside {valid}, and load with num_labels=1.", valid=valid)
         cause = msg("scores outside STS-B's range")
+    elif task.known and limit < num_labels and all(isinstance(label, int) and task.num_labels <= label < num_labels
+                                                     for label in in_split):
+        rows = np.flatnonzero((labels >= task.num_labels) & (labels < num_labels))
+        evidence["rows"] = rows[:50].tolist()
+        names = ", ".join(f"{index} {name}" for index, name in enumerate(task.label_names))
+        fix = msg("Drop or relabel these rows ({task}'s labels: {names}); then build the model with num_labels={count}.",
+                  task=task.name, names=names, count=task.num_labels)
+        cause = msg("{task} has {count} classes ({names}), but the model was built with num_labels={num_labels}, so it "
+                    "trains them as a class of their own (rows {rows})", task=task.name, count=task.num_labels,
+                    names=names, num_labels=num_labels, rows=_rows(rows))
     else:
         needed = max(int(label) for label in in_split if isinstance(label, int)) + 1 if in_split else num_labels
         fix = (f"TFAutoModelForSequenceClassification.from_pretrained(checkpoint, num_labels={max(needed, task.num_labels)})"
@@ -304,6 +334,21 @@ def check_label_range(
         fix=fix,
         evidence=evidence,
     )
+
+
+def _stray_value(labels: np.ndarray, rare_share: float):
+    """(value, its rows, the shares in words) for one label value far rarer than the others while those are balanced
+    (within 2x of each other); None otherwise."""
+    values = labels[labels >= 0] if np.issubdtype(labels.dtype, np.number) else labels
+    found, counts = np.unique(values, return_counts=True)
+    if len(found) < 3:
+        return None
+    order = np.argsort(counts)
+    rarest, others = order[0], counts[order[1:]]
+    if counts[rarest] >= rare_share * others.mean() or others.min() * 2 < others.max():
+        return None
+    shares = ", ".join(f"{plain_label(value)} {count / len(values):.0%}" for value, count in zip(found, counts))
+    return plain_label(found[rarest]), np.flatnonzero(labels == found[rarest]), shares
 
 
 # ---------------------------------------------------------------- data.label_balance
@@ -479,11 +524,35 @@ def check_baselines(labels: np.ndarray, task: GlueTask, num_labels: int, *,
 # ---------------------------------------------------------------- data.truncation
 
 
-def truncation_figures(batch: FirstBatch, max_length: int) -> dict[str, Any]:
-    """Share of rows cut at max_length and share of padding in the padded batch."""
+# Rows of a user's split re-tokenized to see what their truncation cut (a tokenizer pass over this many takes a second).
+TRUNCATION_ROWS = 5000
+
+
+def users_truncation(split, tokenizer, task: GlueTask, limit: int = TRUNCATION_ROWS) -> dict[str, Any] | None:
+    """What the user's own tokenization cut: the split's raw text re-tokenized without truncation against the token ids
+    the user's code stored (its first `limit` rows); None when the split lacks either."""
+    if "input_ids" not in split.column_names or not all(column in split.column_names for column in task.text_columns):
+        return None
+    rows = split.select(range(min(len(split), limit))).to_dict()
+    stored = np.asarray([len(ids) for ids in rows["input_ids"]])
+    full = np.asarray([len(ids) for ids in tokenize(tokenizer, task, rows, None)["input_ids"]])
+    cut = np.flatnonzero(full > stored)
+    return {"rows": int(len(stored)), "truncated": int(len(cut)), "truncated_rows": cut[:50].tolist(),
+            "cut_at": int(stored.max()) if len(stored) else 0, "longest": int(full.max()) if len(full) else 0}
+
+
+def truncation_figures(batch: FirstBatch, max_length: int, split_cut: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Share of rows cut at max_length and share of padding in the padded batch; with `split_cut`
+    (`users_truncation`), the rows the user's own tokenization cut across the split decide."""
     lengths = np.asarray(batch.full_lengths)
     kept = np.asarray([len(ids) for ids in batch.input_ids])
     padded = int(kept.max()) * len(kept) if len(kept) else 0
+    if split_cut is not None:
+        return {"max_length": split_cut["cut_at"], "rows": split_cut["rows"], "truncated_rows": split_cut["truncated"],
+                "truncated_share": split_cut["truncated"] / split_cut["rows"] if split_cut["rows"] else 0.0,
+                "padding_share": float(1 - kept.sum() / padded) if padded else 0.0, "lengths": lengths.tolist(),
+                "padded_length": int(kept.max()) if len(kept) else 0, "scope": "split",
+                "cut_rows": split_cut["truncated_rows"], "longest": split_cut["longest"]}
     return {
         "max_length": max_length,
         "rows": int(len(lengths)),
@@ -505,12 +574,21 @@ def check_truncation(figures: dict[str, Any], *,
         warn_truncated_share: share of rows cut above which information is lost.
         warn_padding_share: share of padding tokens above which compute is wasted.
     """
-    summary = msg("{cut} of {rows} rows ({share:.0%}) are cut at max_length={max_length}; padding is {padding:.0%} "
-                  "of the padded batch ({length} tokens a row).", cut=figures["truncated_rows"], rows=figures["rows"],
-                  share=figures["truncated_share"], max_length=figures["max_length"], padding=figures["padding_share"],
-                  length=figures["padded_length"])
+    if figures.get("scope") == "split":
+        summary = msg("{cut:,} of {rows:,} rows of the split ({share:.0%}) lose tokens to your tokenization's "
+                      "truncation at {max_length} tokens (their text re-tokenized without it){where}; padding is "
+                      "{padding:.0%} of the padded batch ({length} tokens a row).", cut=figures["truncated_rows"],
+                      rows=figures["rows"], share=figures["truncated_share"], max_length=figures["max_length"],
+                      where=msg(", first rows {rows}", rows=", ".join(map(str, figures["cut_rows"][:8])))
+                      if figures["cut_rows"] else "",
+                      padding=figures["padding_share"], length=figures["padded_length"])
+    else:
+        summary = msg("{cut} of {rows} rows ({share:.0%}) are cut at max_length={max_length}; padding is "
+                      "{padding:.0%} of the padded batch ({length} tokens a row).", cut=figures["truncated_rows"],
+                      rows=figures["rows"], share=figures["truncated_share"], max_length=figures["max_length"],
+                      padding=figures["padding_share"], length=figures["padded_length"])
     if figures["truncated_share"] > warn_truncated_share:
-        longest = max(figures["lengths"]) if figures["lengths"] else 0
+        longest = figures.get("longest") or (max(figures["lengths"]) if figures["lengths"] else 0)
         return CheckResult(
             "data.truncation", STAGE, Status.WARN,
             msg("{summary} The model never sees the end of those rows.", summary=summary),
@@ -657,7 +735,8 @@ def run_data_checks(config: RunConfig, split, tokenizer, first_batch: Callable[[
         for check_id in ("data.label_range", "data.label_balance", "data.baselines"):
             results.append(skipped(check_id, STAGE, msg("The split has no 'label' column.")))
     if batch is not None:
-        results.append(run_check("data.truncation", STAGE, lambda: check_truncation(truncation_figures(batch, config.max_length))))
+        results.append(run_check("data.truncation", STAGE, lambda: check_truncation(truncation_figures(
+            batch, config.max_length, split_cut=users_truncation(split, tokenizer, task) if config.recipe else None))))
     else:
         results.append(skipped("data.truncation", STAGE, msg("No batch to measure.")))
     if cells:

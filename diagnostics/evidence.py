@@ -53,6 +53,8 @@ class LabelRange(TypedDict, total=False):
     valid_range: list[float]
     count: int
     label: Any
+    rows: list[int]  # rows whose label the head takes but the task does not have
+    stray_rows: list[int]  # task not known: the rows of a label value far rarer than the others
 
 
 class LabelBalance(TypedDict, total=False):
@@ -63,6 +65,8 @@ class LabelBalance(TypedDict, total=False):
     split: dict[str, list[float]]  # regression: histogram edges and counts
     batch: dict[str, list[float]]
     rows_scanned: int
+    chance_absent: float  # how often a shuffled batch of this size lacks the labels this one lacks
+    chance_crowded: float  # how often it holds as many of its commonest label
 
 
 class Baselines(TypedDict, total=False):
@@ -84,6 +88,9 @@ class Truncation(TypedDict, total=False):
     rows: int
     truncated_rows: int
     truncated_share: float
+    scope: str  # "split": the user's own tokenization, re-measured on the split's raw text
+    cut_rows: list[int]  # those rows (the first 50)
+    longest: int  # the longest row without truncation
 
 
 class Duplicates(TypedDict, total=False):
@@ -122,6 +129,7 @@ class ModelConfig(TypedDict, total=False):
     problem_type: str
     task_labels: list[str]
     task_num_labels: int
+    labels_present: dict[str, int] | None  # rows of the split holding each label value
     error: str
 
 

@@ -18,6 +18,7 @@ class GlueTask:
     label_names: tuple[str, ...]
     splits: tuple[str, ...]
     regression: bool = False
+    known: bool = True  # False: a stand-in for several tasks that fit (RunConfig.glue_task), named by the data
 
     @property
     def num_labels(self) -> int:
@@ -39,6 +40,8 @@ class GlueTask:
             return msg("(test: no label)")
         if 0 <= label < len(self.label_names):
             return self.label_names[label]
+        if not self.known:
+            return f"label {label}"
         return msg("(out of range: {label})", label=label)
 
 

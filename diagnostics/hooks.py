@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import threading
 import weakref
+from dataclasses import dataclass
 from typing import Any
 
 _ORIGINS: "weakref.WeakKeyDictionary[Any, tuple[Any, dict]]" = weakref.WeakKeyDictionary()
@@ -46,6 +47,86 @@ def origin_of(tf_dataset) -> tuple[Any, dict] | None:
         return _ORIGINS.get(tf_dataset)
     except TypeError:
         return None
+
+
+# Dataset kinds that regroup rows into other batches: batches built from the split are no longer what fit gets.
+REGROUPING = ("Batch", "ParallelBatch", "PaddedBatch", "Unbatch", "Rebatch", "Window")
+# How many `tf.data` methods back from the dataset given to fit the origin is looked for.
+MAX_STEPS_BACK = 64
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Where a dataset came from, through the `tf.data` methods applied after `to_tf_dataset` (or
+    `prepare_tf_dataset`, which calls it).
+
+    Attributes:
+        source / kwargs: the `datasets.Dataset` and the `to_tf_dataset` keyword arguments.
+        steps: the methods' dataset kinds from the origin on ("_OptionsDataset", "PrefetchDataset", ...).
+        same_elements: the dataset given to fit yields batches of the origin's rows, structure and dtypes, so batches
+            built from the split with those arguments are what fit gets (False after a `batch` or `unbatch` that
+            regroups the rows, or a `map` that changes the structure).
+    """
+
+    source: Any
+    kwargs: dict
+    steps: tuple[str, ...] = ()
+    same_elements: bool = True
+
+
+def provenance_of(tf_dataset) -> Provenance | None:
+    """The origin of a dataset, followed back through the `tf.data` methods after it (`with_options`, `prefetch`,
+    `shuffle`, `map`, `repeat`, `take`, `cache`, `apply`, `batch`...): each returns a new dataset holding the one it
+    was called on, which `tf.data` lists in `_inputs()` (the one private `tf.data` read of the debugger)."""
+    steps: list[str] = []
+    current = tf_dataset
+    for _ in range(MAX_STEPS_BACK):
+        found = origin_of(current)
+        if found is not None:
+            source, kwargs = found
+            steps.reverse()
+            regrouped = any(step.lstrip("_").startswith(REGROUPING) for step in steps)
+            return Provenance(source, kwargs, tuple(steps), not regrouped and _same_elements(current, tf_dataset))
+        try:
+            inputs = list(current._inputs())
+        except Exception:  # not a tf.data dataset, or one made from no dataset
+            return None
+        if len(inputs) != 1:  # a zip or concatenate: the rows come from more than one place
+            return None
+        steps.append(type(current).__name__)
+        current = inputs[0]
+    return None
+
+
+# tf.data's dataset kinds (`_PrefetchDataset`, `CacheDataset`...) without underscores and "Dataset", by method.
+METHODS = {"Options": "with_options", "Prefetch": "prefetch", "Shuffle": "shuffle", "Map": "map", "ParallelMap": "map",
+           "Repeat": "repeat", "Take": "take", "Skip": "skip", "Cache": "cache", "Batch": "batch",
+           "ParallelBatch": "batch", "PaddedBatch": "padded_batch", "Unbatch": "unbatch", "Filter": "filter"}
+
+
+def method_names(steps) -> list[str]:
+    """The `tf.data` methods behind dataset kinds, as a user wrote them ("with_options()", "prefetch()")."""
+    names = [step.lstrip("_").removesuffix("V2").removesuffix("Dataset") for step in steps]
+    return [f"{METHODS.get(name, name)}()" for name in names]
+
+
+def _same_elements(origin, final) -> bool:
+    """Whether two datasets' elements share a structure, dtypes and per-row shapes (the batch dimension may differ)."""
+    import tensorflow as tf
+
+    try:
+        tf.nest.assert_same_structure(origin.element_spec, final.element_spec)
+    except (ValueError, TypeError):
+        return False
+    for before, after in zip(tf.nest.flatten(origin.element_spec), tf.nest.flatten(final.element_spec)):
+        if getattr(before, "dtype", None) != getattr(after, "dtype", None):
+            return False
+        shape_before, shape_after = getattr(before, "shape", None), getattr(after, "shape", None)
+        if shape_before is None or shape_after is None or shape_before.rank != shape_after.rank:
+            return False
+        if not shape_before[1:].is_compatible_with(shape_after[1:]):
+            return False
+    return True
 
 
 def _named(function, args: tuple, kwargs: dict) -> dict:

@@ -3,7 +3,6 @@ labels shuffled at random, judged on held-out rows of the split."""
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np

@@ -65,8 +65,14 @@ def non_finite_weights(model) -> list[str]:
 # ---------------------------------------------------------------- model.config
 
 
-def check_config(model_config, model_class: str, task: GlueTask, tokenizer) -> CheckResult:
-    """Architecture, num_labels, label names and problem type against the task's labels."""
+def check_config(model_config, model_class: str, task: GlueTask, tokenizer,
+                 present: dict[int, int] | None = None) -> CheckResult:
+    """Architecture, num_labels, label names and problem type against the task's labels and the labels present.
+
+    Args:
+        present: how many rows of the split hold each label value (None when the split's labels are not known); every
+            statement about outputs and their examples is counted from it.
+    """
     num_labels = int(model_config.num_labels)
     id2label = {int(k): v for k, v in (model_config.id2label or {}).items()}
     generic = all(name == f"LABEL_{i}" for i, name in id2label.items())
@@ -89,6 +95,22 @@ def check_config(model_config, model_class: str, task: GlueTask, tokenizer) -> C
                     model_type=model_config.model_type, num_labels=num_labels)
     naming = msg("generic names LABEL_0..") if generic else msg("the task's label names")
     names = ", ".join(task.label_names)
+    present = {int(value): int(count) for value, count in (present or {}).items()} if present is not None else None
+    evidence["labels_present"] = {str(value): count for value, count in sorted(present.items())} \
+        if present is not None else None
+    if tokenizer.pad_token is not None and not task.known and not task.regression:
+        return _config_against_data(described, num_labels, present, task, evidence)
+    extra = list(range(task.num_labels, num_labels))
+    fed = {output: present.get(output, 0) for output in extra if present and present.get(output, 0)} \
+        if present is not None else {}
+    outputs = ", ".join(str(output) for output in extra)
+    wider = msg("{described}, but {task} has only {count} labels: output {outputs} learns only from the {rows:,} rows "
+                "labelled {outputs}, which are not {task} labels (see data.label_range).", described=described,
+                task=task.name, count=task.num_labels, outputs=", ".join(str(output) for output in fed),
+                rows=sum(fed.values())) if fed else \
+        msg("{described}, but {task} has only {count} labels: output(s) {outputs} never get a positive example (no "
+            "row{of_split} is labelled {outputs}).", described=described, task=task.name, count=task.num_labels,
+            outputs=outputs, of_split=msg(" of the split") if present is not None else "")
     return decide("model.config", STAGE, evidence, [
         (tokenizer.pad_token is None, Status.FAIL,
          msg("{described}, but its tokenizer has no padding token, so batches of more than one row cannot be padded.",
@@ -105,16 +127,35 @@ def check_config(model_config, model_class: str, task: GlueTask, tokenizer) -> C
              "(GPU) or an error (CPU).", described=described, task=task.name, count=task.num_labels, names=names,
              span=_label_span(num_labels, task.num_labels)),
          proper_fix),
-        (num_labels > task.num_labels, Status.WARN,
-         msg("{described}, but {task} has only {count} labels: {extra} outputs never get a positive example.",
-             described=described, task=task.name, count=task.num_labels, extra=num_labels - task.num_labels),
-         proper_fix),
+        (num_labels > task.num_labels, Status.WARN, wider, proper_fix),
         (not generic and [id2label.get(i) for i in range(num_labels)] != list(task.label_names), Status.WARN,
          msg("{described}, but its id2label {id2label} differs from {task}'s label order ({names}): predictions would "
              "be read with the wrong names.", described=described, id2label=id2label, task=task.name, names=names),
          proper_fix),
     ], msg("{described} matches {task}'s {count} labels; id2label uses {naming}.", described=described,
            task=task.name, count=task.num_labels, naming=naming))
+
+
+def _config_against_data(described, num_labels: int, present: dict[int, int] | None, task: GlueTask,
+                         evidence: dict) -> CheckResult:
+    """model.config for a task that is not known: the head against the labels the data holds, nothing else."""
+    if not present:
+        return CheckResult("model.config", STAGE, Status.PASS,
+                           msg("{described}; the task is not known ({tasks} fit) and the labels are not read, so the "
+                               "head is not judged.", described=described, tasks=task.name), evidence=evidence)
+    unused = [output for output in range(num_labels) if not present.get(output)]
+    values = ", ".join(f"{value} x{count:,}" for value, count in sorted(present.items()))
+    if unused and max(present) < num_labels:
+        return CheckResult(
+            "model.config", STAGE, Status.WARN,
+            msg("{described}, but no row of the split is labelled {unused} ({values}): output(s) {unused} never get a "
+                "positive example.", described=described, unused=", ".join(map(str, unused)), values=values),
+            fix=f"TFAutoModelForSequenceClassification.from_pretrained(checkpoint, num_labels={max(present) + 1})",
+            evidence=evidence)
+    return CheckResult("model.config", STAGE, Status.PASS,
+                       msg("{described}; the task is not known ({tasks} fit), so the head is compared with the labels "
+                           "present ({values}).", described=described, tasks=task.name, values=values),
+                       evidence=evidence)
 
 
 def _label_span(first: int, end: int) -> Text:
@@ -661,10 +702,20 @@ def not_classification_results(checkpoint: str, message: str) -> list[CheckResul
                        for check_id in checks_of(STAGE)[1:]]
 
 
-def run_model_checks(config: RunConfig, model, tokenizer, batch: FirstBatch) -> list[CheckResult]:
-    """Every Model-stage check, on the given (cached, never modified) model and the Data stage's first batch."""
+def run_model_checks(config: RunConfig, model, tokenizer, batch: FirstBatch,
+                     split_labels_: np.ndarray | None = None) -> list[CheckResult]:
+    """Every Model-stage check, on the given (cached, never modified) model and the Data stage's first batch.
+
+    Args:
+        split_labels_: the split's labels (model.config counts what it says about outputs from them).
+    """
     task = config.glue_task
-    results = [run_check("model.config", STAGE, check_config, model.config, type(model).__name__, task, tokenizer)]
+    present = None
+    if split_labels_ is not None and not task.regression and np.issubdtype(np.asarray(split_labels_).dtype, np.number):
+        values, counts = np.unique(np.asarray(split_labels_)[np.asarray(split_labels_) >= 0], return_counts=True)
+        present = {int(value): int(count) for value, count in zip(values, counts)}
+    results = [run_check("model.config", STAGE, check_config, model.config, type(model).__name__, task, tokenizer,
+                         present)]
     if batch.tf_batch is None:
         reason = msg("No batch to run: {error} (see data.batch).",
                      error=batch.error or msg("the Data stage could not build one"))

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from diagnostics import loading
-from diagnostics.i18n import msg
+from diagnostics.i18n import joined, msg
 from diagnostics.batches import COLLATOR_LABEL, LABEL
 from diagnostics.config import Recipe, RunConfig
 from diagnostics.context import RunContext
@@ -35,6 +35,8 @@ class Captured:
         source: the `datasets.Dataset` the user's `to_tf_dataset` was called on, when that call was seen.
         to_tf_dataset: that call's keyword arguments (columns, label_cols, batch_size, shuffle, collate_fn...).
         compile_args: `{"optimizer": ..., "loss": ...}` exactly as given to `compile`, when that call was seen.
+        source_hint: the split behind a dataset whose batches were changed after `to_tf_dataset` (a `map` or a
+            `batch`): the rows are read back, the task and label names still come from it.
         origin: where it came from, in words ("train.py", "diagnose()").
     """
 
@@ -45,6 +47,7 @@ class Captured:
     source: Any = None
     to_tf_dataset: dict | None = None
     compile_args: dict | None = None
+    source_hint: Any = None
     origin: str = "your code"
     notes: list[str] = field(default_factory=list)
 
@@ -199,47 +202,124 @@ def _schedule(rate) -> dict[str, Any] | None:
 # ---------------------------------------------------------------- the task
 
 
-def infer_task(columns: list[str], labels: np.ndarray | None, num_labels: int | None, segments: int = 0
-               ) -> tuple[str, str]:
-    """(GLUE task, how it was found) from the split's text columns, else from the rows' shape and label count."""
-    if labels is not None and not np.issubdtype(np.asarray(labels).dtype, np.number):
-        labels = None  # label names as text: the label checks say so
-    matches = [task for task in TASKS.values() if all(column in columns for column in task.text_columns)
-               and "test" not in task.splits[0]]
-    floats = labels is not None and labels.size and np.issubdtype(np.asarray(labels).dtype, np.floating) \
-        and not np.all(np.mod(labels, 1) == 0)
-    classes = max(num_labels or 0, int(np.max(labels)) + 1 if labels is not None and labels.size and not floats else 0)
-    if matches:
-        matches.sort(key=lambda task: -len(task.text_columns))
-        longest = [task for task in matches if len(task.text_columns) == len(matches[0].text_columns)]
-        if floats or num_labels == 1:
-            chosen = next((task for task in longest if task.regression), longest[0])
-        else:
-            chosen = next((task for task in longest if task.num_labels == classes and not task.regression), longest[0])
-        others = ", ".join(t.name for t in longest if t is not chosen)
-        return chosen.name, msg("its text columns ({columns}){shared}", columns=", ".join(chosen.text_columns),
-                                shared=msg("; {tasks} share them", tasks=others) if others else "")
-    pair = segments >= 2
-    if floats or num_labels == 1:
-        name = "stsb"
-    elif pair:
-        name = "mnli" if classes >= 3 else "mrpc"
+@dataclass(frozen=True)
+class TaskFinding:
+    """The GLUE task of a user's pipeline, or the tasks that fit it when the evidence does not single one out.
+
+    Attributes:
+        name: the task (the first that fits, when several do: its text columns are what they share).
+        candidates: every task that fits, when more than one does (empty when the task is known).
+        how: how it was found, in words ("given" when the user named it).
+        label_names: the data's or the model's own label names, for a task that is not known (never a candidate's).
+    """
+
+    name: str
+    candidates: tuple[str, ...] = ()
+    how: Any = "given"
+    label_names: tuple[str, ...] = ()
+
+
+def find_task(given: str | None, *, columns: list[str] | None, labels: np.ndarray | None,
+              class_names: list[str] | None = None, model_config=None, segments: int = 0) -> TaskFinding:
+    """The task, taken in order from the user, the split's text columns and its labels' names and values, then the
+    model's `finetuning_task` and `id2label`; never a guess: when several tasks still fit, all are returned.
+
+    Args:
+        columns: the split's columns (None when the rows were read back from a dataset with no link to a split).
+        labels: the split's label values; class_names: a `ClassLabel`'s names for them.
+        segments: sentences a row holds (1 or 2), for rows read back with no columns.
+    """
+    if given:
+        return TaskFinding(get_task(given).name)
+    tasks = [task for task in TASKS.values() if "test" not in task.splits[0]]
+    if columns is not None:
+        fit = [task for task in tasks if all(column in columns for column in task.text_columns)]
+        widest = max((len(task.text_columns) for task in fit), default=0)
+        candidates = [task for task in fit if len(task.text_columns) == widest]
+        reasons = [msg("its text columns ({columns})", columns=", ".join(candidates[0].text_columns))] \
+            if candidates else []
     else:
-        name = "sst2"
-    shape = msg("sentence pairs") if pair else msg("single sentences")
-    return name, msg("the rows ({shape}, {classes} classes)", shape=shape, classes=classes) if classes else \
-        msg("the rows ({shape}, unknown classes)", shape=shape)
+        pair = segments >= 2
+        candidates = [task for task in tasks if len(task.text_columns) == (2 if pair else 1)]
+        reasons = [msg("the rows (sentence pairs)") if pair else msg("the rows (single sentences)")]
+    if not candidates:
+        return TaskFinding(TASKS["sst2" if segments < 2 else "mrpc"].name, ("sst2", "cola") if segments < 2 else
+                           tuple(task.name for task in tasks if len(task.text_columns) == 2), msg("nothing"))
+
+    def narrow(keep, reason) -> None:
+        kept = [task for task in candidates if keep(task)]
+        if kept and len(kept) < len(candidates):
+            candidates[:] = kept
+            reasons.append(reason)
+
+    values = _label_values(labels)
+    if class_names:
+        narrow(lambda task: list(task.label_names) == list(class_names),
+               msg("its label names ({names})", names=", ".join(class_names)))
+    if values is not None and values.size:
+        whole = bool(np.all(np.mod(values, 1) == 0))
+        narrow(lambda task: task.regression != whole, msg("whole-number labels") if whole else msg("scores"))
+        if whole:
+            classes = len(np.unique(values))
+            narrow(lambda task: task.num_labels == classes, msg("{count} label values", count=classes))
+    if model_config is not None:
+        trained_for = str(getattr(model_config, "finetuning_task", None) or "").strip().lower()
+        narrow(lambda task: task.name == trained_for, msg("the model's finetuning_task ({task})", task=trained_for))
+        names = _own_names(model_config)
+        if names:
+            narrow(lambda task: list(task.label_names) == names,
+                   msg("the model's id2label ({names})", names=", ".join(names)))
+    how = joined(reasons)
+    if len(candidates) == 1:
+        return TaskFinding(candidates[0].name, (), how)
+    names = tuple(class_names or _own_names(model_config) or ())
+    if not names:
+        count = max(int(np.max(values)) + 1 if values is not None and values.size and
+                    np.all(np.mod(values, 1) == 0) else 0, int(getattr(model_config, "num_labels", 0) or 0))
+        names = tuple(f"label {index}" for index in range(count))
+    return TaskFinding(candidates[0].name, tuple(task.name for task in candidates), how, names)
+
+
+def _label_values(labels) -> np.ndarray | None:
+    """The labels as numbers, GLUE's -1 (no label) left out; None for labels written as text."""
+    if labels is None:
+        return None
+    values = np.asarray(labels)
+    if not np.issubdtype(values.dtype, np.number):
+        return None
+    values = values.astype(float)
+    return values[np.isfinite(values) & (values != -1)]
+
+
+def _own_names(model_config) -> list[str]:
+    """The model's id2label names, unless they are the generic LABEL_0, LABEL_1... (empty then)."""
+    id2label = {int(k): str(v) for k, v in (getattr(model_config, "id2label", None) or {}).items()}
+    names = [id2label.get(index, "") for index in range(len(id2label))]
+    return [] if not names or all(name == f"LABEL_{index}" for index, name in enumerate(names)) else names
+
+
+def task_choice_text(finding: TaskFinding) -> Any:
+    """What to tell the user about an unknown task: which fit, and how to choose."""
+    return msg("The task is not known: {tasks} all fit ({how}). Give it to set it (--task, task=, or the task "
+               "choice on the Your script page); until then labels are shown by {names} and no check judges them "
+               "against a task.", tasks=", ".join(finding.candidates), how=finding.how,
+               names=msg("the data's or the model's own names") if finding.label_names
+               and not finding.label_names[0].startswith("label ") else msg("their values"))
 
 
 # ---------------------------------------------------------------- a dataset read back
 
 
-def read_back(dataset, tokenizer, *, task: str | None, num_labels: int | None, limit: int = READ_BACK_ROWS):
+def read_back(dataset, tokenizer, *, task: str | None, model_config=None, hint=None, limit: int = READ_BACK_ROWS):
     """A `datasets.Dataset` of the rows a `tf.data.Dataset` yields (its first `limit` rows, padding removed, the
     texts decoded into the task's columns), and the recipe that batches them as the user's dataset did.
 
+    Args:
+        hint: the split the dataset was made from, when known but its batches were changed since (its columns and
+            label names still tell the task).
+
     Returns:
-        (split, recipe, task name, how the task was found, rows read, rows in the dataset or None, rows a batch)
+        (split, recipe, TaskFinding, rows read, rows in the dataset or None, rows a batch)
     """
     from datasets import Dataset
     from transformers import DataCollatorWithPadding
@@ -280,8 +360,11 @@ def read_back(dataset, tokenizer, *, task: str | None, num_labels: int | None, l
     label_array = np.asarray(labels) if labels else None
     segments = [_segments(ids, tokenizer) for ids in columns["input_ids"]]
     pair = max(len(parts) for parts in segments)
-    found, how = (task, "given") if task else infer_task([], label_array, num_labels, pair)
-    text_columns = get_task(found).text_columns
+    finding = find_task(task, columns=list(hint.column_names) if hint is not None else None,
+                        labels=_labels(hint) if hint is not None else label_array,
+                        class_names=_class_names(hint) if hint is not None else None, model_config=model_config,
+                        segments=pair)
+    text_columns = get_task(finding.name).text_columns
     with_texts = {column: [tokenizer.decode(parts[i], skip_special_tokens=True) if i < len(parts) else ""
                            for parts in segments] for i, column in enumerate(text_columns)}
     data = {**with_texts, **columns}
@@ -292,7 +375,7 @@ def read_back(dataset, tokenizer, *, task: str | None, num_labels: int | None, l
     recipe = Recipe(columns=tuple(wanted), label_cols=(LABEL,) if labels and layout == "separate" else None,
                     collate_fn=DataCollatorWithPadding(tokenizer, return_tensors="np"),
                     origin="the tf.data.Dataset given to fit, read back")
-    return split, recipe, found, how, read, _rows_in(dataset, read, batch_rows), batch_rows
+    return split, recipe, finding, read, _rows_in(dataset, read, batch_rows), batch_rows
 
 
 def _segments(ids: list[int], tokenizer) -> list[list[int]]:
@@ -351,16 +434,17 @@ def build_run(captured: Captured) -> RunContext:
         captured.notes.append(msg("The tokenizer has no padding token (see data.batch)."))
     num_labels = int(model.config.num_labels) if model is not None else None
     source, kwargs = captured.source, dict(captured.to_tf_dataset or {})
+    model_config = model.config if model is not None else None
     if source is not None:
-        task, how = (captured.task, "given") if captured.task else infer_task(
-            list(source.column_names), _labels(source), num_labels)
+        finding = find_task(captured.task, columns=list(source.column_names), labels=_labels(source),
+                            class_names=_class_names(source), model_config=model_config)
         recipe = Recipe(columns=_names(kwargs.get("columns")), label_cols=_names(kwargs.get("label_cols")),
                         collate_fn=kwargs.get("collate_fn"), collate_fn_args=kwargs.get("collate_fn_args"),
                         origin=captured.origin)
         batch_size, shuffle = int(kwargs.get("batch_size") or 8), bool(kwargs.get("shuffle", False))
     elif captured.dataset is not None:
-        source, recipe, task, how, read, total, batch_size = read_back(
-            captured.dataset, tokenizer, task=captured.task, num_labels=num_labels)
+        source, recipe, finding, read, total, batch_size = read_back(
+            captured.dataset, tokenizer, task=captured.task, model_config=model_config, hint=captured.source_hint)
         shuffle = False  # the rows as read, in the dataset's order
         if total is None or read < total:
             captured.notes.append(
@@ -369,12 +453,15 @@ def build_run(captured: Captured) -> RunContext:
                 msg("Read back the first {read:,} rows of the dataset: the split-level checks count those.", read=read))
     else:
         raise InputError(msg("Nothing to check: no dataset was found."))
-    task = get_task(task).name
-    if how != "given":
-        captured.notes.append(msg("Task {task}, found from {how}; pass the task to set it.", task=task, how=how))
+    if finding.candidates:
+        captured.notes.append(task_choice_text(finding))
+    elif finding.how != "given":
+        captured.notes.append(msg("Task {task}, found from {how}; pass the task to set it.", task=finding.name,
+                                  how=finding.how))
     config = RunConfig(
-        user_optimizer=_user_optimizer(model, captured),
-        checkpoint=_checkpoint_name(model, tokenizer), task=task, split=str(getattr(source, "split", None) or "train"),
+        user_optimizer=_user_optimizer(model, captured), task_candidates=finding.candidates,
+        label_names=finding.label_names,
+        checkpoint=_checkpoint_name(model, tokenizer), task=finding.name, split=str(getattr(source, "split", None) or "train"),
         data_source="code", num_labels=num_labels, batch_size=batch_size, max_length=_longest(source),
         columns=recipe.columns, labels_in="separate" if recipe.label_cols else "inputs", shuffle=shuffle,
         recipe=recipe, **_compile_fields(captured),
@@ -424,6 +511,12 @@ def _names(value) -> tuple[str, ...] | None:
 
 def _labels(source) -> np.ndarray | None:
     return np.asarray(source.data.column(LABEL).to_numpy()) if LABEL in source.column_names else None
+
+
+def _class_names(source) -> list[str] | None:
+    """The names of a split's `ClassLabel` label column (None for plain numbers or text)."""
+    feature = getattr(source, "features", {}).get(LABEL) if LABEL in source.column_names else None
+    return list(feature.names) if getattr(feature, "names", None) else None
 
 
 def _longest(source) -> int:

@@ -8,6 +8,7 @@ import gc
 from diagnostics import limits, registry
 from diagnostics.i18n import Text, joined, msg
 from diagnostics.budget import BudgetExceeded, run_budget
+from diagnostics.batches import LABEL, split_labels
 from diagnostics.context import RunContext
 from diagnostics.data import run_data_checks
 from diagnostics.devices import outside_user_strategy
@@ -164,7 +165,8 @@ def model_stage(run: RunContext) -> list[CheckResult]:
     model, problem = run.classifier
     if model is None:
         return not_classification_results(run.config.checkpoint, problem)
-    return run_model_checks(run.config, model, run.tokenizer, run.first_batch)
+    labels = split_labels(run.split) if LABEL in run.split.column_names else None
+    return run_model_checks(run.config, model, run.tokenizer, run.first_batch, labels)
 
 
 @stage("hparams")

@@ -75,7 +75,10 @@ CHECKS: dict[str, Check] = {check.id: check for check in (
     Check("data.batch", N_("the first batch builds, with the expected shapes and dtypes"), ("batch",)),
     Check("data.decoded_samples", N_("the first batch decoded beside its label names"), ("batch",), conditions=(
         _C("warn_unknown_share", 0.05, "warn when more than this share of the batch's tokens are unknown"),)),
-    Check("data.label_range", N_("labels lie in [0, num_labels) (or the regression range)"), ("split", "batch")),
+    Check("data.label_range", N_("labels lie in [0, num_labels) and among the task's classes (or the regression "
+                                 "range)"), ("split", "batch"), conditions=(
+        _C("warn_rare_share", 0.25, "task not known: warn when a label value's share is below this fraction of the "
+                                    "other values' mean share, those being within 2x of each other"),)),
     Check("data.label_balance", N_("the label balance of the batch and the split"), ("split", "batch"), conditions=(
         _C("warn_dominant_share", 0.8, "warn when one label holds more than this share of the split"),
         _C("max_chance", 1e-3, "warn about the first batch's label mix only when a shuffled batch of its size shows "

@@ -6,7 +6,7 @@ shape, traced end to end."""
 import numpy as np
 import pytest
 
-from conftest import make_split
+from conftest import ROOT, make_split
 from diagnostics.result import Status
 
 
@@ -110,3 +110,256 @@ def test_copies_train_with_every_setting_of_the_users_optimizer(bert_checkpoint,
     trainer.reset(1e-3)  # the legacy optimizer's state zeroed after it was built
     assert int(trainer.optimizer.iterations.numpy()) == 0
     assert int(optimizer.iterations.numpy()) == 0  # the user's own optimizer never stepped
+
+
+# ---------------------------------------------------------------- provenance through tf.data
+
+
+TRANSFORMS = {
+    "with_options": lambda d: d.with_options(__import__("tensorflow").data.Options()),
+    "prefetch": lambda d: d.prefetch(2),
+    "shuffle": lambda d: d.shuffle(8, seed=0),
+    "map": lambda d: d.map(lambda x, y: (x, y)),
+    "repeat": lambda d: d.repeat(2),
+    "take": lambda d: d.take(2),
+    "cache": lambda d: d.cache(),
+    "apply": lambda d: d.apply(lambda inner: inner.prefetch(1)),
+    "chain": lambda d: d.shuffle(8).with_options(__import__("tensorflow").data.Options()).prefetch(1),
+}
+
+
+@pytest.mark.parametrize("method", TRANSFORMS)
+def test_a_dataset_keeps_its_split_through_tf_data_methods(method, bert_checkpoint, bert_tokenizer, mnli_split):
+    from diagnostics import hooks
+
+    hooks.remember_to_tf_dataset()
+    model = classifier(bert_checkpoint, 3)
+    source = tokenized_mnli(mnli_split, bert_tokenizer)
+    dataset = TRANSFORMS[method](model.prepare_tf_dataset(source, batch_size=4, tokenizer=bert_tokenizer))
+    found = hooks.provenance_of(dataset)
+    assert found is not None and found.source is source and found.same_elements
+    assert found.kwargs["batch_size"] == 4 and found.kwargs["label_cols"] == "labels"
+    assert hooks.method_names(found.steps)[-1] == ("prefetch()" if method in ("apply", "chain") else f"{method}()")
+
+
+def test_a_batch_after_to_tf_dataset_keeps_the_split_for_the_task_and_reads_the_rows_back(
+        bert_checkpoint, bert_tokenizer, mnli_split):
+    from datasets import ClassLabel
+
+    from diagnostics import diagnose, hooks
+
+    model = classifier(bert_checkpoint, 3)
+    source = tokenized_mnli(mnli_split, bert_tokenizer).cast_column(
+        "label", ClassLabel(names=["entailment", "neutral", "contradiction"]))
+    dataset = source.to_tf_dataset(columns=["input_ids", "attention_mask"], label_cols="label", batch_size=2,
+                                   collate_fn=__import__("transformers").DataCollatorWithPadding(
+                                       bert_tokenizer, return_tensors="np")).unbatch().padded_batch(4)
+    found = hooks.provenance_of(dataset)
+    assert found.source is source and not found.same_elements
+    model.compile(optimizer="adam")
+    report = diagnose(model, dataset, bert_tokenizer, stages="data")
+    assert report.config.task == "mnli" and report.config.task_known
+    assert any("change its batches" in str(note) for note in report.notes)
+    assert "entailment" in str(report["data.label_balance"].summary)
+
+
+# ---------------------------------------------------------------- the task, never guessed
+
+
+def test_the_task_comes_from_the_user_the_split_or_the_model_and_is_never_guessed():
+    from transformers import BertConfig
+
+    from diagnostics.own_code import find_task
+
+    pairs, labels = ["sentence1", "sentence2", "label"], np.array([0, 1] * 10)
+    assert find_task("RTE", columns=pairs, labels=labels).name == "rte"
+    unknown = find_task(None, columns=pairs, labels=labels)
+    assert unknown.candidates == ("mrpc", "rte", "wnli") and unknown.label_names == ("label 0", "label 1")
+    named = find_task(None, columns=pairs, labels=labels, class_names=["entailment", "not_entailment"])
+    assert (named.name, named.candidates) == ("rte", ())
+    assert find_task(None, columns=pairs, labels=labels + 0.5).name == "stsb"  # scores
+    trained = BertConfig(num_labels=2, finetuning_task="wnli")
+    assert find_task(None, columns=pairs, labels=labels, model_config=trained).name == "wnli"
+    own_names = BertConfig(id2label={0: "not_equivalent", 1: "equivalent"})
+    assert find_task(None, columns=pairs, labels=labels, model_config=own_names).name == "mrpc"
+    stray = find_task(None, columns=pairs, labels=np.array([0, 1] * 10 + [2]))
+    assert stray.candidates == ("mrpc", "rte", "wnli") and len(stray.label_names) == 3
+    # Rows read back with no columns: sentence pairs with three labels can only be MNLI; two labels could be five.
+    assert find_task(None, columns=None, labels=np.array([0, 1, 2] * 4), segments=2).name == "mnli"
+    assert len(find_task(None, columns=None, labels=labels, segments=2).candidates) == 5
+    assert find_task(None, columns=["sentence", "label"], labels=labels).candidates == ("cola", "sst2")
+
+
+def test_an_unknown_task_shows_labels_by_their_own_names_and_judges_nothing_against_a_task(bert_checkpoint,
+                                                                                         bert_tokenizer):
+    from diagnostics import diagnose
+
+    split = make_split("rte", [(f"the cat sat {i}", "a cat sat", i % 2) for i in range(16)])
+    tokenized = split.map(lambda rows: bert_tokenizer(rows["sentence1"], rows["sentence2"]), batched=True)
+    model = classifier(bert_checkpoint, 2)
+    model.compile(optimizer="adam")
+    dataset = model.prepare_tf_dataset(tokenized, batch_size=4, tokenizer=bert_tokenizer).with_options(
+        __import__("tensorflow").data.Options())
+    report = diagnose(model, dataset, bert_tokenizer, stages="data,model")
+    assert report.config.task_candidates == ("mrpc", "rte", "wnli")
+    assert any("mrpc, rte, wnli all fit" in str(note) for note in report.notes)
+    text = " ".join(str(result.summary) for result in report.results)
+    for name in ("entailment", "equivalent"):
+        assert name not in text  # no candidate's label names
+    assert "label 0" in str(report["data.label_balance"].summary)
+    assert report["model.config"].status is Status.PASS and "not known" in str(report["model.config"].summary)
+    assert not report.failed
+    assert all(report[check].status is Status.PASS for check in ("data.label_range", "data.label_balance",
+                                                                  "data.baselines", "model.config"))
+
+
+# ---------------------------------------------------------------- labels against the task and the data
+
+
+def test_a_label_outside_the_known_tasks_classes_fails_with_its_rows_whatever_the_head():
+    from diagnostics import data
+    from diagnostics.glue import TASKS
+
+    labels = np.array([0, 1] * 95 + [2] * 10)
+    result = data.check_label_range(labels, [0, 1, 2], TASKS["rte"], 3, "train")
+    assert result.status is Status.FAIL
+    assert "rte has 2 classes" in result.summary and "num_labels=3" in result.summary
+    assert result.evidence["rows"] == list(range(190, 200)) and "190, 191" in result.summary
+    assert "num_labels=2" in str(result.fix)
+
+
+def test_with_the_task_unknown_a_rare_label_value_is_a_warning_naming_its_rows():
+    from diagnostics import data
+    from diagnostics.glue import GlueTask
+
+    unknown = GlueTask("mrpc or rte", ("sentence1", "sentence2"), ("label 0", "label 1", "label 2"), ("train",),
+                       known=False)
+    stray = data.check_label_range(np.array([0, 1] * 95 + [2] * 10), [0], unknown, 3, "train")
+    assert stray.status is Status.WARN and stray.evidence["stray_rows"][:2] == [190, 191]
+    assert data.check_label_range(np.array([0, 1, 2] * 40), [0], unknown, 3, "train").status is Status.PASS
+
+
+def test_model_config_counts_what_it_says_about_outputs_from_the_data(bert_checkpoint, bert_tokenizer):
+    from transformers import AutoConfig
+
+    from diagnostics.glue import TASKS
+    from diagnostics.model import check_config
+
+    config = AutoConfig.from_pretrained(str(bert_checkpoint), num_labels=3)
+    fed = check_config(config, "TFBert", TASKS["rte"], bert_tokenizer, {0: 95, 1: 95, 2: 10})
+    assert fed.status is Status.WARN and "output 2 learns only from the 10 rows labelled 2" in fed.summary
+    idle = check_config(config, "TFBert", TASKS["rte"], bert_tokenizer, {0: 95, 1: 95})
+    assert "never get a positive example (no row of the split is labelled 2)" in idle.summary
+
+
+# ---------------------------------------------------------------- a script in a public example's shape, traced
+
+SCRIPT = ROOT / "tests" / "scripts" / "glue_classifier.py"
+
+
+def write_csv(path, rows):
+    import csv
+
+    with open(path, "w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=["sentence1", "sentence2", "label"])
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({key: row[key] for key in ("sentence1", "sentence2", "label")})
+    return path
+
+
+def kit_rows(split):
+    import json
+
+    path = ROOT / "diagnostics" / "demo_data" / "rte" / f"{split}.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def trace_classifier(tmp_path, checkpoint, train_rows, *, rate, extra=(), task=None, stages=None,
+                     validation_rows=None):
+    """Trace the script on csv files of these rows; (the outcome, {check: result dict})."""
+    from diagnostics.trace import trace_script
+
+    train = write_csv(tmp_path / "train.csv", train_rows)
+    validation = write_csv(tmp_path / "validation.csv", validation_rows or train_rows[:16])
+    outcome = trace_script(SCRIPT, ["--model_name_or_path", str(checkpoint), "--train_file", str(train),
+                                    "--validation_file", str(validation), "--output_dir", str(tmp_path / "out"),
+                                    "--learning_rate", str(rate), "--per_device_train_batch_size", "8",
+                                    "--max_grad_norm", "1.0", "--weight_decay", "0.01", "--warmup_ratio", "0.1",
+                                    "--num_train_epochs", "3", *extra], task=task, stages=stages, cwd=tmp_path,
+                           capture_output=True, timeout=900)
+    assert outcome.report is not None, outcome.message + outcome.output[-3000:]
+    assert outcome.report["script"]["reached_fit"], outcome.message
+    return outcome, {check["id"]: check for check in outcome.report["checks"]}
+
+
+def named_elsewhere(checks, words, owner):
+    """The checks other than `owner` whose finding names one of these words and that do not pass."""
+    return [check_id for check_id, check in checks.items() if check_id != owner and check["status"] != "pass"
+            and any(word in check["summary"] for word in words)]
+
+
+def test_trace_a_healthy_script_of_a_new_shape_on_the_kit_fails_nothing_and_warns_on_no_guess(tmp_path):
+    from diagnostics.loading import demo_checkpoint_dir
+
+    outcome, checks = trace_classifier(tmp_path, demo_checkpoint_dir(), kit_rows("train"), rate=3e-3,
+                                       validation_rows=kit_rows("validation"))
+    failing = {check_id: check["summary"] for check_id, check in checks.items() if check["status"] in ("fail", "error")}
+    assert failing == {}, failing
+    assert outcome.report["run"]["task_candidates"] == ["mrpc", "rte", "wnli"]
+    for check_id in ("data.label_range", "data.label_balance", "data.baselines", "model.config"):
+        assert checks[check_id]["status"] == "pass", checks[check_id]["summary"]
+    assert "not known" in " ".join(outcome.report["notes"])
+    assert "with_options()" in " ".join(outcome.report["notes"])
+    assert "2 labels: [0, 1]" in outcome.output  # the script's own logging still prints
+
+
+@pytest.mark.parametrize("task", [None, "rte"])
+def test_trace_a_stray_label_is_named_with_its_rows_by_data_label_range_alone(tmp_path, task):
+    from diagnostics.loading import demo_checkpoint_dir
+
+    rows = [dict(row, label=2 if index % 12 == 5 and index < 120 else row["label"])
+            for index, row in enumerate(kit_rows("train"))]
+    stray = [index for index, row in enumerate(rows) if row["label"] == 2]
+    _, checks = trace_classifier(tmp_path, demo_checkpoint_dir(), rows, rate=3e-3, task=task, stages="data,model")
+    label_range = checks["data.label_range"]
+    assert label_range["status"] == ("fail" if task else "warn"), label_range["summary"]
+    assert f"rows {stray[0]}, {stray[1]}" in label_range["summary"]
+    assert label_range["evidence"]["rows" if task else "stray_rows"] == stray
+    assert "never get a positive example" not in checks["model.config"]["summary"]
+    if task:
+        assert "output 2 learns only from the 10 rows labelled 2" in checks["model.config"]["summary"]
+        assert "see data.label_range" in checks["model.config"]["summary"]
+    assert [check_id for check_id, check in checks.items() if check["status"] == "fail"] == (
+        ["data.label_range"] if task else [])
+
+
+def test_trace_truncation_by_the_scripts_own_tokenizer_is_measured_on_the_raw_text(tmp_path):
+    from diagnostics.loading import demo_checkpoint_dir, load_tokenizer
+
+    rows = kit_rows("train")
+    tokenizer = load_tokenizer("demo")
+    lengths = np.array([len(tokenizer(row["sentence1"], row["sentence2"])["input_ids"]) for row in rows])
+    cap = int(np.percentile(lengths, 67))  # about a third of the rows are longer
+    expected = np.flatnonzero(lengths > cap).tolist()
+    _, checks = trace_classifier(tmp_path, demo_checkpoint_dir(), rows, rate=3e-3, stages="data",
+                                 extra=("--max_seq_length", str(cap)))
+    truncation = checks["data.truncation"]
+    assert truncation["status"] == "warn" and truncation["evidence"]["scope"] == "split"
+    assert truncation["evidence"]["truncated_rows"] == len(expected) and truncation["evidence"]["max_length"] == cap
+    assert truncation["evidence"]["cut_rows"] == expected[:50]
+    assert f"{len(expected)} of {len(rows)} rows of the split" in truncation["summary"]
+    assert named_elsewhere(checks, ["truncat"], "data.truncation") == []
+
+
+def test_trace_a_loss_that_stops_the_gradients_is_named_once_and_blocks_the_measurements(tmp_path):
+    from diagnostics.loading import demo_checkpoint_dir
+
+    _, checks = trace_classifier(tmp_path, demo_checkpoint_dir(), kit_rows("train"), rate=3e-3,
+                                 extra=("--probability_loss", "True"))
+    assert checks["model.gradients"]["status"] == "fail" and "exactly zero" in checks["model.gradients"]["summary"]
+    assert checks["hparams.loss"]["status"] == "fail"
+    for check_id in ("data.learnability", "hparams.lr_sweep", "hparams.lr_range_test", "overfit.one_batch"):
+        assert checks[check_id]["status"] == "skip", checks[check_id]["summary"]
+        assert "Blocked by model.gradients" in checks[check_id]["summary"]
+    assert "1e-06" not in " ".join(check["summary"] + str(check.get("fix")) for check in checks.values())
