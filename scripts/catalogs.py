@@ -88,7 +88,7 @@ def problems() -> list[str]:
             elif placeholders(entry.string) != placeholders(message.id):
                 found.append(f"{language}: {message.id!r} is translated with placeholders "
                              f"{sorted(placeholders(entry.string))}, not {sorted(placeholders(message.id))}")
-        stale = [message.id for message in catalog if message.id and message.id not in ids and not message.obsolete]
+        stale = [message.id for message in catalog if message.id and message.id not in ids]
         found += [f"{language}: {message!r} is no longer in the code" for message in stale]
         compiled = path.with_suffix(".mo")
         if not compiled.exists() or compiled.read_bytes() != _mo_bytes(catalog):

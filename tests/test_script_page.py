@@ -60,12 +60,45 @@ def test_the_pages_inputs_outlast_a_visit_to_another_page(monkeypatch):
     at.radio(key="script.source").set_value("paste").run()
     at.text_area(key="script.paste").set_value("print('hello')").run()
     at.text_input(key="script.args").set_value("--epochs 1").run()
+    at.selectbox(key="script.task").set_value("rte").run()
     at.switch_page("app_pages/2_model.py").run()
     at.switch_page(PAGE).run()
     assert not at.exception
     assert at.radio(key="script.source").value == "paste"
     assert at.text_area(key="script.paste").value == "print('hello')"
     assert at.text_input(key="script.args").value == "--epochs 1"
+    assert at.selectbox(key="script.task").value == "rte"
+
+
+def test_the_task_chosen_on_the_page_is_the_one_the_trace_judges_against(monkeypatch, tmp_path):
+    import csv
+    import json
+
+    from diagnostics.loading import demo_checkpoint_dir
+    from ui.script import FOUND
+
+    monkeypatch.delenv(limits.HOSTED_ENV, raising=False)
+    rows = [json.loads(line) for line in (ROOT / "diagnostics" / "demo_data" / "rte" / "train.jsonl").read_text()
+            .splitlines()]
+    with open(tmp_path / "train.csv", "w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=["sentence1", "sentence2", "label"])
+        writer.writeheader()
+        writer.writerows({key: row[key] for key in ("sentence1", "sentence2", "label")} for row in rows)
+    at = AppTest.from_file(APP, default_timeout=300).run()
+    at.switch_page(PAGE).run()
+    assert at.selectbox(key="script.task").value == FOUND
+    at.radio(key="script.source").set_value("path").run()
+    at.text_input(key="script.path").input(str(ROOT / "tests" / "scripts" / "glue_classifier.py")).run()
+    at.text_input(key="script.args").input(f"--model_name_or_path {demo_checkpoint_dir()} --train_file train.csv "
+                                           "--output_dir out --learning_rate 3e-3").run()
+    at.text_input(key="script.workdir").input(str(tmp_path)).run()
+    at.multiselect(key="script.stages").set_value(["data"]).run()
+    at.selectbox(key="script.task").set_value("rte").run()
+    at.button(key="script.run").click().run()
+    assert not at.exception
+    report = at.session_state["script.traced"]["report"]
+    assert (report["run"]["task"], report["run"]["task_candidates"]) == ("rte", [])
+    assert "entailment" in next(check["summary"] for check in report["checks"] if check["id"] == "data.label_balance")
 
 
 @pytest.mark.parametrize("name, kept", [("../../evil.py", "evil.py"), ("/etc/cron.d/x.py", "x.py"),

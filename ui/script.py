@@ -7,6 +7,7 @@ from pathlib import Path
 
 import streamlit as st
 
+from diagnostics.glue import TASKS
 from diagnostics.i18n import N_, _, localize, said
 from diagnostics.loading import safe_file_name
 from diagnostics.registry import STAGE_ORDER, STAGE_TITLES
@@ -15,6 +16,9 @@ from diagnostics.scripts import COURSE_SCRIPTS
 from diagnostics.trace import DEFAULT_TIMEOUT, script_fix, script_notes
 from ui.render import ACTIVE_KEY, checklist, markdown_text, shown, status_line
 
+# The task choice: found from the data and the model, or named.
+FOUND = "found"
+TRACEABLE_TASKS = [name for name, task in TASKS.items() if "train" in task.splits]
 SOURCES = {"course": N_("The course's script (demo kit)"), "upload": N_("Upload a file"), "paste": N_("Paste the code"),
            "path": N_("A file on this machine")}
 
@@ -23,7 +27,7 @@ SOURCES = {"course": N_("The course's script (demo kit)"), "upload": N_("Upload 
 # the value of a widget that a run does not draw). An uploaded file cannot be kept.
 SCRIPT_DEFAULTS = {"script.source": "course", "script.course": next(iter(COURSE_SCRIPTS)), "script.paste": "",
                    "script.path": "", "script.args": "", "script.stages": list(STAGE_ORDER),
-                   "script.timeout": int(DEFAULT_TIMEOUT), "script.workdir": str(Path.cwd())}
+                   "script.timeout": int(DEFAULT_TIMEOUT), "script.workdir": str(Path.cwd()), "script.task": FOUND}
 
 
 def script_file_name(name: str) -> str:
@@ -75,8 +79,13 @@ def run_options() -> tuple[dict, list[str]]:
     stages = middle.multiselect(_("Stages"), list(STAGE_ORDER), key="script.stages",
                                 format_func=said(STAGE_TITLES).get)
     timeout = right.number_input(_("Time limit (s)"), min_value=10, max_value=3600, step=10, key="script.timeout")
-    workdir = st.text_input(_("Run it from this directory"), key="script.workdir",
-                            help=_("Relative paths in the script are read from here."))
+    workdir_column, task_column = st.columns([4, 2])
+    workdir = workdir_column.text_input(_("Run it from this directory"), key="script.workdir",
+                                        help=_("Relative paths in the script are read from here."))
+    task = task_column.selectbox(_("GLUE task"), [FOUND] + TRACEABLE_TASKS, key="script.task",
+                                 format_func=lambda name: _("From the data and the model") if name == FOUND else name,
+                                 help=_("Several tasks share columns (sentence1 and sentence2 fit RTE, MRPC, WNLI and "
+                                        "STS-B): name yours so its labels are judged against its classes."))
     problems, script_args = [], []
     try:
         script_args = shlex.split(arguments)
@@ -87,7 +96,7 @@ def run_options() -> tuple[dict, list[str]]:
     if not Path(workdir).expanduser().is_dir():
         problems.append(_("No directory at {path}.").format(path=markdown_text(workdir)))
     return {"script_args": script_args, "stages": ",".join(stages), "timeout": float(timeout),
-            "cwd": Path(workdir).expanduser()}, problems
+            "cwd": Path(workdir).expanduser(), "task": None if task == FOUND else task}, problems
 
 
 def show_trace(traced: dict) -> None:
