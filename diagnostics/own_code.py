@@ -179,7 +179,8 @@ def read_optimizer(model, given: Any = None, *, seen: bool = False) -> dict[str,
 
 def _plain(rate) -> float:
     """A rate as the user wrote it: Keras keeps rates in float32 (5e-5 reads back as 4.9999999e-05)."""
-    return float(str(np.float32(np.asarray(rate))))
+    value = rate.numpy() if hasattr(rate, "numpy") else rate  # a mirrored variable is read through numpy()
+    return float(str(np.float32(value)))
 
 
 def _schedule(rate) -> dict[str, Any] | None:

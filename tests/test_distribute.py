@@ -80,3 +80,44 @@ def test_fewer_rows_than_devices_fall_back_to_one_device(monkeypatch):
 def test_one_device_uses_the_default_strategy(monkeypatch):
     monkeypatch.delenv(DEVICES_ENV, raising=False)
     assert training_strategy(min_rows=16).num_replicas_in_sync == 1
+
+
+# A user's model built and compiled inside their own MirroredStrategy's scope, diagnosed from inside it.
+USER_SCOPE = """
+import json
+import diagnostics
+import tensorflow as tf
+cpu = tf.config.list_physical_devices("CPU")[0]
+tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+import tf_keras
+from transformers import TFAutoModelForSequenceClassification
+from diagnostics import diagnose, loading
+from diagnostics.config import RunConfig
+
+tokenizer, split = loading.load_tokenizer("demo"), loading.load_split(RunConfig(batch_size=8).validated())
+tokenized = split.map(lambda rows: tokenizer(rows["premise"], rows["hypothesis"], truncation=True), batched=True)
+strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+with strategy.scope():
+    model = TFAutoModelForSequenceClassification.from_pretrained(str(loading.demo_checkpoint_dir()), num_labels=3)
+    dataset = model.prepare_tf_dataset(tokenized, batch_size=8, shuffle=True, tokenizer=tokenizer)
+    model.compile(optimizer=tf_keras.optimizers.Adam(3e-3))
+    before = [weight.copy() for weight in model.get_weights()]
+    report = diagnose(model, dataset, tokenizer, stages="model,hparams,overfit", epochs=5)
+    unchanged = all((a == b).all() for a, b in zip(before, model.get_weights()))
+print("RESULT " + json.dumps({"statuses": {r.id: r.status.value for r in report.results},
+                              "summaries": {r.id: str(r.summary) for r in report.results}, "unchanged": unchanged}))
+"""
+
+
+def test_the_checks_run_on_a_model_built_inside_the_users_mirrored_strategy():
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", USER_SCOPE], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = json.loads(next(line for line in done.stdout.splitlines() if line.startswith("RESULT "))[7:])
+    statuses = found["statuses"]
+    assert "error" not in statuses.values(), found["summaries"]
+    for check in ("model.gradients", "model.weights_after_step", "hparams.loss"):
+        assert statuses[check] == "pass", found["summaries"][check]
+    assert not any("replica" in summary or "merge_call" in summary for summary in found["summaries"].values())
+    assert found["unchanged"]
