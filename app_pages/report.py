@@ -5,7 +5,7 @@ import json
 import streamlit as st
 
 from diagnostics.i18n import _
-from diagnostics.pipeline import STAGES
+from diagnostics.pipeline import STAGES, name_each_cause_once
 from diagnostics.registry import STAGE_TITLES
 from diagnostics.report import build_report, markdown_report
 from diagnostics.result import CheckResult
@@ -45,7 +45,7 @@ missing = [_(STAGE_TITLES[stage]) for stage, results in done.items() if not resu
 if missing:
     st.info(_("Not run yet for this configuration: {stages}. Open their pages, or run every stage here.").format(
         stages=", ".join(missing)))
-results = [result for stage in STAGES for result in (done[stage] or [])]
+results = name_each_cause_once([result for stage in STAGES for result in (done[stage] or [])])
 if not results:
     st.stop()
 report = build_report(config, results)

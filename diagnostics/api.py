@@ -344,7 +344,7 @@ class DiagnoseCallback(_tf_keras_callback()):
     def _watched(self) -> dict[str, Any]:
         """What the watch saw so far: the curve, the weights' norms and movement, the rate and the usual one."""
         from diagnostics.config import usual_rate
-        from diagnostics.own_code import current_rate
+        from diagnostics.optimizers import current_rate
         from diagnostics.training import is_pretrained
 
         trainable = {id(v) for v in self.model.trainable_weights}

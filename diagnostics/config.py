@@ -75,6 +75,10 @@ class Recipe:
                 "origin": self.origin}
 
 
+# Fields that only a user's own code fills (from what it built): no link, sidebar or command line sets them.
+CODE_ONLY_FIELDS = ("recipe", "user_optimizer", "task_candidates", "label_names")
+
+
 def task_title(task: str, candidates=()) -> Any:
     """The task as a heading shows it: its name, or the tasks that fit when it is not known."""
     return msg("{tasks}? (task not known)", tasks="/".join(candidates)) if candidates else task

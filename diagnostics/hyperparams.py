@@ -9,7 +9,7 @@ from typing import Any, Callable
 import numpy as np
 
 from diagnostics import limits
-from diagnostics.i18n import joined, msg
+from diagnostics.i18n import Text, joined, msg
 from diagnostics.config import RunConfig
 from diagnostics.glue import GlueTask
 from diagnostics.measurement import configured_loss_value, run_forward
@@ -28,7 +28,7 @@ STAGE = "hparams"
 def optimizer_settings(config: RunConfig) -> dict[str, Any]:
     """The optimizer Keras builds from the configuration (the user's own, when the pipeline is their code), each setting
     marked as set or left at its default."""
-    from diagnostics.own_code import optimizer_settings_of
+    from diagnostics.optimizers import optimizer_settings_of
 
     optimizer = config.user_optimizer if config.user_optimizer is not None else build_optimizer(config)
     settings = optimizer_settings_of(optimizer)
@@ -62,6 +62,18 @@ def optimizer_settings(config: RunConfig) -> dict[str, Any]:
     return {"class": type(optimizer).__name__, "given_as": config.optimizer, "learning_rate": rate, "settings": rows}
 
 
+def optimizer_summary(figures: dict[str, Any]) -> Text:
+    """What the optimizer is: its class, rate, the settings chosen and those left at Keras's defaults."""
+    defaulted = [row["setting"] for row in figures["settings"] if row["source"] == "Keras default"]
+    chosen = [f"{row['setting']}={row['value']}" for row in figures["settings"]
+              if row["source"] == "set" and row["setting"] != "learning_rate"]
+    given = msg("the string 'adam'") if figures["given_as"] == "adam" else figures["given_as"]
+    return msg("{given} builds {optimizer} with learning rate {rate:g}{chosen}; {count} settings are Keras defaults "
+               "({settings}).", given=given, optimizer=figures["class"], rate=figures["learning_rate"],
+               count=len(defaulted), chosen=msg(", {settings}", settings=", ".join(chosen)) if chosen else "",
+               settings=", ".join(defaulted[:4]) + (", ..." if len(defaulted) > 4 else ""))
+
+
 def check_optimizer(figures: dict[str, Any], *, pretrained: bool = True,
                     warn_learning_rate: float = threshold("hparams.optimizer", "warn_learning_rate")) -> CheckResult:
     """The effective optimizer; warn when it was given as a string (every setting silently defaulted) or when
@@ -71,14 +83,7 @@ def check_optimizer(figures: dict[str, Any], *, pretrained: bool = True,
         pretrained: False for a checkpoint with random weights (the demo kit), where the rate rule does not apply.
     """
     rate = figures["learning_rate"]
-    defaulted = [row["setting"] for row in figures["settings"] if row["source"] == "Keras default"]
-    chosen = [f"{row['setting']}={row['value']}" for row in figures["settings"]
-              if row["source"] == "set" and row["setting"] != "learning_rate"]
-    given = msg("the string 'adam'") if figures["given_as"] == "adam" else figures["given_as"]
-    summary = msg("{given} builds {optimizer} with learning rate {rate:g}{chosen}; {count} settings are Keras defaults "
-                  "({settings}).", given=given, optimizer=figures["class"], rate=rate, count=len(defaulted),
-                  chosen=msg(", {settings}", settings=", ".join(chosen)) if chosen else "",
-                  settings=", ".join(defaulted[:4]) + (", ..." if len(defaulted) > 4 else ""))
+    summary = optimizer_summary(figures)
     figures = {**figures, "pretrained": pretrained}
     if figures["given_as"] == "adam":
         return CheckResult(
@@ -102,7 +107,7 @@ def check_optimizer(figures: dict[str, Any], *, pretrained: bool = True,
             msg("{summary} {rate:g} is above {limit:g}: fine-tuning a pretrained transformer at this rate tends to "
                 "wreck its weights.", summary=summary, rate=rate, limit=warn_learning_rate),
             fix="model.compile(optimizer=tf_keras.optimizers.Adam(learning_rate=5e-5))  # or transformers.create_optimizer(5e-5, ...)",
-            evidence=figures,
+            evidence={**figures, "rate_above_ceiling": True},
         )
     return CheckResult("hparams.optimizer", STAGE, Status.PASS, summary, evidence=figures)
 
@@ -435,7 +440,7 @@ def check_lr_sweep(figures: dict[str, Any], configured_rate: float, *, pretraine
             "hparams.lr_sweep", STAGE, Status.FAIL if severe else Status.WARN,
             msg("The configured rate {rate:g} is too high: {why}.{consequence} {summary}{thin}", rate=configured_rate,
                 why=joined(why, "; "), consequence=consequence, summary=summary, thin=thin),
-            fix=fix, evidence=figures)
+            fix=fix, evidence={**figures, "configured_too_high": True})
     if math.log10(best / configured_rate) > warn_decades:
         return CheckResult(
             "hparams.lr_sweep", STAGE, Status.WARN,

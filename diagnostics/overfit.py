@@ -169,6 +169,7 @@ def check_overfit(figures: dict[str, Any], rows: list[dict[str, Any]], *,
     learning = all_right and shape["progress"] >= learning_progress and shape["falling_share"] >= learning_falls
     if figures.get("pretrained") and drift is not None and drift > warn_drift:
         outcome = msg("memorised the batch") if memorised else went
+        evidence = {**evidence, "drift_warning": True, "memorised": bool(memorised), "learning": bool(learning)}
         return CheckResult(
             "overfit.one_batch", STAGE, Status.WARN,
             msg("After {run} the model {outcome}{reached}, but each epoch moved its pretrained weights by {drift:.1e} "

@@ -16,6 +16,7 @@ from diagnostics.config import Recipe, RunConfig
 from diagnostics.context import RunContext
 from diagnostics.errors import InputError
 from diagnostics.glue import TASKS, get_task
+from diagnostics.optimizers import clone_optimizer, plain_rate, rate_of
 
 # Rows read back from a `tf.data.Dataset` whose source split is unknown: enough for the split-level checks'
 # counts to mean something, few enough to take seconds (each batch passes through the user's collator).
@@ -88,62 +89,6 @@ def read_loss(model, given: Any = None, *, seen: bool = False) -> str:
                          "squared error.", loss=repr(given)))
 
 
-def _rate_of(optimizer):
-    """The optimizer's learning rate: a number or a schedule (new and legacy Keras optimizers keep it apart)."""
-    rate = getattr(optimizer, "_learning_rate", None)
-    if rate is None and hasattr(optimizer, "_get_hyper"):
-        rate = optimizer._get_hyper("learning_rate")
-    return rate
-
-
-def current_rate(model) -> float | None:
-    """The rate the model's optimizer applies now (a schedule read at the optimizer's step); None when there is no
-    optimizer or its rate cannot be read."""
-    optimizer = getattr(model, "optimizer", None)
-    rate = _rate_of(optimizer) if optimizer is not None else None
-    try:
-        if callable(rate) and not hasattr(rate, "numpy"):
-            rate = rate(optimizer.iterations)
-        return _plain(rate) if rate is not None else None
-    except Exception:  # an unreadable rate leaves the finding without its number, never breaks the watch
-        return None
-
-
-# AdamWeightDecay keeps which weights decay outside its Keras config.
-DECAY_SELECTION = ("_include_in_weight_decay", "_exclude_from_weight_decay")
-
-
-def optimizer_settings_of(optimizer) -> dict[str, Any]:
-    """Every setting of an optimizer object as built: its Keras config, plus AdamWeightDecay's choice of which weights
-    decay (not in that config)."""
-    settings = dict(optimizer.get_config())
-    for attribute in DECAY_SELECTION:
-        if getattr(optimizer, attribute, None) is not None:
-            settings[attribute.lstrip("_")] = list(getattr(optimizer, attribute))
-    return settings
-
-
-def clone_optimizer(optimizer, rate: float | None = None):
-    """A new optimizer with every setting of `optimizer` (clipping, betas, epsilon, weight decay and the weights it
-    spares, the schedule) and none of its state; `rate` replaces the learning rate (or schedule) with a constant.
-
-    Raises:
-        InputError: an optimizer Keras cannot rebuild from its config.
-    """
-    settings = dict(optimizer.get_config())
-    if rate is not None:
-        settings["learning_rate"] = float(rate)
-    try:
-        copy = type(optimizer).from_config(settings)
-    except Exception as exc:
-        raise InputError(msg("{optimizer} cannot be rebuilt from its settings ({error}), so copies cannot train with "
-                             "it.", optimizer=type(optimizer).__name__, error=exc)) from None
-    for attribute in DECAY_SELECTION:
-        if hasattr(optimizer, attribute):
-            setattr(copy, attribute, getattr(optimizer, attribute))
-    return copy
-
-
 def read_optimizer(model, given: Any = None, *, seen: bool = False) -> dict[str, Any]:
     """The configuration's optimizer fields (optimizer, learning_rate, weight_decay, train_steps, warmup_steps)
     for the optimizer the user compiled with.
@@ -160,12 +105,12 @@ def read_optimizer(model, given: Any = None, *, seen: bool = False) -> dict[str,
     if optimizer is None:
         return {"optimizer": "Adam", "learning_rate": UNCOMPILED_RATE}
     name = type(optimizer).__name__
-    rate = _rate_of(optimizer)
+    rate = rate_of(optimizer)
     schedule = _schedule(rate)
     if schedule is not None:
         weight_decay = float(getattr(optimizer, "weight_decay_rate", 0.0) or 0.0)
         return {"optimizer": "create_optimizer", "weight_decay": weight_decay, **schedule}
-    value = _plain(rate)
+    value = plain_rate(rate)
     if name == "AdamWeightDecay":
         return {"optimizer": "create_optimizer", "learning_rate": value, "train_steps": 1, "warmup_steps": 0,
                 "weight_decay": float(optimizer.weight_decay_rate or 0.0)}
@@ -177,22 +122,16 @@ def read_optimizer(model, given: Any = None, *, seen: bool = False) -> dict[str,
                          "transformers.create_optimizer); other optimizers are not judged.", optimizer=f"{name}(...)"))
 
 
-def _plain(rate) -> float:
-    """A rate as the user wrote it: Keras keeps rates in float32 (5e-5 reads back as 4.9999999e-05)."""
-    value = rate.numpy() if hasattr(rate, "numpy") else rate  # a mirrored variable is read through numpy()
-    return float(str(np.float32(value)))
-
-
 def _schedule(rate) -> dict[str, Any] | None:
     """create_optimizer's schedule (a linear decay, after a warmup or not) as configuration fields."""
     kind = type(rate).__name__
     if kind == "WarmUp":
         decay = rate.decay_schedule_fn
         warmup = int(rate.warmup_steps)
-        return {"learning_rate": _plain(rate.initial_learning_rate), "warmup_steps": warmup,
+        return {"learning_rate": plain_rate(rate.initial_learning_rate), "warmup_steps": warmup,
                 "train_steps": warmup + int(getattr(decay, "decay_steps", 0))}
     if kind == "PolynomialDecay":
-        return {"learning_rate": _plain(rate.initial_learning_rate), "warmup_steps": 0,
+        return {"learning_rate": plain_rate(rate.initial_learning_rate), "warmup_steps": 0,
                 "train_steps": int(rate.decay_steps)}
     if hasattr(rate, "get_config") and not hasattr(rate, "numpy"):
         raise InputError(msg("a {kind} learning-rate schedule is not one the debugger models (create_optimizer's "

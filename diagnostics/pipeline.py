@@ -90,7 +90,37 @@ def _run_stages(run: RunContext, stages: tuple[str, ...], *, sweep: SweepSetting
         if "overfit" in stages:
             best = next((r.evidence.get("best_rate") for r in results if r.id == "hparams.lr_sweep"), None)
             results += overfit_stage(run, epochs=epochs, best_rate=best, progress=progress)
-    return results
+    return name_each_cause_once(results)
+
+
+def name_each_cause_once(results: list[CheckResult]) -> list[CheckResult]:
+    """One cause, one owner: when hparams.lr_sweep measured the configured rate as too high, hparams.optimizer's rule
+    of thumb and the overfit test's weight drift say so and point at the sweep instead of naming the rate again."""
+    from dataclasses import replace
+
+    from diagnostics.hyperparams import optimizer_summary
+    from diagnostics.result import Status
+
+    sweep = next((result for result in results if result.id == "hparams.lr_sweep"), None)
+    if sweep is None or not (sweep.evidence or {}).get("configured_too_high"):
+        return results
+    rate = sweep.evidence.get("configured_rate")
+    out = []
+    for result in results:
+        evidence = result.evidence or {}
+        if result.id == "hparams.optimizer" and evidence.get("rate_above_ceiling"):
+            result = replace(result, status=Status.PASS, fix=None, summary=msg(
+                "{summary} Whether its rate suits this checkpoint is measured by hparams.lr_sweep (see its finding).",
+                summary=optimizer_summary(evidence)))
+        elif result.id == "overfit.one_batch" and evidence.get("drift_warning") and \
+                (evidence.get("memorised") or evidence.get("learning")):
+            result = replace(result, status=Status.PASS, fix=None, summary=msg(
+                "The model {outcome} one batch at learning rate {rate:g} (accuracy {accuracy:.0%}): the pipeline can "
+                "learn. How fast that rate moves the pretrained weights is hparams.lr_sweep's finding.",
+                outcome=msg("memorised") if evidence.get("memorised") else msg("learns"),
+                rate=evidence.get("learning_rate") or rate, accuracy=evidence.get("final_accuracy") or 0.0))
+        out.append(result)
+    return out
 
 
 def _reason(run: RunContext, need: str) -> Text | None:

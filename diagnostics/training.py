@@ -33,7 +33,7 @@ def build_optimizer(config: RunConfig):
     import tf_keras
 
     if config.user_optimizer is not None:
-        from diagnostics.own_code import clone_optimizer
+        from diagnostics.optimizers import clone_optimizer
 
         return clone_optimizer(config.user_optimizer)
 
@@ -162,7 +162,7 @@ def one_train_step(copy, tf_batch, config: RunConfig) -> StepRecord:
         return apply(pairs, *args, **kwargs)
 
     optimizer.apply_gradients = recording_apply
-    from diagnostics.own_code import current_rate
+    from diagnostics.optimizers import current_rate
 
     record.rate = current_rate(copy)
     try:
@@ -330,7 +330,7 @@ def sweep_optimizer(config: RunConfig, rate: float | None = None):
 
     rate = effective_rate(config) if rate is None else rate
     if config.user_optimizer is not None:
-        from diagnostics.own_code import clone_optimizer
+        from diagnostics.optimizers import clone_optimizer
 
         return clone_optimizer(config.user_optimizer, rate=rate)
     if config.optimizer == "AdamW" or (config.optimizer == "create_optimizer" and config.weight_decay):

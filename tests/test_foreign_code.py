@@ -363,3 +363,41 @@ def test_trace_a_loss_that_stops_the_gradients_is_named_once_and_blocks_the_meas
         assert checks[check_id]["status"] == "skip", checks[check_id]["summary"]
         assert "Blocked by model.gradients" in checks[check_id]["summary"]
     assert "1e-06" not in " ".join(check["summary"] + str(check.get("fix")) for check in checks.values())
+
+
+# ---------------------------------------------------------------- on the real checkpoint, with real GLUE text
+
+
+def real_rows():
+    """Real MRPC sentence pairs (the GLUE validation file): 200 to train on, 54 held out."""
+    import csv
+
+    with open(ROOT / "tests" / "data" / "mrpc" / "validation.tsv", newline="") as handle:
+        rows = list(csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE))
+    return rows[:200], rows[200:]
+
+
+def test_trace_a_healthy_script_of_a_new_shape_on_the_real_checkpoint_fails_nothing(tmp_path, real_checkpoint):
+    train, validation = real_rows()
+    outcome, checks = trace_classifier(tmp_path, real_checkpoint, train, rate=5e-5, validation_rows=validation)
+    failing = {check_id: check["summary"] for check_id, check in checks.items() if check["status"] in ("fail", "error")}
+    assert failing == {}, failing
+    assert outcome.report["run"]["task_candidates"] == ["mrpc", "rte", "wnli"]
+    for check_id in ("data.label_range", "data.label_balance", "data.baselines", "data.learnability", "model.config",
+                     "model.gradients", "hparams.optimizer", "hparams.loss", "hparams.lr_sweep", "overfit.one_batch"):
+        assert checks[check_id]["status"] == "pass", (check_id, checks[check_id]["summary"])
+    assert "global_clipnorm=1" in checks["hparams.optimizer"]["summary"]
+
+
+def test_trace_a_rate_real_fine_tuning_calls_bad_is_named_by_the_sweep_alone(tmp_path, real_checkpoint):
+    train, validation = real_rows()
+    _, checks = trace_classifier(tmp_path, real_checkpoint, train, rate=1e-3, validation_rows=validation,
+                                 stages="hparams,overfit")
+    sweep = checks["hparams.lr_sweep"]
+    assert sweep["status"] == "fail" and "The configured rate 0.001 is too high" in sweep["summary"]
+    assert "1e-04" in sweep["fix"] or "5e-05" in sweep["fix"]  # a rate real fine-tuning calls good (STACK: 3e-5 to 1e-4)
+    assert checks["hparams.optimizer"]["status"] == "pass" and "hparams.lr_sweep" in checks["hparams.optimizer"]["summary"]
+    assert checks["overfit.one_batch"]["status"] == "pass", checks["overfit.one_batch"]["summary"]
+    assert "hparams.lr_sweep" in checks["overfit.one_batch"]["summary"]
+    assert [check_id for check_id, check in checks.items() if check["status"] in ("fail", "warn")
+            and check_id != "hparams.lr_range_test"] == ["hparams.lr_sweep"]

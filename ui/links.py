@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from typing import Any, Callable
 
-from diagnostics.config import RunConfig, default_config
+from diagnostics.config import CODE_ONLY_FIELDS, RunConfig, default_config
 from diagnostics.errors import InputError
 from diagnostics.glue import get_task
 from diagnostics.hyperparams import SweepSettings
@@ -217,5 +217,5 @@ def link_params(link: Link, hub_reachable: bool) -> dict[str, str]:
 
 
 def config_fields() -> set[str]:
-    """Every RunConfig field a link can carry (all but the user's own to_tf_dataset call)."""
-    return {field.name for field in fields(RunConfig)} - {"recipe"}
+    """Every RunConfig field a link can carry (all but what only a user's own code fills)."""
+    return {field.name for field in fields(RunConfig)} - set(CODE_ONLY_FIELDS)
