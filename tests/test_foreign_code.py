@@ -401,3 +401,77 @@ def test_trace_a_rate_real_fine_tuning_calls_bad_is_named_by_the_sweep_alone(tmp
     assert "hparams.lr_sweep" in checks["overfit.one_batch"]["summary"]
     assert [check_id for check_id, check in checks.items() if check["status"] in ("fail", "warn")
             and check_id != "hparams.lr_range_test"] == ["hparams.lr_sweep"]
+
+
+# ---------------------------------------------------------------- gradients that flow, steps that move
+
+
+def record_of(grads, sizes, rate=1e-3):
+    from diagnostics.training import GradientStats, StepRecord
+
+    return StepRecord(loss=0.69, gradients=[(f"bert/layer_{i}/kernel:0", None if grad is None else GradientStats.of(
+        np.asarray(grad, dtype=np.float32))) for i, grad in enumerate(grads)], sizes=sizes, rate=rate)
+
+
+def test_model_gradients_fails_on_all_zero_or_partly_zero_gradients_naming_their_share():
+    from diagnostics.config import RunConfig
+    from diagnostics.model import check_gradients, gradient_figures
+
+    dead = check_gradients(gradient_figures(record_of([np.zeros(6), np.zeros(2)], [6, 2])),
+                           RunConfig(loss="SparseCategoricalCrossentropy(from_logits=False)"))
+    assert dead.status is Status.FAIL and "Every gradient is exactly zero" in dead.summary
+    assert "hparams.loss" in str(dead.fix)
+    part = check_gradients(gradient_figures(record_of([np.ones(6), np.zeros(2)], [6, 2])), RunConfig())
+    assert part.status is Status.FAIL and "1 of 2 trainable variables" in part.summary and "25.0%" in part.summary
+    assert check_gradients(gradient_figures(record_of([np.ones(6), np.ones(2)], [6, 2])), RunConfig()).status \
+        is Status.PASS
+
+
+def test_model_weights_after_step_fails_when_nothing_moved_and_passes_a_warmups_zero_first_rate():
+    from diagnostics.model import check_weights_after_step
+
+    still = {"variables": 2, "moved": 0, "unmoved": ["a:0", "b:0"], "max_change": 0.0}
+    assert check_weights_after_step(record_of([np.zeros(2)], [2]), [], "Adam", still).status is Status.FAIL
+    warmup = check_weights_after_step(record_of([np.ones(2)], [2], rate=0.0), [], "create_optimizer", still)
+    assert warmup.status is Status.PASS and "warmup" in warmup.summary
+    moved = {"variables": 2, "moved": 2, "unmoved": [], "max_change": 1e-3}
+    assert "moved 2 of 2" in check_weights_after_step(record_of([np.ones(2)], [2]), [], "Adam", moved).summary
+
+
+def test_weight_decay_alone_is_not_a_step_that_moved(bert_checkpoint, bert_tokenizer, mnli_split):
+    import tf_keras
+
+    from diagnostics.training import fresh_copy, moved_variables
+
+    model = classifier(bert_checkpoint, 3)
+    inputs = dict(bert_tokenizer(["the cat sat"], return_tensors="tf"))
+    copy = fresh_copy(model, inputs)
+    for variable in copy.trainable_variables:  # what AdamW does with a zero gradient: shrink by rate x decay
+        variable.assign(variable * (1 - 1e-3 * 0.01))
+    assert moved_variables(model, copy, 1e-3, 0.01)["moved"] == 0
+    copy.trainable_variables[0].assign_add(tf_keras.backend.ones_like(copy.trainable_variables[0]) * 1e-3)
+    assert moved_variables(model, copy, 1e-3, 0.01)["moved"] == 1
+
+
+def test_one_cause_one_owner_the_sweep_names_a_bad_rate_and_the_others_point_at_it():
+    from diagnostics.pipeline import name_each_cause_once
+    from diagnostics.result import CheckResult
+
+    settings = [{"setting": "learning_rate", "value": "0.001", "source": "set"}]
+    results = [
+        CheckResult("hparams.optimizer", "hparams", Status.WARN, "0.001 is above 0.0001", fix="Adam(5e-5)",
+                    evidence={"class": "Adam", "given_as": "Adam", "learning_rate": 1e-3, "settings": settings,
+                              "rate_above_ceiling": True}),
+        CheckResult("hparams.lr_sweep", "hparams", Status.FAIL, "The configured rate 0.001 is too high",
+                    evidence={"configured_too_high": True, "configured_rate": 1e-3}),
+        CheckResult("overfit.one_batch", "overfit", Status.WARN, "moved its pretrained weights by 4e-3",
+                    evidence={"drift_warning": True, "memorised": True, "learning_rate": 1e-3,
+                              "final_accuracy": 1.0}),
+    ]
+    named = {result.id: result for result in name_each_cause_once(results)}
+    assert named["hparams.lr_sweep"].status is Status.FAIL
+    for check_id in ("hparams.optimizer", "overfit.one_batch"):
+        assert named[check_id].status is Status.PASS and named[check_id].fix is None
+        assert "hparams.lr_sweep" in named[check_id].summary and "0.0001" not in named[check_id].summary
+    calm = [results[0], CheckResult("hparams.lr_sweep", "hparams", Status.PASS, "fine", evidence={})]
+    assert name_each_cause_once(calm) == calm  # without the sweep's measurement, the rule of thumb stands
