@@ -213,7 +213,8 @@ class NanOrigin(TypedDict, total=False):
 class Memory(TypedDict, total=False):
     activation_bytes_estimate: int
     available_ram_bytes: int
-    batch_size: int
+    batch_size: int  # the rows a batch holds (no more than the split has)
+    configured_batch_size: int
     gpu_bytes: int
     parameters: int
     sequence_length: int
@@ -287,6 +288,7 @@ class RangeTest(TypedDict, total=False):
     finite_points: int
     dropped_points: int
     spread: float
+    uninformative: bool  # the rules disagree: the curve suggests no rate
 
 
 class Overfit(TypedDict, total=False):

@@ -10,7 +10,7 @@ import numpy as np
 
 from diagnostics import limits
 from diagnostics.i18n import Text, joined, msg
-from diagnostics.config import RunConfig
+from diagnostics.config import RunConfig, usual_rate
 from diagnostics.glue import GlueTask
 from diagnostics.measurement import configured_loss_value, run_forward
 from diagnostics.registry import WARN_DRIFT, threshold
@@ -74,6 +74,12 @@ def optimizer_summary(figures: dict[str, Any]) -> Text:
                settings=", ".join(defaulted[:4]) + (", ..." if len(defaulted) > 4 else ""))
 
 
+def _named_rate_fix(rate: float) -> str:
+    """Compile with an explicit rate: the one this kind of checkpoint trains well at (config.usual_rate)."""
+    return (f"model.compile(optimizer=tf_keras.optimizers.Adam(learning_rate={rate:g}))  "
+            f"# or transformers.create_optimizer({rate:g}, ...)")
+
+
 def check_optimizer(figures: dict[str, Any], *, pretrained: bool = True,
                     warn_learning_rate: float = threshold("hparams.optimizer", "warn_learning_rate")) -> CheckResult:
     """The effective optimizer; warn when it was given as a string (every setting silently defaulted) or when
@@ -93,7 +99,7 @@ def check_optimizer(figures: dict[str, Any], *, pretrained: bool = True,
             if pretrained else
             msg("{summary} The string hides its learning rate: 'adam' always means {rate:g}, whatever this "
                 "checkpoint needs.", summary=summary, rate=rate),
-            fix="model.compile(optimizer=tf_keras.optimizers.Adam(learning_rate=5e-5))  # or transformers.create_optimizer(5e-5, ...)",
+            fix=_named_rate_fix(usual_rate(pretrained)),
             evidence=figures,
         )
     if not pretrained:
@@ -106,7 +112,7 @@ def check_optimizer(figures: dict[str, Any], *, pretrained: bool = True,
             "hparams.optimizer", STAGE, Status.WARN,
             msg("{summary} {rate:g} is above {limit:g}: fine-tuning a pretrained transformer at this rate tends to "
                 "wreck its weights.", summary=summary, rate=rate, limit=warn_learning_rate),
-            fix="model.compile(optimizer=tf_keras.optimizers.Adam(learning_rate=5e-5))  # or transformers.create_optimizer(5e-5, ...)",
+            fix=_named_rate_fix(usual_rate(pretrained)),
             evidence={**figures, "rate_above_ceiling": True},
         )
     return CheckResult("hparams.optimizer", STAGE, Status.PASS, summary, evidence=figures)
@@ -571,15 +577,16 @@ def check_lr_range_test(figures: dict[str, Any], *, max_safe_rate: float | None 
                 if capped else "")
     evidence = {**figures, "suggestions": suggestions, "suggested": chosen, "dropped_points": dropped, "spread": spread,
                 "finite_points": int(len(losses)), "max_safe_rate": max_safe_rate}
-    fix = f"tf_keras.optimizers.Adam(learning_rate={chosen:.0e})"
     if spread > disagree_factor:
+        # A flat or noisy curve (a random-weight checkpoint's, a pretrained one's over few steps) says nothing about
+        # the rate: nothing to fix, and the sweep's measured verdict stands.
         return CheckResult(
-            "hparams.lr_range_test", STAGE, Status.WARN,
-            msg("The rules disagree by {spread:.0f}x on {points} smoothed points ({rules}; {dropped} non-finite points "
-                "dropped): the curve is noisy or flat; prefer the sweep's recommended rate, or take {chosen:.1e}."
-                "{cap}", spread=spread, points=len(losses), rules=side_by_side, dropped=dropped, chosen=chosen,
-                cap=cap_text),
-            fix=fix, evidence=evidence)
+            "hparams.lr_range_test", STAGE, Status.PASS,
+            msg("Uninformative: the curve is too flat or noisy to suggest a rate (its rules disagree by {spread:.0f}x "
+                "on {points} smoothed points: {rules}; {dropped} non-finite points dropped). The sweep's measured "
+                "verdict on the rate stands (hparams.lr_sweep).", spread=spread, points=len(losses),
+                rules=side_by_side, dropped=dropped),
+            fix=None, evidence={**evidence, "uninformative": True, "suggested": None})
     return CheckResult("hparams.lr_range_test", STAGE, Status.PASS,
                        msg("Suggested rate {chosen:.1e} from {points} smoothed points; the rules agree within "
                            "{spread:.1f}x: {rules}.{cap}", chosen=chosen, points=len(losses), spread=spread,

@@ -179,3 +179,9 @@ def test_scenarios_command_lists_every_scenario(capsys):
     out = capsys.readouterr().out
     assert all(name in out for name in SCENARIOS)
     assert "model.config or model.nan_rows" in out
+
+
+@pytest.mark.slow
+def test_the_default_demo_run_is_clean_a_healthy_run_warns_of_nothing(capsys):
+    # A newcomer's first run: every stage at the default settings on the kit, warnings counted as failures.
+    assert main(["run", "--checkpoint", "demo", "--fail-on-warn"]) == 0, capsys.readouterr().out

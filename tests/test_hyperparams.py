@@ -26,7 +26,9 @@ def test_optimizer_string_adam_warns_with_0_001():
     result = hp.check_optimizer(hp.optimizer_settings(RunConfig(optimizer="adam")))
     assert result.status is Status.WARN
     assert "0.001" in result.summary and "'adam'" in result.summary
-    assert "Adam(learning_rate=5e-5)" in result.fix
+    assert "Adam(learning_rate=5e-05)" in result.fix  # a pretrained checkpoint's rate
+    kit = hp.check_optimizer(hp.optimizer_settings(RunConfig(optimizer="adam")), pretrained=False)
+    assert "Adam(learning_rate=0.003)" in kit.fix  # the demo kit's random weights train well at 3e-3, not 5e-5
     sources = {row["setting"]: row["source"] for row in result.evidence["settings"]}
     assert sources["learning_rate"] == "Keras default" and sources["beta_1"] == "Keras default"
 
@@ -198,11 +200,13 @@ def test_range_test_rules_side_by_side_drop_non_finite_points():
     assert 1e-5 < result.evidence["suggested"] < 1e-1
 
 
-def test_range_test_rules_that_disagree_warn():
+def test_range_test_rules_that_disagree_say_the_curve_is_uninformative_and_defer_to_the_sweep():
     lrs = np.geomspace(1e-6, 1, 12).tolist()
     losses = [1.1, 1.0, 1.1, 1.0, 1.1, 1.0, 1.1, 0.9, 1.1, 1.0, 1.2, 1.1]
     result = hp.check_lr_range_test({"learning_rates": lrs, "losses": losses}, disagree_factor=2.0)
-    assert result.status is Status.WARN and "disagree" in result.summary
+    assert result.status is Status.PASS and result.fix is None
+    assert "Uninformative" in result.summary and "disagree" in result.summary and "hparams.lr_sweep" in result.summary
+    assert result.evidence["uninformative"] and result.evidence["suggested"] is None
 
 
 def test_range_test_stop_rule_ignores_one_noisy_step():
