@@ -541,6 +541,10 @@ def memory_figures(param_count: int, model_config, batch_size: int, sequence_len
     }
 
 
+# distilbert-base-cased's size: suggested as a smaller checkpoint only to a model larger than it.
+SMALLER_CHECKPOINT_PARAMETERS = 66_000_000
+
+
 def _gib(count: float) -> str:
     return f"{count / 2**30:.2f} GiB" if count >= 2**28 else f"{count / 2**20:.1f} MiB"
 
@@ -555,11 +559,16 @@ def check_memory(figures: dict[str, Any]) -> CheckResult:
                   state=_gib(figures["training_state_bytes"]), batch=figures["batch_size"],
                   length=figures["sequence_length"], activations=_gib(figures["activation_bytes_estimate"]),
                   room=_gib(room), device=device)
+    configured = figures.get("configured_batch_size") or figures["batch_size"]
+    if configured > figures["batch_size"]:
+        summary = msg("{summary} The batch size is {configured:,}, but the split has only {rows:,} rows, so a batch "
+                      "holds {rows:,}.", summary=summary, configured=configured, rows=figures["batch_size"])
     if figures["total_bytes"] > room:
+        smaller = figures["parameters"] > SMALLER_CHECKPOINT_PARAMETERS
         return CheckResult(
             "model.memory", STAGE, Status.WARN, msg("{summary} It will not fit.", summary=summary),
             fix=msg("Halve the batch size, shorten max_length, or pick a smaller checkpoint such as "
-                    "distilbert-base-cased."),
+                    "distilbert-base-cased.") if smaller else msg("Halve the batch size or shorten max_length."),
             evidence=figures,
         )
     return CheckResult("model.memory", STAGE, Status.PASS, summary, evidence=figures)
@@ -703,11 +712,12 @@ def not_classification_results(checkpoint: str, message: str) -> list[CheckResul
 
 
 def run_model_checks(config: RunConfig, model, tokenizer, batch: FirstBatch,
-                     split_labels_: np.ndarray | None = None) -> list[CheckResult]:
+                     split_labels_: np.ndarray | None = None, split_rows: int | None = None) -> list[CheckResult]:
     """Every Model-stage check, on the given (cached, never modified) model and the Data stage's first batch.
 
     Args:
         split_labels_: the split's labels (model.config counts what it says about outputs from them).
+        split_rows: rows in the split (a batch holds no more; model.memory counts with that).
     """
     task = config.glue_task
     present = None
@@ -758,6 +768,8 @@ def run_model_checks(config: RunConfig, model, tokenizer, batch: FirstBatch,
         fresh, step()[2], inputs["input_ids"], non_finite_weights(model), step()[1],
         bool(losses.size and not np.isfinite(losses).all()))))
     step.cache_clear()
-    results.append(run_check("model.memory", STAGE, lambda: check_memory(memory_figures(
-        model.count_params(), model.config, config.batch_size, config.max_length))))
+    # The batch fit builds: no more rows than the split has.
+    rows = min(config.batch_size, split_rows) if split_rows else config.batch_size
+    results.append(run_check("model.memory", STAGE, lambda: check_memory({**memory_figures(
+        model.count_params(), model.config, rows, config.max_length), "configured_batch_size": config.batch_size})))
     return results

@@ -196,7 +196,7 @@ def model_stage(run: RunContext) -> list[CheckResult]:
     if model is None:
         return not_classification_results(run.config.checkpoint, problem)
     labels = split_labels(run.split) if LABEL in run.split.column_names else None
-    return run_model_checks(run.config, model, run.tokenizer, run.first_batch, labels)
+    return run_model_checks(run.config, model, run.tokenizer, run.first_batch, labels, len(run.split))
 
 
 @stage("hparams")

@@ -300,3 +300,19 @@ def test_divergence_too_few_steps_to_say():
 @pytest.mark.parametrize("rate, usual, suggested", [(1e-3, 5e-5, 5e-5), (5e-5, 5e-5, 5e-6), (None, 3e-3, 3e-3)])
 def test_divergence_suggests_the_usual_rate_or_a_tenth_of_one_already_below_it(rate, usual, suggested):
     assert model_checks.rate_to_suggest(rate, usual) == pytest.approx(suggested)
+
+
+def test_memory_counts_the_rows_a_batch_really_holds_and_suggests_only_a_smaller_model(demo_model):
+    from diagnostics.config import RunConfig
+    from diagnostics.context import RunContext
+    from diagnostics.pipeline import model_stage
+
+    config = RunConfig(batch_size=1024).validated()
+    run = RunContext.open(config, model_loader=lambda *args: demo_model)
+    memory = next(result for result in model_stage(run) if result.id == "model.memory")
+    rows = len(run.split)
+    assert memory.evidence["batch_size"] == rows and memory.evidence["configured_batch_size"] == 1024
+    assert f"only {rows:,} rows" in memory.summary
+    small = {**model_checks.memory_figures(demo_model.count_params(), demo_model.config, 8, 64),
+             "available_ram_bytes": 1, "gpu_bytes": None}
+    assert "distilbert-base-cased" not in str(model_checks.check_memory(small).fix)  # the kit is smaller than it
