@@ -9,11 +9,13 @@ from diagnostics.plots import label_balance_figure, token_length_figure
 from diagnostics.shared import Job
 from ui.render import by_id, checklist, frame, shown, status_line, traced_results
 from ui.shared import computed, freshness, wanted
+from ui.start import start_panel
 from ui.state import current_config
 
 st.title(_("1 · Data"))
 st.caption(_("The first batch exactly as `model.fit` gets it from `to_tf_dataset` with a padding collator, "
              "decoded back to text, and the labels of the whole split."))
+start_panel()
 traced = traced_results("data")
 if traced is None:
     config = current_config()

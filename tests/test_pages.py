@@ -205,3 +205,28 @@ def test_learnability_from_the_report_shows_on_the_data_page(app):
     assert "`data.learnability`" in texts(app)
     app.switch_page("app_pages/report.py").run()
     assert "`data.learnability`" in texts(app)  # visiting the Data page kept it
+
+
+def test_the_sidebar_shows_the_rate_a_string_optimizer_means_and_keeps_the_typed_one(app):
+    app.text_input(key="run.learning_rate").set_value("0.002").run()
+    app.selectbox(key="run.optimizer").set_value("adam").run()
+    assert not app.exception
+    shown = app.text_input(key="run.learning_rate_in_effect")
+    assert shown.value == "0.001" and shown.disabled
+    app.selectbox(key="run.optimizer").set_value("Adam").run()
+    assert app.text_input(key="run.learning_rate").value == "0.002"
+
+
+def test_a_newcomer_sees_the_three_ways_in_until_a_run_is_chosen(app):
+    assert not app.exception
+    assert "New here? Three ways in:" in texts(app)
+    app.selectbox(key="run.scenario").set_value("course-script").run()
+    assert not app.exception and "New here?" not in texts(app)
+
+
+def test_the_start_text_goes_away_when_dismissed(app):
+    app.button(key="start.dismiss").click().run()
+    assert not app.exception and "New here?" not in texts(app)
+    app.switch_page("app_pages/2_model.py").run()
+    app.switch_page("app_pages/1_data.py").run()
+    assert "New here?" not in texts(app)

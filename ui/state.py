@@ -18,6 +18,7 @@ from diagnostics.i18n import (DEFAULT_LANGUAGE, LANGUAGES, N_, _, language_from_
                              set_language)
 from diagnostics.overfit import DEFAULT_EPOCHS
 from diagnostics.scenarios import SCENARIOS
+from diagnostics.training import effective_rate
 from ui.links import Link, link_params, parse_link
 from ui.render import markdown_text, shown
 
@@ -76,8 +77,9 @@ def init_state() -> None:
 
     for key, value in {**initial, **SCRIPT_DEFAULTS}.items():
         st.session_state.setdefault(key, value)
-    for key in (*SWEEP_KEYS, EPOCHS_KEY, *SCRIPT_DEFAULTS):
-        st.session_state[key] = st.session_state[key]  # kept while their page is closed
+    # Kept while their page is closed, or (the rate) while a string optimizer shows the rate it means instead.
+    for key in (*SWEEP_KEYS, EPOCHS_KEY, *SCRIPT_DEFAULTS, "run.learning_rate"):
+        st.session_state[key] = st.session_state[key]
     loading.tidy_cache()  # old uploads and Arrow copies: at the server's first run, then every ten minutes at most
 
 
@@ -400,8 +402,14 @@ def training_widgets() -> None:
     st.selectbox(_("Optimizer"), list(OPTIMIZERS), key="run.optimizer",
                  help="\n\n".join(f"**{k}**: {_(v)}" for k, v in OPTIMIZERS.items()))
     left, right = st.columns(2)
-    left.text_input(_("Learning rate"), key="run.learning_rate", disabled=st.session_state["run.optimizer"] == "adam",
-                    help=_('Ignored by the string "adam", which always means 0.001.'))
+    if st.session_state["run.optimizer"] == "adam":
+        # The rate in effect, not the one typed for the other optimizers (kept for them, see init_state).
+        left.text_input(_("Learning rate"), value=f"{effective_rate(RunConfig(optimizer='adam')):g}", disabled=True,
+                        key="run.learning_rate_in_effect",
+                        help=_('The string "adam" always means 0.001, whatever rate is typed for the other '
+                               'optimizers.'))
+    else:
+        left.text_input(_("Learning rate"), key="run.learning_rate")
     right.text_input(_("Weight decay"), key="run.weight_decay",
                      disabled=st.session_state["run.optimizer"] not in ("AdamW", "create_optimizer"))
     if st.session_state["run.optimizer"] == "create_optimizer":
