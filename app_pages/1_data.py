@@ -7,7 +7,7 @@ from diagnostics.i18n import _
 from diagnostics.pipeline import LEARNABILITY
 from diagnostics.plots import label_balance_figure, token_length_figure
 from diagnostics.shared import Job
-from ui.render import by_id, checklist, frame, shown, status_line, traced_results
+from ui.render import by_id, checklist, field_columns, field_frame, markdown_text, shown, status_line, traced_results
 from ui.shared import computed, freshness, wanted
 from ui.start import start_panel
 from ui.state import current_config
@@ -33,18 +33,27 @@ if traced is None:
 st.subheader(_("The first batch, decoded"))
 decoded = by_id(results, "data.decoded_samples")
 if decoded and decoded.evidence.get("rows"):
-    st.dataframe(
-        frame(decoded.evidence["rows"], ["position", "index", "label", "label_name", "decoded", "tokens"]),
-        hide_index=True, width="stretch",
-        column_config={
-            "position": st.column_config.NumberColumn("#", width=40),
-            "index": st.column_config.NumberColumn(_("row in split"), width=90),
-            "label": st.column_config.NumberColumn("label", width=60),
-            "label_name": st.column_config.TextColumn(_("label name"), width=120),
-            "decoded": st.column_config.TextColumn(_("decoded (tokenizer.decode)"), width=900),
-            "tokens": st.column_config.NumberColumn(_("tokens"), width=60),
-        },
-    )
+    table, fields = field_frame(decoded.evidence["rows"],
+                                ["position", "index", "label", "label_name", "decoded", "tokens"])
+    st.dataframe(table, hide_index=True, width="stretch", column_config={
+        "position": st.column_config.NumberColumn("#", width=40),
+        "index": st.column_config.NumberColumn(_("row in split"), width=90),
+        "label": st.column_config.NumberColumn("label", width=60),
+        "label_name": st.column_config.TextColumn(_("label name"), width=120),
+        **field_columns(fields),
+        "tokens": st.column_config.NumberColumn(_("tokens"), width=60),
+    })
+    with st.expander(_("Read a row in full")):
+        if st.session_state.get("data.read_row", 0) >= len(table):  # a smaller batch than the row last read
+            st.session_state["data.read_row"] = 0
+        position = st.selectbox(_("Row of the batch"), range(len(table)), key="data.read_row",
+                                format_func=lambda index: f"#{index} · {table['label_name'][index]}")
+        chosen = table.iloc[min(position or 0, len(table) - 1)]
+        for field in fields:
+            st.markdown(f"**{field}**")
+            st.markdown(markdown_text(chosen[field]))
+        st.markdown("**" + _("decoded (tokenizer.decode)") + "**")
+        st.markdown(markdown_text(chosen["decoded"]))
 else:
     st.warning(shown(decoded.summary) if decoded else _("No batch could be built."))
 

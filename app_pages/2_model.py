@@ -5,7 +5,7 @@ import streamlit as st
 from diagnostics.i18n import _
 from diagnostics.plots import gradient_norm_figure, per_sample_loss_figure
 from diagnostics.shared import Job
-from ui.render import by_id, checklist, frame, shown, status_line, traced_results
+from ui.render import by_id, checklist, field_columns, field_frame, shown, status_line, traced_results
 from ui.shared import computed, freshness
 from ui.state import current_config
 
@@ -28,12 +28,11 @@ if nan_rows and nan_rows.evidence.get("losses"):
     if nan_rows.evidence["rows"]:
         st.subheader(_("Rows with a NaN loss"))
         st.error(shown(nan_rows.summary), icon=":material/cancel:")
-        table = frame(nan_rows.evidence["rows"])
+        table, fields = field_frame(nan_rows.evidence["rows"],
+                                    ["position", "index", "label", "label_name", "logits", "decoded"])
         table["logits"] = table["logits"].map(lambda values: ", ".join("NaN" if v is None else f"{v:.3f}" for v in values))
-        st.dataframe(table[["position", "index", "label", "label_name", "logits", "decoded"]], hide_index=True,
-                     width="stretch", column_config={
-                         "position": "#", "decoded": st.column_config.TextColumn(_("decoded"), width=700),
-                         "index": _("row in split"), "label_name": _("label name")})
+        st.dataframe(table, hide_index=True, width="stretch", column_config={
+            "position": "#", **field_columns(fields), "index": _("row in split"), "label_name": _("label name")})
 
 gradients = by_id(results, "model.gradients")
 if gradients and gradients.evidence.get("layer_norms"):

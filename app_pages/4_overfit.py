@@ -7,7 +7,7 @@ from diagnostics.i18n import _, message_of
 from diagnostics.pipeline import validate_epochs
 from diagnostics.plots import overfit_figure
 from diagnostics.shared import overfit_job
-from ui.render import checklist, frame, shown, traced_results
+from ui.render import checklist, field_columns, field_frame, shown, traced_results
 from ui.shared import best_rate, computed, freshness, kept, newest_overfit, under_way
 from ui.state import current_config
 
@@ -65,11 +65,10 @@ result = results[0]
 if result.evidence.get("losses"):
     st.plotly_chart(overfit_figure(result), width="stretch")
     st.subheader(_("The batch, with the trained copy's predictions"))
-    rows = frame(result.evidence["rows"])
-    st.dataframe(rows[["position", "label", "label_name", "predicted_name", "correct", "decoded"]], hide_index=True,
-                 width="stretch", column_config={
-                     "position": "#", "decoded": st.column_config.TextColumn(_("decoded"), width=700),
-                     "label": _("label id"), "label_name": _("label"), "predicted_name": _("predicted"),
-                     "correct": _("correct")})
+    rows, fields = field_frame(result.evidence["rows"],
+                               ["position", "label", "label_name", "predicted_name", "correct", "decoded"])
+    st.dataframe(rows, hide_index=True, width="stretch", column_config={
+        "position": "#", **field_columns(fields), "label": _("label id"), "label_name": _("label"),
+        "predicted_name": _("predicted"), "correct": _("correct")})
     st.caption(_("The trained copy is thrown away: rebuild the model before real training, as the course advises."))
 checklist(results)

@@ -294,6 +294,23 @@ def label_names_for(task: GlueTask, num_labels: int) -> list[str]:
     return [task.label_name(label) if label < len(task.label_names) else f"label {label}" for label in range(num_labels)]
 
 
+def sentence_segments(ids: list[int], tokenizer) -> list[list[int]]:
+    """A row's token ids split at the separator token into its sentences, special tokens dropped."""
+    sep = tokenizer.sep_token_id
+    special = set(tokenizer.all_special_ids)
+    parts, current = [], []
+    for token in ids:
+        if token == sep:
+            if current:
+                parts.append(current)
+            current = []
+        elif token not in special:
+            current.append(token)
+    if current:
+        parts.append(current)
+    return parts or [[]]
+
+
 def decoded_rows(batch: FirstBatch, tokenizer, task: GlueTask) -> list[dict[str, Any]]:
     """Every batch row decoded with `tokenizer.decode`, beside its label id and name."""
     labels = batch.rows.get(LABEL, [None] * len(batch.indices))
@@ -301,11 +318,15 @@ def decoded_rows(batch: FirstBatch, tokenizer, task: GlueTask) -> list[dict[str,
     with tokenizer_lock(tokenizer):
         unk = tokenizer.unk_token_id
         decoded = [tokenizer.decode(ids) for ids in batch.input_ids]
+        fields = [{column: tokenizer.decode(parts[i], skip_special_tokens=True) if i < len(parts) else ""
+                   for i, column in enumerate(task.text_columns)}
+                  for parts in (sentence_segments(list(ids), tokenizer) for ids in batch.input_ids)]
     return [
         {
             "position": position,
             "index": int(index),
             "decoded": decoded[position],
+            "fields": fields[position],  # what the model reads of each text column, special tokens left out
             "label": labels[position],
             "label_name": (_not_a_label(written[position], task) if labels[position] == UNUSABLE_LABEL
                            and LABEL_AS_WRITTEN in batch.rows else task.label_name(labels[position])),

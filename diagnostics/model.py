@@ -242,6 +242,7 @@ def check_nan_rows(losses: np.ndarray, logits: np.ndarray, decoded: list[dict[st
         "position": i,
         "index": decoded[i]["index"],
         "decoded": decoded[i]["decoded"],
+        "fields": decoded[i].get("fields") or {},
         "label": decoded[i]["label"],
         "label_name": decoded[i]["label_name"],
         "loss": None,

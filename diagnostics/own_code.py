@@ -11,7 +11,7 @@ import numpy as np
 
 from diagnostics import loading
 from diagnostics.i18n import joined, msg
-from diagnostics.batches import COLLATOR_LABEL, LABEL
+from diagnostics.batches import COLLATOR_LABEL, LABEL, sentence_segments
 from diagnostics.config import Recipe, RunConfig
 from diagnostics.context import RunContext
 from diagnostics.errors import InputError
@@ -298,7 +298,7 @@ def read_back(dataset, tokenizer, *, task: str | None, model_config=None, hint=N
     if not read:
         raise InputError(msg("The dataset yields no rows."))
     label_array = np.asarray(labels) if labels else None
-    segments = [_segments(ids, tokenizer) for ids in columns["input_ids"]]
+    segments = [sentence_segments(ids, tokenizer) for ids in columns["input_ids"]]
     pair = max(len(parts) for parts in segments)
     finding = find_task(task, columns=list(hint.column_names) if hint is not None else None,
                         labels=_labels(hint) if hint is not None else label_array,
@@ -316,23 +316,6 @@ def read_back(dataset, tokenizer, *, task: str | None, model_config=None, hint=N
                     collate_fn=DataCollatorWithPadding(tokenizer, return_tensors="np"),
                     origin="the tf.data.Dataset given to fit, read back")
     return split, recipe, finding, read, _rows_in(dataset, read, batch_rows), batch_rows
-
-
-def _segments(ids: list[int], tokenizer) -> list[list[int]]:
-    """A row's token ids split at the separator token into its sentences, special tokens dropped."""
-    sep = tokenizer.sep_token_id
-    special = set(tokenizer.all_special_ids)
-    parts, current = [], []
-    for token in ids:
-        if token == sep:
-            if current:
-                parts.append(current)
-            current = []
-        elif token not in special:
-            current.append(token)
-    if current:
-        parts.append(current)
-    return parts or [[]]
 
 
 def _rows_in(dataset, read: int, batch_rows: int) -> int | None:

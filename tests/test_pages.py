@@ -230,3 +230,14 @@ def test_the_start_text_goes_away_when_dismissed(app):
     app.switch_page("app_pages/2_model.py").run()
     app.switch_page("app_pages/1_data.py").run()
     assert "New here?" not in texts(app)
+
+
+def test_decoded_rows_show_each_text_field_and_read_in_full(app):
+    table = app.dataframe[0].value
+    assert {"premise", "hypothesis"} <= set(table.columns)  # MNLI's two sentences, each in its own column
+    assert not table["premise"].str.contains(r"\[CLS\]|\[SEP\]").any()
+    assert all(hypothesis in decoded for hypothesis, decoded in zip(table["hypothesis"], table["decoded"]))
+    app.selectbox(key="data.read_row").set_value(2).run()
+    assert not app.exception
+    texts_shown = [md.value for md in app.markdown]
+    assert rendered(texts_shown[texts_shown.index("**hypothesis**") + 1]) == table["hypothesis"][2]

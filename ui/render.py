@@ -86,6 +86,24 @@ def frame(rows: list[dict], columns: list[str] | None = None):
     return table[columns] if columns else table
 
 
+def field_frame(rows: list[dict], columns: list[str]):
+    """Decoded rows as a table with one column for each text field (`fields`: what the model reads of each text
+    column) put before `decoded`; returns (the table, the field names)."""
+    fields = list((rows[0].get("fields") or {}) if rows else {})
+    flat = [{**{key: value for key, value in row.items() if key != "fields"}, **(row.get("fields") or {})}
+            for row in rows]
+    at = columns.index("decoded") if "decoded" in columns else len(columns)
+    return frame(flat, columns[:at] + fields + columns[at:]), fields
+
+
+def field_columns(fields: list[str], *, decoded_width: int = 300) -> dict:
+    """Column settings for `field_frame`'s text columns."""
+    import streamlit as st
+
+    return {**{field: st.column_config.TextColumn(field, width=360) for field in fields},
+            "decoded": st.column_config.TextColumn(_("decoded (tokenizer.decode)"), width=decoded_width)}
+
+
 def by_id(results: list[CheckResult], check_id: str) -> CheckResult | None:
     return next((result for result in results if result.id == check_id), None)
 
