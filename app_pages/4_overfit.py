@@ -1,5 +1,7 @@
 """Overfit page: train a copy on one batch holding every label, with a verdict and the predictions."""
 
+import math
+
 import streamlit as st
 
 from diagnostics.errors import InputError
@@ -7,6 +9,7 @@ from diagnostics.i18n import _, message_of
 from diagnostics.pipeline import validate_epochs
 from diagnostics.plots import overfit_figure
 from diagnostics.shared import overfit_job
+from diagnostics.training import effective_rate
 from ui.render import checklist, field_columns, field_frame, shown, traced_results
 from ui.shared import best_rate, computed, freshness, kept, newest_overfit, under_way
 from ui.state import current_config
@@ -28,6 +31,8 @@ def overfit_here() -> list:
         st.error(epochs_error)
     best = best_rate(config)
     jobs = {"configured": overfit_job(config, epochs, None, best)}
+    if best and math.isclose(best, effective_rate(config), rel_tol=1e-6):
+        best = None  # the sweep recommends the rate already configured: nothing else to rerun at
     if best:
         jobs["best"] = overfit_job(config, epochs, best, best)
     left, right = st.columns([1, 2])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import platform
+import re
 from importlib import metadata
 
 from diagnostics.config import RunConfig
@@ -81,9 +82,19 @@ def markdown_report(report: dict, results: list[CheckResult] | None = None) -> s
     if fixes:
         lines += ["", "## " + _("Fixes"), ""]
         for check in fixes:
-            lines += [f"**{check['id']}**", "", "```python", said(check, "fix"), "```", ""]
+            lines += [f"**{check['id']}**", ""] + (["```python", said(check, "fix"), "```", ""] if fix_is_code(
+                check["fix"]) else [said(check, "fix"), ""])
     lines += ["", _("Versions:") + " " + ", ".join(f"{k} {v}" for k, v in report["environment"].items())]
     return "\n".join(lines) + "\n"
+
+
+_CODE_START = re.compile(r"^(?:[A-Za-z_][\w.]*\s*(?:\(|=|\[)|(?:pip|python|import|from|export) )")
+
+
+def fix_is_code(fix: str) -> bool:
+    """Whether a fix (read in English) is code to paste, `model.compile(...)`, `pip install x`, rather than a sentence
+    such as "Halve the batch size": code is shown as code, prose as prose."""
+    return bool(_CODE_START.match(str(fix).strip()))
 
 
 def junit_report(report: dict) -> str:

@@ -25,3 +25,15 @@ def test_checklist_and_markdown_put_failures_first():
     table = [line for line in markdown.splitlines() if line.startswith("| ")]
     assert table[1].startswith("| FAIL | `model.nan_rows`") and "\\|" in table[1]
     assert "from_pretrained(..., num_labels=3)" in markdown
+
+
+def test_a_fix_that_is_code_is_shown_as_code_and_a_sentence_as_a_sentence():
+    from diagnostics.report import fix_is_code
+
+    for code in ("model.compile(optimizer=optimizer)  # no loss", "tokenizer.pad_token = tokenizer.eos_token",
+                 "to_tf_dataset(..., shuffle=True)", "pip install datasets",
+                 "TFAutoModelForSequenceClassification.from_pretrained(checkpoint, num_labels=3)"):
+        assert fix_is_code(code), code
+    for prose in ("See model.nan_rows and model.config for the cause.", "Halve the batch size or shorten max_length.",
+                  "Lower the learning rate (e.g. Adam(5e-5)) and fix non-finite losses (model.nan_rows)."):
+        assert not fix_is_code(prose), prose

@@ -10,7 +10,7 @@ import streamlit as st
 from diagnostics.errors import InputError
 from diagnostics.i18n import _, localize, message_of
 from diagnostics.registry import STAGE_ORDER
-from diagnostics.report import STATUS_MARKS
+from diagnostics.report import STATUS_MARKS, fix_is_code
 from diagnostics.result import CheckResult, Status, worst_first
 
 STATUS_ICONS = {
@@ -69,12 +69,14 @@ def status_line(results: list[CheckResult], where=st) -> None:
 
 
 def checklist(results: list[CheckResult]) -> None:
-    """Each check, worst first: badge, id, finding, and the fix as code."""
+    """Each check, worst first: badge, id, finding, and the fix: code as code, a sentence as a sentence."""
     for result in worst_first(results, STAGE_ORDER):
         with st.container(border=True):
             st.markdown(f"{badge(result.status)} `{result.id}`  \n{shown(result.summary)}")
-            if result.fix:
+            if result.fix and fix_is_code(result.fix):
                 st.code(localize(result.fix), language="python")
+            elif result.fix:
+                st.markdown("**" + _("Fix") + ":** " + shown(result.fix))
 
 
 def frame(rows: list[dict], columns: list[str] | None = None):
