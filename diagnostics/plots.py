@@ -147,10 +147,17 @@ def sweep_final_figure(result: CheckResult) -> go.Figure:
     if evidence.get("configured_rate"):
         _mark_rate(figure, evidence["configured_rate"], _("configured {rate:.0e}").format(rate=evidence["configured_rate"]), BATCH_COLOUR,
                    "dot", top=False)
-    figure.update_xaxes(type="log")
+    _rate_axis(figure)
     figure = _layout(figure, _("Held-out loss against learning rate"), _("learning rate (log)"), _("held-out loss"))
-    figure.update_layout(legend=dict(orientation="h", y=-0.3), margin=dict(l=50, r=80, t=50, b=90), height=420)
+    # The legend below the axis title, anchored by its top so that a long one grows downwards, never over it.
+    figure.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.28, xanchor="left", x=0),
+                         margin=dict(l=50, r=80, t=50, b=150), height=480)
     return figure
+
+
+def _rate_axis(figure: go.Figure) -> None:
+    """A learning-rate x axis: log scale, one tick a decade, written 1e-05 (never 10μ)."""
+    figure.update_xaxes(type="log", tickformat=".0e", dtick=1)
 
 
 def range_test_figure(result: CheckResult) -> go.Figure:
@@ -169,7 +176,7 @@ def range_test_figure(result: CheckResult) -> go.Figure:
             and evidence["suggested"] not in evidence.get("suggestions", {}).values():
         _mark_rate(figure, evidence["suggested"], _("suggested {rate:.0e} (capped)").format(rate=evidence["suggested"]), "#D62728", "solid",
                    top=False)
-    figure.update_xaxes(type="log")
+    _rate_axis(figure)
     finite = [v for v in evidence.get("smoothed") or evidence["losses"] if v is not None]
     if finite:
         # Past the blow-up the loss dwarfs the useful part of the curve; keep the view on the part before it.
@@ -185,6 +192,7 @@ def schedule_figure(result: CheckResult) -> go.Figure:
                        line_color=SPLIT_COLOUR, fill="tozeroy")
     if evidence.get("warmup_steps"):
         figure.add_vline(x=evidence["warmup_steps"], line_dash="dot", annotation_text=_("end of warmup"))
+    figure.update_yaxes(tickformat=".1e")  # rates in one notation everywhere (1e-05, never 10μ)
     return _layout(figure, _("Learning-rate schedule ({optimizer})").format(optimizer=evidence["optimizer"]),
                    _("training step"), _("learning rate"))
 
@@ -197,6 +205,7 @@ def overfit_figure(result: CheckResult) -> go.Figure:
     epochs = list(range(1, len(evidence["losses"]) + 1))
     figure = make_subplots(specs=[[{"secondary_y": True}]])
     figure.add_scatter(x=epochs, y=evidence["losses"], mode="lines+markers", name=_("loss"), line_color=SPLIT_COLOUR)
+    figure.update_yaxes(tickformat=".3~g", secondary_y=False)
     if evidence.get("accuracies"):
         figure.add_scatter(x=epochs, y=evidence["accuracies"], mode="lines+markers", name=_("accuracy"),
                            line_color=BATCH_COLOUR, secondary_y=True)

@@ -265,3 +265,20 @@ def test_sweep_held_out_loss_that_did_not_move_ranks_by_training_loss():
     result = hp.check_lr_sweep(figures, configured_rate=1e-3, pretrained=False)
     assert result.evidence["best_rate"] == 1e-3 and result.evidence["ranked_by"] == "training loss"
     assert "too little to rank" in result.summary
+
+
+def test_rate_charts_write_rates_one_way_and_keep_the_legend_off_the_axis_title():
+    from diagnostics.plots import range_test_figure, sweep_final_figure
+    from diagnostics.result import CheckResult
+
+    lrs = np.geomspace(1e-6, 1e-1, 12).tolist()
+    ranged = range_test_figure(CheckResult("hparams.lr_range_test", "hparams", Status.PASS, "", evidence={
+        "learning_rates": lrs, "losses": [1.0] * 12, "smoothed": [1.0] * 12, "suggestions": {"valley": 1e-4}}))
+    assert (ranged.layout.xaxis.type, ranged.layout.xaxis.tickformat) == ("log", ".0e")
+    rates = [1e-5, 1e-4, 1e-3]
+    swept = sweep_final_figure(CheckResult("hparams.lr_sweep", "hparams", Status.PASS, "", evidence={
+        "learning_rates": rates, "held_out": [{"loss": 0.69}, {"loss": 0.6}, {"loss": 0.7}], "held_out_start":
+        {"loss": 0.69}, "final_losses": [0.6, 0.5, 0.7], "diverged": [False] * 3, "best_rate": 1e-4,
+        "configured_rate": 1e-3, "drift_per_step": [None] * 3}))
+    assert swept.layout.xaxis.tickformat == ".0e"
+    assert swept.layout.legend.yanchor == "top" and swept.layout.legend.y < -0.2
