@@ -47,7 +47,8 @@ if decoded and decoded.evidence.get("rows"):
         if st.session_state.get("data.read_row", 0) >= len(table):  # a smaller batch than the row last read
             st.session_state["data.read_row"] = 0
         position = st.selectbox(_("Row of the batch"), range(len(table)), key="data.read_row",
-                                format_func=lambda index: f"#{index} · {table['label_name'][index]}")
+                                format_func={index: f"#{index} · {name}"
+                                             for index, name in enumerate(table["label_name"])}.get)
         chosen = table.iloc[min(position or 0, len(table) - 1)]
         for field in fields:
             st.markdown(f"**{field}**")

@@ -83,7 +83,8 @@ def run_options() -> tuple[dict, list[str]]:
     workdir = workdir_column.text_input(_("Run it from this directory"), key="script.workdir",
                                         help=_("Relative paths in the script are read from here."))
     task = task_column.selectbox(_("The script's GLUE task"), [FOUND] + TRACEABLE_TASKS, key="script.task",
-                                 format_func=lambda name: _("From the data and the model") if name == FOUND else name,
+                                 format_func={FOUND: _("From the data and the model"),
+                                              **{name: name for name in TRACEABLE_TASKS}}.get,
                                  help=_("Several tasks share columns (sentence1 and sentence2 fit RTE, MRPC, WNLI and "
                                         "STS-B): name yours so its labels are judged against its classes."))
     problems, script_args = [], []
