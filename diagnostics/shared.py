@@ -124,6 +124,16 @@ class Flight:
     def elapsed(self) -> float:
         return time.monotonic() - self.started
 
+    def remaining(self, *, min_fraction: float = 0.05, min_seconds: float = 2.0) -> float | None:
+        """Seconds left, estimated from the pace so far (time computing, queue excluded, against the fraction done);
+        None until there is enough of it to say (a twentieth done, two seconds in)."""
+        if self.admitted is None and self.heavy:
+            return None
+        computing = time.monotonic() - (self.admitted or self.started)
+        if self.fraction < min_fraction or computing < min_seconds or self.fraction >= 1.0:
+            return None
+        return computing * (1.0 - self.fraction) / self.fraction
+
     def stuck(self, limit_s: float) -> bool:
         """Computing for longer than `limit_s` (time in the queue does not count)."""
         return self.admitted is not None and not self.done.is_set() and time.monotonic() - self.admitted > limit_s

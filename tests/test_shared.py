@@ -284,3 +284,18 @@ def test_a_stuck_heavy_computation_frees_its_slot():
     time.sleep(0.4)
     assert store.result("next", lambda progress: ["ran"], heavy=True, poll_s=0.05).results == ["ran"]
     forever.set()
+
+
+def test_a_long_computation_estimates_the_time_it_has_left_from_its_pace():
+    import time as clock
+
+    from diagnostics.shared import Flight
+
+    flight = Flight()
+    assert flight.remaining() is None  # nothing done yet: no estimate
+    flight.started = clock.monotonic() - 10.0  # ten seconds in, a quarter done
+    flight.report(0.25, "Training at learning rate 1e-04 (2 of 8)")
+    assert flight.remaining() == pytest.approx(30.0, rel=0.05)
+    queued = Flight(heavy=True)  # still waiting for a heavy slot: its pace is not known
+    queued.report(0.5, "x")
+    assert queued.remaining() is None

@@ -29,7 +29,11 @@ def shared_results() -> SharedResults:
 
 def waiting_text(label: str, flight: Flight) -> str:
     others = " · " + _("{count} sessions waiting for it").format(count=flight.waiters) if flight.waiters > 1 else ""
-    return f"{label} {shown(flight.text)} ({flight.elapsed():.0f} s{others})"
+    left = flight.remaining()
+    horizon = "" if left is None else " · " + (_("about {minutes} min left").format(minutes=round(left / 60))
+                                              if left >= 90 else _("about {seconds} s left").format(
+                                                  seconds=max(1, round(left))))
+    return f"{label} {shown(flight.text)} ({flight.elapsed():.0f} s{horizon}{others})"
 
 
 def session_id() -> str | None:
