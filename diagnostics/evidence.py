@@ -288,7 +288,7 @@ class RangeTest(TypedDict, total=False):
     finite_points: int
     dropped_points: int
     spread: float
-    uninformative: bool  # the rules disagree: the curve suggests no rate
+    uninformative: bool  # the rules disagree: the curve proposes no rate ("suggested" is only the valley rule's)
 
 
 class Overfit(TypedDict, total=False):

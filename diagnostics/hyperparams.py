@@ -586,7 +586,7 @@ def check_lr_range_test(figures: dict[str, Any], *, max_safe_rate: float | None 
                 "on {points} smoothed points: {rules}; {dropped} non-finite points dropped). The sweep's measured "
                 "verdict on the rate stands (hparams.lr_sweep).", spread=spread, points=len(losses),
                 rules=side_by_side, dropped=dropped),
-            fix=None, evidence={**evidence, "uninformative": True, "suggested": None})
+            fix=None, evidence={**evidence, "uninformative": True})
     return CheckResult("hparams.lr_range_test", STAGE, Status.PASS,
                        msg("Suggested rate {chosen:.1e} from {points} smoothed points; the rules agree within "
                            "{spread:.1f}x: {rules}.{cap}", chosen=chosen, points=len(losses), spread=spread,

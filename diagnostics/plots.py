@@ -172,7 +172,8 @@ def range_test_figure(result: CheckResult) -> go.Figure:
     colours = ["#2CA02C", BATCH_COLOUR, "#9467BD"]
     for index, ((name, rate), colour) in enumerate(zip(evidence.get("suggestions", {}).items(), colours)):
         _mark_rate(figure, rate, f"{name} {rate:.0e}", colour, "dash", top=index != 1)
-    if evidence.get("suggested") and evidence.get("max_safe_rate") and evidence["suggested"] <= evidence["max_safe_rate"] \
+    if not evidence.get("uninformative") and evidence.get("suggested") and evidence.get("max_safe_rate") \
+            and evidence["suggested"] <= evidence["max_safe_rate"] \
             and evidence["suggested"] not in evidence.get("suggestions", {}).values():
         _mark_rate(figure, evidence["suggested"], _("suggested {rate:.0e} (capped)").format(rate=evidence["suggested"]), "#D62728", "solid",
                    top=False)
