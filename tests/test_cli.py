@@ -184,4 +184,4 @@ def test_scenarios_command_lists_every_scenario(capsys):
 @pytest.mark.slow
 def test_the_default_demo_run_is_clean_a_healthy_run_warns_of_nothing(capsys):
     # A newcomer's first run: every stage at the default settings on the kit, warnings counted as failures.
-    assert main(["run", "--checkpoint", "demo", "--fail-on-warn"]) == 0, capsys.readouterr().out
+    assert main(["run", "--checkpoint", "demo", "--fail-on", "warn"]) == 0, capsys.readouterr().out
