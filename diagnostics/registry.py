@@ -137,7 +137,8 @@ CHECKS: dict[str, Check] = {check.id: check for check in (
         _C("thin_held_out_rows", 16, "say the evidence is thin with fewer held-out rows than this"))),
     Check("hparams.lr_range_test", N_("a range test on the smoothed loss, with its suggested rates"),
           ("model", "batch", "training copy"), trains=True, part="training", conditions=(
-        _C("disagree_factor", 30.0, "say the suggestion rules disagree when they are this factor apart"),
+        _C("disagree_factor", 30.0, "call the curve uninformative (no rate proposed) when its suggestion rules are "
+                                    "this factor apart"),
         _C("min_points", 5, "warn when fewer finite points than this came before the loss blew up"),
         _C("trim", 1, "points left out at each end before any rule runs"))),
     Check("overfit.one_batch", N_("one batch holding every label memorised by plain model.fit"),
