@@ -100,19 +100,26 @@ class RunContext:
         return bool(self.config.glue_task.regression or (split_labels(self.split) >= 0).any())
 
     @cached_property
-    def gradients_stopped(self) -> bool:
-        """True when one real train step on a copy (the first batch, labels drawn in range) gives every trainable
-        variable no gradient or an all-zero one: then no training measurement can show anything but that."""
+    def in_range_step(self):
+        """One real train step on a copy of the model, on the first batch with its labels drawn in range (so an
+        out-of-range label, data.label_range's finding, hides nothing else): taken once, read by hparams.loss and by
+        `gradients_stopped`. None without a model or a batch."""
         from diagnostics.training import fresh_copy, labels_in_range, one_train_step, split_batch
 
         model, _ = self.classifier
         batch = self.first_batch.tf_batch
         if model is None or batch is None:
-            return False
+            return None
         if not self.config.glue_task.regression:
             batch, _ = labels_in_range(batch, int(model.config.num_labels), self.config.seed)
-        record = one_train_step(fresh_copy(model, split_batch(batch)[0]), batch, self.config)
-        return bool(record.gradients) and not record.error and all(
+        return one_train_step(fresh_copy(model, split_batch(batch)[0]), batch, self.config)
+
+    @property
+    def gradients_stopped(self) -> bool:
+        """True when that step gives every trainable variable no gradient or an all-zero one: then no training
+        measurement can show anything but that."""
+        record = self.in_range_step
+        return record is not None and bool(record.gradients) and not record.error and all(
             grad is None or (grad.finite and grad.zero) for _, grad in record.gradients)
 
     def training_batches(self, count: int) -> tuple[list, Any]:

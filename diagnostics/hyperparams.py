@@ -121,7 +121,8 @@ def check_optimizer(figures: dict[str, Any], *, pretrained: bool = True,
 # ---------------------------------------------------------------- hparams.loss
 
 
-def loss_figures(model, tf_batch, labels: np.ndarray, config: RunConfig, task: GlueTask) -> dict[str, Any]:
+def loss_figures(model, tf_batch, labels: np.ndarray, config: RunConfig, task: GlueTask,
+                 step: Callable[[], StepRecord] | None = None) -> dict[str, Any]:
     """How the configured loss treats what the model outputs, measured on the batch, and what one real train step minimises."""
     forward = run_forward(model, tf_batch)
     logits = forward.logits
@@ -144,7 +145,8 @@ def loss_figures(model, tf_batch, labels: np.ndarray, config: RunConfig, task: G
     inputs, _ = split_batch(tf_batch)
     if not task.regression:
         tf_batch, figures["labels_drawn_in_range"] = labels_in_range(tf_batch, int(model.config.num_labels), config.seed)
-    record: StepRecord = one_train_step(fresh_copy(model, inputs), tf_batch, config)
+    # The run's one in-range step when it is given (`RunContext.in_range_step`), else one taken here.
+    record: StepRecord = step() if step is not None else one_train_step(fresh_copy(model, inputs), tf_batch, config)
     figures["train_step_loss"] = record.loss
     figures["train_step_error"] = record.error
     figures["variables_without_gradient"] = sum(grad is None for _, grad in record.gradients)
@@ -638,13 +640,14 @@ def check_schedule(figures: dict[str, Any], *,
 
 
 def run_hparams_checks(config: RunConfig, model, batches: list, labels: np.ndarray, settings: SweepSettings,
-                       progress: Progress = _no_progress, *, held, parts: tuple[str, ...] = ("setup", "training")
-                       ) -> list[CheckResult]:
+                       progress: Progress = _no_progress, *, held, parts: tuple[str, ...] = ("setup", "training"),
+                       step: Callable[[], StepRecord] | None = None) -> list[CheckResult]:
     """The Hyperparameters-stage checks; training happens on one copy of the (never modified) model.
 
     Args:
         held: a batch of rows the sweep never trains on (the sweep scores each rate on it).
         parts: "setup" (optimizer, loss, schedule: seconds) and/or "training" (sweep and range test).
+        step: the run's one train step with labels in range, for hparams.loss (taken here when not given).
     """
     task = config.glue_task
     pretrained = is_pretrained(model)
@@ -653,7 +656,8 @@ def run_hparams_checks(config: RunConfig, model, batches: list, labels: np.ndarr
         results += [
             run_check("hparams.optimizer", STAGE, lambda: check_optimizer(
                 optimizer_settings(config), pretrained=pretrained)),
-            run_check("hparams.loss", STAGE, lambda: check_loss(loss_figures(model, batches[0], labels, config, task))),
+            run_check("hparams.loss", STAGE, lambda: check_loss(loss_figures(model, batches[0], labels, config, task,
+                                                                               step))),
             run_check("hparams.schedule", STAGE, lambda: check_schedule(schedule_figures(config))),
         ]
     if "training" in parts:

@@ -95,14 +95,12 @@ def check_config(model_config, model_class: str, task: GlueTask, tokenizer,
                     model_type=model_config.model_type, num_labels=num_labels)
     naming = msg("generic names LABEL_0..") if generic else msg("the task's label names")
     names = ", ".join(task.label_names)
-    present = {int(value): int(count) for value, count in (present or {}).items()} if present is not None else None
     evidence["labels_present"] = {str(value): count for value, count in sorted(present.items())} \
         if present is not None else None
     if tokenizer.pad_token is not None and not task.known and not task.regression:
         return _config_against_data(described, num_labels, present, task, evidence)
     extra = list(range(task.num_labels, num_labels))
-    fed = {output: present.get(output, 0) for output in extra if present and present.get(output, 0)} \
-        if present is not None else {}
+    fed = {output: (present or {}).get(output) for output in extra if (present or {}).get(output)}
     outputs = ", ".join(str(output) for output in extra)
     wider = msg("{described}, but {task} has only {count} labels: output {outputs} learns only from the {rows:,} rows "
                 "labelled {outputs}, which are not {task} labels (see data.label_range).", described=described,
@@ -377,7 +375,7 @@ def check_gradients(figures: dict[str, Any], config: RunConfig) -> CheckResult:
         )
     if figures["zero_gradient"] and not figures["non_finite"]:
         zero, total = figures["zero_gradient"], figures["variables"]
-        loss_cause = config.loss not in ("internal",)
+        loss_cause = config.loss != "internal"
         fix = msg("The loss given to compile() stops the gradient (see hparams.loss): {code}",
                   code="model.compile(optimizer=optimizer)  # no loss=: the model's own loss") if loss_cause else \
             msg("Check what stands between these weights and the loss (a stop_gradient, a saturated activation, an "

@@ -150,13 +150,15 @@ class TaskFinding:
         name: the task (the first that fits, when several do: its text columns are what they share).
         candidates: every task that fits, when more than one does (empty when the task is known).
         how: how it was found, in words ("given" when the user named it).
-        label_names: the data's or the model's own label names, for a task that is not known (never a candidate's).
+        label_names: the data's or the model's own label names, for a task that is not known (never a candidate's),
+            else "label 0", "label 1"... (`named` False).
     """
 
     name: str
     candidates: tuple[str, ...] = ()
     how: Any = "given"
     label_names: tuple[str, ...] = ()
+    named: bool = False
 
 
 def find_task(given: str | None, *, columns: list[str] | None, labels: np.ndarray | None,
@@ -184,7 +186,8 @@ def find_task(given: str | None, *, columns: list[str] | None, labels: np.ndarra
         reasons = [msg("the rows (sentence pairs)") if pair else msg("the rows (single sentences)")]
     if not candidates:
         return TaskFinding(TASKS["sst2" if segments < 2 else "mrpc"].name, ("sst2", "cola") if segments < 2 else
-                           tuple(task.name for task in tasks if len(task.text_columns) == 2), msg("nothing"))
+                           tuple(task.name for task in tasks if len(task.text_columns) == 2),
+                           msg("no task's text columns are in the split"))
 
     def narrow(keep, reason) -> None:
         kept = [task for task in candidates if keep(task)]
@@ -213,11 +216,12 @@ def find_task(given: str | None, *, columns: list[str] | None, labels: np.ndarra
     if len(candidates) == 1:
         return TaskFinding(candidates[0].name, (), how)
     names = tuple(class_names or _own_names(model_config) or ())
-    if not names:
-        count = max(int(np.max(values)) + 1 if values is not None and values.size and
-                    np.all(np.mod(values, 1) == 0) else 0, int(getattr(model_config, "num_labels", 0) or 0))
-        names = tuple(f"label {index}" for index in range(count))
-    return TaskFinding(candidates[0].name, tuple(task.name for task in candidates), how, names)
+    if names:
+        return TaskFinding(candidates[0].name, tuple(task.name for task in candidates), how, names, named=True)
+    count = max(int(np.max(values)) + 1 if values is not None and values.size and np.all(np.mod(values, 1) == 0)
+                else 0, int(getattr(model_config, "num_labels", 0) or 0))
+    return TaskFinding(candidates[0].name, tuple(task.name for task in candidates), how,
+                       tuple(f"label {index}" for index in range(count)))
 
 
 def _label_values(labels) -> np.ndarray | None:
@@ -243,8 +247,7 @@ def task_choice_text(finding: TaskFinding) -> Any:
     return msg("The task is not known: {tasks} all fit ({how}). Give it to set it (--task, task=, or the task "
                "choice on the Your script page); until then labels are shown by {names} and no check judges them "
                "against a task.", tasks=", ".join(finding.candidates), how=finding.how,
-               names=msg("the data's or the model's own names") if finding.label_names
-               and not finding.label_names[0].startswith("label ") else msg("their values"))
+               names=msg("the data's or the model's own names") if finding.named else msg("their values"))
 
 
 # ---------------------------------------------------------------- a dataset read back

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import gc
+from dataclasses import replace
 
 from diagnostics import limits, registry
 from diagnostics.i18n import Text, joined, msg
@@ -13,11 +14,11 @@ from diagnostics.context import RunContext
 from diagnostics.data import run_data_checks
 from diagnostics.devices import outside_user_strategy
 from diagnostics.errors import InputError
-from diagnostics.hyperparams import SweepSettings, run_hparams_checks
+from diagnostics.hyperparams import SweepSettings, optimizer_summary, run_hparams_checks
 from diagnostics.learnability import check_learnability, learnability_figures
 from diagnostics.model import not_classification_results, run_model_checks
 from diagnostics.overfit import DEFAULT_EPOCHS, run_overfit_checks
-from diagnostics.result import CheckResult, error_result, run_check, skipped
+from diagnostics.result import CheckResult, Status, error_result, run_check, skipped
 from diagnostics.training import effective_rate
 
 STAGES = registry.STAGE_ORDER
@@ -96,11 +97,6 @@ def _run_stages(run: RunContext, stages: tuple[str, ...], *, sweep: SweepSetting
 def name_each_cause_once(results: list[CheckResult]) -> list[CheckResult]:
     """One cause, one owner: when hparams.lr_sweep measured the configured rate as too high, hparams.optimizer's rule
     of thumb and the overfit test's weight drift say so and point at the sweep instead of naming the rate again."""
-    from dataclasses import replace
-
-    from diagnostics.hyperparams import optimizer_summary
-    from diagnostics.result import Status
-
     sweep = next((result for result in results if result.id == "hparams.lr_sweep"), None)
     if sweep is None or not (sweep.evidence or {}).get("configured_too_high"):
         return results
@@ -221,7 +217,8 @@ def hparams_stage(run: RunContext, *, sweep: SweepSettings = SweepSettings(), pr
     if untrainable:
         parts = tuple(part for part in parts if part != "training")
     return run_hparams_checks(run.config, run.classifier[0], batches, run.first_labels, sweep,
-                              progress or (lambda fraction, text: None), held=held, parts=parts) + untrainable
+                              progress or (lambda fraction, text: None), held=held, parts=parts,
+                              step=lambda: run.in_range_step) + untrainable
 
 
 @stage("overfit")

@@ -12,6 +12,7 @@ import numpy as np
 from diagnostics.config import RunConfig
 from diagnostics.devices import batch_rows, per_replica_dataset, training_strategy
 from diagnostics.budget import check_deadline
+from diagnostics.optimizers import clone_optimizer, current_rate
 
 LABEL_KEYS = ("labels", "label")
 
@@ -33,8 +34,6 @@ def build_optimizer(config: RunConfig):
     import tf_keras
 
     if config.user_optimizer is not None:
-        from diagnostics.optimizers import clone_optimizer
-
         return clone_optimizer(config.user_optimizer)
 
     if config.optimizer == "adam":
@@ -162,8 +161,6 @@ def one_train_step(copy, tf_batch, config: RunConfig) -> StepRecord:
         return apply(pairs, *args, **kwargs)
 
     optimizer.apply_gradients = recording_apply
-    from diagnostics.optimizers import current_rate
-
     record.rate = current_rate(copy)
     try:
         metrics = copy.train_step(tf_batch)
@@ -330,8 +327,6 @@ def sweep_optimizer(config: RunConfig, rate: float | None = None):
 
     rate = effective_rate(config) if rate is None else rate
     if config.user_optimizer is not None:
-        from diagnostics.optimizers import clone_optimizer
-
         return clone_optimizer(config.user_optimizer, rate=rate)
     if config.optimizer == "AdamW" or (config.optimizer == "create_optimizer" and config.weight_decay):
         return tf_keras.optimizers.AdamW(learning_rate=rate, weight_decay=config.weight_decay)
