@@ -1,7 +1,8 @@
 """Training Pipeline Debugger: checks for TensorFlow + Transformers fine-tuning on GLUE.
 
 `from diagnostics import diagnose, DiagnoseCallback` runs the checks on your own model and dataset (see api.py);
-they import TensorFlow on first use, not with the package.
+they import TensorFlow on first use, not with the package. `with diagnostics.watch():` around your `to_tf_dataset`
+calls lets the checks batch your rows with your own call (hooks.py). Importing the package patches no library.
 
 Importing the package selects Keras 2 (`tf-keras`), which Transformers' TF models need,
 and quiets TensorFlow's C++ logging, Transformers' warnings and `datasets`' progress bars before they are first
@@ -26,6 +27,10 @@ _API = ("diagnose", "DiagnoseCallback", "Report", "PipelineError")
 
 
 def __getattr__(name):
+    if name == "watch":
+        from diagnostics.hooks import watch
+
+        return watch
     if name in _API:
         from diagnostics import api
 

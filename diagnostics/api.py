@@ -23,10 +23,6 @@ from diagnostics.registry import STAGE_ORDER, STAGE_TITLES
 from diagnostics.report import STATUS_MARKS, build_report, checklist_lines, markdown_report
 from diagnostics.result import SEVERITY, CheckResult, Status, worst_first
 
-# Datasets made by `to_tf_dataset` from here on remember their source split, so the checks batch the user's rows
-# the user's own way (a dataset made before this import is read back instead).
-hooks.remember_to_tf_dataset()
-
 FAILING = (Status.FAIL, Status.ERROR)
 # Evidence tables in the HTML report show this many rows each.
 HTML_ROWS = 16
@@ -226,7 +222,8 @@ class DiagnoseCallback(_tf_keras_callback()):
         self._start_weights = None
         self._norm = None
         self._diverged = False
-        self._restore = None
+        self._restore: _Watch | None = None
+        self._armed = False
 
     def _print(self, text: str) -> None:
         print(text, file=self.out or sys.stdout)
@@ -235,13 +232,19 @@ class DiagnoseCallback(_tf_keras_callback()):
         super().set_model(model)
         if self.dataset is None:
             self.dataset = _fit_data(model)
-        self._watch_batches(model)
 
     def _watch_batches(self, model) -> None:
         """Keep each step's batch on the device (in variables of no fixed shape) so the drilldowns read the very
-        batch that gave the first non-finite or diverging loss."""
+        batch that gave the first non-finite or diverging loss: `model.train_step` is wrapped for this fit only
+        (from its on_train_begin; set_model, which evaluate and predict call too, changes nothing).
+
+        It is taken off when training ends, when a step raises (a data error, a KeyboardInterrupt), when this
+        callback stops the run with `strict=True`, and otherwise at the next step of any later fit (another
+        callback's exception between steps): a step this callback did not see begin finds the watch left over.
+        What the model held before is put back, a train_step of the user's own on the instance included."""
         import tensorflow as tf
 
+        _unwatch(model)  # a watch a previous fit left (it raised between steps)
         original = model.train_step
         callback = self
 
@@ -256,14 +259,45 @@ class DiagnoseCallback(_tf_keras_callback()):
                 variable.assign(tensor)
             return original(data)
 
+        train_step.watched_by = self
+        self._restore = _Watch(model, own_step=model.__dict__.get("train_step"), wrapper=train_step)
         model.train_step = train_step
-        model.train_function = None  # rebuilt by fit with the watching step
-        self._restore = lambda: model.__dict__.pop("train_step", None)
+        self._watch_steps(model.make_train_function(force=True))  # fit built its own before on_train_begin
+
+    def on_train_batch_begin(self, batch, logs=None):
+        self._armed = True  # the next step is this fit's: the watch is wanted for it
+
+    def _watch_steps(self, built) -> None:
+        """Wrap the watching train function (fit looks it up and calls it once a step, after every callback's
+        on_train_batch_begin) so that a step that raises takes the watch off before the exception leaves fit, and a
+        step no callback of this fit armed (a later fit without it) takes it off and runs unwatched."""
+        callback, model = self, self.model
+
+        def train_function(iterator):
+            if not callback._armed:
+                callback._unwatch()
+                model.train_function = model.make_train_function()
+                return model.train_function(iterator)
+            callback._armed = False
+            try:
+                return built(iterator)
+            except BaseException:
+                callback._unwatch()
+                raise
+
+        train_function.watched_by = self
+        model.train_function = train_function
+
+    def _unwatch(self) -> None:
+        if self._restore is not None:
+            self._restore.undo()
+            self._restore = None
 
     def on_train_begin(self, logs=None):
         self.losses, self.weight_norms = [], []
         self.nan_report = self.divergence_report = None
         self._diverged = False
+        self._watch_batches(self.model)
         self._start_weights = [np.array(w.numpy()) for w in self.model.weights]
         self._norm = _global_norm_function(self.model.trainable_weights)
         self.weight_norms.append(float(self._norm()))
@@ -289,6 +323,7 @@ class DiagnoseCallback(_tf_keras_callback()):
         lines += [f"  fix {r.id}: {r.fix}" for r in failed if r.fix]
         self._print("\n".join(lines))
         if self.strict and self.report.failed:
+            self._unwatch()
             raise PipelineError(self.report)
 
     def _build_run(self) -> RunContext:
@@ -330,9 +365,7 @@ class DiagnoseCallback(_tf_keras_callback()):
                                                  "(strict=True stops a diverging run)."))
 
     def on_train_end(self, logs=None):
-        if self._restore:
-            self._restore()
-            self.model.train_function = None
+        self._unwatch()
 
     # ------------------------------------------------------------ drilldowns
 
@@ -433,6 +466,30 @@ class DiagnoseCallback(_tf_keras_callback()):
                                    "rows_loss_at_start": float(np.mean(at_start)),
                                    "rows_loss_now": float(np.mean(now))})
         return Report(run.config, [result], extra={"divergence_step": step + 1})
+
+
+class _Watch:
+    """What a DiagnoseCallback put on a model, and what it replaced there, to be put back once."""
+
+    def __init__(self, model, own_step, wrapper):
+        self.model, self.own_step, self.wrapper = model, own_step, wrapper
+
+    def undo(self) -> None:
+        model = self.model
+        if model.__dict__.get("train_step") is self.wrapper:
+            if self.own_step is None:
+                del model.__dict__["train_step"]
+            else:
+                model.train_step = self.own_step
+        model.train_function = None  # rebuilt from the model's own train_step by the next fit
+
+
+def _unwatch(model) -> None:
+    """Take off a watch a DiagnoseCallback left on the model."""
+    step = model.__dict__.get("train_step")
+    owner = getattr(step, "watched_by", None)
+    if owner is not None:
+        owner._unwatch()
 
 
 def _global_norm_function(variables):

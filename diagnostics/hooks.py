@@ -1,29 +1,52 @@
 """Remembers where a `tf.data.Dataset` came from: the `datasets.Dataset` and arguments of the `to_tf_dataset` call
-that made it, so checks on a user's dataset can batch the user's own rows the user's own way. The call itself is
-unchanged (the wrapper passes everything through and returns what it returns)."""
+that made it, so checks on a user's dataset can batch the user's own rows the user's own way.
+
+Nothing is patched on import: only inside `with watch():` (which `diagnostics.watch` gives users, and the traced
+script's child opens for the whole script) is `datasets.Dataset.to_tf_dataset` wrapped; the wrapper passes
+everything through and returns what the call returns, and the last block to close puts the original back."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import threading
 import weakref
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterator
 
 _ORIGINS: "weakref.WeakKeyDictionary[Any, tuple[Any, dict]]" = weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()
 # The last call, kept when it raised too (the tracer diagnoses an error inside to_tf_dataset from it).
 last_call: dict[str, Any] = {}
+# The open watch() blocks, and the method they wrapped (put back when the last one closes).
+_OPEN = {"blocks": 0, "original": None, "wrapper": None}
 
 
-def remember_to_tf_dataset() -> None:
-    """Wrap `datasets.Dataset.to_tf_dataset` once per process so each dataset it returns remembers its origin."""
+@contextlib.contextmanager
+def watch() -> Iterator[None]:
+    """Within the block, each dataset `to_tf_dataset` (or `prepare_tf_dataset`, which calls it) returns remembers
+    the split and arguments that made it, for as long as the dataset lives; the method is itself again after the
+    block (blocks nest, and may be open in several threads at once)."""
+    _open()
+    try:
+        yield
+    finally:
+        _close()
+
+
+def watching() -> bool:
+    """Whether a watch() block is open, so to_tf_dataset's datasets remember their origin."""
+    return _OPEN["blocks"] > 0
+
+
+def _open() -> None:
     from datasets import Dataset
 
     with _LOCK:
-        original = Dataset.to_tf_dataset
-        if getattr(original, "_remembers_origin", False):
+        _OPEN["blocks"] += 1
+        if _OPEN["blocks"] > 1:
             return
+        original = Dataset.to_tf_dataset
 
         @functools.wraps(original)
         def to_tf_dataset(self, *args, **kwargs):
@@ -37,8 +60,21 @@ def remember_to_tf_dataset() -> None:
                 pass
             return result
 
-        to_tf_dataset._remembers_origin = True
+        _OPEN["original"], _OPEN["wrapper"] = original, to_tf_dataset
         Dataset.to_tf_dataset = to_tf_dataset
+
+
+def _close() -> None:
+    from datasets import Dataset
+
+    with _LOCK:
+        _OPEN["blocks"] -= 1
+        if _OPEN["blocks"] > 0:
+            return
+        # Put back only our own wrapper: a method someone replaced it with inside the block stays theirs.
+        if Dataset.__dict__.get("to_tf_dataset") is _OPEN["wrapper"]:
+            Dataset.to_tf_dataset = _OPEN["original"]
+        _OPEN["original"] = _OPEN["wrapper"] = None
 
 
 def origin_of(tf_dataset) -> tuple[Any, dict] | None:

@@ -260,7 +260,9 @@ class _Child:
 
         from diagnostics import hooks
 
-        hooks.remember_to_tf_dataset()
+        # Open for the whole script (the child process ends with it); held here, as a dropped block would close.
+        self.watching = hooks.watch()
+        self.watching.__enter__()
         child = self
         keras_fit = tf_keras.Model.fit
 

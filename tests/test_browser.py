@@ -258,30 +258,74 @@ def test_a_scenario_link_reloads_with_its_configuration_and_results(server, page
     assert [error for error in page.console_errors if "404 (Not Found)" not in error] == []
 
 
+# What a reader cannot see in full: a button's label cut short, a one-line placeholder wider than its box, a widget's label
+# or a badge cut off (the element's content wider than the element). Selectboxes cut a long choice with an ellipsis
+# by design (the whole choice shows in the list), and tables are drawn on a canvas: neither is measured.
+CLIPPED = """() => {
+  const shown = element => element.getClientRects().length > 0 && getComputedStyle(element).visibility !== "hidden";
+  const cut = element => element.clientWidth > 0 && element.scrollWidth > element.clientWidth + 1;
+  const found = [];
+  for (const button of document.querySelectorAll("button")) {
+    const text = button.innerText.trim();
+    if (!text || !shown(button)) continue;
+    if ([button, ...button.querySelectorAll("p, span, div")].some(cut)) found.push("button: " + text);
+  }
+  const ruler = document.createElement("canvas").getContext("2d");
+  for (const input of document.querySelectorAll("input[placeholder]")) {
+    if (!input.placeholder || input.value || !shown(input)) continue;
+    const style = getComputedStyle(input);
+    ruler.font = `${style.fontStyle} ${style.fontWeight} ${style.fontSize} ${style.fontFamily}`;
+    const room = input.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+    if (ruler.measureText(input.placeholder).width > room + 1) found.push("placeholder: " + input.placeholder);
+  }
+  for (const label of document.querySelectorAll("[data-testid='stWidgetLabel'] p, [data-testid='stMetricValue'] div")) {
+    if (shown(label) && cut(label)) found.push("label: " + label.innerText);
+  }
+  return found;
+}"""
+LAPTOP = {"width": 1366, "height": 900}
+
+
 @pytest.mark.parametrize("language", ["en", "ru", "zh", "it", "ko"])
-def test_the_walk_and_a_failing_report_in_each_language(server, page, language):
-    """The Data page and a failing scenario's Report in each language (the screenshots are there to be looked at:
-    CJK text must render in Noto CJK, not as boxes). Results are shared: only the first language computes them."""
+def test_every_page_in_each_language_reads_in_full_at_a_laptops_width(server, browser, language):
+    """Every page in each language at a laptop's width, with a failing scenario's Report: no button, placeholder or
+    label cut short (measured: the element's scroll width against its client width), and a screenshot of each to be
+    looked at (CJK text must render in Noto CJK, not as boxes). Results are shared: only the first language computes
+    them."""
     from diagnostics.i18n import _, use_language
 
     with use_language(language):
         decoded, report, checks, failed = _("The first batch, decoded"), _("Report"), _("Checks"), _("FAIL")
         not_run = _("Not run yet for this configuration: {stages}. Open their pages, or run every stage here.")
         not_run = not_run.split("{")[0].strip()
+        waits = {"model": checks, "hyperparameters": checks, "overfit": _("Run the overfit test"),
+                 "script": _("Trace the script"), "workshop": _("Warm up every scenario")}
+    context = browser.new_context(viewport=LAPTOP)
+    page = context.new_page()
+    errors = []
+    page.on("console", lambda message: message.type == "error" and errors.append(message.text))
+    clipped = {}
     scenario = "scenario=num-labels-too-small"
     page.goto(f"{server}/?lang={language}&{scenario}")
     _wait_for_text(page, decoded, timeout=180_000)
     page.locator(".js-plotly-plot").nth(1).wait_for(timeout=60_000)
     _settle(page)
+    clipped["data"] = page.evaluate(CLIPPED)
     _shot(page, f"11_data_{language}")
-    page.goto(f"{server}/model?lang={language}&{scenario}")
-    _wait_for_text(page, checks, timeout=180_000)
-    _settle(page)
+    for path, text in waits.items():
+        page.goto(f"{server}/{path}?lang={language}&{scenario}")
+        _wait_for_text(page, text, timeout=180_000)
+        _settle(page)
+        clipped[path] = page.evaluate(CLIPPED)
+        _shot(page, f"14_{path}_{language}")
     page.goto(f"{server}/report?lang={language}&{scenario}")
     _wait_for_text(page, "model.nan_rows", timeout=180_000)
     _settle(page)
+    clipped["report"] = page.evaluate(CLIPPED)
     main = page.locator("[data-testid='stMain']").inner_text()
     assert report in main and failed in main and not_run in main, main[:3000]
     _shot(page, f"12_report_{language}")
+    assert {path: found for path, found in clipped.items() if found} == {}
     # Opened at a page's path, the front end first probes for its server under that path (404s; see above).
-    assert [error for error in page.console_errors if "404 (Not Found)" not in error] == []
+    assert [error for error in errors if "404 (Not Found)" not in error] == []
+    context.close()

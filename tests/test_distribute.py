@@ -91,7 +91,7 @@ cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
 import tf_keras
 from transformers import TFAutoModelForSequenceClassification
-from diagnostics import diagnose, loading
+from diagnostics import diagnose, loading, watch
 from diagnostics.config import RunConfig
 
 tokenizer, split = loading.load_tokenizer("demo"), loading.load_split(RunConfig(batch_size=8).validated())
@@ -99,7 +99,8 @@ tokenized = split.map(lambda rows: tokenizer(rows["premise"], rows["hypothesis"]
 strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
 with strategy.scope():
     model = TFAutoModelForSequenceClassification.from_pretrained(str(loading.demo_checkpoint_dir()), num_labels=3)
-    dataset = model.prepare_tf_dataset(tokenized, batch_size=8, shuffle=True, tokenizer=tokenizer)
+    with watch():
+        dataset = model.prepare_tf_dataset(tokenized, batch_size=8, shuffle=True, tokenizer=tokenizer)
     model.compile(optimizer=tf_keras.optimizers.Adam(3e-3))
     before = [weight.copy() for weight in model.get_weights()]
     report = diagnose(model, dataset, tokenizer, stages="model,hparams,overfit", epochs=5)

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from conftest import ROOT, make_split
+from diagnostics.hooks import watch
 from diagnostics.result import Status
 
 
@@ -34,8 +35,9 @@ def test_step_taking_checks_pass_on_a_model_built_inside_a_strategy_scope(strate
     scope = tf.distribute.OneDeviceStrategy("/cpu:0") if strategy == "one_device" else tf.distribute.get_strategy()
     with scope.scope():
         model = classifier(bert_checkpoint, 3)
-        dataset = model.prepare_tf_dataset(tokenized_mnli(mnli_split, bert_tokenizer), batch_size=4, shuffle=True,
-                                           tokenizer=bert_tokenizer)
+        with watch():
+            dataset = model.prepare_tf_dataset(tokenized_mnli(mnli_split, bert_tokenizer), batch_size=4,
+                                               shuffle=True, tokenizer=bert_tokenizer)
         model.compile(optimizer=tf_keras.optimizers.Adam(learning_rate=1e-3))
         report = diagnose(model, dataset, bert_tokenizer, stages="model,hparams,overfit", epochs=3)
     statuses = {result.id: result.status for result in report.results}
@@ -87,8 +89,9 @@ def test_copies_train_with_every_setting_of_the_users_optimizer(bert_checkpoint,
     optimizer, _ = create_optimizer(init_lr=2e-3, num_train_steps=40, num_warmup_steps=4, adam_epsilon=1e-8,
                                     weight_decay_rate=0.01, adam_global_clipnorm=1.0)
     model.compile(optimizer=optimizer)
-    dataset = model.prepare_tf_dataset(tokenized_mnli(mnli_split, bert_tokenizer), batch_size=4,
-                                       tokenizer=bert_tokenizer)
+    with watch():
+        dataset = model.prepare_tf_dataset(tokenized_mnli(mnli_split, bert_tokenizer), batch_size=4,
+                                           tokenizer=bert_tokenizer)
     report = diagnose(model, dataset, bert_tokenizer, stages="hparams")
     config = report.config
     rows = {row["setting"]: row for row in report["hparams.optimizer"].evidence["settings"]}
@@ -132,10 +135,10 @@ TRANSFORMS = {
 def test_a_dataset_keeps_its_split_through_tf_data_methods(method, bert_checkpoint, bert_tokenizer, mnli_split):
     from diagnostics import hooks
 
-    hooks.remember_to_tf_dataset()
     model = classifier(bert_checkpoint, 3)
     source = tokenized_mnli(mnli_split, bert_tokenizer)
-    dataset = TRANSFORMS[method](model.prepare_tf_dataset(source, batch_size=4, tokenizer=bert_tokenizer))
+    with hooks.watch():
+        dataset = TRANSFORMS[method](model.prepare_tf_dataset(source, batch_size=4, tokenizer=bert_tokenizer))
     found = hooks.provenance_of(dataset)
     assert found is not None and found.source is source and found.same_elements
     assert found.kwargs["batch_size"] == 4 and found.kwargs["label_cols"] == "labels"
@@ -151,9 +154,10 @@ def test_a_batch_after_to_tf_dataset_keeps_the_split_for_the_task_and_reads_the_
     model = classifier(bert_checkpoint, 3)
     source = tokenized_mnli(mnli_split, bert_tokenizer).cast_column(
         "label", ClassLabel(names=["entailment", "neutral", "contradiction"]))
-    dataset = source.to_tf_dataset(columns=["input_ids", "attention_mask"], label_cols="label", batch_size=2,
-                                   collate_fn=__import__("transformers").DataCollatorWithPadding(
-                                       bert_tokenizer, return_tensors="np")).unbatch().padded_batch(4)
+    with hooks.watch():
+        dataset = source.to_tf_dataset(columns=["input_ids", "attention_mask"], label_cols="label", batch_size=2,
+                                       collate_fn=__import__("transformers").DataCollatorWithPadding(
+                                           bert_tokenizer, return_tensors="np")).unbatch().padded_batch(4)
     found = hooks.provenance_of(dataset)
     assert found.source is source and not found.same_elements
     model.compile(optimizer="adam")
@@ -198,8 +202,9 @@ def test_an_unknown_task_shows_labels_by_their_own_names_and_judges_nothing_agai
     tokenized = split.map(lambda rows: bert_tokenizer(rows["sentence1"], rows["sentence2"]), batched=True)
     model = classifier(bert_checkpoint, 2)
     model.compile(optimizer="adam")
-    dataset = model.prepare_tf_dataset(tokenized, batch_size=4, tokenizer=bert_tokenizer).with_options(
-        __import__("tensorflow").data.Options())
+    with watch():
+        dataset = model.prepare_tf_dataset(tokenized, batch_size=4, tokenizer=bert_tokenizer).with_options(
+            __import__("tensorflow").data.Options())
     report = diagnose(model, dataset, bert_tokenizer, stages="data,model")
     assert report.config.task_candidates == ("mrpc", "rte", "wnli")
     assert any("mrpc, rte, wnli all fit" in str(note) for note in report.notes)

@@ -9,6 +9,7 @@ import pytest
 
 from conftest import ROOT, make_split
 from diagnostics.__main__ import main
+from diagnostics.hooks import watch
 from diagnostics.result import Status
 from diagnostics.scripts import COURSE_SCRIPTS
 
@@ -87,8 +88,10 @@ def test_diagnose_batches_the_users_own_to_tf_dataset_call(bert_checkpoint, bert
     from diagnostics import diagnose
 
     tokenized = mnli_split.map(lambda rows: bert_tokenizer(rows["premise"], rows["hypothesis"]), batched=True)
-    dataset = tokenized.to_tf_dataset(columns=["input_ids", "attention_mask", "label"], batch_size=4, shuffle=True,
-                                      collate_fn=DataCollatorWithPadding(bert_tokenizer, return_tensors="np"))
+    with watch():  # the user's own to_tf_dataset call, remembered
+        dataset = tokenized.to_tf_dataset(columns=["input_ids", "attention_mask", "label"], batch_size=4,
+                                          shuffle=True, collate_fn=DataCollatorWithPadding(bert_tokenizer,
+                                                                                           return_tensors="np"))
     model = classifier(bert_checkpoint, 2)  # the course's bug: two labels on MNLI's three
     model.compile(optimizer="adam")
     report = diagnose(model, dataset, bert_tokenizer, stages="data")
@@ -123,8 +126,9 @@ def fit_stsb_with_callback(checkpoint, tokenizer, scores, batch_size, epochs):
 
     split = make_split("stsb", [(f"the cat sat {i}", "the dog ran", score) for i, score in enumerate(scores)])
     tokenized = split.map(lambda rows: tokenizer(rows["sentence1"], rows["sentence2"]), batched=True)
-    dataset = tokenized.to_tf_dataset(columns=["input_ids", "attention_mask", "label"], batch_size=batch_size,
-                                      collate_fn=DataCollatorWithPadding(tokenizer, return_tensors="np"))
+    with watch():
+        dataset = tokenized.to_tf_dataset(columns=["input_ids", "attention_mask", "label"], batch_size=batch_size,
+                                          collate_fn=DataCollatorWithPadding(tokenizer, return_tensors="np"))
     model = classifier(checkpoint, 1)
     model.compile(optimizer=tf_keras.optimizers.Adam(learning_rate=1e-4))
     callback = DiagnoseCallback(tokenizer=tokenizer, task="stsb", quick=False)
@@ -150,8 +154,10 @@ def demo_mnli_dataset(demo_inputs, batch_size=16):
 
     tokenizer, split = demo_inputs
     tokenized = split.map(lambda rows: tokenizer(rows["premise"], rows["hypothesis"]), batched=True)
-    return tokenized.to_tf_dataset(columns=["input_ids", "attention_mask", "label"], batch_size=batch_size,
-                                   shuffle=True, collate_fn=DataCollatorWithPadding(tokenizer, return_tensors="np"))
+    with watch():
+        return tokenized.to_tf_dataset(columns=["input_ids", "attention_mask", "label"], batch_size=batch_size,
+                                       shuffle=True, collate_fn=DataCollatorWithPadding(tokenizer,
+                                                                                        return_tensors="np"))
 
 
 def demo_classifier(rate):
@@ -231,8 +237,9 @@ def test_callback_checks_before_the_first_step_and_strict_raises(bert_checkpoint
     from diagnostics import DiagnoseCallback, PipelineError
 
     tokenized = mnli_split.map(lambda rows: bert_tokenizer(rows["premise"], rows["hypothesis"]), batched=True)
-    dataset = tokenized.to_tf_dataset(columns=["input_ids", "attention_mask", "label"], batch_size=4,
-                                      collate_fn=DataCollatorWithPadding(bert_tokenizer, return_tensors="np"))
+    with watch():
+        dataset = tokenized.to_tf_dataset(columns=["input_ids", "attention_mask", "label"], batch_size=4,
+                                          collate_fn=DataCollatorWithPadding(bert_tokenizer, return_tensors="np"))
     model = classifier(bert_checkpoint, 2)
     model.compile(optimizer="adam")
     before = weights_of(model)
@@ -451,3 +458,116 @@ def test_trace_interrupted_by_its_caller_leaves_no_process_behind(tmp_path):
     same, apart = map(int, pids.read_text().split())
     time.sleep(1)
     assert gone(same) and gone(apart)
+
+
+# ---------------------------------------------------------------- hooks only when asked
+
+UNTOUCHED = """
+import datasets, tf_keras, transformers
+before = {name: owner.__dict__.get(attr) for name, (owner, attr) in {
+    "to_tf_dataset": (datasets.Dataset, "to_tf_dataset"), "fit": (tf_keras.Model, "fit"),
+    "compile": (tf_keras.Model, "compile"), "train_step": (tf_keras.Model, "train_step"),
+    "tf_train_step": (transformers.TFPreTrainedModel, "train_step")}.items()}
+import diagnostics, diagnostics.api, diagnostics.pipeline, diagnostics.trace, diagnostics.hooks
+from diagnostics import DiagnoseCallback, diagnose, watch
+after = {name: owner.__dict__.get(attr) for name, (owner, attr) in {
+    "to_tf_dataset": (datasets.Dataset, "to_tf_dataset"), "fit": (tf_keras.Model, "fit"),
+    "compile": (tf_keras.Model, "compile"), "train_step": (tf_keras.Model, "train_step"),
+    "tf_train_step": (transformers.TFPreTrainedModel, "train_step")}.items()}
+print(sorted(name for name in before if before[name] is not after[name]))
+"""
+
+
+def test_importing_the_package_changes_no_library():
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", UNTOUCHED], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                          env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_watch_remembers_to_tf_datasets_made_inside_it_and_puts_the_method_back(bert_tokenizer, mnli_split):
+    from datasets import Dataset
+
+    from diagnostics.hooks import origin_of, watching
+
+    tokenized = mnli_split.map(lambda rows: bert_tokenizer(rows["premise"], rows["hypothesis"]), batched=True)
+    plain = Dataset.__dict__["to_tf_dataset"]
+    outside = tokenized.to_tf_dataset(columns=["input_ids", "label"], batch_size=4)
+    with watch():
+        with watch():  # blocks nest
+            inside = tokenized.to_tf_dataset(columns=["input_ids", "label"], batch_size=4)
+        assert watching() and Dataset.__dict__["to_tf_dataset"] is not plain
+    assert not watching() and Dataset.__dict__["to_tf_dataset"] is plain
+    assert origin_of(outside) is None
+    source, kwargs = origin_of(inside)
+    assert source is tokenized and kwargs["batch_size"] == 4  # remembered for as long as the dataset lives
+
+
+def stsb_dataset(tokenizer, scores, batch_size=4):
+    import tensorflow as tf
+
+    encoded = tokenizer([f"the cat sat {i}" for i in range(len(scores))], ["the dog ran"] * len(scores),
+                        padding="max_length", max_length=12)
+    return tf.data.Dataset.from_tensor_slices(({key: np.asarray(encoded[key]) for key in encoded},
+                                               np.asarray(scores, np.float32))).batch(batch_size)
+
+
+class RaisesAtStep:
+    """A user's callback that raises at the end of a step (between steps: the watch's own step saw no error)."""
+
+    def __new__(cls, step):
+        import tf_keras
+
+        class Raiser(tf_keras.callbacks.Callback):
+            def on_train_batch_end(self, batch, logs=None):
+                if batch == step:
+                    raise KeyboardInterrupt("stopped by hand")
+
+        return Raiser()
+
+
+@pytest.mark.parametrize("where", ["in_a_step", "between_steps"])
+def test_the_callbacks_watch_is_gone_after_a_fit_that_raises_and_a_users_own_train_step_stays(
+        where, bert_checkpoint, bert_tokenizer):
+    import tensorflow as tf
+    import tf_keras
+
+    from diagnostics import DiagnoseCallback
+
+    model = classifier(bert_checkpoint, 1)
+    model.compile(optimizer=tf_keras.optimizers.Adam(learning_rate=1e-4))
+    calls = []  # appended when a fit traces the user's step
+    own = model.train_step  # the class's, bound: an instance-level train_step of the user's own
+
+    def users_step(data):
+        calls.append(1)
+        return own(data)
+
+    model.train_step = users_step
+    data = stsb_dataset(bert_tokenizer, [1.0, 2.0, 3.0, 1.5] + [4.0, 2.0, 3.0, 1.0] * 2)
+
+    def checked(features, scores):  # the second batch's 4.0 fails inside the train function's step
+        with tf.control_dependencies([tf.debugging.assert_less(scores, 3.5, message="a score out of range")]):
+            return features, tf.identity(scores)
+
+    if where == "in_a_step":
+        data = data.map(checked)
+        extra, error = [], tf.errors.InvalidArgumentError
+    else:
+        extra, error = [RaisesAtStep(1)], KeyboardInterrupt
+    callback = DiagnoseCallback(tokenizer=bert_tokenizer, task="stsb", quick=False)
+    with pytest.raises(error):
+        model.fit(data, epochs=1, callbacks=[callback, *extra], verbose=0)
+    if where == "between_steps":  # the watch is found left over by the next step of any fit, and taken off
+        assert getattr(model.__dict__.get("train_step"), "watched_by", None) is callback
+        model.fit(stsb_dataset(bert_tokenizer, [1.0, 2.0, 3.0, 4.0]), epochs=1, verbose=0)
+    assert model.__dict__.get("train_step") is users_step  # the user's own step, not the watch and not deleted
+    assert getattr(model.train_function, "watched_by", None) is None
+    assert callback._restore is None
+    stashed = [variable.numpy().copy() for variable in callback._stash]
+    model.fit(stsb_dataset(bert_tokenizer, [0.5, 0.5, 0.5, 0.5]), epochs=1, verbose=0)
+    assert all(np.array_equal(before, variable.numpy()) for before, variable in zip(stashed, callback._stash))
+    assert calls  # fit traced the user's own step

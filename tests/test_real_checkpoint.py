@@ -8,6 +8,7 @@ import pytest
 
 from conftest import REAL_DATA
 from diagnostics.__main__ import main
+from diagnostics.hooks import watch
 
 SMALL = ["--batch-size", "8", "--max-length", "64"]
 
@@ -105,9 +106,10 @@ def test_callback_on_real_fine_tuning_stays_quiet_at_a_good_rate_and_names_a_div
     split = Dataset.from_pandas(pd.read_csv(REAL_DATA["mrpc"][1], sep="\t", quoting=3))
     tokenized = split.map(lambda rows: tokenizer(rows["sentence1"], rows["sentence2"], truncation=True,
                                                  max_length=64), batched=True)
-    dataset = tokenized.to_tf_dataset(columns=["input_ids", "attention_mask", "token_type_ids", "label"],
-                                      batch_size=8, shuffle=True,
-                                      collate_fn=DataCollatorWithPadding(tokenizer, return_tensors="np")).take(12)
+    with watch():
+        dataset = tokenized.to_tf_dataset(columns=["input_ids", "attention_mask", "token_type_ids", "label"],
+                                          batch_size=8, shuffle=True, collate_fn=DataCollatorWithPadding(
+                                              tokenizer, return_tensors="np")).take(12)
     model = TFAutoModelForSequenceClassification.from_pretrained(str(real_checkpoint), num_labels=2)
     model.compile(optimizer=tf_keras.optimizers.Adam(learning_rate=rate))
     callback = DiagnoseCallback(tokenizer=tokenizer, quick=False)
