@@ -1,4 +1,5 @@
-"""The time budget of one run in hosted mode: checks past the deadline stop with a `skip` saying so."""
+"""Time: the budget of one run in hosted mode (checks past the deadline stop with a `skip` saying so), and how long
+a long computation has left, estimated from its pace so far."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import contextvars
 import time
 from dataclasses import dataclass
 
+from diagnostics.i18n import Text, msg
 from diagnostics.limits import hosted
 
 
@@ -53,3 +55,19 @@ def check_deadline(where: str = "") -> None:
             + (f" {where}" if where else "")
             + ". Try fewer rates, steps or epochs, or run the app on your own machine."
         )
+
+
+def time_left(computing: float, fraction: float, *, min_fraction: float = 0.05,
+              min_seconds: float = 2.0) -> float | None:
+    """Seconds left of a computation `fraction` done after `computing` seconds, at the pace so far; None until there
+    is enough of it to say (a twentieth done, two seconds in) and once it is done."""
+    if fraction < min_fraction or computing < min_seconds or fraction >= 1.0:
+        return None
+    return computing * (1.0 - fraction) / fraction
+
+
+def time_left_text(seconds: float) -> Text:
+    """"about 3 min left" from a minute and a half on, else "about 40 s left"."""
+    if seconds >= 90:
+        return msg("about {minutes} min left", minutes=round(seconds / 60))
+    return msg("about {seconds} s left", seconds=max(1, round(seconds)))

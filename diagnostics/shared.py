@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Hashable
 
 from diagnostics import limits
+from diagnostics.budget import time_left
 from diagnostics.config import RunConfig
 from diagnostics.errors import InputError
 from diagnostics.hyperparams import SweepSettings
@@ -130,9 +131,7 @@ class Flight:
         if self.admitted is None and self.heavy:
             return None
         computing = time.monotonic() - (self.admitted or self.started)
-        if self.fraction < min_fraction or computing < min_seconds or self.fraction >= 1.0:
-            return None
-        return computing * (1.0 - self.fraction) / self.fraction
+        return time_left(computing, self.fraction, min_fraction=min_fraction, min_seconds=min_seconds)
 
     def stuck(self, limit_s: float) -> bool:
         """Computing for longer than `limit_s` (time in the queue does not count)."""

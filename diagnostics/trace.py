@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from diagnostics import SET_ON_IMPORT, TRACE_CHILD_ENV
+from diagnostics.budget import time_left, time_left_text
 from diagnostics.i18n import Text, from_data, joined, message_of, msg, to_data
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -247,6 +248,18 @@ class _Child:
         self.checking = False  # the checks' own fit and compile calls (on copies) pass straight through
         self._compiling = threading.local()
 
+    def checks_progress(self):
+        """The checks' progress as lines for the parent: the step, how far along, and from the pace so far how
+        long is left."""
+        started = time.monotonic()
+
+        def progress(fraction: float, text) -> None:
+            left = time_left(time.monotonic() - started, fraction)
+            self.say(msg("{text} ({fraction:.0%})", text=text, fraction=fraction) if left is None else
+                     msg("{text} ({fraction:.0%}, {left})", text=text, fraction=fraction, left=time_left_text(left)))
+
+        return progress
+
     def say(self, text: str) -> None:
         """One progress line for the parent: a JSON sentence (one line; JSON escapes new lines)."""
         with open(self.spec["progress"], "a") as handle:
@@ -329,9 +342,7 @@ class _Child:
                                origin=f"{Path(self.script).name}")
             captured.compile_args = self.compiled.get(model)
             run = build_run(captured)
-            results = run_stages(run, parse_stages(self.spec.get("stages")),
-                                 progress=lambda fraction, text: self.say(
-                                     msg("{text} ({fraction:.0%})", text=text, fraction=fraction)))
+            results = run_stages(run, parse_stages(self.spec.get("stages")), progress=self.checks_progress())
             report = build_report(run.config, results)
             report.update(_notes(captured.notes))
         except Exception as exc:  # what the checks cannot take is said, never a traceback

@@ -294,11 +294,16 @@ def test_trace_the_repaired_course_script_flags_each_remaining_bug(tmp_path):
     assert report["run"]["recipe"]["collate_fn"] == "DataCollatorWithPadding"
 
 
-def test_trace_the_fixed_course_script_has_no_failing_check(tmp_path):
+def test_trace_the_fixed_course_script_has_no_failing_check(tmp_path, capsys):
+    import re
+
     code, report, _ = trace(tmp_path, SCRIPTS / "course_script_fixed.py")
     failing = {check["id"]: check["summary"] for check in report["checks"] if check["status"] in ("fail", "error")}
     assert failing == {} and code == 0 and COURSE_SCRIPTS["course_script_fixed"].flagged == ()
     assert statuses(report)["overfit.one_batch"] == "pass"
+    # Its progress says how far the checks are and, once their pace is known, how long they have left.
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("[trace] ")]
+    assert any(re.search(r"\(\d+%, about \d+ (s|min) left\)$", line) for line in lines), lines[-10:]
 
 
 def test_trace_ends_a_script_that_never_reaches_fit(tmp_path, capsys):

@@ -299,3 +299,14 @@ def test_a_long_computation_estimates_the_time_it_has_left_from_its_pace():
     queued = Flight(heavy=True)  # still waiting for a heavy slot: its pace is not known
     queued.report(0.5, "x")
     assert queued.remaining() is None
+
+
+def test_time_left_is_said_in_seconds_then_minutes_in_the_readers_language():
+    from diagnostics.budget import time_left, time_left_text
+    from diagnostics.i18n import localize
+
+    assert time_left(1.0, 0.5) is None and time_left(10.0, 0.01) is None and time_left(10.0, 1.0) is None
+    assert time_left(10.0, 0.5) == pytest.approx(10.0)
+    assert str(time_left_text(0.2)) == "about 1 s left" and str(time_left_text(89)) == "about 89 s left"
+    assert str(time_left_text(200)) == "about 3 min left"
+    assert "3" in localize(time_left_text(200), "ru") and localize(time_left_text(200), "ru") != "about 3 min left"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from diagnostics.budget import time_left_text
 from diagnostics.errors import InputError
 from diagnostics.hyperparams import SweepSettings
 from diagnostics.i18n import _, localize
@@ -30,9 +31,7 @@ def shared_results() -> SharedResults:
 def waiting_text(label: str, flight: Flight) -> str:
     others = " · " + _("{count} sessions waiting for it").format(count=flight.waiters) if flight.waiters > 1 else ""
     left = flight.remaining()
-    horizon = "" if left is None else " · " + (_("about {minutes} min left").format(minutes=round(left / 60))
-                                              if left >= 90 else _("about {seconds} s left").format(
-                                                  seconds=max(1, round(left))))
+    horizon = "" if left is None else " · " + localize(time_left_text(left))
     return f"{label} {shown(flight.text)} ({flight.elapsed():.0f} s{horizon}{others})"
 
 
