@@ -16,6 +16,7 @@ from diagnostics.context import RunContext
 from diagnostics.devices import outside_user_strategy
 from diagnostics.hyperparams import SweepSettings
 from diagnostics.i18n import msg
+from diagnostics.internals import fit_argument
 from diagnostics.own_code import Captured, build_run
 from diagnostics.overfit import DEFAULT_EPOCHS
 from diagnostics.pipeline import data_stage, hparams_stage, model_stage, parse_stages, run_stages
@@ -167,13 +168,8 @@ def quick_checks(run: RunContext) -> list[CheckResult]:
 
 
 def _fit_data(model) -> Any:
-    """The `x` that the running `model.fit` call got, read from its frame (callbacks are not handed the data)."""
-    frame = sys._getframe(1)
-    while frame is not None:
-        if frame.f_code.co_name == "fit" and frame.f_locals.get("self") is model and "x" in frame.f_locals:
-            return frame.f_locals["x"]
-        frame = frame.f_back
-    return None
+    """The `x` that the running `model.fit` call got (callbacks are not handed the data)."""
+    return fit_argument(model, "x")
 
 
 def _tf_keras_callback():

@@ -17,6 +17,7 @@ from diagnostics.batches import (COLLATOR_LABEL, LABEL, LABEL_AS_WRITTEN, UNUSAB
                                  text_cell_problems, tokenize)
 from diagnostics.glue import STSB_RANGE, GlueTask
 from diagnostics.i18n import N_, joined, msg
+from diagnostics.internals import split_fingerprint
 from diagnostics.registry import threshold
 from diagnostics.result import CheckResult, Status, decide, run_check, skipped
 
@@ -621,7 +622,7 @@ def duplicate_figures(split, task: GlueTask, *, examples: int = 5, cached: bool 
     Args:
         cached: False scans the texts even when this split was scanned before (a first scan, for the bench).
     """
-    key = (getattr(split, "_fingerprint", None) or id(split), tuple(task.text_columns), examples)
+    key = (split_fingerprint(split) or id(split), tuple(task.text_columns), examples)
     with _DUPLICATES_LOCK:  # sessions of the app scan in threads of their own
         if cached and key in _DUPLICATES_MEMO:
             _DUPLICATES_MEMO.move_to_end(key)

@@ -14,6 +14,8 @@ import weakref
 from dataclasses import dataclass
 from typing import Any, Iterator
 
+from diagnostics.internals import dataset_inputs
+
 _ORIGINS: "weakref.WeakKeyDictionary[Any, tuple[Any, dict]]" = weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()
 # The last call, kept when it raised too (the tracer diagnoses an error inside to_tf_dataset from it).
@@ -113,7 +115,7 @@ class Provenance:
 def provenance_of(tf_dataset) -> Provenance | None:
     """The origin of a dataset, followed back through the `tf.data` methods after it (`with_options`, `prefetch`,
     `shuffle`, `map`, `repeat`, `take`, `cache`, `apply`, `batch`...): each returns a new dataset holding the one it
-    was called on, which `tf.data` lists in `_inputs()` (the one private `tf.data` read of the debugger)."""
+    was called on, which `tf.data` lists in `_inputs()` (internals.dataset_inputs)."""
     steps: list[str] = []
     current = tf_dataset
     for _ in range(MAX_STEPS_BACK):
@@ -123,11 +125,8 @@ def provenance_of(tf_dataset) -> Provenance | None:
             steps.reverse()
             regrouped = any(step.lstrip("_").startswith(REGROUPING) for step in steps)
             return Provenance(source, kwargs, tuple(steps), not regrouped and _same_elements(current, tf_dataset))
-        try:
-            inputs = list(current._inputs())
-        except Exception:  # not a tf.data dataset, or one made from no dataset
-            return None
-        if len(inputs) != 1:  # a zip or concatenate: the rows come from more than one place
+        inputs = dataset_inputs(current)
+        if inputs is None or len(inputs) != 1:  # not tf.data's; or a zip or concatenate: rows from several places
             return None
         steps.append(type(current).__name__)
         current = inputs[0]

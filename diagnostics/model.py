@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from diagnostics.i18n import N_, Text, msg
+from diagnostics.internals import LAYER_PREFIX, variable_path
 from diagnostics.config import RunConfig
 from diagnostics.batches import LABEL, FirstBatch, decoded_rows
 from diagnostics.glue import GlueTask
@@ -42,17 +43,11 @@ def stats(array: np.ndarray) -> dict[str, Any]:
     }
 
 
-def variable_path(name: str) -> str:
-    """'tf_bert_for_sequence_classification_3/bert/encoder/layer_._0/attention/self/query/kernel:0'
-    -> 'bert/encoder/layer_._0/attention/self/query/kernel' (the instance prefix varies per copy)."""
-    return name.split(":")[0].split("/", 1)[-1]
-
-
 def layer_group(name: str) -> str:
     """The block a variable belongs to, for per-layer charts: an encoder layer, the embeddings, a head layer."""
     parts = variable_path(name).split("/")
     for index, part in enumerate(parts):
-        if part.startswith("layer_._"):
+        if part.startswith(LAYER_PREFIX):
             return "/".join(parts[: index + 1])
     return "/".join(parts[:-1]) or parts[0]
 

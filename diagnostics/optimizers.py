@@ -10,14 +10,12 @@ import numpy as np
 
 from diagnostics.errors import InputError
 from diagnostics.i18n import msg
+from diagnostics.internals import copy_decay_selection, decay_selection, optimizer_rate
 
 
 def rate_of(optimizer):
     """The optimizer's learning rate: a number or a schedule (new and legacy Keras optimizers keep it apart)."""
-    rate = getattr(optimizer, "_learning_rate", None)
-    if rate is None and hasattr(optimizer, "_get_hyper"):
-        rate = optimizer._get_hyper("learning_rate")
-    return rate
+    return optimizer_rate(optimizer)
 
 
 def current_rate(model) -> float | None:
@@ -33,18 +31,10 @@ def current_rate(model) -> float | None:
         return None
 
 
-# AdamWeightDecay keeps which weights decay outside its Keras config.
-DECAY_SELECTION = ("_include_in_weight_decay", "_exclude_from_weight_decay")
-
-
 def optimizer_settings_of(optimizer) -> dict[str, Any]:
     """Every setting of an optimizer object as built: its Keras config, plus AdamWeightDecay's choice of which weights
     decay (not in that config)."""
-    settings = dict(optimizer.get_config())
-    for attribute in DECAY_SELECTION:
-        if getattr(optimizer, attribute, None) is not None:
-            settings[attribute.lstrip("_")] = list(getattr(optimizer, attribute))
-    return settings
+    return {**optimizer.get_config(), **decay_selection(optimizer)}
 
 
 def clone_optimizer(optimizer, rate: float | None = None):
@@ -62,9 +52,7 @@ def clone_optimizer(optimizer, rate: float | None = None):
     except Exception as exc:
         raise InputError(msg("{optimizer} cannot be rebuilt from its settings ({error}), so copies cannot train with "
                              "it.", optimizer=type(optimizer).__name__, error=exc)) from None
-    for attribute in DECAY_SELECTION:
-        if hasattr(optimizer, attribute):
-            setattr(copy, attribute, getattr(optimizer, attribute))
+    copy_decay_selection(optimizer, copy)
     return copy
 
 

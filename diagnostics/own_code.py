@@ -16,6 +16,7 @@ from diagnostics.config import Recipe, RunConfig
 from diagnostics.context import RunContext
 from diagnostics.errors import InputError
 from diagnostics.glue import TASKS, get_task
+from diagnostics.internals import checkpoint_path, is_dummy_loss, uses_internal_loss
 from diagnostics.optimizers import clone_optimizer, plain_rate, rate_of
 
 # Rows read back from a `tf.data.Dataset` whose source split is unknown: enough for the split-level checks'
@@ -65,12 +66,12 @@ def read_loss(model, given: Any = None, *, seen: bool = False) -> str:
     if not seen:
         if getattr(model, "optimizer", None) is None:
             return "internal"
-        if getattr(model, "_using_dummy_loss", False):
+        if uses_internal_loss(model):
             return "internal"
         given = getattr(model, "loss", None)
     if given is None or (isinstance(given, str) and given in ("auto", "auto_with_warning", "passthrough")):
         return "internal"
-    if getattr(given, "__name__", "") == "dummy_loss":
+    if is_dummy_loss(given):
         return "internal"
     if isinstance(given, str):
         if given in LOSS_STRINGS:
@@ -336,7 +337,7 @@ def _rows_in(dataset, read: int, batch_rows: int) -> int | None:
 
 def load_tokenizer_for(model):
     """The tokenizer saved with the model's checkpoint, for `diagnose(tokenizer=None)`."""
-    name = getattr(getattr(model, "config", None), "_name_or_path", "") or ""
+    name = checkpoint_path(model)
     try:
         return loading.load_tokenizer(name)
     except Exception as exc:
@@ -456,6 +457,6 @@ def _longest(source) -> int:
 
 def _checkpoint_name(model, tokenizer) -> str:
     """Where the model was loaded from (else the tokenizer), for the report."""
-    name = getattr(getattr(model, "config", None), "_name_or_path", "") or getattr(tokenizer, "name_or_path", "")
+    name = checkpoint_path(model) or getattr(tokenizer, "name_or_path", "")
     return str(name) if name else (type(model).__name__ if model is not None else "your model")
 

@@ -29,6 +29,7 @@ from typing import Any, Callable
 from diagnostics import SET_ON_IMPORT, TRACE_CHILD_ENV
 from diagnostics.budget import time_left, time_left_text
 from diagnostics.i18n import Text, from_data, joined, message_of, msg, to_data
+from diagnostics.internals import caller_frame, is_missing_column_error
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
@@ -329,7 +330,7 @@ class _Child:
         from diagnostics.pipeline import parse_stages, run_stages
         from diagnostics.report import build_report
 
-        frame = self._script_frame(sys._getframe(1))
+        frame = self._script_frame(caller_frame(1))
         where = f"{Path(self.script).name} line {frame.f_lineno}" if frame else Path(self.script).name
         self.say(msg("The script reached fit at {where}: running the checks on what it built", where=where))
         x = args[0] if args else kwargs.get("x")
@@ -489,7 +490,7 @@ def _classify(exc: BaseException, message: str) -> tuple[str, Any, Any]:
     """(kind, finding, fix) for an exception raised before fit."""
     text = str(exc)
     names = {entry.name for entry in traceback.extract_tb(exc.__traceback__)}
-    if "to_tf_dataset" in names and isinstance(exc, (ValueError, KeyError)) and "not found in dataset" in text:
+    if "to_tf_dataset" in names and is_missing_column_error(exc):
         return ("columns", msg("to_tf_dataset raised {error}: {message} (see data.columns for the columns the split "
                                "really has)", error=type(exc).__name__, message=message),
                 "to_tf_dataset(columns=['input_ids', 'attention_mask', 'label'], "

@@ -12,6 +12,7 @@ import numpy as np
 from diagnostics.config import RunConfig
 from diagnostics.devices import batch_rows, per_replica_dataset, training_strategy
 from diagnostics.budget import check_deadline
+from diagnostics.internals import is_pretrained_kernel
 from diagnostics.optimizers import clone_optimizer, current_rate
 
 LABEL_KEYS = ("labels", "label")
@@ -222,9 +223,6 @@ def first_line(exc: BaseException) -> str:
     return text[:400] or type(exc).__name__
 
 
-# Variables of the task head, which from_pretrained initialises at random: their size says nothing about
-# what pretraining learned, so weight drift is measured on every other kernel.
-HEAD_MARKERS = ("classifier", "score")
 
 
 def is_pretrained(model) -> bool:
@@ -239,8 +237,9 @@ def weight_drift(source, copy) -> float:
 
     ratios = []
     for original, trained in zip(source.trainable_variables, copy.trainable_variables):
-        path = original.name
-        if "kernel" not in path or any(marker in path for marker in HEAD_MARKERS) or len(original.shape) < 2:
+        # The task head's variables, which from_pretrained initialises at random, say nothing of what pretraining
+        # learned: drift is measured on every other kernel.
+        if not is_pretrained_kernel(original):
             continue
         size = float(tf.norm(original))
         if size > 0:
