@@ -105,7 +105,7 @@ def kept(job: Job) -> Entry | None:
 
 def freshness(entry: Entry, job: Job) -> None:
     """When the result was computed, for how long, and a button to compute it again for everyone."""
-    left, right = st.columns([5, 1], vertical_alignment="center")
+    left, right = st.columns([4, 1], vertical_alignment="center")
     left.caption(":material/history: " + _("Computed {age} in {seconds:.1f} s, and kept for everyone who opens this "
                                            "configuration.").format(age=localize(entry.age()), seconds=entry.seconds))
     right.button(_("Compute again"), key=f"shared.again.{job.kind}", icon=":material/refresh:",

@@ -385,8 +385,9 @@ def data_widgets(hosted) -> None:
     right.number_input(_("Max length"), step=1, key="run.max_length")
     with st.expander(_("Dataset options")):
         st.text_input(_("columns= for to_tf_dataset"), key="run.columns",
-                      placeholder=_("default: the model's inputs + label"),
-                      help=_("Comma-separated, as in to_tf_dataset(columns=[...]); e.g. input_ids,labels."))
+                      placeholder=_("model inputs + label"),
+                      help=_("Comma-separated, as in to_tf_dataset(columns=[...]); e.g. input_ids,labels. "
+                             "Empty: the model's inputs and label."))
         labels_in = {"inputs": _("inside the input dict"), "separate": _("separate, Keras (x, y)")}
         st.radio(_("Labels"), ("inputs", "separate"), key="run.labels_in", format_func=labels_in.get)
         st.checkbox(_("Shuffle (to_tf_dataset(shuffle=True))"), key="run.shuffle")
