@@ -16,7 +16,7 @@ from diagnostics.batches import (COLLATOR_LABEL, LABEL, LABEL_AS_WRITTEN, UNUSAB
                                  invalid_labels, label_names_for, plain_label, split_labels,
                                  text_cell_problems, tokenize)
 from diagnostics.glue import STSB_RANGE, GlueTask
-from diagnostics.i18n import N_, joined, msg
+from diagnostics.i18n import N_, joined, msg, msgn
 from diagnostics.internals import split_fingerprint
 from diagnostics.registry import threshold
 from diagnostics.result import CheckResult, Status, decide, run_check, skipped
@@ -63,8 +63,9 @@ def check_columns(
     if left_out:
         return CheckResult(
             "data.columns", STAGE, Status.WARN,
-            msg("columns= leaves out the model input(s) {inputs}, so the model attends to padding (and sees no "
-                "segment ids).", inputs=", ".join(left_out)),
+            msgn("columns= leaves out the model input {inputs}, so the model attends to padding (and sees no "
+                 "segment ids).", "columns= leaves out the model inputs {inputs}, so the model attends to padding (and "
+                 "sees no segment ids).", len(left_out), inputs=", ".join(left_out)),
             fix=f"to_tf_dataset(columns={suggested!r}, ...)",
             evidence=evidence,
         )
@@ -106,12 +107,14 @@ def check_text_cells(problems: dict[str, dict[str, list]], task: GlueTask, rows:
     parts = []
     for column, found in problems.items():
         if found["empty"]:
-            parts.append(msg("{column} is empty in {count:,} row(s) (rows {rows})", column=column,
-                             count=len(found["empty"]), rows=_rows(found["empty"])))
+            parts.append(msgn("{column} is empty in {count:,} row (row {rows})",
+                              "{column} is empty in {count:,} rows (rows {rows})", len(found["empty"]), column=column,
+                              rows=_rows(found["empty"])))
         if found["not_text"]:
-            parts.append(msg("{column} holds values that are not text in {count:,} row(s) (rows {rows}, e.g. "
-                             "{examples})", column=column, count=len(found["not_text"]), rows=_rows(found["not_text"]),
-                             examples=", ".join(found["examples"])))
+            parts.append(msgn("{column} holds a value that is not text in {count:,} row (row {rows}, e.g. {examples})",
+                              "{column} holds values that are not text in {count:,} rows (rows {rows}, e.g. "
+                              "{examples})", len(found["not_text"]), column=column, rows=_rows(found["not_text"]),
+                              examples=", ".join(found["examples"])))
     columns = list(task.text_columns)
     return CheckResult(
         "data.columns", STAGE, Status.FAIL,

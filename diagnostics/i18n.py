@@ -2,8 +2,10 @@
 
 A finding is made once and shown to many people (the shared results, the JSON report), so it keeps its English
 template and its values (`msg`), and each page, the command line and the Markdown report translate it when they
-show it (`localize`), filling the numbers and names in after translation. Fixed texts of the interface go through
-`_` at the moment they are drawn, in the language of the run that draws them.
+show it (`localize`), filling the numbers and names in after translation. A sentence about a count has its plural
+forms (`msgn`, gettext's ngettext: Russian has three), and grouped numbers and percentages are written the reader's
+way (Babel: "12 345" in Russian, "12,345" in English). Fixed texts of the interface go through `_` at the moment
+they are drawn, in the language of the run that draws them.
 
 Catalogs: `diagnostics/locale/<lang>/LC_MESSAGES/debugger.po` (edited) and `.mo` (compiled by
 `python scripts/catalogs.py`, which also extracts new messages with Babel).
@@ -31,24 +33,33 @@ class Text(str):
     """An English sentence that remembers its template and values, so `localize` can say it in another language.
 
     It is a str (the English sentence), so the JSON report, the tests and every caller that only reads text see
-    plain English.
+    plain English. A sentence about a count keeps its plural template too (`plural`; the count is
+    `params["count"]`).
     """
 
     template: str
     params: dict[str, Any]
+    plural: str | None
 
-    def __new__(cls, template: str, params: dict[str, Any]):
-        self = super().__new__(cls, template.format(**params))
-        self.template, self.params = template, params
+    def __new__(cls, template: str, params: dict[str, Any], plural: str | None = None):
+        english = template if plural is None or params.get("count") == 1 else plural
+        self = super().__new__(cls, english.format(**params))
+        self.template, self.params, self.plural = template, params, plural
         return self
 
     def __reduce__(self):
-        return Text, (self.template, self.params)
+        return Text, (self.template, self.params, self.plural)
 
 
 def msg(template: str, **params) -> Text:
     """A translatable sentence: `template` is the message id in the catalogs, filled with `params` (str.format)."""
     return Text(template, params)
+
+
+def msgn(singular: str, plural: str, count: int, **params) -> Text:
+    """A translatable sentence about `count` things: "1 row" / "{count} rows" in English, each language's own plural
+    forms elsewhere (ngettext). Both templates fill `{count}` and `params`."""
+    return Text(singular, {"count": count, **params}, plural=plural)
 
 
 def joined(parts: list, separator: str = ", ") -> Text:
@@ -118,12 +129,52 @@ def localize(value: Any, language: str | None = None, escape: Callable[[str], st
     language = language or current_language()
     if language == DEFAULT_LANGUAGE and escape is None:
         return str(value)
-    template = translations(language).gettext(value.template) if language != DEFAULT_LANGUAGE else value.template
+    catalog = translations(language)
+    if value.plural is not None:
+        template = catalog.ngettext(value.template, value.plural, _count(value.params.get("count")))
+    else:
+        template = catalog.gettext(value.template)
     params = {name: localize(item, language, escape) for name, item in value.params.items()}
     try:
-        return template.format(**params)
-    except (KeyError, IndexError, ValueError):  # a catalog entry whose placeholders drifted: English, never a crash
+        return _with_numbers(template, params, language).format(**params)
+    except (KeyError, IndexError, ValueError, TypeError):  # placeholders that drifted: English, never a crash
         return str(value) if escape is None else escape(str(value))
+
+
+def _count(value: Any) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return 2
+
+
+def _with_numbers(template: str, params: dict[str, Any], language: str) -> str:
+    """The template with each grouped number ({count:,}) and percentage ({share:.0%}) written the reader's way by
+    Babel, filled in as text (into `params`, under names of their own); English keeps Python's own formatting."""
+    if language == DEFAULT_LANGUAGE:
+        return template
+    from babel.numbers import format_decimal, format_percent
+
+    parts = []
+    for index, (literal, field, spec, conversion) in enumerate(string.Formatter().parse(template)):
+        parts.append(literal.replace("{", "{{").replace("}", "}}"))
+        if field is None:
+            continue
+        value = params.get(field)
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        digits = spec.rsplit(".", 1)[-1].rstrip("f%") if "." in (spec or "") else ""
+        if number and spec and spec.endswith("%"):
+            pattern = "#,##0" + ("." + "0" * int(digits) if digits.isdigit() and int(digits) else "") + "%"
+            params[f"_number{index}"] = format_percent(value, format=pattern, locale=language)
+        elif number and spec and "," in spec:
+            decimals = int(digits) if digits.isdigit() else 0
+            pattern = "#,##0" + ("." + "0" * decimals if decimals else "")
+            params[f"_number{index}"] = format_decimal(value, format=pattern, locale=language)
+        else:
+            parts.append("{" + field + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "") + "}")
+            continue
+        parts.append("{" + f"_number{index}" + "}")
+    return "".join(parts)
 
 
 def message_of(exc: BaseException) -> str:
@@ -136,7 +187,8 @@ def to_data(value: Any) -> Any:
     """A sentence as JSON data ({"template", "params"}, values likewise), so a report written in one process can be
     translated in another; any other value as it is."""
     if isinstance(value, Text):
-        return {"template": value.template, "params": {name: to_data(item) for name, item in value.params.items()}}
+        return {"template": value.template, "params": {name: to_data(item) for name, item in value.params.items()},
+                **({"plural": value.plural} if value.plural is not None else {})}
     if hasattr(value, "item") and callable(value.item) and getattr(value, "ndim", 1) == 0:
         value = value.item()  # a NumPy scalar
     if isinstance(value, list):
@@ -150,7 +202,9 @@ def from_data(data: Any) -> Any:
     """The sentence `to_data` wrote (an unreadable one: None)."""
     if isinstance(data, dict) and isinstance(data.get("template"), str):
         try:
-            return Text(data["template"], {name: from_data(item) for name, item in (data.get("params") or {}).items()})
+            plural = data.get("plural") if isinstance(data.get("plural"), str) else None
+            return Text(data["template"], {name: from_data(item) for name, item in (data.get("params") or {}).items()},
+                        plural=plural)
         except (KeyError, IndexError, ValueError, TypeError):
             return None
     if isinstance(data, list):

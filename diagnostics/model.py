@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from diagnostics.i18n import N_, Text, msg
+from diagnostics.i18n import N_, Text, msg, msgn
 from diagnostics.internals import LAYER_PREFIX, variable_path
 from diagnostics.config import RunConfig
 from diagnostics.batches import LABEL, FirstBatch, decoded_rows
@@ -101,9 +101,11 @@ def check_config(model_config, model_class: str, task: GlueTask, tokenizer,
                 "labelled {outputs}, which are not {task} labels (see data.label_range).", described=described,
                 task=task.name, count=task.num_labels, outputs=", ".join(str(output) for output in fed),
                 rows=sum(fed.values())) if fed else \
-        msg("{described}, but {task} has only {count} labels: output(s) {outputs} never get a positive example (no "
-            "row{of_split} is labelled {outputs}).", described=described, task=task.name, count=task.num_labels,
-            outputs=outputs, of_split=msg(" of the split") if present is not None else "")
+        msgn("{described}, but {task} has only {labels} labels: output {outputs} never gets a positive example (no "
+             "row{of_split} is labelled {outputs}).", "{described}, but {task} has only {labels} labels: outputs "
+             "{outputs} never get a positive example (no row{of_split} is labelled {outputs}).", len(extra),
+             described=described, task=task.name, labels=task.num_labels, outputs=outputs,
+             of_split=msg(" of the split") if present is not None else "")
     return decide("model.config", STAGE, evidence, [
         (tokenizer.pad_token is None, Status.FAIL,
          msg("{described}, but its tokenizer has no padding token, so batches of more than one row cannot be padded.",
@@ -141,8 +143,10 @@ def _config_against_data(described, num_labels: int, present: dict[int, int] | N
     if unused and max(present) < num_labels:
         return CheckResult(
             "model.config", STAGE, Status.WARN,
-            msg("{described}, but no row of the split is labelled {unused} ({values}): output(s) {unused} never get a "
-                "positive example.", described=described, unused=", ".join(map(str, unused)), values=values),
+            msgn("{described}, but no row of the split is labelled {unused} ({values}): output {unused} never gets a "
+                 "positive example.", "{described}, but no row of the split is labelled {unused} ({values}): outputs "
+                 "{unused} never get a positive example.", len(unused), described=described,
+                 unused=", ".join(map(str, unused)), values=values),
             fix=f"TFAutoModelForSequenceClassification.from_pretrained(checkpoint, num_labels={max(present) + 1})",
             evidence=evidence)
     return CheckResult("model.config", STAGE, Status.PASS,

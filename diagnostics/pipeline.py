@@ -7,7 +7,7 @@ import gc
 from dataclasses import replace
 
 from diagnostics import limits, registry
-from diagnostics.i18n import Text, joined, msg
+from diagnostics.i18n import Text, joined, msg, msgn
 from diagnostics.budget import BudgetExceeded, run_budget
 from diagnostics.batches import LABEL, split_labels
 from diagnostics.context import RunContext
@@ -128,8 +128,8 @@ def _reason(run: RunContext, need: str) -> Text | None:
                    missing=", ".join(run.missing_columns), found=", ".join(run.split.column_names),
                    task=config.glue_task.name, needed=", ".join(expected))
     if need == "columns" and run.text_problems:
-        counts = joined([msg("{column} in {count:,} row(s)", column=column,
-                             count=len(found["empty"]) + len(found["not_text"]))
+        counts = joined([msgn("{column} in {count:,} row", "{column} in {count:,} rows",
+                              len(found["empty"]) + len(found["not_text"]), column=column)
                          for column, found in run.text_problems.items()])
         return msg("Some text cells are empty or not text ({counts}): see data.columns.", counts=counts)
     if need == "labels" and not run.has_labels:

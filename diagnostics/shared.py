@@ -16,7 +16,7 @@ from diagnostics.budget import time_left
 from diagnostics.config import RunConfig
 from diagnostics.errors import InputError
 from diagnostics.hyperparams import SweepSettings
-from diagnostics.i18n import Text, msg
+from diagnostics.i18n import Text, msg, msgn
 from diagnostics.overfit import DEFAULT_EPOCHS
 from diagnostics.result import CheckResult
 
@@ -87,10 +87,11 @@ class Entry:
             return msg("just now")
         size, unit = (60, "minute") if seconds < 45 * 60 else (3600, "hour") if seconds < 36 * 3600 else (86400, "day")
         count = max(1, round(seconds / size))
-        if count == 1:
-            return {"minute": msg("1 minute ago"), "hour": msg("1 hour ago"), "day": msg("1 day ago")}[unit]
-        return {"minute": msg("{count} minutes ago", count=count), "hour": msg("{count} hours ago", count=count),
-                "day": msg("{count} days ago", count=count)}[unit]
+        if unit == "minute":
+            return msgn("{count} minute ago", "{count} minutes ago", count)
+        if unit == "hour":
+            return msgn("{count} hour ago", "{count} hours ago", count)
+        return msgn("{count} day ago", "{count} days ago", count)
 
 
 @dataclass

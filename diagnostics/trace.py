@@ -28,7 +28,7 @@ from typing import Any, Callable
 
 from diagnostics import SET_ON_IMPORT, TRACE_CHILD_ENV
 from diagnostics.budget import time_left, time_left_text
-from diagnostics.i18n import Text, from_data, joined, message_of, msg, to_data
+from diagnostics.i18n import Text, from_data, joined, message_of, msg, msgn, to_data
 from diagnostics.internals import caller_frame, is_missing_column_error
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -136,8 +136,8 @@ def trace_script(script: str | Path, script_args: list[str] | None = None, *, st
               for status in ("fail", "error", "warn")}
     failed, warned = counts["fail"] + counts["error"], counts["warn"]
     found = joined([part for part in (
-        (msg("1 check fails") if failed == 1 else msg("{count} checks fail", count=failed)) if failed else None,
-        (msg("1 check warns") if warned == 1 else msg("{count} checks warn", count=warned)) if warned else None)
+        msgn("{count} check fails", "{count} checks fail", failed) if failed else None,
+        msgn("{count} check warns", "{count} checks warn", warned) if warned else None)
         if part is not None]) if failed or warned else msg("no check fails")
     return TraceOutcome(report, EXIT_FAILED if failing else EXIT_OK,
                         msg("{name} reached fit at {where}; checked what it built: {found}.", name=name,

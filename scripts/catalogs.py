@@ -3,8 +3,9 @@
     python scripts/catalogs.py            # extract, update every .po (new messages arrive untranslated), compile
     python scripts/catalogs.py --check    # exit 1 naming what is missing, stale or broken; changes nothing
 
-Messages are the first argument of `_("...")`, `N_("...")` and `msg("...", **values)` in diagnostics/, ui/,
-app_pages/ and app.py. A translation must keep its message's {placeholders}.
+Messages are the first argument of `_("...")`, `N_("...")` and `msg("...", **values)`, and the two of
+`msgn("...", "...", count)` (a message with plural forms, each language as many as its Plural-Forms say), in
+diagnostics/, ui/, app_pages/ and app.py. A translation must keep its message's {placeholders}, in every form.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 from diagnostics.i18n import DEFAULT_LANGUAGE, DOMAIN, LANGUAGES, LOCALE_DIR, placeholders  # noqa: E402
 
 SOURCES = ("diagnostics", "ui", "app_pages")
-KEYWORDS = {"_": None, "N_": None, "msg": None}
+KEYWORDS = {"_": None, "N_": None, "msg": None, "msgn": (1, 2)}
 TEMPLATE = LOCALE_DIR / f"{DOMAIN}.pot"
 
 
@@ -83,11 +84,16 @@ def problems() -> list[str]:
             if not message.id:
                 continue
             entry = catalog.get(message.id)
-            if entry is None or not entry.string or entry.fuzzy:
+            forms = list(entry.string) if entry is not None and isinstance(entry.string, (tuple, list)) else \
+                [entry.string] if entry is not None else []
+            wanted = placeholders(message.id[-1] if isinstance(message.id, (tuple, list)) else message.id)
+            if entry is None or not forms or not all(forms) or entry.fuzzy:
                 found.append(f"{language}: no translation for {message.id!r}")
-            elif placeholders(entry.string) != placeholders(message.id):
+            # A plural form may leave the count out ("одна строка"); every other placeholder stays.
+            elif any(placeholders(form) - wanted or wanted - placeholders(form) - (
+                    {"count"} if isinstance(message.id, (tuple, list)) else set()) for form in forms):
                 found.append(f"{language}: {message.id!r} is translated with placeholders "
-                             f"{sorted(placeholders(entry.string))}, not {sorted(placeholders(message.id))}")
+                             f"{[sorted(placeholders(form)) for form in forms]}, not {sorted(wanted)}")
         stale = [message.id for message in catalog if message.id and message.id not in ids]
         found += [f"{language}: {message!r} is no longer in the code" for message in stale]
         compiled = path.with_suffix(".mo")

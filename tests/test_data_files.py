@@ -48,10 +48,10 @@ def csv_rows(rows=ROWS, separator=",") -> str:
     ("noheader.csv", csv_rows(), "Its first row looks like data, not a header"),
     ("semicolons.csv", HEADER.replace(",", ";") + csv_rows(separator=";"), "separates them with ';'"),
     ("emptytext.csv", HEADER + csv_rows() + '"",Grass is red.,1\nThe cat.,,0\n',
-     "sentence1 is empty in 1 row(s) (rows 10); sentence2 is empty in 1 row(s) (rows 11)"),
+     "sentence1 is empty in 1 row (row 10); sentence2 is empty in 1 row (row 11)"),
     ("objecttext.jsonl", jsonl(*({"sentence1": a, "sentence2": b, "label": c} for a, b, c in ROWS),
                                {"sentence1": {"t": "x"}, "sentence2": "b", "label": 0}),
-     'sentence1 holds values that are not text in 1 row(s) (rows 10, e.g. {"t": "x"})'),
+     'sentence1 holds a value that is not text in 1 row (row 10, e.g. {"t": "x"})'),
 ])
 def test_a_file_with_bad_columns_or_cells_is_a_data_columns_finding_and_the_rest_skip(tmp_path, name, content, says):
     code, report = run_data(write(tmp_path, name, content), tmp_path)
@@ -154,7 +154,7 @@ def test_an_extra_column_of_mixed_json_types_does_not_stop_the_batch(tmp_path):
 # ---------------------------------------------------------------- the same on the page
 
 PAGE_CASES = [
-    ("emptytext.csv", HEADER + csv_rows() + '"",Grass is red.,1\n', "sentence1 is empty in 1 row(s) (rows 10)"),
+    ("emptytext.csv", HEADER + csv_rows() + '"",Grass is red.,1\n', "sentence1 is empty in 1 row (row 10)"),
     ("yesno.csv", HEADER + "a b,c d,yes\n" + csv_rows(), "are not rte labels"),
     ("semicolons.csv", HEADER.replace(",", ";") + csv_rows(separator=";"), "separates them with ';'"),
     ("latin1.csv", (HEADER + "Caf\xe9 au lait,B,1\n").encode("latin-1"), "line 2 holds bytes that are not UTF-8"),
