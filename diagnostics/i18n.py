@@ -50,6 +50,14 @@ class Text(str):
     def __reduce__(self):
         return Text, (self.template, self.params, self.plural)
 
+    # Joined with another text, a sentence stays a sentence: both parts keep their templates (`joined`), where str's
+    # own + would leave plain English that no page can translate.
+    def __add__(self, other):
+        return joined([self, other], "") if isinstance(other, str) else NotImplemented
+
+    def __radd__(self, other):
+        return joined([other, self], "") if isinstance(other, str) else NotImplemented
+
 
 def msg(template: str, **params) -> Text:
     """A translatable sentence: `template` is the message id in the catalogs, filled with `params` (str.format)."""

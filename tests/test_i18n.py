@@ -302,3 +302,12 @@ def test_a_traced_script_is_reported_in_the_chosen_language(tmp_path):
     assert any(isinstance(line, Text) and localize(line, "ru") != str(line) for line in lines)
     checks = [CheckResult.from_dict(check) for check in outcome.report["checks"]]
     assert checks and all(isinstance(check.summary, Text) for check in checks)
+
+
+def test_sentences_joined_with_plus_keep_both_templates():
+    first = msg("{count} checks fail", count=2)
+    together = first + "; " + msg("Random guessing gives loss ln(2) = 0.693.")
+    assert isinstance(together, Text) and str(together) == "2 checks fail; Random guessing gives loss ln(2) = 0.693."
+    assert isinstance("Found: " + first, Text)
+    russian = localize("Found: " + msgn("{count} check fails", "{count} checks fail", 2), "ru")
+    assert russian == "Found: 2 проверки не пройдены"
