@@ -15,13 +15,18 @@ import os
 QUIET = {"TF_CPP_MIN_LOG_LEVEL": "2", "TOKENIZERS_PARALLELISM": "false", "HF_DATASETS_DISABLE_PROGRESS_BARS": "1",
          "TRANSFORMERS_VERBOSITY": "error"}
 TRACE_CHILD_ENV = "DEBUGGER_TRACE_CHILD"
-# The variables this import set, not the user: a traced script's child is started without them.
-SET_ON_IMPORT = tuple(key for key in QUIET if key not in os.environ)
+# The variables this import set, not the user: a traced script's child is started without them. They are named in
+# QUIETED_ENV too, so a process started by one that imported the package (a test worker, a server) knows them.
+QUIETED_ENV = "DEBUGGER_QUIETED"
+SET_ON_IMPORT = tuple(dict.fromkeys(
+    [key for key in QUIET if key not in os.environ]
+    + [key for key in os.environ.get(QUIETED_ENV, "").split(",") if key in QUIET]))
 
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 if os.environ.get(TRACE_CHILD_ENV) != "1":
     for _key, _value in QUIET.items():
         os.environ.setdefault(_key, _value)
+    os.environ[QUIETED_ENV] = ",".join(SET_ON_IMPORT)
 
 _API = ("diagnose", "DiagnoseCallback", "Report", "PipelineError")
 

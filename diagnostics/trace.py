@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from diagnostics import SET_ON_IMPORT, TRACE_CHILD_ENV
+from diagnostics import QUIETED_ENV, SET_ON_IMPORT, TRACE_CHILD_ENV
 from diagnostics.budget import time_left, time_left_text
 from diagnostics.i18n import Text, from_data, joined, message_of, msg, msgn, to_data
 from diagnostics.internals import caller_frame, is_missing_column_error
@@ -83,7 +83,7 @@ def trace_script(script: str | Path, script_args: list[str] | None = None, *, st
         spec_path = Path(work) / "spec.json"
         spec_path.write_text(json.dumps(spec))
         # The script's environment as the user's: without what importing the debugger set to quiet itself.
-        env = {**{key: value for key, value in os.environ.items() if key not in SET_ON_IMPORT},
+        env = {**{key: value for key, value in os.environ.items() if key not in (*SET_ON_IMPORT, QUIETED_ENV)},
                TRACE_CHILD_ENV: "1", "PYTHONPATH": os.pathsep.join(
                    [str(PROJECT_ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])}
         output_file = open(Path(work) / "output.txt", "w+") if capture_output else None
