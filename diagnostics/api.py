@@ -167,11 +167,6 @@ def quick_checks(run: RunContext) -> list[CheckResult]:
     return outside_user_strategy(lambda: data_stage(run) + model_stage(run) + hparams_stage(run, parts=("setup",)))
 
 
-def _fit_data(model) -> Any:
-    """The `x` that the running `model.fit` call got (callbacks are not handed the data)."""
-    return fit_argument(model, "x")
-
-
 def _tf_keras_callback():
     import tf_keras
 
@@ -227,7 +222,7 @@ class DiagnoseCallback(_tf_keras_callback()):
     def set_model(self, model):
         super().set_model(model)
         if self.dataset is None:
-            self.dataset = _fit_data(model)
+            self.dataset = fit_argument(model, "x")  # callbacks are not handed the data
 
     def _watch_batches(self, model) -> None:
         """Keep each step's batch on the device (in variables of no fixed shape) so the drilldowns read the very

@@ -78,19 +78,14 @@ def dataset_inputs(dataset) -> list | None:
         return None
 
 
-def fit_argument(model, name: str = "x", depth: int = 2) -> Any:
+def fit_argument(model, name: str = "x") -> Any:
     """An argument of the `model.fit` call running now, read from its frame (callbacks are not handed the data)."""
-    frame = sys._getframe(depth)
+    frame = sys._getframe(1)
     while frame is not None:
         if frame.f_code.co_name == "fit" and frame.f_locals.get("self") is model and name in frame.f_locals:
             return frame.f_locals[name]
         frame = frame.f_back
     return None
-
-
-def caller_frame(depth: int = 1):
-    """The frame `depth` calls above the caller (the tracer finds the script's line that called fit)."""
-    return sys._getframe(depth + 1)
 
 
 def is_missing_column_error(exc: BaseException) -> bool:

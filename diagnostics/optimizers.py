@@ -13,16 +13,11 @@ from diagnostics.i18n import msg
 from diagnostics.internals import copy_decay_selection, decay_selection, optimizer_rate
 
 
-def rate_of(optimizer):
-    """The optimizer's learning rate: a number or a schedule (new and legacy Keras optimizers keep it apart)."""
-    return optimizer_rate(optimizer)
-
-
 def current_rate(model) -> float | None:
     """The rate the model's optimizer applies now (a schedule read at the optimizer's step); None when there is no
     optimizer or its rate cannot be read."""
     optimizer = getattr(model, "optimizer", None)
-    rate = rate_of(optimizer) if optimizer is not None else None
+    rate = optimizer_rate(optimizer) if optimizer is not None else None
     try:
         if callable(rate) and not hasattr(rate, "numpy"):
             rate = rate(optimizer.iterations)

@@ -16,8 +16,8 @@ from diagnostics.config import Recipe, RunConfig
 from diagnostics.context import RunContext
 from diagnostics.errors import InputError
 from diagnostics.glue import TASKS, get_task
-from diagnostics.internals import checkpoint_path, is_dummy_loss, uses_internal_loss
-from diagnostics.optimizers import clone_optimizer, plain_rate, rate_of
+from diagnostics.internals import checkpoint_path, is_dummy_loss, optimizer_rate, uses_internal_loss
+from diagnostics.optimizers import clone_optimizer, plain_rate
 
 # Rows read back from a `tf.data.Dataset` whose source split is unknown: enough for the split-level checks'
 # counts to mean something, few enough to take seconds (each batch passes through the user's collator).
@@ -106,7 +106,7 @@ def read_optimizer(model, given: Any = None, *, seen: bool = False) -> dict[str,
     if optimizer is None:
         return {"optimizer": "Adam", "learning_rate": UNCOMPILED_RATE}
     name = type(optimizer).__name__
-    rate = rate_of(optimizer)
+    rate = optimizer_rate(optimizer)
     schedule = _schedule(rate)
     if schedule is not None:
         weight_decay = float(getattr(optimizer, "weight_decay_rate", 0.0) or 0.0)

@@ -29,7 +29,7 @@ from typing import Any, Callable
 from diagnostics import QUIETED_ENV, SET_ON_IMPORT, TRACE_CHILD_ENV
 from diagnostics.budget import time_left, time_left_text
 from diagnostics.i18n import Text, from_data, joined, message_of, msg, msgn, to_data
-from diagnostics.internals import caller_frame, is_missing_column_error
+from diagnostics.internals import is_missing_column_error
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
@@ -330,7 +330,7 @@ class _Child:
         from diagnostics.pipeline import parse_stages, run_stages
         from diagnostics.report import build_report
 
-        frame = self._script_frame(caller_frame(1))
+        frame = self._script_frame(sys._getframe(1))
         where = f"{Path(self.script).name} line {frame.f_lineno}" if frame else Path(self.script).name
         self.say(msg("The script reached fit at {where}: running the checks on what it built", where=where))
         x = args[0] if args else kwargs.get("x")

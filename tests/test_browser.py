@@ -70,14 +70,25 @@ def browser():
         browser.close()
 
 
-@pytest.fixture
-def page(browser):
-    context = browser.new_context(viewport={"width": 1400, "height": 2200})
+def _page_of(browser, viewport):
+    """A new page at `viewport` that keeps the browser console's errors (`page.console_errors`), closed after."""
+    context = browser.new_context(viewport=viewport)
     page = context.new_page()
     page.console_errors = []
     page.on("console", lambda message: message.type == "error" and page.console_errors.append(message.text))
     yield page
     context.close()
+
+
+@pytest.fixture
+def page(browser):
+    yield from _page_of(browser, {"width": 1400, "height": 2200})
+
+
+@pytest.fixture
+def laptop_page(browser):
+    """A laptop's width; tall, as the main area scrolls inside the page and a screenshot shows only the viewport."""
+    yield from _page_of(browser, {"width": 1366, "height": 2400})
 
 
 def _shot(page, name: str) -> None:
@@ -258,8 +269,8 @@ def test_a_scenario_link_reloads_with_its_configuration_and_results(server, page
     assert [error for error in page.console_errors if "404 (Not Found)" not in error] == []
 
 
-# What a reader cannot see in full: a button's label cut short, a one-line placeholder wider than its box, a widget's label
-# or a badge cut off (the element's content wider than the element). Selectboxes cut a long choice with an ellipsis
+# What a reader cannot see in full: a button's label cut short, a one-line placeholder wider than its box, a widget's
+# label or a badge cut off (the element's content wider than the element). Selectboxes cut a long choice with an ellipsis
 # by design (the whole choice shows in the list), and tables are drawn on a canvas: neither is measured.
 CLIPPED = """() => {
   const shown = element => element.getClientRects().length > 0 && getComputedStyle(element).visibility !== "hidden";
@@ -283,11 +294,10 @@ CLIPPED = """() => {
   }
   return found;
 }"""
-LAPTOP = {"width": 1366, "height": 2400}  # a laptop's width; tall, as the main area scrolls inside the page
 
 
 @pytest.mark.parametrize("language", ["en", "ru", "zh", "it", "ko"])
-def test_every_page_in_each_language_reads_in_full_at_a_laptops_width(server, browser, language):
+def test_every_page_in_each_language_reads_in_full_at_a_laptops_width(server, laptop_page, language):
     """Every page in each language at a laptop's width, with a failing scenario's Report: no button, placeholder or
     label cut short (measured: the element's scroll width against its client width), and a screenshot of each to be
     looked at (CJK text must render in Noto CJK, not as boxes). Results are shared: only the first language computes
@@ -300,10 +310,7 @@ def test_every_page_in_each_language_reads_in_full_at_a_laptops_width(server, br
         not_run = not_run.split("{")[0].strip()
         waits = {"model": checks, "hyperparameters": checks, "overfit": _("Run the overfit test"),
                  "script": _("Trace the script"), "workshop": _("Warm up every scenario")}
-    context = browser.new_context(viewport=LAPTOP)
-    page = context.new_page()
-    errors = []
-    page.on("console", lambda message: message.type == "error" and errors.append(message.text))
+    page = laptop_page
     clipped = {}
     scenario = "scenario=num-labels-too-small"
     page.goto(f"{server}/?lang={language}&{scenario}")
@@ -328,5 +335,4 @@ def test_every_page_in_each_language_reads_in_full_at_a_laptops_width(server, br
     cut = {path: found for path, found in clipped.items() if found}
     assert not cut, __import__("json").dumps(cut, ensure_ascii=False, indent=1)
     # Opened at a page's path, the front end first probes for its server under that path (404s; see above).
-    assert [error for error in errors if "404 (Not Found)" not in error] == []
-    context.close()
+    assert [error for error in page.console_errors if "404 (Not Found)" not in error] == []
