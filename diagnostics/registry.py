@@ -1,10 +1,13 @@
-"""Every check, declared once: its id, stage, title, what it needs, whether it trains, and its thresholds.
+"""Every check, declared once: its id, stage, title, what it needs, whether it trains, and its thresholds; and
+every unit of the walk that runs them: its function, what of the run it needs, which settings it takes and which
+other checks' outputs it reads.
 
-The stage order, which checks each stage answers for (and so skips, with the pipeline's reason, when it cannot
-run), the Report's order, `python -m diagnostics checks` and the README's check table all read this module;
-`needs` and `trains` describe a check for the listing. A check function takes
-its thresholds as keyword arguments whose defaults come from here (`threshold(id, name)`), so a threshold
-is changed in one place and listed with what it means.
+The one runner (`diagnostics.runner`) runs units from here: it orders them by what they read, skips a unit whose
+needs are not met with the reason its owning check gives, and calls its function inside the guard. The command
+line, `diagnose()`, the trace and the app's pages (through their shared store) all run checks through it. The
+Report's order, `python -m diagnostics checks` and the README's check table read this module too. A check function
+takes its thresholds as keyword arguments whose defaults come from here (`threshold(id, name)`), so a threshold is
+changed in one place and listed with what it means.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ class Check:
         part: the Hyperparameters stage runs "setup" checks at once and "training" ones on request; a "fit"
             check watches the user's own `model.fit` (DiagnoseCallback), so no stage runs it.
         conditions: its thresholds.
+        unit: the unit of the walk that runs it (default: its stage's, or for Hyperparameters its part's).
     """
 
     id: str
@@ -43,10 +47,23 @@ class Check:
     trains: bool = False
     part: str = "setup"
     conditions: tuple[Condition, ...] = ()
+    unit: str = ""
 
     @property
     def stage(self) -> str:
         return self.id.split(".", 1)[0]
+
+    @property
+    def runs_in(self) -> str | None:
+        """The name of the unit that runs it; None for a check that watches a user's own fit."""
+        if self.part == FIT:
+            return None
+        return self.unit or (self.part if self.stage == "hparams" else self.stage)
+
+    @property
+    def function(self) -> str:
+        """The importable dotted name of the function that produces its result."""
+        return UNITS[self.runs_in].function if self.runs_in else FIT_FUNCTION
 
 
 @dataclass(frozen=True)
@@ -91,7 +108,7 @@ CHECKS: dict[str, Check] = {check.id: check for check in (
     Check("data.duplicates", N_("duplicate and conflicting rows of the split"), ("split",), conditions=(
         _C("warn_duplicate_share", 0.05, "warn when more than this share of the rows repeat another row's text"),)),
     Check("data.learnability", N_("the given labels are learned better than the same labels shuffled"),
-          ("split", "model", "training copy"), trains=True, conditions=(
+          ("split", "model", "training copy"), trains=True, unit="learnability", conditions=(
         _C("min_accuracy_gain", 0.1, "pass when held-out accuracy beats the shuffled run and the majority by this"),
         _C("max_p_value", 0.01, "and when that many right answers come by chance at most this often (binomial tail)"),
         _C("max_error_ratio", 0.8, "regression: pass when held-out error is below this share of the shuffled run's"),
@@ -152,6 +169,60 @@ CHECKS: dict[str, Check] = {check.id: check for check in (
 )}
 
 
+FIT_FUNCTION = "diagnostics.api.DiagnoseCallback"
+
+
+@dataclass(frozen=True)
+class Unit:
+    """A unit of the walk: the checks that one function answers for together, because they share its work (a
+    decoded batch, a forward pass, a trained copy).
+
+    Attributes:
+        name: its key (the app's shared store keeps each unit's results apart).
+        stage: the stage it belongs to.
+        function: the importable dotted name of `function(run, **inputs) -> list[CheckResult]`.
+        needs: what of the run it needs, in the order their reasons are given when missing (see
+            `runner.REASONS`: "columns", "labels", "range", "readable", "model", "batch", "rows", "flows").
+        takes: the run settings it is called with (fields of `runner.Settings`: "sweep", "epochs", "rate").
+        reads: outputs of other checks it is called with, as "check_id:key" (an evidence key of that check's
+            result; the key is also the keyword), so the runner runs that check's unit first when both run.
+        heavy: it loads the model or trains a copy (the app queues it for one of the server's heavy slots).
+        progress: it reports its progress (it is called with `progress=`).
+    """
+
+    name: str
+    stage: str
+    function: str
+    needs: tuple[str, ...] = ()
+    takes: tuple[str, ...] = ()
+    reads: tuple[str, ...] = ()
+    heavy: bool = True
+    progress: bool = False
+
+    @property
+    def checks(self) -> tuple[str, ...]:
+        return tuple(check.id for check in CHECKS.values() if check.runs_in == self.name)
+
+
+_WALK = "diagnostics.pipeline."
+UNITS: dict[str, Unit] = {unit.name: unit for unit in (
+    Unit("data", "data", _WALK + "measure_data", heavy=False),
+    Unit("learnability", "data", _WALK + "measure_learnability",
+         ("columns", "labels", "range", "model", "batch", "rows", "flows")),
+    Unit("model", "model", _WALK + "measure_model", ("columns", "readable")),
+    Unit("setup", "hparams", _WALK + "measure_setup", ("columns", "model", "batch")),
+    Unit("training", "hparams", _WALK + "measure_training", ("columns", "model", "batch", "range", "flows"),
+         takes=("sweep",), progress=True),
+    Unit("overfit", "overfit", _WALK + "measure_overfit", ("columns", "readable", "model", "flows"),
+         takes=("epochs", "rate"), reads=("hparams.lr_sweep:best_rate",), progress=True),
+)}
+
+
+def units_of(stage: str) -> tuple[str, ...]:
+    """The names of a stage's units, in walk order."""
+    return tuple(unit.name for unit in UNITS.values() if unit.stage == stage)
+
+
 def checks_of(stage: str, part: str | None = None) -> tuple[str, ...]:
     """The ids of a stage's checks in walk order; `part` ("setup"/"training") narrows the Hyperparameters stage.
     The checks that watch a user's own fit are left out unless `part` is FIT."""
@@ -172,6 +243,7 @@ def threshold(check_id: str, name: str) -> float:
 def listing() -> list[dict]:
     """Every check as plain data, for `python -m diagnostics checks --json` and the README's table."""
     return [{"id": check.id, "stage": check.stage, "stage_title": STAGE_TITLES[check.stage], "title": check.title,
-             "needs": list(check.needs), "trains": check.trains, "part": check.part,
+             "needs": list(check.needs), "trains": check.trains, "part": check.part, "unit": check.runs_in,
+             "function": check.function,
              "conditions": [{"name": c.name, "value": c.value, "meaning": c.meaning} for c in check.conditions]}
             for check in CHECKS.values()]

@@ -9,9 +9,9 @@ import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Any, Callable, Hashable
+from typing import Callable, Hashable
 
-from diagnostics import limits
+from diagnostics import limits, registry
 from diagnostics.budget import time_left
 from diagnostics.config import RunConfig
 from diagnostics.errors import InputError
@@ -19,57 +19,46 @@ from diagnostics.hyperparams import SweepSettings
 from diagnostics.i18n import Text, msg, msgn
 from diagnostics.overfit import DEFAULT_EPOCHS
 from diagnostics.result import CheckResult
+from diagnostics.runner import Settings, run_units
 
 Progress = Callable[[float, str], None]
 
-# What each kind of job runs, in the walk's order; "setup" and "training" are the Hyperparameters stage's parts.
-KINDS = ("data", "learnability", "model", "setup", "training", "overfit")
-STAGE_OF = {"data": "data", "learnability": "data", "model": "model", "setup": "hparams", "training": "hparams",
-            "overfit": "overfit"}
-NEEDS_MODEL = {"learnability", "model", "setup", "training", "overfit"}
+# The units of the walk a job may run, in walk order, with each one's stage and whether it loads the model.
+KINDS = tuple(registry.UNITS)
+STAGE_OF = {unit.name: unit.stage for unit in registry.UNITS.values()}
+NEEDS_MODEL = {unit.name for unit in registry.UNITS.values() if unit.heavy}
 
 
 @dataclass(frozen=True)
 class Job:
-    """One unit of shared work: a kind of job on a configuration with its settings; its key for the store.
+    """One unit of shared work: a unit of the walk on a configuration with its settings; its key for the store.
 
     Attributes:
-        settings: the sweep's `SweepSettings` for "training"; `(epochs, rate, best_rate)` for "overfit"; else ().
+        kind: the unit's name (`registry.UNITS`).
+        settings: a `runner.Settings` holding what the unit takes (the sweep for "training"; epochs, rate and the
+            sweep's best rate for "overfit"); the defaults otherwise, so equal jobs have equal keys.
     """
 
     kind: str
     config: RunConfig
-    settings: Any = ()
+    settings: Settings = Settings()
 
     @property
     def stage(self) -> str:
         return STAGE_OF[self.kind]
 
     def run(self, run, progress: Progress | None = None) -> list[CheckResult]:
-        """The job's results on `run` (a RunContext of this configuration)."""
-        from diagnostics import pipeline
-
-        if self.kind == "data":
-            return pipeline.data_stage(run)
-        if self.kind == "learnability":
-            return pipeline.learnability_stage(run)
-        if self.kind == "model":
-            return pipeline.model_stage(run)
-        if self.kind == "setup":
-            return pipeline.hparams_stage(run, parts=("setup",))
-        if self.kind == "training":
-            return pipeline.hparams_stage(run, sweep=self.settings, parts=("training",), progress=progress)
-        epochs, rate, best_rate = self.settings
-        return pipeline.overfit_stage(run, epochs=epochs, rate=rate, best_rate=best_rate, progress=progress)
+        """The job's results on `run` (a RunContext of this configuration), from the one runner."""
+        return run_units(run, (self.kind,), self.settings, progress)
 
 
 def training_job(config: RunConfig, settings: SweepSettings = SweepSettings()) -> Job:
-    return Job("training", config, settings)
+    return Job("training", config, Settings(sweep=settings))
 
 
 def overfit_job(config: RunConfig, epochs: int = DEFAULT_EPOCHS, rate: float | None = None,
                 best_rate: float | None = None) -> Job:
-    return Job("overfit", config, (int(epochs), rate, best_rate))
+    return Job("overfit", config, Settings(epochs=int(epochs), rate=rate, best_rate=best_rate))
 
 
 @dataclass

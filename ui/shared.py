@@ -10,7 +10,7 @@ from diagnostics.errors import InputError
 from diagnostics.hyperparams import SweepSettings
 from diagnostics.i18n import _, localize
 from diagnostics.overfit import DEFAULT_EPOCHS
-from diagnostics.registry import CHECKS, STAGE_ORDER
+from diagnostics.registry import CHECKS, STAGE_ORDER, UNITS, units_of
 from diagnostics.result import CheckResult
 from diagnostics.scenarios import SCENARIOS
 from diagnostics.shared import KINDS, NEEDS_MODEL, Entry, Flight, Job, SharedResults, overfit_job, training_job
@@ -113,17 +113,21 @@ def freshness(entry: Entry, job: Job) -> None:
 
 
 def stage_jobs(stage: str, config) -> list[Job]:
-    """The jobs whose results make up a stage for this session's settings, in the page's order."""
-    if stage == "data":
-        return [Job("data", config), Job("learnability", config)]
-    if stage == "model":
-        return [Job("model", config)]
-    if stage == "hparams":
+    """The jobs whose results make up a stage for this session's settings: one for each of the stage's units
+    (`registry.UNITS`), in walk order."""
+    return [job for unit in units_of(stage) if (job := session_job(unit, config)) is not None]
+
+
+def session_job(unit: str, config) -> Job | None:
+    """A unit's job with this session's settings (None when the sweep's settings on the page are unusable)."""
+    if unit == "training":
         try:
-            return [Job("setup", config), training_job(config, sweep_from_state())]
+            return training_job(config, sweep_from_state())
         except (TypeError, ValueError):
-            return [Job("setup", config)]
-    return [newest_overfit(config) or overfit_jobs(config)[0]]
+            return None
+    if unit == "overfit":
+        return newest_overfit(config) or overfit_jobs(config)[0]
+    return Job(unit, config)
 
 
 def kept_best_rate(config, settings: SweepSettings) -> float | None:
@@ -186,7 +190,8 @@ def first_stage(name: str) -> str:
 def warm_jobs(link: Link, kinds=KINDS) -> list[Job]:
     """The jobs a link's pages ask for with their default settings, in the walk's order (the overfit test's key
     holds the sweep's recommended rate, so it is listed once the sweep is kept)."""
-    jobs = [Job(kind, link.config) for kind in ("data", "learnability", "model", "setup") if kind in kinds]
+    plain = [kind for kind in KINDS if kind in kinds and not UNITS[kind].takes and not UNITS[kind].reads]
+    jobs = [Job(kind, link.config) for kind in plain]
     if "training" in kinds:
         jobs.append(training_job(link.config, link.sweep))
     return jobs

@@ -1,0 +1,249 @@
+"""The one runner: runs units of the walk (`registry.UNITS`) on one run context, in the order of what they read,
+each inside the guard, skipping a unit whose needs are not met with the reason its owning check gives.
+
+The command line, `diagnose()`, the trace and the app's pages (through their shared store, which keys and keeps
+what this returns) all run checks through `run_units`; nothing else decides what runs or skips.
+"""
+
+from __future__ import annotations
+
+import gc
+import importlib
+from dataclasses import dataclass, fields, replace
+
+from diagnostics import limits, registry
+from diagnostics.budget import BudgetExceeded, run_budget
+from diagnostics.context import RunContext
+from diagnostics.errors import InputError
+from diagnostics.hyperparams import SweepSettings, optimizer_summary
+from diagnostics.i18n import Text, joined, msg, msgn
+from diagnostics.overfit import DEFAULT_EPOCHS
+from diagnostics.result import CheckResult, Status, error_result, skipped
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What a run is asked to do beyond its configuration; a unit is called with the fields it `takes`.
+
+    Attributes:
+        sweep: the learning-rate sweep and range test.
+        epochs: the overfit test's epochs.
+        rate: the overfit test's rate, when not the configured one (e.g. the sweep's best).
+        best_rate: the sweep's recommended rate when known from elsewhere (a unit reading `best_rate` gets the
+            sweep's own when the sweep runs in the same call).
+    """
+
+    sweep: SweepSettings = SweepSettings()
+    epochs: int = DEFAULT_EPOCHS
+    rate: float | None = None
+    best_rate: float | None = None
+
+    def validated(self, takes: set[str]) -> "Settings":
+        """These settings, or an InputError naming what is wrong with one that a unit to run takes."""
+        if "sweep" in takes:
+            self.sweep.validated()
+        if "epochs" in takes:
+            return replace(self, epochs=validate_epochs(self.epochs))
+        return self
+
+
+def validate_epochs(epochs) -> int:
+    """The overfit test's epoch count, or an InputError saying what it may be."""
+    if not (isinstance(epochs, int) or float(epochs).is_integer()) or not 1 <= epochs <= 1000:
+        raise InputError(msg("The overfit test needs a whole number of epochs from 1 to 1000, got {epochs}.",
+                             epochs=epochs))
+    problems = limits.epochs_problems(int(epochs))
+    if problems:
+        raise InputError(msg("{problems}.", problems=joined(problems, "; ")))
+    return int(epochs)
+
+
+def ordered(names) -> list[str]:
+    """The units named, in walk order, with every unit after the units whose checks' outputs it reads.
+
+    Raises:
+        InputError: an unknown unit name.
+    """
+    unknown = [name for name in names if name not in registry.UNITS]
+    if unknown:
+        raise InputError(msg("Unknown unit(s) {unknown}; available: {units}.", unknown=", ".join(unknown),
+                             units=", ".join(registry.UNITS)))
+    left = [name for name in registry.UNITS if name in set(names)]
+    done: list[str] = []
+    while left:
+        ready = next(name for name in left if not set(_read_units(name)) & (set(left) - {name}))
+        left.remove(ready)
+        done.append(ready)
+    return done
+
+
+def _read_units(name: str) -> list[str]:
+    """The units whose checks' outputs unit `name` reads."""
+    return [registry.CHECKS[read.split(":", 1)[0]].runs_in for read in registry.UNITS[name].reads]
+
+
+def run_units(run: RunContext, names, settings: Settings = Settings(), progress=None) -> list[CheckResult]:
+    """Every check of the named units on one run context (they share its batches and model), in order, inside
+    hosted mode's time budget; then each cause named once (`name_each_cause_once`).
+
+    Raises:
+        InputError: unusable settings, or an input a unit found unusable.
+    """
+    names = ordered(names)
+    settings = settings.validated({taken for name in names for taken in registry.UNITS[name].takes})
+    results: list[CheckResult] = []
+    with run_budget():
+        for name in names:
+            results += run_unit(run, name, settings, progress, results)
+    return name_each_cause_once(results)
+
+
+def run_unit(run: RunContext, name: str, settings: Settings, progress=None, earlier=()) -> list[CheckResult]:
+    """One unit's results: skips with the first unmet need's reason, else its function's results, never raising
+    but for unusable input.
+
+    Anything the unit's shared work raises (a batch, a model copy, a decode) becomes an `error` result for each of
+    its checks, naming the exception, with the traceback in the evidence; past the time budget they are skips
+    saying so. A trained copy holds its weights, gradients and optimizer slots, and refers to itself through
+    Keras's traced train step, so only the cycle collector frees it; collecting here frees the largest tensors
+    between units instead of whenever Python next collects.
+    """
+    unit = registry.UNITS[name]
+    try:
+        with run_budget():
+            reason = blocked(run, unit.needs)  # a need may itself load the model or build the batch, and raise
+            if reason is not None:
+                return [skipped(check, unit.stage, reason) for check in unit.checks]
+            return function_of(unit)(run, **inputs(unit, settings, progress, earlier))
+    except InputError:
+        raise
+    except BudgetExceeded as exc:
+        return [skipped(check, unit.stage, str(exc)) for check in unit.checks]
+    except Exception as exc:  # one broken piece of shared work must not blank the page
+        return [error_result(check, unit.stage, exc) for check in unit.checks]
+    finally:
+        gc.collect()
+
+
+def function_of(unit: registry.Unit):
+    """The unit's function, imported from its dotted name."""
+    module, _, attribute = unit.function.rpartition(".")
+    return getattr(importlib.import_module(module), attribute)
+
+
+def inputs(unit: registry.Unit, settings: Settings, progress, earlier) -> dict:
+    """The keywords a unit is called with: the settings it takes, the outputs it reads (from a result of this
+    call, else from `settings`), and its progress callback."""
+    kwargs = {field.name: getattr(settings, field.name) for field in fields(settings) if field.name in unit.takes}
+    for read in unit.reads:
+        check_id, key = read.split(":", 1)
+        found = next((result for result in earlier if result.id == check_id), None)
+        kwargs[key] = (found.evidence or {}).get(key) if found is not None else getattr(settings, key, None)
+    if unit.progress:
+        kwargs["progress"] = progress or (lambda fraction, text: None)
+    return kwargs
+
+
+def name_each_cause_once(results: list[CheckResult]) -> list[CheckResult]:
+    """One cause, one owner: when hparams.lr_sweep measured the configured rate as too high, hparams.optimizer's rule
+    of thumb and the overfit test's weight drift say so and point at the sweep instead of naming the rate again."""
+    sweep = next((result for result in results if result.id == "hparams.lr_sweep"), None)
+    if sweep is None or not (sweep.evidence or {}).get("configured_too_high"):
+        return results
+    rate = sweep.evidence.get("configured_rate")
+    out = []
+    for result in results:
+        evidence = result.evidence or {}
+        if result.id == "hparams.optimizer" and evidence.get("rate_above_ceiling"):
+            result = replace(result, status=Status.PASS, fix=None, summary=msg(
+                "{summary} Whether its rate suits this checkpoint is measured by hparams.lr_sweep (see its finding).",
+                summary=optimizer_summary(evidence)))
+        elif result.id == "overfit.one_batch" and evidence.get("drift_warning") and \
+                (evidence.get("memorised") or evidence.get("learning")):
+            result = replace(result, status=Status.PASS, fix=None, summary=msg(
+                "The model {outcome} one batch at learning rate {rate:g} (accuracy {accuracy:.0%}): the pipeline can "
+                "learn. How fast that rate moves the pretrained weights is hparams.lr_sweep's finding.",
+                outcome=msg("memorised") if evidence.get("memorised") else msg("learns"),
+                rate=evidence.get("learning_rate") or rate, accuracy=evidence.get("final_accuracy") or 0.0))
+        out.append(result)
+    return out
+
+
+# ---------------------------------------------------------------- what a unit needs of the run, and why it is missing
+
+def _columns(run: RunContext) -> Text | None:
+    if run.missing_columns:
+        task = run.config.glue_task
+        return msg("The split has no {missing} column (it has {found}; {task} needs {needed}): see data.columns.",
+                   missing=", ".join(run.missing_columns), found=", ".join(run.split.column_names), task=task.name,
+                   needed=", ".join(list(task.text_columns) + ["label"]))
+    if run.text_problems:
+        counts = joined([msgn("{column} in {count:,} row", "{column} in {count:,} rows",
+                              len(found["empty"]) + len(found["not_text"]), column=column)
+                         for column, found in run.text_problems.items()])
+        return msg("Some text cells are empty or not text ({counts}): see data.columns.", counts=counts)
+    return None
+
+
+def _labels(run: RunContext) -> Text | None:
+    if not run.has_labels:
+        return msg("No label of the split is usable (all -1, as in a GLUE test split, or unreadable: see "
+                   "data.label_range), so there is nothing to learn.")
+    return None
+
+
+def _unusable(run: RunContext) -> Text | None:
+    if run.unusable_labels:
+        task = run.config.glue_task
+        return msg("{count:,} labels are not {task} labels (see data.label_range): every check that feeds labels to "
+                   "the model needs ids 0..{last} or {task}'s names, so fix them first.", count=run.unusable_labels,
+                   task=task.name, last=task.num_labels - 1)
+    return None
+
+
+def _range(run: RunContext) -> Text | None:
+    if run.unreadable_scores:
+        return msg("{count:,} scores are empty or not numbers (see data.label_range): a NaN label makes every loss "
+                   "NaN, so fix them first.", count=run.unreadable_scores)
+    if (unusable := _unusable(run)) is not None:
+        return unusable
+    if run.out_of_range_labels:
+        return msg("Training stops at the first of {count:,} labels outside [0, {num_labels}) (see data.label_range "
+                   "and model.nan_rows): fix them or num_labels first.", count=run.out_of_range_labels,
+                   num_labels=run.config.effective_num_labels)
+    return None
+
+
+def _flows(run: RunContext) -> Text | None:
+    if run.classifier[0] is not None and run.first_batch.tf_batch is not None and run.gradients_stopped:
+        return msg("Blocked by model.gradients: with loss {loss} every gradient is zero, so no step moves the weights "
+                   "and this measurement could only show that (not the learning rate or the labels). Fix the loss "
+                   "first (see hparams.loss).", loss=repr(run.config.loss))
+    return None
+
+
+def _model(run: RunContext) -> Text | None:
+    model, problem = run.classifier
+    return msg("No model to train: {reason}", reason=problem) if model is None else None
+
+
+def _batch(run: RunContext) -> Text | None:
+    if run.first_batch.tf_batch is None:
+        return msg("No training batches: {error} (see data.batch).", error=run.first_batch.error)
+    return None
+
+
+def _rows(run: RunContext) -> Text | None:
+    return msg("The split has {rows} rows, too few to hold some out.", rows=len(run.split)) if len(run.split) < 8 \
+        else None
+
+
+# Each need: why a unit needing it cannot run on this run context, or None when it can. The reasons name the check
+# that owns the cause, so a blocked check points there instead of blaming something else.
+REASONS = {"columns": _columns, "labels": _labels, "range": _range, "readable": _unusable, "flows": _flows,
+           "model": _model, "batch": _batch, "rows": _rows}
+
+
+def blocked(run: RunContext, needs) -> Text | None:
+    """The reason of the first need in `needs` that this run does not meet, or None."""
+    return next((reason for need in needs if (reason := REASONS[need](run)) is not None), None)

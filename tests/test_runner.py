@@ -1,0 +1,122 @@
+"""The one runner: every unit of the registry runs from its declaration (its function by dotted name, its needs,
+settings and reads), in the order of what it reads, skipping with the owning check's reason when a need fails; a
+check is added by declaration alone."""
+
+import importlib
+import json
+
+import pytest
+
+from diagnostics import registry, runner
+from diagnostics.__main__ import main
+from diagnostics.config import RunConfig
+from diagnostics.context import RunContext
+from diagnostics.errors import InputError
+from diagnostics.evidence import EVIDENCE
+from diagnostics.hyperparams import SweepSettings
+from diagnostics.result import CheckResult, Status
+
+SMALL = runner.Settings(sweep=SweepSettings(rates=2, steps=2, range_steps=5), epochs=2)
+
+
+@pytest.fixture
+def run(demo_inputs, demo_model):
+    tokenizer, split = demo_inputs
+    return RunContext(RunConfig(batch_size=8), tokenizer, split, lambda *args: demo_model)
+
+
+def imported(dotted: str):
+    module, _, attribute = dotted.rpartition(".")
+    return getattr(importlib.import_module(module), attribute)
+
+
+def test_checks_json_names_each_checks_function_by_an_importable_dotted_name(capsys):
+    assert main(["checks", "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    for check in listed:
+        assert callable(imported(check["function"])), check["id"]
+        assert check["unit"] is None or check["id"] in registry.UNITS[check["unit"]].checks
+    assert {check["unit"] for check in listed} == set(registry.UNITS) | {None}
+
+
+def test_every_units_function_produces_a_result_for_each_of_its_checks_and_no_other(run):
+    for unit in registry.UNITS.values():
+        function = imported(unit.function)
+        results = function(run, **runner.inputs(unit, SMALL, None, []))
+        assert sorted(result.id for result in results) == sorted(unit.checks), unit.name
+        assert all(result.stage == unit.stage and result.status is not Status.ERROR for result in results), [
+            (result.id, result.summary) for result in results if result.status is Status.ERROR]
+
+
+def test_what_a_unit_reads_is_declared_evidence_of_a_check_another_unit_runs():
+    for unit in registry.UNITS.values():
+        for read in unit.reads:
+            check_id, key = read.split(":", 1)
+            owner = registry.CHECKS[check_id].runs_in
+            assert owner is not None and owner != unit.name
+            assert key in EVIDENCE[check_id].__annotations__, read
+
+
+def test_units_run_after_the_units_they_read_whatever_order_they_are_asked_in():
+    assert runner.ordered(["overfit", "training", "data"]) == ["data", "training", "overfit"]
+    assert runner.ordered(list(reversed(registry.UNITS))) == list(registry.UNITS)
+    with pytest.raises(InputError, match="Unknown unit"):
+        runner.ordered(["data", "sweeping"])
+
+
+def test_the_overfit_unit_gets_the_sweeps_recommended_rate_from_the_same_call(run):
+    results = runner.run_units(run, ["overfit", "training"], SMALL)
+    sweep = next(result for result in results if result.id == "hparams.lr_sweep")
+    overfit = next(result for result in results if result.id == "overfit.one_batch")
+    assert [result.id for result in results][-1] == "overfit.one_batch"
+    assert sweep.evidence["best_rate"] is not None
+    assert overfit.evidence["best_rate"] == sweep.evidence["best_rate"]
+
+
+# ---------------------------------------------------------------- a check added by declaration alone
+
+def measure_majority_share(run: RunContext, *, majority_accuracy: float | None) -> list[CheckResult]:
+    """A new unit's function: reads data.baselines' measured majority share from the same call."""
+    status = Status.WARN if majority_accuracy is None or majority_accuracy > 0.5 else Status.PASS
+    return [CheckResult("data.majority_share", "data", status, f"majority {majority_accuracy}",
+                        evidence={"majority_accuracy": majority_accuracy})]
+
+
+@pytest.fixture
+def declared(monkeypatch):
+    """One more check and its unit, declared in the registry and nowhere else (listed first, so that the runner
+    must order it after the data unit it reads)."""
+    check = registry.Check("data.majority_share", "the commonest label's share", ("split",), unit="majority")
+    unit = registry.Unit("majority", "data", f"{__name__}.measure_majority_share", needs=("columns",),
+                         reads=("data.baselines:majority_accuracy",), heavy=False)
+    monkeypatch.setattr(registry, "CHECKS", {check.id: check, **registry.CHECKS})
+    monkeypatch.setattr(registry, "UNITS", {unit.name: unit, **registry.UNITS})
+    return check
+
+
+def test_a_check_declared_alone_runs_after_what_it_reads_and_gets_its_output(run, declared):
+    results = runner.run_units(run, ["majority", "data"])
+    ids = [result.id for result in results]
+    assert ids[-1] == "data.majority_share" and "data.baselines" in ids
+    baselines = next(result for result in results if result.id == "data.baselines")
+    assert results[-1].evidence["majority_accuracy"] == baselines.evidence["majority_accuracy"]
+    assert declared.function.endswith("measure_majority_share")
+    assert "data.majority_share" in registry.checks_of("data")
+
+
+def test_a_check_declared_alone_is_skipped_with_the_owning_checks_reason_when_its_need_fails(demo_inputs,
+                                                                                          demo_model, declared):
+    tokenizer, split = demo_inputs
+    broken = RunContext(RunConfig(batch_size=8), tokenizer, split.remove_columns(["hypothesis"]),
+                        lambda *args: demo_model)
+    [result] = runner.run_units(broken, ["majority"])
+    assert result.status is Status.SKIP and "hypothesis" in result.summary and "data.columns" in result.summary
+
+
+def test_a_check_declared_alone_that_raises_is_an_error_not_a_traceback(run, declared, monkeypatch):
+    def burn(*args, **kwargs):
+        raise RuntimeError("the disk is on fire")
+
+    monkeypatch.setitem(globals(), "measure_majority_share", burn)
+    [result] = runner.run_units(run, ["majority"])
+    assert result.status is Status.ERROR and "the disk is on fire" in result.summary
