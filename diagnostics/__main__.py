@@ -19,7 +19,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from diagnostics.config import LOSSES, OPTIMIZERS, RunConfig, default_config, task_title
+from diagnostics.config import LOSSES, OPTIMIZERS, RunConfig, default_config, parse_data_files, task_title
 from diagnostics.errors import InputError
 from diagnostics.i18n import DEFAULT_LANGUAGE, LANGUAGES, Text, _, localize, message_of, msg, set_language
 from diagnostics.result import Status
@@ -62,10 +62,13 @@ def _non_negative(text: str) -> float:
 
 
 def _data_file(text: str) -> tuple[str, str]:
-    split, sep, path = text.partition("=")
-    if not sep or not split or not path:
-        raise argparse.ArgumentTypeError(f"{text!r} should be SPLIT=PATH, e.g. train=data/train.tsv")
-    return split, path
+    try:
+        pairs = parse_data_files(text)
+    except InputError as exc:
+        raise argparse.ArgumentTypeError(message_of(exc)) from None
+    if len(pairs) != 1:
+        raise argparse.ArgumentTypeError(f"{text!r} should read SPLIT=PATH, e.g. train=data/train.tsv")
+    return pairs[0]
 
 
 def build_parser() -> argparse.ArgumentParser:

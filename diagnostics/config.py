@@ -250,6 +250,26 @@ class RunConfig:
 DEMO_LEARNING_RATE = 3e-3
 
 
+def parse_data_files(text: str) -> tuple[tuple[str, str], ...]:
+    """SPLIT=PATH entries, one a line or separated by ';' (a link's form), into (split, path) pairs: the one parser
+    of the sidebar's box, a link's `files` and the command line's `--data-files`.
+
+    Raises:
+        InputError: an entry without a split, an '=' or a path.
+    """
+    pairs = []
+    for line in text.replace(";", "\n").splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        split, sep, path = line.partition("=")
+        if not sep or not split.strip() or not path.strip():
+            raise InputError(msg("Data file line {line} should read SPLIT=PATH, e.g. train=/data/mnli/train.tsv.",
+                                 line=repr(line)))
+        pairs.append((split.strip(), path.strip()))
+    return tuple(pairs)
+
+
 def usual_rate(pretrained: bool) -> float:
     """The rate a checkpoint trains well at: 5e-5 for a pretrained one, the demo kit's 3e-3 for its random weights."""
     return RunConfig.learning_rate if pretrained else DEMO_LEARNING_RATE

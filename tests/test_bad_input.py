@@ -213,7 +213,7 @@ def _file(tmp_path, content, name="train.json"):
     (lambda t: ["--data-files", _file(t, "")], "is empty"),
     (lambda t: ["--data-files", _file(t, "premise,hypothesis,label\n", "train.csv")], "has no rows"),
     (lambda t: ["--data-files", _file(t, "\x00\x01 not json {")], "Could not read"),
-    (lambda t: ["--data-files", "train.csv"], "should be SPLIT=PATH"),
+    (lambda t: ["--data-files", "train.csv"], "should read SPLIT=PATH"),
     (lambda t: ["--split", "dev"], "has no split 'dev'"),
     (lambda t: ["--num-labels", "0"], "must be at least 1, got 0"),
     (lambda t: ["--num-labels", "-3"], "must be at least 1, got -3"),

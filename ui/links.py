@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from typing import Any, Callable
 
-from diagnostics.config import CODE_ONLY_FIELDS, RunConfig, default_config
+from diagnostics.config import CODE_ONLY_FIELDS, RunConfig, default_config, parse_data_files
 from diagnostics.errors import InputError
 from diagnostics.glue import get_task
 from diagnostics.hyperparams import SweepSettings
@@ -64,17 +64,6 @@ def _columns(text: str) -> tuple[str, ...] | None:
     return tuple(column.strip() for column in text.split(",") if column.strip()) or None
 
 
-def _data_files(text: str) -> tuple[tuple[str, str], ...]:
-    pairs = []
-    for line in text.replace(";", "\n").splitlines():
-        split, sep, path = line.strip().partition("=")
-        if line.strip() and (not sep or not split.strip() or not path.strip()):
-            raise InputError(msg("{line} should read SPLIT=PATH", line=repr(line.strip())))
-        if line.strip():
-            pairs.append((split.strip(), path.strip()))
-    return tuple(pairs)
-
-
 def _text(value) -> str:
     if isinstance(value, bool):
         return "1" if value else "0"
@@ -93,7 +82,7 @@ def _text(value) -> str:
 # the split after its task and source.
 CONFIG_PARAMS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "task": ("task", str.strip),
-    "files": ("data_files", _data_files),
+    "files": ("data_files", parse_data_files),
     "data": ("data_source", str.strip),
     "split": ("split", str.strip),
     "num_labels": ("num_labels", _num_labels),

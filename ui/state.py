@@ -10,7 +10,8 @@ import streamlit as st
 import diagnostics  # noqa: F401  (selects Keras 2 before TensorFlow loads)
 from diagnostics import limits, loading
 from diagnostics.context import RunContext
-from diagnostics.config import DATA_SOURCES, DEMO_CHECKPOINT, LOSSES, OPTIMIZERS, RunConfig, default_config
+from diagnostics.config import (DATA_SOURCES, DEMO_CHECKPOINT, LOSSES, OPTIMIZERS, RunConfig, default_config,
+                                parse_data_files)
 from diagnostics.errors import InputError
 from diagnostics.glue import TASKS, get_task
 from diagnostics.hyperparams import SweepSettings
@@ -212,21 +213,6 @@ def follow_checkpoint() -> None:
         if state[key] == value(before):
             state[key] = value(after)
     state["run.defaults_for"] = after.checkpoint
-
-
-def parse_data_files(text: str) -> tuple[tuple[str, str], ...]:
-    """Lines of SPLIT=PATH into (split, path) pairs; a line without '=' is an InputError."""
-    pairs = []
-    for line in text.splitlines():
-        line = line.strip()
-        if not line:
-            continue
-        split, sep, path = line.partition("=")
-        if not sep or not split.strip() or not path.strip():
-            raise InputError(msg("Data file line {line} should read SPLIT=PATH, e.g. train=/data/mnli/train.tsv.",
-                                 line=repr(line)))
-        pairs.append((split.strip(), path.strip()))
-    return tuple(pairs)
 
 
 def take_uploads() -> None:
