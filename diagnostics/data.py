@@ -16,7 +16,7 @@ from diagnostics.batches import (COLLATOR_LABEL, LABEL, LABEL_AS_WRITTEN, UNUSAB
                                  invalid_labels, label_names_for, plain_label, split_labels,
                                  text_cell_problems, tokenize)
 from diagnostics.glue import STSB_RANGE, GlueTask
-from diagnostics.i18n import N_, joined, msg, msgn
+from diagnostics.i18n import N_, Text, joined, msg, msgn
 from diagnostics.internals import split_fingerprint
 from diagnostics.registry import threshold
 from diagnostics.result import CheckResult, Status, decide, run_check, skipped
@@ -256,25 +256,7 @@ def check_label_range(
         "batch_positions": [i for i, label in enumerate(batch_labels) if plain_label(np.asarray(label)) in in_batch],
     }
     if not in_split and not in_batch:
-        stray = None if task.known or task.regression else _stray_value(np.asarray(split_labels_), warn_rare_share)
-        if stray is not None:
-            value, rows, shares = stray
-            evidence["stray_rows"] = rows[:50].tolist()
-            return CheckResult(
-                "data.label_range", STAGE, Status.WARN,
-                msg("All {count:,} labels lie in {valid}, but label {value} is on only {rows_count:,} rows ({share:.1%}; "
-                    "rows {rows}) while the others are balanced ({shares}): a stray value, or a class of its own? The "
-                    "task is not known, so this cannot be judged against its classes.", count=len(split_labels_),
-                    valid=valid, value=value, rows_count=len(rows), share=len(rows) / len(split_labels_),
-                    rows=_rows(rows), shares=shares),
-                fix=msg("Give the task (--task, task=) to check the labels against its classes, or drop or relabel "
-                        "these rows."),
-                evidence=evidence)
-        return CheckResult(
-            "data.label_range", STAGE, Status.PASS,
-            msg("All {count:,} labels of the split lie in {valid}.", count=len(split_labels_), valid=valid),
-            evidence=evidence,
-        )
+        return _labels_in_range(split_labels_, task, valid, evidence, warn_rare_share)
     listing = ", ".join(f"{label} x{count:,}" for label, count in in_split.items())
     bad_total = sum(in_split.values())
     labels = np.asarray(split_labels_)
@@ -284,28 +266,7 @@ def check_label_range(
         fix = msg("Train and validate on splits with labels ('train', 'validation'): GLUE's test splits carry label -1.")
         cause = msg("label -1 means the split has no labels (a GLUE test split)")
     elif UNUSABLE_LABEL in in_split and not task.regression:
-        rows = np.flatnonzero(labels == UNUSABLE_LABEL)
-        evidence["unusable_rows"] = rows[:50].tolist()
-        names = ", ".join(task.label_names)
-        fix = msg("Write each label as an id 0..{last} or one of {task}'s names ({names}), and drop rows without one.",
-                  last=task.num_labels - 1, task=task.name, names=names)
-        headline = msg("{bad:,} of {total:,} labels in split {split} are not {task} labels{more}", bad=len(rows),
-                       total=len(split_labels_), split=repr(split_name), task=task.name,
-                       more=msg(" and {count:,} more lie outside {valid}", count=bad_total - len(rows), valid=valid)
-                       if bad_total > len(rows) else "")
-        if written is not None:
-            values = Counter((written[row] or "").strip() for row in rows)
-            evidence["unusable_values"] = [{"value": value, "count": count} for value, count in values.most_common(20)]
-            quoted = joined([msg("{value} x{count:,}", value=repr(value), count=count) if value else
-                             msg("(empty) x{count:,}", count=count) for value, count in values.most_common(6)], ", ")
-            more = msg(" and {count:,} other values", count=len(values) - 6) if len(values) > 6 else ""
-            cause = msg("the file has {quoted}{more}, where {task} takes an id 0..{last} or one of its names ({names}) "
-                        "(rows {rows})", quoted=quoted, more=more, task=task.name, last=task.num_labels - 1,
-                        names=names, rows=_rows(rows))
-        else:
-            cause = msg("each is empty, not a whole number, or text that is not one of {task}'s names ({names}) "
-                        "(rows {rows}; the checks show them as {shown})", task=task.name, names=names, rows=_rows(rows),
-                        shown=UNUSABLE_LABEL)
+        headline, cause, fix = _unusable_labels(labels, task, split_name, valid, bad_total, written, evidence)
     elif task.regression and np.isnan(labels.astype(float)).any():
         rows = np.flatnonzero(np.isnan(labels.astype(float)))
         evidence["unusable_rows"] = rows[:50].tolist()
@@ -338,6 +299,55 @@ def check_label_range(
         fix=fix,
         evidence=evidence,
     )
+
+
+def _labels_in_range(split_labels_: np.ndarray, task: GlueTask, valid: str, evidence: dict[str, Any],
+                     warn_rare_share: float) -> CheckResult:
+    """data.label_range when every label lies in range: a pass, or (task not known) a warning about a stray value."""
+    stray = None if task.known or task.regression else _stray_value(np.asarray(split_labels_), warn_rare_share)
+    if stray is None:
+        return CheckResult("data.label_range", STAGE, Status.PASS, msg(
+            "All {count:,} labels of the split lie in {valid}.", count=len(split_labels_), valid=valid),
+            evidence=evidence)
+    value, rows, shares = stray
+    evidence["stray_rows"] = rows[:50].tolist()
+    return CheckResult(
+        "data.label_range", STAGE, Status.WARN,
+        msg("All {count:,} labels lie in {valid}, but label {value} is on only {rows_count:,} rows ({share:.1%}; "
+            "rows {rows}) while the others are balanced ({shares}): a stray value, or a class of its own? The "
+            "task is not known, so this cannot be judged against its classes.", count=len(split_labels_),
+            valid=valid, value=value, rows_count=len(rows), share=len(rows) / len(split_labels_),
+            rows=_rows(rows), shares=shares),
+        fix=msg("Give the task (--task, task=) to check the labels against its classes, or drop or relabel "
+                "these rows."),
+        evidence=evidence)
+
+
+def _unusable_labels(labels: np.ndarray, task: GlueTask, split_name: str, valid: str, bad_total: int,
+                     written: list | None, evidence: dict[str, Any]) -> tuple[Text, Text, Text]:
+    """(headline, cause, fix) of data.label_range for labels that could not be read as the task's, quoting the
+    file's own values when they are known."""
+    rows = np.flatnonzero(labels == UNUSABLE_LABEL)
+    evidence["unusable_rows"] = rows[:50].tolist()
+    names = ", ".join(task.label_names)
+    fix = msg("Write each label as an id 0..{last} or one of {task}'s names ({names}), and drop rows without one.",
+              last=task.num_labels - 1, task=task.name, names=names)
+    headline = msg("{bad:,} of {total:,} labels in split {split} are not {task} labels{more}", bad=len(rows),
+                   total=len(labels), split=repr(split_name), task=task.name,
+                   more=msg(" and {count:,} more lie outside {valid}", count=bad_total - len(rows), valid=valid)
+                   if bad_total > len(rows) else "")
+    if written is None:
+        return headline, msg("each is empty, not a whole number, or text that is not one of {task}'s names ({names}) "
+                             "(rows {rows}; the checks show them as {shown})", task=task.name, names=names,
+                             rows=_rows(rows), shown=UNUSABLE_LABEL), fix
+    values = Counter((written[row] or "").strip() for row in rows)
+    evidence["unusable_values"] = [{"value": value, "count": count} for value, count in values.most_common(20)]
+    quoted = joined([msg("{value} x{count:,}", value=repr(value), count=count) if value else
+                     msg("(empty) x{count:,}", count=count) for value, count in values.most_common(6)], ", ")
+    more = msg(" and {count:,} other values", count=len(values) - 6) if len(values) > 6 else ""
+    return headline, msg("the file has {quoted}{more}, where {task} takes an id 0..{last} or one of its names "
+                         "({names}) (rows {rows})", quoted=quoted, more=more, task=task.name,
+                         last=task.num_labels - 1, names=names, rows=_rows(rows)), fix
 
 
 def _stray_value(labels: np.ndarray, rare_share: float):

@@ -7,7 +7,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from diagnostics.i18n import msg
+from diagnostics.i18n import Text, msg
 from diagnostics.config import RunConfig
 from diagnostics.batches import LABEL, FirstBatch, build_batch, decoded_rows, split_labels
 from diagnostics.glue import GlueTask
@@ -103,6 +103,50 @@ def curve_shape(losses: list[float | None], *,
             "spike": spike, "spike_at": spike_at, "spiked": spike > spike_share * first, "falling_share": falls}
 
 
+def _no_curve(figures: dict[str, Any], evidence: dict[str, Any]) -> CheckResult | None:
+    """overfit.one_batch's fail when training gave no curve to judge (fit raised, or the loss was NaN at once)."""
+    if figures.get("error"):
+        return CheckResult(
+            "overfit.one_batch", STAGE, Status.FAIL,
+            msg("model.fit on the batch raised {error} (on a GPU this shows as loss: nan instead).",
+                error=figures["error"]),
+            fix=msg("Fix the labels first (see data.label_range and model.nan_rows)."), evidence=evidence)
+    if not figures["losses"] or figures["losses"][0] is None:
+        run = msg("{epochs} epochs at learning rate {rate:g}", epochs=figures["epochs"], rate=figures["learning_rate"])
+        return CheckResult("overfit.one_batch", STAGE, Status.FAIL,
+                           msg("After {run} the loss was NaN from the first epoch: rows have labels out of range (see "
+                               "model.nan_rows) or the weights are not finite.", run=run),
+                           fix=msg("Fix model.nan_rows and model.weights_after_step first."), evidence=evidence)
+    return None
+
+
+def _lower_rate_fix(rate: float, best_rate: float | None) -> Text:
+    """The optimizer at a lower rate: the sweep's recommended one when lower, else a tenth of this one."""
+    lower = round_down_rate(best_rate) if best_rate and best_rate < rate else round_down_rate(rate / 10)
+    return msg("tf_keras.optimizers.Adam(learning_rate={rate:.0e})  # lower the rate", rate=lower)
+
+
+def _not_learning(shape: dict[str, Any], figures: dict[str, Any], best_rate: float | None, lower_fix):
+    """(cause, fix, what to rerun) when the batch was neither memorised nor steadily learned."""
+    rerun = (msg(" The sweep recommends {rate:.1e}: rerun at it.", rate=best_rate) if best_rate else
+             msg(" Run the Hyperparameters sweep to find a better rate."))
+    if shape["final"] > shape["first"]:
+        cause = msg("the loss rose: the learning rate is too high")
+        fix = lower_fix
+    elif shape["final"] >= 0.9 * shape["first"]:
+        cause = msg("the loss stayed near where it started{ln_k}: the learning rate is too low, or weights are frozen "
+                    "or disconnected from the loss (see model.gradients)",
+                    ln_k=f" (ln K = {figures['ln_k']:.3f})" if figures.get("ln_k") else "")
+        fix = (f"tf_keras.optimizers.Adam(learning_rate={best_rate:.0e})" if best_rate else
+               "tf_keras.optimizers.Adam(learning_rate=...)  # a rate from the sweep") + "  # check layer.trainable"
+    else:
+        cause = msg("the loss fell too slowly or unevenly: the learning rate is too low, or the loss reads logits as "
+                    "probabilities (from_logits=False, see hparams.loss)")
+        fix = msg("More epochs or a higher rate; {code}",
+                  code="loss=SparseCategoricalCrossentropy(from_logits=True) or the internal loss")
+    return cause, fix, rerun
+
+
 def check_overfit(figures: dict[str, Any], rows: list[dict[str, Any]], *,
                   missing_labels: list[str] | None = None, best_rate: float | None = None,
                   memorised_share: float = threshold("overfit.one_batch", "memorised_share"),
@@ -111,7 +155,7 @@ def check_overfit(figures: dict[str, Any], rows: list[dict[str, Any]], *,
                   learning_falls: float = threshold("overfit.one_batch", "learning_falls"),
                   spike_share: float = threshold("overfit.one_batch", "spike_share"),
                   warn_drift: float = threshold("overfit.one_batch", "warn_drift")) -> CheckResult:
-    """Judge the overfit run by its curve.
+    """Judge the overfit run by its curve (a run with no curve: `_no_curve`).
 
     Pass when the batch is memorised (every row right and the loss at most `memorised_share` of its start, or
     below `memorised_value`), or when the loss falls steadily (at least `learning_progress` of its start, the
@@ -127,12 +171,8 @@ def check_overfit(figures: dict[str, Any], rows: list[dict[str, Any]], *,
         best_rate: the Hyperparameters sweep's recommended rate, when known.
     """
     evidence = {**figures, "rows": rows, "missing_labels": missing_labels or [], "best_rate": best_rate}
-    if figures.get("error"):
-        return CheckResult(
-            "overfit.one_batch", STAGE, Status.FAIL,
-            msg("model.fit on the batch raised {error} (on a GPU this shows as loss: nan instead).",
-                error=figures["error"]),
-            fix=msg("Fix the labels first (see data.label_range and model.nan_rows)."), evidence=evidence)
+    if (broken := _no_curve(figures, evidence)) is not None:
+        return broken
     losses, accuracy = figures["losses"], figures["final_accuracy"]
     rate = figures["learning_rate"]
     run = msg("{epochs} epochs at learning rate {rate:g}", epochs=figures["epochs"], rate=rate)
@@ -141,15 +181,9 @@ def check_overfit(figures: dict[str, Any], rows: list[dict[str, Any]], *,
     regression = accuracy is None
     all_right = regression or accuracy == 1.0
     reached = "" if regression else msg(", accuracy {accuracy:.0%}", accuracy=accuracy)
-    if not losses or losses[0] is None:
-        return CheckResult("overfit.one_batch", STAGE, Status.FAIL,
-                           msg("After {run} the loss was NaN from the first epoch: rows have labels out of range (see "
-                               "model.nan_rows) or the weights are not finite.", run=run),
-                           fix=msg("Fix model.nan_rows and model.weights_after_step first."), evidence=evidence)
     shape = curve_shape(losses, spike_share=spike_share)
     evidence["curve"] = shape
-    lower = round_down_rate(best_rate) if best_rate and best_rate < rate else round_down_rate(rate / 10)
-    lower_fix = msg("tf_keras.optimizers.Adam(learning_rate={rate:.0e})  # lower the rate", rate=lower)
+    lower_fix = _lower_rate_fix(rate, best_rate)
     went = msg("the loss went from {first:.3f} to {final}", first=shape["first"],
                final="NaN" if losses[-1] is None else f"{shape['final']:.4f}")
     if any(v is None for v in losses):
@@ -189,22 +223,7 @@ def check_overfit(figures: dict[str, Any], rows: list[dict[str, Any]], *,
                 "slowly at this rate; more epochs would memorise the batch.{note}", run=run, went=went,
                 reached=reached, progress=shape["progress"], note=note),
             evidence=evidence)
-    rerun = (msg(" The sweep recommends {rate:.1e}: rerun at it.", rate=best_rate) if best_rate else
-             msg(" Run the Hyperparameters sweep to find a better rate."))
-    if shape["final"] > shape["first"]:
-        cause = msg("the loss rose: the learning rate is too high")
-        fix = lower_fix
-    elif shape["final"] >= 0.9 * shape["first"]:
-        cause = msg("the loss stayed near where it started{ln_k}: the learning rate is too low, or weights are frozen "
-                    "or disconnected from the loss (see model.gradients)",
-                    ln_k=f" (ln K = {figures['ln_k']:.3f})" if figures.get("ln_k") else "")
-        fix = (f"tf_keras.optimizers.Adam(learning_rate={best_rate:.0e})" if best_rate else
-               "tf_keras.optimizers.Adam(learning_rate=...)  # a rate from the sweep") + "  # check layer.trainable"
-    else:
-        cause = msg("the loss fell too slowly or unevenly: the learning rate is too low, or the loss reads logits as "
-                    "probabilities (from_logits=False, see hparams.loss)")
-        fix = msg("More epochs or a higher rate; {code}",
-                  code="loss=SparseCategoricalCrossentropy(from_logits=True) or the internal loss")
+    cause, fix, rerun = _not_learning(shape, figures, best_rate, lower_fix)
     return CheckResult("overfit.one_batch", STAGE, Status.FAIL,
                        msg("After {run}, {went}{reached}: {cause}.{rerun}{note}", run=run, went=went, reached=reached,
                            cause=cause, rerun=rerun, note=note),

@@ -111,7 +111,13 @@ def trace_script(script: str | Path, script_args: list[str] | None = None, *, st
             output_file.close()
         report_path = Path(spec["report"])
         report = _read_report(report_path) if not timed_out else None
-    name = path.name
+    return _judged(path.name, report, timed_out=timed_out, timeout=timeout, status=child.returncode, output=output,
+                   seen=seen)
+
+
+def _judged(name: str, report: dict | None, *, timed_out: bool, timeout: float, status: int | None, output: str,
+            seen: list[str]) -> TraceOutcome:
+    """What a finished trace comes to: the child's report with its exit code and one-line finding."""
     if timed_out:
         reached = msg(" after reaching fit, while the checks ran") if any("reached fit" in line for line in seen) \
             else msg(" before reaching fit (a loop that never ends, or training without model.fit?)")
@@ -121,7 +127,7 @@ def trace_script(script: str | Path, script_args: list[str] | None = None, *, st
     if report is None:
         return TraceOutcome(None, EXIT_BAD_INPUT, msg("{name} ended (exit status {status}) without a report: the "
                                                       "tracer itself failed; its output above says why.", name=name,
-                                                      status=child.returncode), output, seen)
+                                                      status=status), output, seen)
     script_info = report.get("script", {})
     failing = any(check["status"] in ("fail", "error") for check in report.get("checks", []))
     if script_info.get("error"):

@@ -19,3 +19,23 @@ def test_diagnostics_never_imports_streamlit(path: Path):
 def test_trust_remote_code_is_never_enabled():
     for path in list((ROOT / "diagnostics").rglob("*.py")) + list((ROOT / "ui").rglob("*.py")):
         assert "trust_remote_code=True" not in path.read_text(), path
+
+
+def code_lines(function: ast.FunctionDef) -> int:
+    """A function's lines from its `def` to its end, its docstring left out."""
+    length = function.end_lineno - function.lineno + 1
+    body = function.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant) \
+            and isinstance(body[0].value.value, str):
+        length -= body[0].end_lineno - body[0].lineno + 1
+    return length
+
+
+def test_no_function_of_the_app_is_longer_than_80_lines():
+    """Long functions are where a new check or setting gets lost: every function of diagnostics/, ui/ and the pages
+    stays at 80 lines or fewer (its docstring not counted)."""
+    paths = [*(ROOT / "diagnostics").rglob("*.py"), *(ROOT / "ui").rglob("*.py"), *(ROOT / "app_pages").rglob("*.py"),
+             ROOT / "app.py"]
+    long = [(path.name, node.name, code_lines(node)) for path in paths for node in ast.walk(ast.parse(path.read_text()))
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and code_lines(node) > 80]
+    assert not long, long
