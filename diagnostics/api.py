@@ -15,11 +15,12 @@ from diagnostics import hooks
 from diagnostics.context import RunContext
 from diagnostics.devices import outside_user_strategy
 from diagnostics.hyperparams import SweepSettings
-from diagnostics.i18n import msg
+from diagnostics.i18n import localize, msg
 from diagnostics.internals import fit_argument
 from diagnostics.own_code import Captured, build_run
 from diagnostics.overfit import DEFAULT_EPOCHS
-from diagnostics.pipeline import data_stage, hparams_stage, model_stage, parse_stages, run_stages
+from diagnostics.pipeline import parse_stages, run_stages
+from diagnostics.runner import run_units
 from diagnostics.registry import STAGE_ORDER, STAGE_TITLES
 from diagnostics.report import STATUS_MARKS, build_report, checklist_lines, markdown_report
 from diagnostics.result import SEVERITY, CheckResult, Status, worst_first
@@ -61,7 +62,7 @@ class Report:
     def to_markdown(self) -> str:
         text = markdown_report(self.to_dict())
         if self.notes:
-            text += "\n" + "\n".join(f"- {note}" for note in self.notes) + "\n"
+            text += "\n" + "\n".join(f"- {localize(note)}" for note in self.notes) + "\n"
         return text
 
     def __repr__(self) -> str:
@@ -69,23 +70,23 @@ class Report:
         counts = ", ".join(f"{sum(r.status is s for r in self.results)} {s.value}" for s in Status
                            if any(r.status is s for r in self.results))
         lines = [head + counts] + checklist_lines(self.results)
-        lines += [f"  fix {r.id}: {r.fix}" for r in worst_first(self.results, STAGE_ORDER)
+        lines += [f"  fix {r.id}: {localize(r.fix)}" for r in worst_first(self.results, STAGE_ORDER)
                   if r.fix and r.status in (*FAILING, Status.WARN)]
-        return "\n".join(lines + [f"note: {note}" for note in self.notes])
+        return "\n".join(lines + [f"note: {localize(note)}" for note in self.notes])
 
     def _repr_html_(self) -> str:
         colours = {Status.PASS: "#1a7f37", Status.WARN: "#9a6700", Status.FAIL: "#cf222e", Status.ERROR: "#cf222e",
                    Status.SKIP: "#656d76"}
         parts = [f"<h4>Training Pipeline Debugger: {html.escape(str(self.config.checkpoint))} on "
-                 f"{html.escape(str(self.config.task_title))}</h4>"]
-        parts += [f"<p><i>{html.escape(note)}</i></p>" for note in self.notes]
+                 f"{html.escape(localize(self.config.task_title))}</h4>"]
+        parts += [f"<p><i>{html.escape(localize(note))}</i></p>" for note in self.notes]
         parts.append("<table><tr><th>status</th><th>stage</th><th>check</th><th>finding</th><th>fix</th></tr>")
         for result in worst_first(self.results, STAGE_ORDER):
             parts.append(
                 f"<tr><td style='color:{colours[result.status]};font-weight:bold'>{STATUS_MARKS[result.status]}</td>"
                 f"<td>{STAGE_TITLES.get(result.stage, result.stage)}</td><td><code>{result.id}</code></td>"
-                f"<td style='text-align:left'>{html.escape(result.summary)}</td>"
-                f"<td style='text-align:left'><code>{html.escape(result.fix or '')}</code></td></tr>")
+                f"<td style='text-align:left'>{html.escape(localize(result.summary))}</td>"
+                f"<td style='text-align:left'><code>{html.escape(localize(result.fix or ''))}</code></td></tr>")
         parts.append("</table>")
         for result in worst_first(self.results, STAGE_ORDER):
             if result.status is Status.PASS and result.id not in ("data.decoded_samples",):
@@ -164,7 +165,7 @@ def diagnose(model, dataset, tokenizer=None, task: str | None = None, stages: st
 def quick_checks(run: RunContext) -> list[CheckResult]:
     """The checks that take seconds: the Data stage without learnability, the Model stage (one step on a copy),
     and the Hyperparameters stage's setup (optimizer, loss, schedule)."""
-    return outside_user_strategy(lambda: data_stage(run) + model_stage(run) + hparams_stage(run, parts=("setup",)))
+    return outside_user_strategy(run_units, run, ("data", "model", "setup"))
 
 
 def _tf_keras_callback():
@@ -311,7 +312,7 @@ class DiagnoseCallback(_tf_keras_callback()):
         lines = [f"DiagnoseCallback: {len(self.report.failed)} quick check(s) fail, "
                  f"{sum(r.status is Status.WARN for r in results)} warn, before the first step:"]
         lines += [line for line in checklist_lines(sorted(failed, key=lambda r: SEVERITY[r.status]))]
-        lines += [f"  fix {r.id}: {r.fix}" for r in failed if r.fix]
+        lines += [f"  fix {r.id}: {localize(r.fix)}" for r in failed if r.fix]
         self._print("\n".join(lines))
         if self.strict and self.report.failed:
             self._unwatch()
@@ -504,4 +505,4 @@ class PipelineError(Exception):
         self.report = report
         failed = report.failed
         super().__init__(f"{len(failed)} check(s) fail before training: "
-                         + "; ".join(f"{r.id}: {r.summary}" for r in failed))
+                         + "; ".join(f"{r.id}: {localize(r.summary)}" for r in failed))

@@ -17,6 +17,7 @@ import contextlib
 import contextvars
 import functools
 import gettext
+import os
 import string
 from pathlib import Path
 from typing import Any, Callable
@@ -43,7 +44,7 @@ class Text(str):
 
     def __new__(cls, template: str, params: dict[str, Any], plural: str | None = None):
         english = template if plural is None or params.get("count") == 1 else plural
-        self = super().__new__(cls, english.format(**params))
+        self = super().__new__(cls, english.format(**{name: _plain(value) for name, value in params.items()}))
         self.template, self.params, self.plural = template, params, plural
         return self
 
@@ -57,6 +58,22 @@ class Text(str):
 
     def __radd__(self, other):
         return joined([other, self], "") if isinstance(other, str) else NotImplemented
+
+    # Put into an f-string or str.format, a sentence would become plain English that no page can translate. Under
+    # $DEBUGGER_STRICT_TEXT (the test suite sets it) that is refused; elsewhere the English is kept, never a crash.
+    def __format__(self, spec: str) -> str:
+        if os.environ.get(STRICT_ENV):
+            raise TypeError(f"the sentence {self.template!r} was formatted into a plain string, which loses its "
+                            "translation: pass it to msg(...) as a value, join it with + or joined(), or localize() it")
+        return str.__format__(str.__str__(self), spec)
+
+
+STRICT_ENV = "DEBUGGER_STRICT_TEXT"
+
+
+def _plain(value: Any) -> Any:
+    """A value as a template fills it in: a sentence as its English (it keeps its own template in `params`)."""
+    return str.__str__(value) if isinstance(value, Text) else value
 
 
 def msg(template: str, **params) -> Text:

@@ -10,6 +10,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ.setdefault("DEBUGGER_CACHE_DIR", str(ROOT / ".cache-test"))
+os.environ.setdefault("DEBUGGER_STRICT_TEXT", "1")  # a sentence flattened by an f-string fails the test that does it
 
 import diagnostics  # noqa: E402,F401  (selects Keras 2 before TensorFlow loads)
 

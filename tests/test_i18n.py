@@ -311,3 +311,15 @@ def test_sentences_joined_with_plus_keep_both_templates():
     assert isinstance("Found: " + first, Text)
     russian = localize("Found: " + msgn("{count} check fails", "{count} checks fail", 2), "ru")
     assert russian == "Found: 2 проверки не пройдены"
+
+
+def test_a_sentence_put_in_an_f_string_is_refused_under_the_suites_strict_mode(monkeypatch):
+    sentence = msgn("{count} check fails", "{count} checks fail", 2)
+    with pytest.raises(TypeError, match="loses its translation"):
+        f"Found: {sentence}"
+    with pytest.raises(TypeError, match="loses its translation"):
+        "Found: {}".format(sentence)
+    inside = msg("Found: {found}", found=sentence)  # as a value of another sentence it keeps its template
+    assert str(inside) == "Found: 2 checks fail" and localize(inside, "ru") == "Found: 2 проверки не пройдены"
+    monkeypatch.delenv("DEBUGGER_STRICT_TEXT")
+    assert f"Found: {sentence}" == "Found: 2 checks fail"  # a user's process: the English, never a crash
