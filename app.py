@@ -3,7 +3,10 @@
 import streamlit as st
 
 from diagnostics.i18n import _
-from ui.state import apply_language, init_state, load_link, scenario_panel, sidebar
+from ui.address import load_link
+from ui.scenario_panel import scenario_panel
+from ui.session import apply_language, init_state
+from ui.sidebar import sidebar
 
 st.set_page_config(page_title="Training Pipeline Debugger", layout="wide")
 

@@ -10,7 +10,7 @@ from diagnostics.shared import Job
 from ui.render import by_id, checklist, field_columns, field_frame, markdown_text, shown, status_line, traced_results
 from ui.shared import computed, freshness, wanted
 from ui.start import start_panel
-from ui.state import current_config
+from ui.session import current_config
 
 st.title(_("1 · Data"))
 st.caption(_("The first batch exactly as `model.fit` gets it from `to_tf_dataset` with a padding collator, "

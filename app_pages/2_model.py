@@ -7,7 +7,7 @@ from diagnostics.plots import gradient_norm_figure, per_sample_loss_figure
 from diagnostics.shared import Job
 from ui.render import by_id, checklist, field_columns, field_frame, shown, status_line, traced_results
 from ui.shared import computed, freshness
-from ui.state import current_config
+from ui.session import current_config
 
 st.title(_("2 · Model"))
 st.caption(_("The first batch through a freshly loaded model: logits, the loss of every row, one real train step "

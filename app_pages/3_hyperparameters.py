@@ -9,7 +9,7 @@ from diagnostics.plots import range_test_figure, schedule_figure, sweep_curves_f
 from diagnostics.shared import Job, training_job
 from ui.render import by_id, checklist, frame, shown, status_line, traced_results
 from ui.shared import computed, freshness, wanted
-from ui.state import current_config
+from ui.session import current_config
 
 
 def sweep_settings() -> SweepSettings:

@@ -12,7 +12,7 @@ from diagnostics.shared import overfit_job
 from diagnostics.training import effective_rate
 from ui.render import checklist, field_columns, field_frame, shown, traced_results
 from ui.shared import best_rate, computed, freshness, kept, newest_overfit, under_way
-from ui.state import current_config
+from ui.session import current_config
 
 st.title(_("4 · Overfit one batch"))
 st.caption(_("A pipeline that works can memorise one batch: loss near zero and every row right within a few dozen "

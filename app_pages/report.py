@@ -11,7 +11,7 @@ from diagnostics.report import build_report, markdown_report
 from diagnostics.result import CheckResult
 from ui.render import TRACED_KEY, checklist, status_line, traced_results
 from ui.shared import computed, recalled, stage_jobs
-from ui.state import current_config
+from ui.session import current_config
 
 st.title(_("Report"))
 st.caption(_("Every check of every stage run so far, failing and warning checks first, in pipeline order."))

@@ -11,7 +11,8 @@ from ui.links import link_params
 from ui.render import markdown_text
 from ui.shared import STAGE_PAGES, STAGE_PATHS, computed, first_stage, scenario_link, warm_jobs, \
     warm_overfit_job, warmth
-from ui.state import app_url, hub_reachable
+from ui.address import app_url
+from ui.caches import hub_reachable
 
 st.title(_("Workshop"))
 st.caption(_("For presenters: each scenario injects one known bug. Send the room a scenario's link: everyone opens "

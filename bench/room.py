@@ -28,7 +28,7 @@ from diagnostics.config import DEMO_LEARNING_RATE, RunConfig  # noqa: E402
 from diagnostics.hyperparams import SweepSettings  # noqa: E402
 from diagnostics.scenarios import SCENARIOS  # noqa: E402
 from diagnostics.shared import SharedResults, training_job  # noqa: E402
-from ui.state import open_run  # noqa: E402
+from ui.caches import open_run  # noqa: E402
 
 
 def room(sessions: int, ask) -> float:

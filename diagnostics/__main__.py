@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from dataclasses import replace
 from pathlib import Path
 
-from diagnostics.config import LOSSES, OPTIMIZERS, RunConfig, default_config, parse_data_files, task_title
+from diagnostics.config import RunConfig, default_config, task_title
+from diagnostics.settings import SETTINGS, cli_overrides, parse_positive_whole, parse_rate
 from diagnostics.errors import InputError
 from diagnostics.i18n import DEFAULT_LANGUAGE, LANGUAGES, Text, _, localize, message_of, msg, set_language
 from diagnostics.result import Status
@@ -33,42 +33,32 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_BAD_INPUT, f"error: {message} (see {self.prog} --help)\n")
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
+def _argument(parse):
+    """An argparse type from a settings parser: its InputError becomes argparse's one-line error."""
+    def convert(text: str):
+        try:
+            return parse(text)
+        except InputError as exc:
+            raise argparse.ArgumentTypeError(localize(message_of(exc))) from None
+
+    convert.__name__ = getattr(parse, "__name__", "value")
+    return convert
 
 
-def _number(text: str, *, allow_zero: bool) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
-        raise argparse.ArgumentTypeError(f"must be a {'non-negative' if allow_zero else 'positive'} number, got {text}")
-    return value
-
-
-def _learning_rate(text: str) -> float:
-    return _number(text, allow_zero=False)
-
-
-def _non_negative(text: str) -> float:
-    return _number(text, allow_zero=True)
-
-
-def _data_file(text: str) -> tuple[str, str]:
-    try:
-        pairs = parse_data_files(text)
-    except InputError as exc:
-        raise argparse.ArgumentTypeError(message_of(exc)) from None
-    if len(pairs) != 1:
-        raise argparse.ArgumentTypeError(f"{text!r} should read SPLIT=PATH, e.g. train=data/train.tsv")
-    return pairs[0]
+def add_setting_flags(parser: argparse.ArgumentParser) -> None:
+    """The run configuration's flags, from the settings table (`diagnostics/settings.py`)."""
+    for setting in SETTINGS:
+        if setting.flag is None:
+            continue
+        if setting.field == "shuffle":
+            parser.add_argument(setting.flag, dest="shuffle", action="store_true", help=setting.help)
+            continue
+        options = {"nargs": "+", "metavar": "SPLIT=PATH"} if setting.field == "data_files" else {}
+        if setting.choices:
+            options["choices"] = list(setting.choices)
+        parse = setting.cli_parse or setting.parse
+        parser.add_argument(setting.flag, dest=setting.field, help=setting.help,
+                            type=parse if parse in (int, str) else _argument(parse), **options)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -79,39 +69,17 @@ def build_parser() -> argparse.ArgumentParser:
                           help="language of the printed checklist and the Markdown report (the JSON report stays "
                           "English): " + ", ".join(f"{code} {name}" for code, name in LANGUAGES.items()))
     run = commands.add_parser("run", help="run the checks and write a report", parents=[language])
-    run.add_argument("--checkpoint", help="Hub name, local save_pretrained directory, or 'demo' (default: "
-                     "distilbert-base-uncased, or the demo kit when the Hub cannot be reached)")
-    run.add_argument("--task", help="GLUE task (default: mnli)")
-    run.add_argument("--data-files", nargs="+", type=_data_file, metavar="SPLIT=PATH",
-                     help="local files in the task's GLUE schema (csv, tsv, json, jsonl, parquet)")
-    run.add_argument("--data-source", choices=("demo", "hub", "files"),
-                     help="where the data comes from (default: files when --data-files is given, else the Hub, "
-                     "else the demo samples)")
-    run.add_argument("--split", help="split to check (default: train)")
-    run.add_argument("--num-labels", type=_positive_int, help="num_labels for from_pretrained (default: the task's)")
-    run.add_argument("--batch-size", type=_positive_int)
-    run.add_argument("--max-length", type=_positive_int)
-    run.add_argument("--columns", help="comma-separated columns= for to_tf_dataset (default: the model's inputs + label)")
-    run.add_argument("--labels-in", choices=("inputs", "separate"), help="labels inside the input dict or Keras (x, y)")
-    run.add_argument("--loss", choices=list(LOSSES),
-                     help="internal (the model's own, default), or a Keras loss as compile() gets it")
-    run.add_argument("--optimizer", choices=list(OPTIMIZERS),
-                     help="'adam' (a string, Keras defaults), Adam or AdamW objects, or create_optimizer (default Adam)")
-    run.add_argument("--learning-rate", type=_learning_rate, help="for Adam, AdamW and create_optimizer (default 5e-5)")
-    run.add_argument("--weight-decay", type=_non_negative, help="for AdamW and create_optimizer (default 0)")
-    run.add_argument("--train-steps", type=_positive_int, help="planned training steps, for create_optimizer's schedule")
-    run.add_argument("--warmup-steps", type=int, help="warmup steps, for create_optimizer's schedule")
-    run.add_argument("--sweep-min", type=_learning_rate, help="lowest rate of the sweep (default 1e-6)")
-    run.add_argument("--sweep-max", type=_learning_rate, help="highest rate of the sweep (default 1e-2)")
-    run.add_argument("--sweep-rates", type=_positive_int, help="rates in the sweep's log grid (default 7)")
-    run.add_argument("--sweep-steps", type=_positive_int, help="train steps at each rate (default 8)")
-    run.add_argument("--range-steps", type=_positive_int, help="steps of the learning-rate range test (default 40)")
-    run.add_argument("--epochs", type=_positive_int, help="epochs of the overfit-one-batch test (default 20)")
+    add_setting_flags(run)
+    rate, count = _argument(parse_rate), _argument(parse_positive_whole)
+    run.add_argument("--sweep-min", type=rate, help="lowest rate of the sweep (default 1e-6)")
+    run.add_argument("--sweep-max", type=rate, help="highest rate of the sweep (default 1e-2)")
+    run.add_argument("--sweep-rates", type=count, help="rates in the sweep's log grid (default 7)")
+    run.add_argument("--sweep-steps", type=count, help="train steps at each rate (default 8)")
+    run.add_argument("--range-steps", type=count, help="steps of the learning-rate range test (default 40)")
+    run.add_argument("--epochs", type=count, help="epochs of the overfit-one-batch test (default 20)")
     run.add_argument("--fail-on", choices=("warn", "fail"), default="fail",
                      help="which statuses give exit 1: fail (default; also error), or warn and worse")
-    run.add_argument("--no-shuffle", action="store_true", help="take the first rows instead of a shuffled batch")
     run.add_argument("--stages", help="comma-separated stages to run (default: all)")
-    run.add_argument("--seed", type=int)
     run.add_argument("--json", type=Path, metavar="PATH", help="write the JSON report here")
     run.add_argument("--markdown", type=Path, metavar="PATH", help="write the Markdown report here (in --lang)")
     run.add_argument("--junit", type=Path, metavar="PATH",
@@ -144,21 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
 def config_from_args(args) -> RunConfig:
     from diagnostics.loading import hub_reachable
 
-    overrides = {}
-    if args.data_files:
-        overrides["data_files"] = tuple(args.data_files)
-        overrides["data_source"] = "files"
-    if args.data_source:
-        overrides["data_source"] = args.data_source
-    for field in ("checkpoint", "task", "split", "num_labels", "batch_size", "max_length", "labels_in", "seed",
-                  "loss", "optimizer", "learning_rate", "weight_decay", "train_steps", "warmup_steps"):
-        value = getattr(args, field)
-        if value is not None:
-            overrides[field] = value
-    if args.columns:
-        overrides["columns"] = tuple(c.strip() for c in args.columns.split(",") if c.strip())
-    if args.no_shuffle:
-        overrides["shuffle"] = False
+    overrides = cli_overrides(args)
     base = default_config(hub_reachable(), **{k: v for k, v in overrides.items() if k == "checkpoint"})
     if args.scenario:
         from diagnostics.scenarios import get_scenario
@@ -227,7 +181,7 @@ def run_command(args) -> int:
     results = run_stages(RunContext.open(config), stages, sweep=sweep, epochs=args.epochs or DEFAULT_EPOCHS)
     report = build_report(config, results, resolved_checkpoint=loading.resolve_checkpoint(config.checkpoint))
     print(_("Checked {checkpoint} on {task}/{split} ({source} data), stages: {stages}").format(
-        checkpoint=config.checkpoint, task=config.task_title, split=config.split, source=config.data_source,
+        checkpoint=config.checkpoint, task=localize(config.task_title), split=config.split, source=config.data_source,
         stages=", ".join(stages)))
     for line in checklist_lines(results):
         print(line)
@@ -269,7 +223,7 @@ def trace_command(args) -> int:
     if report.get("run"):
         run = report["run"]
         print(_("Checked {checkpoint} on {task}/{split} (your script's pipeline)").format(
-            checkpoint=run["checkpoint"], task=task_title(run["task"], run.get("task_candidates") or ()),
+            checkpoint=run["checkpoint"], task=localize(task_title(run["task"], run.get("task_candidates") or ())),
             split=run["split"]))
     for line in checklist_lines(results):
         print(line)

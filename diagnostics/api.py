@@ -66,7 +66,7 @@ class Report:
         return text
 
     def __repr__(self) -> str:
-        head = f"Report on {self.config.checkpoint}, {self.config.task_title}: "
+        head = f"Report on {self.config.checkpoint}, {localize(self.config.task_title)}: "
         counts = ", ".join(f"{sum(r.status is s for r in self.results)} {s.value}" for s in Status
                            if any(r.status is s for r in self.results))
         lines = [head + counts] + checklist_lines(self.results)

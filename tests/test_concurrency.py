@@ -10,7 +10,7 @@ from diagnostics.config import RunConfig
 from diagnostics.hyperparams import SweepSettings
 from diagnostics.context import RunContext
 from diagnostics.pipeline import hparams_stage, overfit_stage
-from ui.state import cached_model, load_inputs
+from ui.caches import cached_model, load_inputs
 
 APP = str(ROOT / "app.py")
 

@@ -39,3 +39,32 @@ def test_no_function_of_the_app_is_longer_than_80_lines():
     long = [(path.name, node.name, code_lines(node)) for path in paths for node in ast.walk(ast.parse(path.read_text()))
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and code_lines(node) > 80]
     assert not long, long
+
+
+def ui_imports(path: Path) -> set[str]:
+    """The ui modules a ui module imports, at the top or inside a function."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("ui."):
+            names.add(node.module.split(".")[1])
+        elif isinstance(node, ast.ImportFrom) and node.module == "ui":
+            names |= {alias.name for alias in node.names}
+    return names - {path.stem}
+
+
+def test_ui_is_split_by_concern_small_modules_and_no_import_circle():
+    modules = {path.stem: path for path in (ROOT / "ui").glob("*.py") if path.stem != "__init__"}
+    assert {name: len(path.read_text().splitlines()) for name, path in modules.items()
+            if len(path.read_text().splitlines()) > 250} == {}
+    graph = {name: ui_imports(path) for name, path in modules.items()}
+    order, seen = [], set()
+
+    def visit(name, trail):
+        assert name not in trail, " -> ".join([*trail, name])
+        if name not in seen:
+            for imported in sorted(graph.get(name, ())):
+                visit(imported, [*trail, name])
+            seen.add(name)
+
+    for name in graph:
+        visit(name, [])

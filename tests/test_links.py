@@ -26,7 +26,7 @@ def round_trip(link: Link) -> Link:
 def test_the_page_paths_a_link_may_carry_are_the_apps():
     import re
 
-    from ui.state import PAGE_PATHS
+    from ui.address import PAGE_PATHS
 
     assert set(PAGE_PATHS) == set(re.findall(r'url_path="(\w+)"', (ROOT / "app.py").read_text()))
 

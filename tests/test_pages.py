@@ -69,10 +69,10 @@ def test_untouched_settings_follow_the_checkpoint_and_set_ones_stay(app, bert_ch
 
 def test_with_the_hub_reachable_the_demo_checkpoint_still_gets_the_kit(monkeypatch):
     from diagnostics import loading
-    from ui import state
+    from ui import caches
 
     monkeypatch.setattr(loading, "hub_reachable", lambda timeout=3.0: True)
-    state.hub_reachable.clear()
+    caches.hub_reachable.clear()
     try:
         at = AppTest.from_file(APP, default_timeout=TIMEOUT).run()
         assert at.text_input(key="run.checkpoint").value == "distilbert-base-uncased"
@@ -83,7 +83,7 @@ def test_with_the_hub_reachable_the_demo_checkpoint_still_gets_the_kit(monkeypat
         assert (at.radio(key="run.data_source").value, at.text_input(key="run.learning_rate").value) == ("demo", "0.003")
         assert at.dataframe and not at.exception
     finally:
-        state.hub_reachable.clear()
+        caches.hub_reachable.clear()
 
 
 def test_missing_data_file_gives_a_message(app, tmp_path):

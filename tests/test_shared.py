@@ -136,7 +136,7 @@ def test_jobs_are_keyed_by_the_full_configuration_and_settings():
 def test_two_sessions_sweeping_one_configuration_train_once_and_see_the_same_curves():
     """The pages' own calls in two threads (sessions), on the demo kit: one sweep is trained, both get it."""
     from ui.shared import shared_results
-    from ui.state import open_run
+    from ui.caches import open_run
 
     store = shared_results()
     config = RunConfig(batch_size=16, learning_rate=3e-3).validated()

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from typing import Any, Callable
 
-from diagnostics.config import CODE_ONLY_FIELDS, RunConfig, default_config, parse_data_files
+from diagnostics.config import CODE_ONLY_FIELDS, RunConfig, default_config
 from diagnostics.errors import InputError
 from diagnostics.glue import get_task
 from diagnostics.hyperparams import SweepSettings
@@ -15,6 +15,7 @@ from diagnostics.i18n import DEFAULT_LANGUAGE, LANGUAGES, message_of, msg
 from diagnostics.overfit import DEFAULT_EPOCHS
 from diagnostics.pipeline import validate_epochs
 from diagnostics.scenarios import SCENARIOS
+from diagnostics.settings import LINKED, parse_number, parse_whole
 
 RESERVED = {"embed", "embed_options"}  # Streamlit's own
 
@@ -28,40 +29,6 @@ class Link:
     sweep: SweepSettings = SweepSettings()
     epochs: int = DEFAULT_EPOCHS
     lang: str | None = None  # None: the reader's own (the browser's, else English)
-
-
-def _flag(text: str) -> bool:
-    value = text.strip().lower()
-    if value in ("1", "true", "yes", "on"):
-        return True
-    if value in ("0", "false", "no", "off"):
-        return False
-    raise InputError(msg("{text} is not a yes/no value; write 1 or 0", text=repr(text)))
-
-
-def _whole(text: str) -> int:
-    try:
-        number = float(text)
-    except ValueError:
-        raise InputError(msg("{text} is not a whole number", text=repr(text))) from None
-    if not number.is_integer():
-        raise InputError(msg("{text} is not a whole number", text=repr(text)))
-    return int(number)
-
-
-def _number(text: str) -> float:
-    try:
-        return float(text)
-    except ValueError:
-        raise InputError(msg("{text} is not a number; write it like 5e-5", text=repr(text))) from None
-
-
-def _num_labels(text: str) -> int | None:
-    return None if text.strip().lower() in ("", "default") else _whole(text)
-
-
-def _columns(text: str) -> tuple[str, ...] | None:
-    return tuple(column.strip() for column in text.split(",") if column.strip()) or None
 
 
 def _text(value) -> str:
@@ -78,30 +45,12 @@ def _text(value) -> str:
     return str(value)
 
 
-# URL parameter -> (RunConfig field, parser), in the order a link applies them: the data source after its files,
-# the split after its task and source.
-CONFIG_PARAMS: dict[str, tuple[str, Callable[[str], Any]]] = {
-    "task": ("task", str.strip),
-    "files": ("data_files", parse_data_files),
-    "data": ("data_source", str.strip),
-    "split": ("split", str.strip),
-    "num_labels": ("num_labels", _num_labels),
-    "batch_size": ("batch_size", _whole),
-    "max_length": ("max_length", _whole),
-    "columns": ("columns", _columns),
-    "labels_in": ("labels_in", str.strip),
-    "shuffle": ("shuffle", _flag),
-    "seed": ("seed", _whole),
-    "loss": ("loss", str.strip),
-    "optimizer": ("optimizer", str.strip),
-    "lr": ("learning_rate", _number),
-    "weight_decay": ("weight_decay", _number),
-    "train_steps": ("train_steps", _whole),
-    "warmup_steps": ("warmup_steps", _whole),
-    "shuffle_labels": ("shuffle_labels", _flag),
-}
-SWEEP_PARAMS = {"min_rate": ("min_rate", _number), "max_rate": ("max_rate", _number), "rates": ("rates", _whole),
-                "steps": ("steps", _whole), "range_steps": ("range_steps", _whole)}
+# URL parameter -> (RunConfig field, parser), from the settings table, in the order a link applies them.
+CONFIG_PARAMS: dict[str, tuple[str, Callable[[str], Any]]] = {setting.param: (setting.field, setting.parse)
+                                                               for setting in LINKED}
+SWEEP_PARAMS = {"min_rate": ("min_rate", parse_number), "max_rate": ("max_rate", parse_number),
+                "rates": ("rates", parse_whole), "steps": ("steps", parse_whole),
+                "range_steps": ("range_steps", parse_whole)}
 KNOWN = {"checkpoint", "scenario", "epochs", "lang", *CONFIG_PARAMS, *SWEEP_PARAMS}
 
 
@@ -170,7 +119,7 @@ def parse_link(params: dict[str, str], hub_reachable: bool) -> tuple[Link, list[
     epochs = DEFAULT_EPOCHS
     if "epochs" in params:
         try:
-            epochs = validate_epochs(_whole(params["epochs"]))
+            epochs = validate_epochs(parse_whole(params["epochs"]))
         except InputError as exc:
             refused("epochs", exc)
     lang = params.get("lang", "").strip().lower() or None

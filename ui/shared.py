@@ -16,7 +16,8 @@ from diagnostics.scenarios import SCENARIOS
 from diagnostics.shared import KINDS, NEEDS_MODEL, Entry, Flight, Job, SharedResults, overfit_job, training_job
 from ui.links import Link, parse_link
 from ui.render import run_stage, shown
-from ui.state import EPOCHS_KEY, hub_reachable, open_run, sweep_from_state
+from ui.caches import hub_reachable, open_run
+from ui.session import EPOCHS_KEY, sweep_from_state
 
 AGAIN_KEY = "shared.again"  # the job kinds whose "Compute again" was pressed (a callback, before the page runs)
 MAX_ENTRIES = 256  # a few hundred KB of evidence each: bounded well under the Space's memory

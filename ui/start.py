@@ -7,7 +7,7 @@ import streamlit as st
 
 from diagnostics.i18n import _
 from ui.render import ACTIVE_KEY
-from ui.state import NO_SCENARIO
+from ui.session import NO_SCENARIO
 
 DISMISSED_KEY = "start.dismissed"
 

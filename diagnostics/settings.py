@@ -1,0 +1,224 @@
+"""Every setting of a run configuration, declared once: its `RunConfig` field, its type, a link's query parameter,
+the command line's flag and help, and what the sidebar's widget holds. The links (`ui/links.py`), the sidebar's
+session values (`ui/session.py`, `ui/sidebar.py`) and the command line (`diagnostics/__main__.py`) are generated
+from `SETTINGS`, and `RunConfig.validated` judges every value however it came; adding a setting is a `RunConfig`
+field and a row here (and its widget on the sidebar).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Mapping
+
+from diagnostics.config import DATA_SOURCES, LOSSES, OPTIMIZERS, RunConfig, parse_data_files
+from diagnostics.errors import InputError
+from diagnostics.i18n import msg
+
+
+def parse_flag(text: str) -> bool:
+    value = str(text).strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off"):
+        return False
+    raise InputError(msg("{text} is not a yes/no value; write 1 or 0", text=repr(text)))
+
+
+def parse_whole(text: str) -> int:
+    try:
+        number = float(text)
+    except (TypeError, ValueError):
+        raise InputError(msg("{text} is not a whole number", text=repr(text))) from None
+    if not number.is_integer():
+        raise InputError(msg("{text} is not a whole number", text=repr(text)))
+    return int(number)
+
+
+def parse_number(text: str) -> float:
+    try:
+        return float(str(text).strip())
+    except ValueError:
+        raise InputError(msg("{text} is not a number; write it like 5e-5", text=repr(text))) from None
+
+
+def parse_optional_whole(text) -> int | None:
+    return None if text is None or str(text).strip().lower() in ("", "default") else parse_whole(text)
+
+
+def parse_columns(text: str) -> tuple[str, ...] | None:
+    return tuple(column.strip() for column in str(text).split(",") if column.strip()) or None
+
+
+def parse_positive_whole(text: str) -> int:
+    """A count the command line takes (at least 1)."""
+    value = parse_whole(text)
+    if value < 1:
+        raise InputError(msg("must be at least 1, got {value}", value=value))
+    return value
+
+
+def parse_rate(text: str) -> float:
+    """A learning rate the command line takes: a positive, finite number."""
+    return _bounded_number(text, allow_zero=False)
+
+
+def parse_non_negative(text: str) -> float:
+    return _bounded_number(text, allow_zero=True)
+
+
+def _bounded_number(text: str, *, allow_zero: bool) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise InputError(msg("{text} is not a number", text=repr(text))) from None
+    if allow_zero and (not math.isfinite(value) or value < 0):
+        raise InputError(msg("must be a non-negative number, got {text}", text=text))
+    if not allow_zero and (not math.isfinite(value) or value <= 0):
+        raise InputError(msg("must be a positive number, got {text}", text=text))
+    return value
+
+
+def rate_text(value: float) -> str:
+    """A rate as the sidebar shows it: '5e-05', '0.001'; every digit kept when :g would round it."""
+    short = f"{float(value):g}"
+    return short if float(short) == float(value) else repr(float(value))
+
+
+def _files_text(pairs) -> str:
+    return "\n".join(f"{split}={path}" for split, path in pairs)
+
+
+def _one_file(text: str) -> tuple[str, str]:
+    """One SPLIT=PATH argument of the command line."""
+    pairs = parse_data_files(text)
+    if len(pairs) != 1:
+        raise InputError(msg("Data file line {line} should read SPLIT=PATH, e.g. train=/data/mnli/train.tsv.",
+                             line=repr(text)))
+    return pairs[0]
+
+
+def _same(value):
+    return value
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One setting of a run.
+
+    Attributes:
+        field: its `RunConfig` field; the sidebar keeps it in session state under "run.<field>".
+        param: a link's query parameter ("" for one no link carries on its own).
+        parse: a text (a link's value, the command line's argument) to the value; an InputError when unusable.
+        flag: the command line's flag (None: not on the command line).
+        help: the command line's help.
+        choices: the values it may take, when they are a fixed list.
+        cli_parse: the command line's stricter parser, when it has one (a count of at least 1, a positive rate).
+        widget: the value as the sidebar's widget holds it (a rate as text, the data files as lines).
+        from_widget: the widget's value back to the value.
+    """
+
+    field: str
+    param: str
+    parse: Callable[[str], Any]
+    flag: str | None = None
+    help: str = ""
+    choices: tuple | None = None
+    cli_parse: Callable[[str], Any] | None = None
+    widget: Callable[[Any], Any] = _same
+    from_widget: Callable[[Any], Any] = _same
+
+    @property
+    def key(self) -> str:
+        return f"run.{self.field}"
+
+
+_S = Setting
+# In the order a link applies them: the data source after its files, the split after its task and source.
+SETTINGS: tuple[Setting, ...] = (
+    _S("checkpoint", "", str.strip, "--checkpoint", "Hub name, local save_pretrained directory, or 'demo' (default: "
+       "distilbert-base-uncased, or the demo kit when the Hub cannot be reached)"),
+    _S("task", "task", str.strip, "--task", "GLUE task (default: mnli)"),
+    _S("data_files", "files", parse_data_files, "--data-files",
+       "local files in the task's GLUE schema (csv, tsv, json, jsonl, parquet)", cli_parse=lambda text: _one_file(text),
+       widget=_files_text,
+       from_widget=parse_data_files),
+    _S("data_source", "data", str.strip, "--data-source", "where the data comes from (default: files when "
+       "--data-files is given, else the Hub, else the demo samples)", choices=DATA_SOURCES),
+    _S("split", "split", str.strip, "--split", "split to check (default: train)", from_widget=str.strip),
+    _S("num_labels", "num_labels", parse_optional_whole, "--num-labels",
+       "num_labels for from_pretrained (default: the task's)", cli_parse=parse_positive_whole,
+       from_widget=lambda value: None if value is None else int(value)),
+    _S("batch_size", "batch_size", parse_whole, "--batch-size", "rows per batch, as to_tf_dataset gets them (default "
+       "16)", cli_parse=parse_positive_whole, from_widget=int),
+    _S("max_length", "max_length", parse_whole, "--max-length", "the tokenizer's truncation length (default 128)",
+       cli_parse=parse_positive_whole, from_widget=int),
+    _S("columns", "columns", parse_columns, "--columns",
+       "comma-separated columns= for to_tf_dataset (default: the model's inputs + label)",
+       widget=lambda value: ",".join(value) if value else "", from_widget=parse_columns),
+    _S("labels_in", "labels_in", str.strip, "--labels-in", "labels inside the input dict or Keras (x, y)",
+       choices=("inputs", "separate")),
+    _S("shuffle", "shuffle", parse_flag, "--no-shuffle", "take the first rows instead of a shuffled batch",
+       from_widget=bool),
+    _S("seed", "seed", parse_whole, "--seed", "seeds every random choice (default 0)", cli_parse=int,
+       from_widget=int),
+    _S("loss", "loss", str.strip, "--loss", "internal (the model's own, default), or a Keras loss as compile() gets "
+       "it", choices=tuple(LOSSES)),
+    _S("optimizer", "optimizer", str.strip, "--optimizer", "'adam' (a string, Keras defaults), Adam or AdamW "
+       "objects, or create_optimizer (default Adam)", choices=tuple(OPTIMIZERS)),
+    _S("learning_rate", "lr", parse_number, "--learning-rate", "for Adam, AdamW and create_optimizer (default 5e-5)",
+       cli_parse=parse_rate, widget=rate_text,
+       from_widget=lambda text: _named_number(msg("learning rate"), text)),
+    _S("weight_decay", "weight_decay", parse_number, "--weight-decay", "for AdamW and create_optimizer (default 0)",
+       cli_parse=parse_non_negative, widget=rate_text,
+       from_widget=lambda text: _named_number(msg("weight decay"), text)),
+    _S("train_steps", "train_steps", parse_whole, "--train-steps",
+       "planned training steps, for create_optimizer's schedule", cli_parse=parse_positive_whole, from_widget=int),
+    _S("warmup_steps", "warmup_steps", parse_whole, "--warmup-steps", "warmup steps, for create_optimizer's schedule",
+       cli_parse=int, from_widget=int),
+    _S("shuffle_labels", "shuffle_labels", parse_flag, None, "", from_widget=bool),
+)
+BY_FIELD = {setting.field: setting for setting in SETTINGS}
+# The settings a link carries as its own parameters (the checkpoint it reads first, with the scenario).
+LINKED = tuple(setting for setting in SETTINGS if setting.param)
+
+
+def _named_number(name, text) -> float:
+    """A number typed in the sidebar ('5e-5', '0.001'); anything else is an InputError naming the field."""
+    try:
+        return float(str(text).strip())
+    except ValueError:
+        raise InputError(msg("{name} {text} is not a number; write it like 5e-5 or 0.00005", name=name,
+                             text=repr(text))) from None
+
+
+def widget_values(config: RunConfig) -> dict[str, Any]:
+    """What each of the sidebar's widgets holds for this configuration, by session key."""
+    return {setting.key: setting.widget(getattr(config, setting.field)) for setting in SETTINGS}
+
+
+def config_from_widgets(values: Mapping[str, Any]) -> RunConfig:
+    """The validated configuration the sidebar's widgets hold (data files only when they are the data source).
+
+    Raises:
+        InputError: a value that cannot be used, named.
+    """
+    config = RunConfig(**{setting.field: setting.from_widget(values[setting.key]) for setting in SETTINGS})
+    if config.data_source != "files":
+        config = replace(config, data_files=())
+    return config.validated()
+
+
+def cli_overrides(args) -> dict[str, Any]:
+    """The settings given on the command line (argparse's namespace), by field; `--data-files` also makes the data
+    source "files" unless `--data-source` says otherwise."""
+    overrides = {}
+    for setting in SETTINGS:
+        value = getattr(args, setting.field, None)
+        if setting.field == "shuffle":
+            value = False if value else None  # --no-shuffle
+        if value is not None and value != ():
+            overrides[setting.field] = tuple(value) if setting.field == "data_files" else value
+    if "data_files" in overrides and "data_source" not in overrides:
+        overrides["data_source"] = "files"
+    return overrides

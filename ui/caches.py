@@ -1,0 +1,52 @@
+"""The loaders shared by every session of the server: tokenizers, splits, models and run contexts, each read-only
+(checks train copies), and whether the Hugging Face Hub can be reached."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+import diagnostics  # noqa: F401  (selects Keras 2 before TensorFlow loads)
+from diagnostics import loading
+from diagnostics.config import RunConfig
+from diagnostics.context import RunContext
+
+
+@st.cache_resource(show_spinner=False)
+def hub_reachable() -> bool:
+    return loading.hub_reachable()
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def cached_tokenizer(checkpoint: str):
+    """Shared by every session; read-only."""
+    return loading.load_tokenizer(checkpoint)
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def cached_split(task: str, split: str, data_source: str, data_files: tuple, shuffle_labels: bool, seed: int):
+    """Shared by every session; datasets are immutable (select/map return new objects)."""
+    return loading.load_split(RunConfig(task=task, split=split, data_source=data_source, data_files=data_files,
+                                        shuffle_labels=shuffle_labels, seed=seed))
+
+
+@st.cache_resource(show_spinner=False, max_entries=4)
+def cached_model(checkpoint: str, num_labels: int, seed: int):
+    """Shared by every session and never trained, compiled or given new weights: checks work on copies."""
+    return loading.load_model(checkpoint, num_labels, seed)
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def open_run(config: RunConfig) -> RunContext:
+    """The run context of a configuration, shared by every page and session: its first batch and training batches
+    are built once; its model comes from the shared cache and is never trained (checks train copies)."""
+    tokenizer, split = load_inputs(config)
+    return RunContext(config, tokenizer, split, cached_model)
+
+
+def load_inputs(config: RunConfig):
+    """The tokenizer and split of a configuration, from the shared caches."""
+    tokenizer = cached_tokenizer(config.checkpoint)
+    split = cached_split(config.task, config.split, config.data_source, config.data_files, config.shuffle_labels,
+                         config.seed)
+    loading.validate_for_tokenizer(config, tokenizer)
+    return tokenizer, split

@@ -1,0 +1,65 @@
+"""The workshop's scenarios on the sidebar: the picker that fills the settings, and the panel saying which of
+the scenario's checks have caught it."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import streamlit as st
+
+from diagnostics import limits
+from diagnostics.config import default_config
+from diagnostics.i18n import _
+from diagnostics.scenarios import SCENARIOS
+from diagnostics.settings import BY_FIELD
+from ui.caches import hub_reachable
+from ui.session import CONFIG_KEY, NO_SCENARIO
+from ui.shared import recalled_statuses
+
+# The settings a scenario may set (its data source only when it is not the user's own files).
+SCENARIO_FIELDS = ("task", "split", "num_labels", "columns", "labels_in", "loss", "optimizer", "learning_rate",
+                   "shuffle_labels")
+
+
+def apply_scenario() -> None:
+    """Fill the sidebar with the chosen scenario's settings (a widget callback, so it runs before the widgets)."""
+    name = st.session_state["run.scenario"]
+    if name == NO_SCENARIO:
+        return
+    defaults = default_config(hub_reachable(), checkpoint=st.session_state["run.checkpoint"])
+    config = SCENARIOS[name].apply(replace(defaults, task=st.session_state["run.task"]))
+    state = st.session_state
+    for field in SCENARIO_FIELDS:
+        state[BY_FIELD[field].key] = BY_FIELD[field].widget(getattr(config, field))
+    if config.data_source != "files":
+        state["run.data_source"] = state["run.data_source"] if state["run.data_source"] != "files" else defaults.data_source
+
+
+def scenario_picker() -> None:
+    """The workshop picker and the chosen scenario's symptom (before the page, so the choice is never lost)."""
+    st.selectbox(_("Workshop scenario"), [NO_SCENARIO, *SCENARIOS], key="run.scenario", on_change=apply_scenario,
+                 format_func={NO_SCENARIO: _(NO_SCENARIO), **{name: f"{name}: {_(scenario.title)}"
+                                                              for name, scenario in SCENARIOS.items()}}.get,
+                 help=_("Each preset injects one known bug into the configuration above."))
+    name = st.session_state["run.scenario"]
+    if name != NO_SCENARIO:
+        st.caption(_("**Symptom:** {symptom}").format(symptom=_(SCENARIOS[name].symptom)))
+
+
+def scenario_panel(slot) -> None:
+    """Which of the chosen scenario's expected checks have caught it so far (after the page has run)."""
+    name = st.session_state.get("run.scenario", NO_SCENARIO)
+    if name == NO_SCENARIO:
+        return
+    scenario = SCENARIOS[name]
+    config = st.session_state.get(CONFIG_KEY)
+    statuses = recalled_statuses(config) if config is not None else {}
+    lines = []
+    for checks, caught in scenario.caught(statuses).items():
+        ran = any(check in statuses for check in checks.split(" or "))
+        mark = _(":green[caught]") if caught else (_(":red[missed]") if ran else _(":gray[not run yet]"))
+        lines.append(f"- `{checks}`: {mark}")
+    slot.markdown(_("**Must be flagged by:**") + "\n" + (
+        "\n".join(lines) if lines else "- " + _("nothing: no check may fail")))
+    if name in ("course-script", "fixed") and not limits.hosted():
+        slot.page_link("app_pages/script.py", label=_("Trace the course's own script"), icon=":material/code:")
