@@ -19,7 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from diagnostics.config import RunConfig, default_config, task_title
-from diagnostics.settings import SETTINGS, cli_overrides, parse_positive_whole, parse_rate
+from diagnostics.settings import EPOCHS, SETTINGS, SWEEP_SETTINGS, cli_overrides, sweep_from_args
 from diagnostics.errors import InputError
 from diagnostics.i18n import DEFAULT_LANGUAGE, LANGUAGES, Text, _, localize, message_of, msg, set_language
 from diagnostics.result import Status
@@ -70,13 +70,10 @@ def build_parser() -> argparse.ArgumentParser:
                           "English): " + ", ".join(f"{code} {name}" for code, name in LANGUAGES.items()))
     run = commands.add_parser("run", help="run the checks and write a report", parents=[language])
     add_setting_flags(run)
-    rate, count = _argument(parse_rate), _argument(parse_positive_whole)
-    run.add_argument("--sweep-min", type=rate, help="lowest rate of the sweep (default 1e-6)")
-    run.add_argument("--sweep-max", type=rate, help="highest rate of the sweep (default 1e-2)")
-    run.add_argument("--sweep-rates", type=count, help="rates in the sweep's log grid (default 7)")
-    run.add_argument("--sweep-steps", type=count, help="train steps at each rate (default 8)")
-    run.add_argument("--range-steps", type=count, help="steps of the learning-rate range test (default 40)")
-    run.add_argument("--epochs", type=count, help="epochs of the overfit-one-batch test (default 20)")
+    for setting in SWEEP_SETTINGS:
+        run.add_argument(setting.flag, dest=f"sweep_{setting.field}", type=_argument(setting.cli_parse),
+                         help=setting.help)
+    run.add_argument(EPOCHS.flag, dest="epochs", type=_argument(EPOCHS.cli_parse), help=EPOCHS.help)
     run.add_argument("--fail-on", choices=("warn", "fail"), default="fail",
                      help="which statuses give exit 1: fail (default; also error), or warn and worse")
     run.add_argument("--stages", help="comma-separated stages to run (default: all)")
@@ -119,15 +116,6 @@ def config_from_args(args) -> RunConfig:
 
         base = get_scenario(args.scenario).apply(replace(base, task=overrides.get("task", base.task)))
     return replace(base, **overrides).validated()
-
-
-def sweep_from_args(args):
-    from diagnostics.hyperparams import SweepSettings
-
-    overrides = {name: value for name, value in (
-        ("min_rate", args.sweep_min), ("max_rate", args.sweep_max), ("rates", args.sweep_rates),
-        ("steps", args.sweep_steps), ("range_steps", args.range_steps)) if value is not None}
-    return SweepSettings(**overrides)
 
 
 def report_paths(args, names: tuple[str, ...]) -> list[Path]:

@@ -13,6 +13,7 @@ from typing import Any, Callable, Mapping
 
 from diagnostics.config import DATA_SOURCES, LOSSES, OPTIMIZERS, RunConfig, parse_data_files
 from diagnostics.errors import InputError
+from diagnostics.hyperparams import SweepSettings
 from diagnostics.i18n import msg
 
 
@@ -127,10 +128,12 @@ class Setting:
     cli_parse: Callable[[str], Any] | None = None
     widget: Callable[[Any], Any] = _same
     from_widget: Callable[[Any], Any] = _same
+    session_key: str = ""
 
     @property
     def key(self) -> str:
-        return f"run.{self.field}"
+        """Its session-state key: "run.<field>" for the sidebar's, the page's own for a page setting."""
+        return self.session_key or f"run.{self.field}"
 
 
 _S = Setting
@@ -181,6 +184,39 @@ SETTINGS: tuple[Setting, ...] = (
 BY_FIELD = {setting.field: setting for setting in SETTINGS}
 # The settings a link carries as its own parameters (the checkpoint it reads first, with the scenario).
 LINKED = tuple(setting for setting in SETTINGS if setting.param)
+
+
+# The pages' own settings (the Hyperparameters page's sweep, the Overfit page's epochs): a `SweepSettings` field,
+# or "epochs"; each kept in the session under its page's key and carried by links and the command line.
+SWEEP_SETTINGS: tuple[Setting, ...] = (
+    _S("min_rate", "min_rate", parse_number, "--sweep-min", "lowest rate of the sweep (default 1e-6)",
+       cli_parse=parse_rate, from_widget=float, session_key="hparams.min_rate"),
+    _S("max_rate", "max_rate", parse_number, "--sweep-max", "highest rate of the sweep (default 1e-2)",
+       cli_parse=parse_rate, from_widget=float, session_key="hparams.max_rate"),
+    _S("rates", "rates", parse_whole, "--sweep-rates", "rates in the sweep's log grid (default 7)",
+       cli_parse=parse_positive_whole, from_widget=int, session_key="hparams.rates"),
+    _S("steps", "steps", parse_whole, "--sweep-steps", "train steps at each rate (default 8)",
+       cli_parse=parse_positive_whole, from_widget=int, session_key="hparams.steps"),
+    _S("range_steps", "range_steps", parse_whole, "--range-steps", "steps of the learning-rate range test (default "
+       "40)", cli_parse=parse_positive_whole, from_widget=int, session_key="hparams.range_steps"),
+)
+EPOCHS = _S("epochs", "epochs", parse_whole, "--epochs", "epochs of the overfit-one-batch test (default 20)",
+            cli_parse=parse_positive_whole, from_widget=int, session_key="overfit.epochs")
+
+
+def sweep_from_widgets(values: Mapping[str, Any]) -> SweepSettings:
+    """The sweep the Hyperparameters page's inputs (or a link's) hold, not yet validated."""
+    return SweepSettings(**{setting.field: setting.from_widget(values[setting.key]) for setting in SWEEP_SETTINGS})
+
+
+def sweep_widget_values(sweep: SweepSettings) -> dict[str, Any]:
+    return {setting.key: getattr(sweep, setting.field) for setting in SWEEP_SETTINGS}
+
+
+def sweep_from_args(args) -> SweepSettings:
+    """The sweep the command line asks for (argparse's namespace: each flag's value under "sweep_<field>")."""
+    return SweepSettings(**{setting.field: value for setting in SWEEP_SETTINGS
+                            if (value := getattr(args, f"sweep_{setting.field}", None)) is not None})
 
 
 def _named_number(name, text) -> float:

@@ -39,13 +39,24 @@ def test_checks_json_names_each_checks_function_by_an_importable_dotted_name(cap
     assert {check["unit"] for check in listed} == set(registry.UNITS) | {None}
 
 
-def test_every_units_function_produces_a_result_for_each_of_its_checks_and_no_other(run):
+@pytest.fixture(scope="module")
+def walked(demo_inputs, demo_model):
+    """Every unit of the registry run once on the demo kit, in one call of the runner (shared by the tests below)."""
+    tokenizer, split = demo_inputs
+    run = RunContext(RunConfig(batch_size=8), tokenizer, split, lambda *args: demo_model)
+    return runner.run_units(run, list(registry.UNITS), SMALL)
+
+
+def test_every_units_function_produces_a_result_for_each_of_its_checks_and_no_other(walked):
+    """The runner calls each unit's function by its dotted name: every check of the unit gets its result, in its
+    stage, and none errs."""
+    assert sorted(result.id for result in walked) == sorted(registry.run_check_ids())
     for unit in registry.UNITS.values():
-        function = imported(unit.function)
-        results = function(run, **runner.inputs(unit, SMALL, None, []))
-        assert sorted(result.id for result in results) == sorted(unit.checks), unit.name
-        assert all(result.stage == unit.stage and result.status is not Status.ERROR for result in results), [
-            (result.id, result.summary) for result in results if result.status is Status.ERROR]
+        assert runner.function_of(unit) is imported(unit.function)
+        mine = [result for result in walked if registry.CHECKS[result.id].runs_in == unit.name]
+        assert sorted(result.id for result in mine) == sorted(unit.checks), unit.name
+        assert all(result.stage == unit.stage and result.status is not Status.ERROR for result in mine), [
+            (result.id, result.summary) for result in mine if result.status is Status.ERROR]
 
 
 def test_what_a_unit_reads_is_declared_evidence_of_a_check_another_unit_runs():
@@ -64,11 +75,10 @@ def test_units_run_after_the_units_they_read_whatever_order_they_are_asked_in():
         runner.ordered(["data", "sweeping"])
 
 
-def test_the_overfit_unit_gets_the_sweeps_recommended_rate_from_the_same_call(run):
-    results = runner.run_units(run, ["overfit", "training"], SMALL)
-    sweep = next(result for result in results if result.id == "hparams.lr_sweep")
-    overfit = next(result for result in results if result.id == "overfit.one_batch")
-    assert [result.id for result in results][-1] == "overfit.one_batch"
+def test_the_overfit_unit_gets_the_sweeps_recommended_rate_from_the_same_call(walked):
+    sweep = next(result for result in walked if result.id == "hparams.lr_sweep")
+    overfit = next(result for result in walked if result.id == "overfit.one_batch")
+    assert [result.id for result in walked][-1] == "overfit.one_batch"
     assert sweep.evidence["best_rate"] is not None
     assert overfit.evidence["best_rate"] == sweep.evidence["best_rate"]
 

@@ -75,3 +75,22 @@ def test_every_setting_round_trips_through_the_command_line():
 def test_a_settings_parser_names_what_is_wrong(field, text, message):
     with pytest.raises(InputError, match=message):
         BY_FIELD[field].parse(text)
+
+
+def test_the_pages_own_settings_round_trip_through_the_session_a_link_and_the_command_line():
+    from diagnostics.hyperparams import SweepSettings
+    from diagnostics.settings import EPOCHS, SWEEP_SETTINGS, sweep_from_widgets, sweep_widget_values
+
+    sweep = SweepSettings(min_rate=2e-6, max_rate=3e-3, rates=5, steps=6, range_steps=30)
+    assert sweep_from_widgets(sweep_widget_values(sweep)) == sweep
+    link, problems = parse_link(link_params(Link(RunConfig(), sweep=sweep, epochs=12), hub_reachable=False),
+                                hub_reachable=False)
+    assert problems == [] and (link.sweep, link.epochs) == (sweep, 12)
+    flags = [text for setting in SWEEP_SETTINGS for text in (setting.flag, str(getattr(sweep, setting.field)))]
+    args = build_parser().parse_args(["run", *flags, EPOCHS.flag, "12"])
+    from diagnostics.settings import sweep_from_args
+
+    assert sweep_from_args(args) == sweep and args.epochs == 12
+    # The range test's own bounds are fixed (1e-7 to 1): no page, link or flag sets them.
+    assert set(SweepSettings.__dataclass_fields__) - {setting.field for setting in SWEEP_SETTINGS} == {
+        "range_start", "range_end"}

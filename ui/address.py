@@ -8,11 +8,11 @@ import streamlit as st
 
 from diagnostics.hyperparams import SweepSettings
 from diagnostics.i18n import _
-from diagnostics.settings import widget_values
+from diagnostics.settings import sweep_widget_values, widget_values
 from ui.caches import hub_reachable
 from ui.links import Link, link_params, parse_link
 from ui.render import shown
-from ui.session import (CONFIG_KEY, EPOCHS_KEY, LANG_KEY, LINK_PROBLEMS_KEY, LINK_WRITTEN_KEY, NO_SCENARIO, SWEEP_KEYS,
+from ui.session import (CONFIG_KEY, EPOCHS_KEY, LANG_KEY, LINK_PROBLEMS_KEY, LINK_WRITTEN_KEY, NO_SCENARIO,
                         sweep_from_state)
 
 PAGE_PATHS = ("model", "hyperparameters", "overfit", "report", "script", "workshop")  # app.py's url_paths
@@ -35,7 +35,7 @@ def load_link() -> None:
     state.update({
         **widget_values(config),
         "run.scenario": link.scenario or NO_SCENARIO, "run.defaults_for": config.checkpoint,
-        **{key: getattr(link.sweep, name) for key, name in SWEEP_KEYS.items()}, EPOCHS_KEY: link.epochs,
+        **sweep_widget_values(link.sweep), EPOCHS_KEY: link.epochs,
     })
     if link.lang:
         state[LANG_KEY] = link.lang

@@ -15,7 +15,7 @@ from diagnostics.i18n import DEFAULT_LANGUAGE, LANGUAGES, message_of, msg
 from diagnostics.overfit import DEFAULT_EPOCHS
 from diagnostics.pipeline import validate_epochs
 from diagnostics.scenarios import SCENARIOS
-from diagnostics.settings import LINKED, parse_number, parse_whole
+from diagnostics.settings import EPOCHS, LINKED, SWEEP_SETTINGS
 
 RESERVED = {"embed", "embed_options"}  # Streamlit's own
 
@@ -48,10 +48,8 @@ def _text(value) -> str:
 # URL parameter -> (RunConfig field, parser), from the settings table, in the order a link applies them.
 CONFIG_PARAMS: dict[str, tuple[str, Callable[[str], Any]]] = {setting.param: (setting.field, setting.parse)
                                                                for setting in LINKED}
-SWEEP_PARAMS = {"min_rate": ("min_rate", parse_number), "max_rate": ("max_rate", parse_number),
-                "rates": ("rates", parse_whole), "steps": ("steps", parse_whole),
-                "range_steps": ("range_steps", parse_whole)}
-KNOWN = {"checkpoint", "scenario", "epochs", "lang", *CONFIG_PARAMS, *SWEEP_PARAMS}
+SWEEP_PARAMS = {setting.param: (setting.field, setting.parse) for setting in SWEEP_SETTINGS}
+KNOWN = {"checkpoint", "scenario", EPOCHS.param, "lang", *CONFIG_PARAMS, *SWEEP_PARAMS}
 
 
 def base_config(hub_reachable: bool, checkpoint: str | None = None, scenario: str | None = None) -> RunConfig:
@@ -117,11 +115,11 @@ def parse_link(params: dict[str, str], hub_reachable: bool) -> tuple[Link, list[
             except InputError as exc:
                 refused(name, exc)
     epochs = DEFAULT_EPOCHS
-    if "epochs" in params:
+    if EPOCHS.param in params:
         try:
-            epochs = validate_epochs(parse_whole(params["epochs"]))
+            epochs = validate_epochs(EPOCHS.parse(params[EPOCHS.param]))
         except InputError as exc:
-            refused("epochs", exc)
+            refused(EPOCHS.param, exc)
     lang = params.get("lang", "").strip().lower() or None
     if lang is not None and lang not in LANGUAGES:
         problems.append(msg("The link's lang={value} is not one of: {languages}. The page keeps its language.",
@@ -148,7 +146,7 @@ def link_params(link: Link, hub_reachable: bool) -> dict[str, str]:
         if getattr(link.sweep, field) != getattr(defaults, field):
             params[name] = _text(getattr(link.sweep, field))
     if link.epochs != DEFAULT_EPOCHS:
-        params["epochs"] = str(link.epochs)
+        params[EPOCHS.param] = str(link.epochs)
     if link.lang and link.lang != DEFAULT_LANGUAGE:
         params["lang"] = link.lang
     return params

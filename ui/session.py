@@ -10,7 +10,8 @@ from diagnostics.config import RunConfig, default_config
 from diagnostics.hyperparams import SweepSettings
 from diagnostics.i18n import DEFAULT_LANGUAGE, LANGUAGES, N_, _, language_from_locale, set_language
 from diagnostics.overfit import DEFAULT_EPOCHS
-from diagnostics.settings import config_from_widgets, widget_values
+from diagnostics.settings import (EPOCHS, SWEEP_SETTINGS, config_from_widgets, sweep_from_widgets, sweep_widget_values,
+                                  widget_values)
 from ui.caches import hub_reachable
 from ui.render import shown
 from ui.script import SCRIPT_DEFAULTS
@@ -22,9 +23,8 @@ LINK_WRITTEN_KEY = "link.written"  # the query parameters this session last put 
 LINK_PROBLEMS_KEY = "link.problems"  # what the opened link asked for that could not be used
 # The pages' own settings: kept in the session and the link while their page is not open (Streamlit forgets the
 # value of a widget that a run does not draw).
-SWEEP_KEYS = {"hparams.min_rate": "min_rate", "hparams.max_rate": "max_rate", "hparams.rates": "rates",
-              "hparams.steps": "steps", "hparams.range_steps": "range_steps"}
-EPOCHS_KEY = "overfit.epochs"
+SWEEP_KEYS = tuple(setting.key for setting in SWEEP_SETTINGS)
+EPOCHS_KEY = EPOCHS.key
 LANG_KEY = "ui.lang"
 
 
@@ -35,7 +35,7 @@ def init_state() -> None:
         **widget_values(defaults),
         "run.scenario": NO_SCENARIO,
         "run.defaults_for": defaults.checkpoint,
-        **{key: getattr(SweepSettings(), name) for key, name in SWEEP_KEYS.items()},
+        **sweep_widget_values(SweepSettings()),
         EPOCHS_KEY: DEFAULT_EPOCHS,
         LINK_PROBLEMS_KEY: [],
         LANG_KEY: browser_language(),
@@ -69,10 +69,7 @@ def language_picker() -> None:
 
 def sweep_from_state() -> SweepSettings:
     """The sweep settings of this session (the Hyperparameters page's inputs, or the link's)."""
-    state = st.session_state
-    return SweepSettings(min_rate=float(state["hparams.min_rate"]), max_rate=float(state["hparams.max_rate"]),
-                         rates=int(state["hparams.rates"]), steps=int(state["hparams.steps"]),
-                         range_steps=int(state["hparams.range_steps"]))
+    return sweep_from_widgets(st.session_state)
 
 
 def config_from_state() -> RunConfig:

@@ -8,7 +8,7 @@ import streamlit as st
 from diagnostics.budget import time_left_text
 from diagnostics.errors import InputError
 from diagnostics.hyperparams import SweepSettings
-from diagnostics.i18n import _, localize
+from diagnostics.i18n import _, localize, msgn
 from diagnostics.overfit import DEFAULT_EPOCHS
 from diagnostics.registry import CHECKS, STAGE_ORDER, UNITS, units_of
 from diagnostics.result import CheckResult
@@ -30,7 +30,8 @@ def shared_results() -> SharedResults:
 
 
 def waiting_text(label: str, flight: Flight) -> str:
-    others = " · " + _("{count} sessions waiting for it").format(count=flight.waiters) if flight.waiters > 1 else ""
+    others = " · " + localize(msgn("{count} session waiting for it", "{count} sessions waiting for it",
+                                   flight.waiters)) if flight.waiters > 1 else ""
     left = flight.remaining()
     horizon = "" if left is None else " · " + localize(time_left_text(left))
     return f"{label} {shown(flight.text)} ({flight.elapsed():.0f} s{horizon}{others})"
