@@ -11,14 +11,6 @@ sys.path.insert(0, str(ROOT))
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ.setdefault("DEBUGGER_CACHE_DIR", str(ROOT / ".cache-test"))
 os.environ.setdefault("DEBUGGER_STRICT_TEXT", "1")  # a sentence flattened by an f-string fails the test that does it
-# Workers share the cores: TensorFlow's own thread pools in each (and in the servers and traced scripts they start)
-# get their share, set before TensorFlow starts. Two processes of two threads each on 2 cores ran the same training
-# about 25% slower than two of one thread each (measured on the real checkpoint's sweep).
-_WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)
-if _WORKERS > 1:
-    _share = str(max(1, (os.cpu_count() or 1) // _WORKERS))
-    os.environ.setdefault("TF_NUM_INTRAOP_THREADS", _share)
-    os.environ.setdefault("TF_NUM_INTEROP_THREADS", _share)
 
 import diagnostics  # noqa: E402,F401  (selects Keras 2 before TensorFlow loads)
 
