@@ -69,10 +69,7 @@ def parse_non_negative(text: str) -> float:
 
 
 def _bounded_number(text: str, *, allow_zero: bool) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise InputError(msg("{text} is not a number", text=repr(text))) from None
+    value = parse_number(text)
     if allow_zero and (not math.isfinite(value) or value < 0):
         raise InputError(msg("must be a non-negative number, got {text}", text=text))
     if not allow_zero and (not math.isfinite(value) or value <= 0):
