@@ -15,8 +15,8 @@ from diagnostics.glue import GlueTask
 from diagnostics.measurement import configured_loss_value, run_forward
 from diagnostics.registry import WARN_DRIFT, threshold
 from diagnostics.result import CheckResult, Status, run_check
-from diagnostics.training import (StepRecord, Trainer, build_optimizer,
-                                  effective_rate, fresh_copy, held_out_figures, is_pretrained, labels_in_range, one_train_step,
+from diagnostics.training import (SharedCopy, StepRecord, Trainer, build_optimizer, copy_metrics, effective_rate,
+                                  fresh_copy, held_out_figures, is_pretrained, labels_in_range, one_train_step,
                                   round_down_rate, smoothed, split_batch, weight_drift)
 
 STAGE = "hparams"
@@ -641,8 +641,10 @@ def check_schedule(figures: dict[str, Any], *,
 
 def run_hparams_checks(config: RunConfig, model, batches: list, labels: np.ndarray, settings: SweepSettings,
                        progress: Progress = _no_progress, *, held, parts: tuple[str, ...] = ("setup", "training"),
-                       step: Callable[[], StepRecord] | None = None) -> list[CheckResult]:
-    """The Hyperparameters-stage checks; training happens on one copy of the (never modified) model.
+                       step: Callable[[], StepRecord] | None = None, copies: SharedCopy | None = None
+                       ) -> list[CheckResult]:
+    """The Hyperparameters-stage checks; training happens on one copy of the (never modified) model (`copies`: the
+    one shared with the call's other training checks; a new one when None).
 
     Args:
         held: a batch of rows the sweep never trains on (the sweep scores each rate on it).
@@ -666,7 +668,7 @@ def run_hparams_checks(config: RunConfig, model, batches: list, labels: np.ndarr
         def trainer() -> Trainer:
             if not holder:
                 progress(0.0, msg("Copying the model and tracing its train step (once for every rate)"))
-                holder.append(Trainer(model, batches, config))
+                holder.append((copies or SharedCopy()).trainer(model, batches, config, metrics=copy_metrics(config)))
             return holder[0]
 
         rate = effective_rate(config)

@@ -13,7 +13,7 @@ from diagnostics.config import RunConfig
 from diagnostics.batches import LABEL, LEARNABILITY_CONTROL, batches_of, build_batch, shuffled_labels
 from diagnostics.registry import threshold
 from diagnostics.result import CheckResult, Status
-from diagnostics.training import Trainer, held_out_figures, is_pretrained
+from diagnostics.training import SharedCopy, Trainer, copy_metrics, held_out_figures, is_pretrained
 
 CHECK_ID, STAGE = "data.learnability", "data"
 
@@ -32,8 +32,9 @@ def held_out_score(trainer: Trainer, batches: list, held, config: RunConfig, ste
 
 
 def learnability_figures(model, tokenizer, config: RunConfig, split, *, rate: float, train_size: int = 96,
-                         held_size: int = 32, epochs: int = 6) -> dict[str, Any]:
-    """Held-out scores after the same short run on the given labels and on a random permutation of them."""
+                         held_size: int = 32, epochs: int = 6, copies: SharedCopy | None = None) -> dict[str, Any]:
+    """Held-out scores after the same short run on the given labels and on a random permutation of them, both on
+    one copy of the model (`copies`: shared with the call's other training checks; a new one when None)."""
     count = len(split)
     order = np.random.default_rng(config.seed).permutation(count)
     held_size = min(held_size, max(1, count // 4))
@@ -41,7 +42,7 @@ def learnability_figures(model, tokenizer, config: RunConfig, split, *, rate: fl
     steps = epochs * -(-len(train) // config.batch_size)
     control_split = shuffled_labels(split, config.seed, LEARNABILITY_CONTROL)
     given_batches = batches_of(split, tokenizer, config, train)
-    trainer = Trainer(model, given_batches, config)  # one copy for both runs
+    trainer = (copies or SharedCopy()).trainer(model, given_batches, config, metrics=copy_metrics(config))
     given = held_out_score(trainer, given_batches, build_batch(split, tokenizer, config, held), config, steps, rate)
     control = held_out_score(trainer, batches_of(control_split, tokenizer, config, train),
                              build_batch(control_split, tokenizer, config, held), config, steps, rate)

@@ -14,7 +14,7 @@ from diagnostics.glue import GlueTask
 from diagnostics.budget import check_deadline
 from diagnostics.registry import threshold
 from diagnostics.result import CheckResult, Status
-from diagnostics.training import (Trainer, effective_rate, first_line, is_pretrained,
+from diagnostics.training import (SharedCopy, copy_metrics, effective_rate, first_line, is_pretrained,
                                   round_down_rate, split_batch, smoothed, weight_drift)
 
 STAGE = "overfit"
@@ -41,8 +41,10 @@ def every_label_indices(labels: np.ndarray, task: GlueTask, batch_size: int, see
 
 
 def overfit_one_batch(model, batch: FirstBatch, config: RunConfig, epochs: int, *, rate: float | None = None,
-                      progress: Callable[[float, str], None] = lambda fraction, text: None) -> dict[str, Any]:
+                      progress: Callable[[float, str], None] = lambda fraction, text: None,
+                      copies: SharedCopy | None = None) -> dict[str, Any]:
     """Train a copy of the model on one batch for `epochs` epochs with plain `model.fit`; the model is untouched.
+    `copies` gives the copy (one shared with other training checks; a new one when None).
 
     Returns:
         losses and accuracies after every step (None for regression), the rate, and the copy's final
@@ -52,7 +54,7 @@ def overfit_one_batch(model, batch: FirstBatch, config: RunConfig, epochs: int, 
 
     task = config.glue_task
     rate = effective_rate(config) if rate is None else rate
-    trainer = Trainer(model, [batch.tf_batch], config, metrics=None if task.regression else ["accuracy"])
+    trainer = (copies or SharedCopy()).trainer(model, [batch.tf_batch], config, metrics=copy_metrics(config))
     trainer.reset(rate)
     report = tf_keras.callbacks.LambdaCallback(
         on_epoch_begin=lambda epoch, logs: check_deadline(f"at epoch {epoch + 1} of {epochs} of the overfit test"),
@@ -65,7 +67,6 @@ def overfit_one_batch(model, batch: FirstBatch, config: RunConfig, epochs: int, 
     inputs, _ = split_batch(batch.tf_batch)
     logits = np.asarray(trainer.model(inputs, training=False).logits)
     drift = weight_drift(model, trainer.model) / epochs if is_pretrained(model) else None
-    del trainer
     losses = [float(v) for v in history.history["loss"]]
     accuracies = [float(v) for v in history.history.get("accuracy", [])] or None
     labels = np.asarray(batch.rows[LABEL])
@@ -232,8 +233,10 @@ def check_overfit(figures: dict[str, Any], rows: list[dict[str, Any]], *,
 
 def run_overfit_checks(config: RunConfig, model, tokenizer, split, *, epochs: int = DEFAULT_EPOCHS,
                        rate: float | None = None, best_rate: float | None = None,
-                       progress: Callable[[float, str], None] = lambda fraction, text: None) -> list[CheckResult]:
-    """The overfit test on a batch holding every label; the model given is never modified."""
+                       progress: Callable[[float, str], None] = lambda fraction, text: None,
+                       copies: SharedCopy | None = None) -> list[CheckResult]:
+    """The overfit test on a batch holding every label; the model given is never modified (`copies`: the copy
+    to train, shared with the call's other training checks)."""
     task = config.glue_task
     labels = split_labels(split)
     if not task.regression and not (labels >= 0).any():
@@ -244,7 +247,7 @@ def run_overfit_checks(config: RunConfig, model, tokenizer, split, *, epochs: in
     if batch.tf_batch is None:
         return [CheckResult("overfit.one_batch", STAGE, Status.SKIP,
                             msg("No batch to train on: {error} (see data.batch).", error=batch.error))]
-    figures = overfit_one_batch(model, batch, config, epochs, rate=rate, progress=progress)
+    figures = overfit_one_batch(model, batch, config, epochs, rate=rate, progress=progress, copies=copies)
     rows = decoded_rows(batch, tokenizer, task)
     if figures.get("error"):
         return [check_overfit(figures, rows, missing_labels=missing, best_rate=best_rate)]

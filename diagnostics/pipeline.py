@@ -82,9 +82,9 @@ def measure_data(run: RunContext) -> list[CheckResult]:
     return run_data_checks(run.config, run.split, run.tokenizer, lambda: run.first_batch)
 
 
-def measure_learnability(run: RunContext) -> list[CheckResult]:
+def measure_learnability(run: RunContext, *, copies) -> list[CheckResult]:
     return [run_check(LEARNABILITY, "data", lambda: check_learnability(learnability_figures(
-        run.classifier[0], run.tokenizer, run.config, run.split, rate=effective_rate(run.config))))]
+        run.classifier[0], run.tokenizer, run.config, run.split, rate=effective_rate(run.config), copies=copies)))]
 
 
 def measure_model(run: RunContext) -> list[CheckResult]:
@@ -117,16 +117,16 @@ def measure_setup(run: RunContext) -> list[CheckResult]:
                               parts=("setup",), step=lambda: run.in_range_step)
 
 
-def measure_training(run: RunContext, *, sweep: SweepSettings, progress) -> list[CheckResult]:
+def measure_training(run: RunContext, *, sweep: SweepSettings, progress, copies) -> list[CheckResult]:
     found, skips = _batches(run, sweep, "training")
     if skips:
         return skips
     batches, held = found
     return run_hparams_checks(run.config, run.classifier[0], batches, run.first_labels, sweep, progress, held=held,
-                              parts=("training",))
+                              parts=("training",), copies=copies)
 
 
-def measure_overfit(run: RunContext, *, epochs: int, rate: float | None, best_rate: float | None, progress
+def measure_overfit(run: RunContext, *, epochs: int, rate: float | None, best_rate: float | None, progress, copies
                     ) -> list[CheckResult]:
     return run_overfit_checks(run.config, run.classifier[0], run.tokenizer, run.split, epochs=epochs, rate=rate,
-                              best_rate=best_rate, progress=progress)
+                              best_rate=best_rate, progress=progress, copies=copies)

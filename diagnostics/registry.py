@@ -188,6 +188,8 @@ class Unit:
             result; the key is also the keyword), so the runner runs that check's unit first when both run.
         heavy: it loads the model or trains a copy (the app queues it for one of the server's heavy slots).
         progress: it reports its progress (it is called with `progress=`).
+        copy: it trains a copy of the model, the one its call of the runner shares between such units (it is called
+            with `copies=`, a `training.SharedCopy`), so the copy is made and traced once a call.
     """
 
     name: str
@@ -198,6 +200,7 @@ class Unit:
     reads: tuple[str, ...] = ()
     heavy: bool = True
     progress: bool = False
+    copy: bool = False
 
     @property
     def checks(self) -> tuple[str, ...]:
@@ -207,14 +210,16 @@ class Unit:
 _WALK = "diagnostics.pipeline."
 UNITS: dict[str, Unit] = {unit.name: unit for unit in (
     Unit("data", "data", _WALK + "measure_data", heavy=False),
-    Unit("learnability", "data", _WALK + "measure_learnability",
-         ("columns", "labels", "range", "model", "batch", "rows", "flows")),
     Unit("model", "model", _WALK + "measure_model", ("columns", "readable")),
     Unit("setup", "hparams", _WALK + "measure_setup", ("columns", "model", "batch")),
+    # The units that train come last and together, so their one shared copy of the model (see `copy`) is never alive
+    # beside the Model checks' own copies.
+    Unit("learnability", "data", _WALK + "measure_learnability",
+         ("columns", "labels", "range", "model", "batch", "rows", "flows"), copy=True),
     Unit("training", "hparams", _WALK + "measure_training", ("columns", "model", "batch", "range", "flows"),
-         takes=("sweep",), progress=True),
+         takes=("sweep",), progress=True, copy=True),
     Unit("overfit", "overfit", _WALK + "measure_overfit", ("columns", "readable", "model", "flows"),
-         takes=("epochs", "rate"), reads=("hparams.lr_sweep:best_rate",), progress=True),
+         takes=("epochs", "rate"), reads=("hparams.lr_sweep:best_rate",), progress=True, copy=True),
 )}
 
 

@@ -19,6 +19,7 @@ from diagnostics.hyperparams import SweepSettings, optimizer_summary
 from diagnostics.i18n import Text, joined, msg, msgn
 from diagnostics.overfit import DEFAULT_EPOCHS
 from diagnostics.result import CheckResult, Status, error_result, skipped
+from diagnostics.training import SharedCopy
 
 
 @dataclass(frozen=True)
@@ -92,13 +93,15 @@ def run_units(run: RunContext, names, settings: Settings = Settings(), progress=
     names = ordered(names)
     settings = settings.validated({taken for name in names for taken in registry.UNITS[name].takes})
     results: list[CheckResult] = []
+    copies = SharedCopy()  # this call's own: the app's pages may run units of one context in several threads
     with run_budget():
         for name in names:
-            results += run_unit(run, name, settings, progress, results)
+            results += run_unit(run, name, settings, progress, results, copies)
     return name_each_cause_once(results)
 
 
-def run_unit(run: RunContext, name: str, settings: Settings, progress=None, earlier=()) -> list[CheckResult]:
+def run_unit(run: RunContext, name: str, settings: Settings, progress=None, earlier=(), copies=None
+             ) -> list[CheckResult]:
     """One unit's results: skips with the first unmet need's reason, else its function's results, never raising
     but for unusable input.
 
@@ -114,7 +117,7 @@ def run_unit(run: RunContext, name: str, settings: Settings, progress=None, earl
             reason = blocked(run, unit.needs)  # a need may itself load the model or build the batch, and raise
             if reason is not None:
                 return [skipped(check, unit.stage, reason) for check in unit.checks]
-            return function_of(unit)(run, **inputs(unit, settings, progress, earlier))
+            return function_of(unit)(run, **inputs(unit, settings, progress, earlier, copies))
     except InputError:
         raise
     except BudgetExceeded as exc:
@@ -131,9 +134,9 @@ def function_of(unit: registry.Unit):
     return getattr(importlib.import_module(module), attribute)
 
 
-def inputs(unit: registry.Unit, settings: Settings, progress, earlier) -> dict:
+def inputs(unit: registry.Unit, settings: Settings, progress, earlier, copies=None) -> dict:
     """The keywords a unit is called with: the settings it takes, the outputs it reads (from a result of this
-    call, else from `settings`), and its progress callback."""
+    call, else from `settings`), its progress callback, and the call's shared copy of the model."""
     kwargs = {field.name: getattr(settings, field.name) for field in fields(settings) if field.name in unit.takes}
     for read in unit.reads:
         check_id, key = read.split(":", 1)
@@ -141,6 +144,8 @@ def inputs(unit: registry.Unit, settings: Settings, progress, earlier) -> dict:
         kwargs[key] = (found.evidence or {}).get(key) if found is not None else getattr(settings, key, None)
     if unit.progress:
         kwargs["progress"] = progress or (lambda fraction, text: None)
+    if unit.copy:
+        kwargs["copies"] = copies if copies is not None else SharedCopy()
     return kwargs
 
 

@@ -172,6 +172,32 @@ def test_trainer_reset_restores_weights_and_optimizer_state(mnli_split, bert_tok
     assert float(trainer.optimizer.learning_rate.numpy()) == pytest.approx(1e-4)
 
 
+def test_trainer_reset_starts_again_from_the_first_batch(mnli_split, bert_tokenizer, cached_bert):
+    """Each rate of the sweep sees the same batches in the same order, whatever the run before it took."""
+    batches = training_batches(mnli_split, bert_tokenizer, RunConfig(batch_size=4), count=3)
+    trainer = Trainer(cached_bert, batches, RunConfig())
+    for steps in (1, 2, 3, 5, 0):
+        trainer.reset(1e-4)
+        trainer.run(steps)
+    trainer.reset(1e-4)
+    seen = next(trainer._iterator)  # the batch the next step would train on
+    np.testing.assert_array_equal(np.asarray(seen["input_ids"]), np.asarray(batches[0]["input_ids"]))
+
+
+def test_a_shared_copy_is_made_once_and_remade_only_when_it_cannot_serve(mnli_split, bert_tokenizer, cached_bert):
+    from diagnostics.training import SharedCopy
+
+    config = RunConfig(batch_size=4)
+    batches = training_batches(mnli_split, bert_tokenizer, config, count=2)
+    copies = SharedCopy()
+    first = copies.trainer(cached_bert, batches, config)
+    assert copies.trainer(cached_bert, batches[1:], config) is first  # other batches: the same copy
+    assert copies.trainer(cached_bert, batches, RunConfig(batch_size=4, learning_rate=1e-4)) is not first
+    assert copies.trainer(cached_bert, batches, config, metrics=["accuracy"]).metrics == ["accuracy"]
+    for start, now in zip(cached_bert.get_weights(), first.source.get_weights()):
+        np.testing.assert_array_equal(start, now)
+
+
 # ------------------------------------------------------------ hparams.lr_range_test
 
 

@@ -15,6 +15,7 @@ from diagnostics.errors import InputError
 from diagnostics.evidence import EVIDENCE
 from diagnostics.hyperparams import SweepSettings
 from diagnostics.result import CheckResult, Status
+from diagnostics.training import SharedCopy, Trainer
 
 SMALL = runner.Settings(sweep=SweepSettings(rates=2, steps=2, range_steps=5), epochs=2)
 
@@ -40,11 +41,27 @@ def test_checks_json_names_each_checks_function_by_an_importable_dotted_name(cap
 
 
 @pytest.fixture(scope="module")
-def walked(demo_inputs, demo_model):
-    """Every unit of the registry run once on the demo kit, in one call of the runner (shared by the tests below)."""
+def walk(demo_inputs, demo_model):
+    """Every unit of the registry run once on the demo kit, in one call of the runner (shared by the tests below),
+    with the copies of the model its training checks made."""
     tokenizer, split = demo_inputs
     run = RunContext(RunConfig(batch_size=8), tokenizer, split, lambda *args: demo_model)
-    return runner.run_units(run, list(registry.UNITS), SMALL)
+    made = []
+    make = Trainer.__init__
+
+    def counted(self, model, *args, **kwargs):
+        made.append(model)
+        make(self, model, *args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Trainer, "__init__", counted)
+        results = runner.run_units(run, list(registry.UNITS), SMALL)
+    return results, made
+
+
+@pytest.fixture(scope="module")
+def walked(walk):
+    return walk[0]
 
 
 def test_every_units_function_produces_a_result_for_each_of_its_checks_and_no_other(walked):
@@ -81,6 +98,25 @@ def test_the_overfit_unit_gets_the_sweeps_recommended_rate_from_the_same_call(wa
     assert [result.id for result in walked][-1] == "overfit.one_batch"
     assert sweep.evidence["best_rate"] is not None
     assert overfit.evidence["best_rate"] == sweep.evidence["best_rate"]
+
+
+def test_one_call_trains_one_copy_of_the_model_for_every_unit_that_trains(walk, demo_model):
+    """Learnability, the sweep, the range test and the overfit test start from the copy's reset, so one call makes
+    (and traces) the copy once; the model itself is never trained."""
+    results, made = walk
+    assert [unit.name for unit in registry.UNITS.values() if unit.copy] == ["learnability", "training", "overfit"]
+    trained = [result.id for result in results if registry.CHECKS[result.id].trains
+               and result.status not in (Status.SKIP, Status.ERROR)]  # measured (two epochs may not memorise)
+    assert {"data.learnability", "hparams.lr_sweep", "hparams.lr_range_test", "overfit.one_batch"} <= set(trained)
+    assert made == [demo_model]
+    assert list(registry.UNITS)[-3:] == ["learnability", "training", "overfit"]  # the copy's life is one stretch
+
+
+def test_each_call_has_its_own_copy(run):
+    """Two calls (two pages, or two sessions of the app at once on one context) never train the same copy."""
+    first = runner.inputs(registry.UNITS["overfit"], SMALL, None, ())["copies"]
+    second = runner.inputs(registry.UNITS["overfit"], SMALL, None, ())["copies"]
+    assert isinstance(first, SharedCopy) and first is not second
 
 
 # ---------------------------------------------------------------- a check added by declaration alone
