@@ -19,7 +19,7 @@ from diagnostics.glue import STSB_RANGE, GlueTask
 from diagnostics.i18n import N_, Text, joined, msg, msgn
 from diagnostics.internals import split_fingerprint
 from diagnostics.registry import threshold
-from diagnostics.result import CheckResult, Status, decide, run_check, skipped
+from diagnostics.result import CheckResult, Status, decide, judge, run_check, skipped
 
 STAGE = "data"
 # ---------------------------------------------------------------- data.columns
@@ -201,21 +201,15 @@ def check_decoded_samples(rows: list[dict[str, Any]], *,
     unknown = sum(row["unknown_tokens"] for row in rows)
     share = unknown / tokens if tokens else 0.0
     evidence = {"rows": rows, "unknown_share": share}
-    if share > warn_unknown_share:
-        return CheckResult(
-            "data.decoded_samples", STAGE, Status.WARN,
-            msg("{share:.0%} of the batch's tokens are unknown ({unknown} of {tokens}): the tokenizer does not fit this "
-                "text.", share=share, unknown=unknown, tokens=tokens),
-            fix=msg("Load the tokenizer from the same checkpoint as the model: {code}",
-                    code="AutoTokenizer.from_pretrained(checkpoint)"),
-            evidence=evidence,
-        )
-    return CheckResult(
-        "data.decoded_samples", STAGE, Status.PASS,
-        msg("{rows} rows decode to readable text; {unknown} of {tokens} tokens are unknown. Read them beside their "
-            "labels.", rows=len(rows), unknown=unknown, tokens=tokens),
-        evidence=evidence,
-    )
+    return judge("data.decoded_samples", evidence, {
+        "warn_unknown_share": (
+            msg("{share:.0%} of the batch's tokens are unknown ({unknown} of {tokens}): the tokenizer does not fit "
+                "this text.", share=share, unknown=unknown, tokens=tokens),
+            msg("Load the tokenizer from the same checkpoint as the model: {code}",
+                code="AutoTokenizer.from_pretrained(checkpoint)")),
+    }, msg("{rows} rows decode to readable text; {unknown} of {tokens} tokens are unknown. Read them beside their "
+           "labels.", rows=len(rows), unknown=unknown, tokens=tokens),
+        thresholds={"warn_unknown_share": warn_unknown_share})
 
 
 # ---------------------------------------------------------------- data.label_range
@@ -504,35 +498,24 @@ def check_baselines(labels: np.ndarray, task: GlueTask, num_labels: int, *,
             msg("No label of the split is valid, so there is no baseline (see data.label_range)."),
             evidence=figures,
         )
-    if task.regression and figures["mean_predictor_mse"] == 0:
-        return CheckResult(
-            "data.baselines", STAGE, Status.WARN,
+    thresholds = {"warn_majority_accuracy": warn_majority_accuracy}
+    if task.regression:
+        return judge("data.baselines", figures, {"constant_scores": (
             msg("Every score is {mean:.2f}: there is nothing to learn, and any model that outputs it is perfect.",
                 mean=figures["mean"]),
-            fix=msg("Check that the label column was read correctly (e.g. not filled with a default)."),
-            evidence=figures,
-        )
-    if task.regression:
-        return CheckResult(
-            "data.baselines", STAGE, Status.PASS,
+            msg("Check that the label column was read correctly (e.g. not filled with a default)."))},
             msg("Always predicting the mean score {mean:.2f} gives a mean squared error of {mse:.3f}; a model that "
                 "learns must go below it.", mean=figures["mean"], mse=figures["mean_predictor_mse"]),
-            evidence=figures,
-        )
+            thresholds=thresholds)
     majority = task.label_name(figures["majority_label"])
     summary = msg("Random guessing gives loss ln({num_labels}) = {loss:.3f} and accuracy {accuracy:.0%}; always "
                   "predicting {majority} gives accuracy {majority_accuracy:.0%} (loss {prior_loss:.3f} with the label "
                   "frequencies).", num_labels=num_labels, loss=figures["uniform_loss"],
                   accuracy=figures["uniform_accuracy"], majority=majority,
                   majority_accuracy=figures["majority_accuracy"], prior_loss=figures["prior_loss"])
-    if figures["majority_accuracy"] > warn_majority_accuracy:
-        return CheckResult(
-            "data.baselines", STAGE, Status.WARN,
-            msg("{summary} High accuracy alone will not show that the model learned anything.", summary=summary),
-            fix=msg("Track loss and F1 (or per-class recall) instead of accuracy alone."),
-            evidence=figures,
-        )
-    return CheckResult("data.baselines", STAGE, Status.PASS, summary, evidence=figures)
+    return judge("data.baselines", figures, {"warn_majority_accuracy": (
+        msg("{summary} High accuracy alone will not show that the model learned anything.", summary=summary),
+        msg("Track loss and F1 (or per-class recall) instead of accuracy alone."))}, summary, thresholds=thresholds)
 
 
 # ---------------------------------------------------------------- data.truncation
@@ -601,21 +584,14 @@ def check_truncation(figures: dict[str, Any], *,
                       "{padding:.0%} of the padded batch ({length} tokens a row).", cut=figures["truncated_rows"],
                       rows=figures["rows"], share=figures["truncated_share"], max_length=figures["max_length"],
                       padding=figures["padding_share"], length=figures["padded_length"])
-    if figures["truncated_share"] > warn_truncated_share:
-        longest = figures.get("longest") or (max(figures["lengths"]) if figures["lengths"] else 0)
-        return CheckResult(
-            "data.truncation", STAGE, Status.WARN,
-            msg("{summary} The model never sees the end of those rows.", summary=summary),
-            fix=f"tokenizer(..., truncation=True, max_length={min(longest, 512)})",
-            evidence=figures,
-        )
-    if figures["padding_share"] > warn_padding_share:
-        return CheckResult(
-            "data.truncation", STAGE, Status.WARN, msg("{summary} Most of the compute goes to padding.", summary=summary),
-            fix=msg("Pad per batch with DataCollatorWithPadding, not padding='max_length'; or group rows by length."),
-            evidence=figures,
-        )
-    return CheckResult("data.truncation", STAGE, Status.PASS, summary, evidence=figures)
+    longest = figures.get("longest") or (max(figures["lengths"]) if figures["lengths"] else 0)
+    return judge("data.truncation", figures, {
+        "warn_truncated_share": (msg("{summary} The model never sees the end of those rows.", summary=summary),
+                                 f"tokenizer(..., truncation=True, max_length={min(longest, 512)})"),
+        "warn_padding_share": (msg("{summary} Most of the compute goes to padding.", summary=summary),
+                               msg("Pad per batch with DataCollatorWithPadding, not padding='max_length'; or group "
+                                   "rows by length.")),
+    }, summary, thresholds={"warn_truncated_share": warn_truncated_share, "warn_padding_share": warn_padding_share})
 
 
 # ---------------------------------------------------------------- data.duplicates
@@ -662,11 +638,13 @@ def duplicate_figures(split, task: GlueTask, *, examples: int = 5, cached: bool 
 
 
 def check_duplicates(figures: dict[str, Any], *,
+                     max_conflicting_rows: int = threshold("data.duplicates", "max_conflicting_rows"),
                      warn_duplicate_share: float = threshold("data.duplicates", "warn_duplicate_share")) -> CheckResult:
     """The same text should not appear many times, nor with different labels.
 
     Args:
         figures: from `duplicate_figures`.
+        max_conflicting_rows: rows sharing a text with a different label above which the split is warned about.
         warn_duplicate_share: share of repeated rows above which the split is warned about.
     """
     rows = figures["rows_scanned"]
@@ -674,20 +652,13 @@ def check_duplicates(figures: dict[str, Any], *,
     summary = msg("{repeated:,} of {rows:,} rows repeat an earlier row's text ({share:.1%}); {conflicting:,} rows share "
                   "a text with a different label.", repeated=figures["duplicate_rows"], rows=rows, share=share,
                   conflicting=figures["conflicting_rows"])
-    if figures["conflicting_rows"]:
-        return CheckResult(
-            "data.duplicates", STAGE, Status.WARN,
-            msg("{summary} The model cannot fit both labels of the same text.", summary=summary),
-            fix="dataset = dataset.filter(...)  # drop or relabel the conflicting rows shown",
-            evidence=figures,
-        )
-    if share > warn_duplicate_share:
-        return CheckResult(
-            "data.duplicates", STAGE, Status.WARN, msg("{summary} Repeats inflate some examples' weight.", summary=summary),
-            fix=msg("Drop duplicates before tokenizing (e.g. with pandas drop_duplicates on the text columns)."),
-            evidence=figures,
-        )
-    return CheckResult("data.duplicates", STAGE, Status.PASS, summary, evidence=figures)
+    return judge("data.duplicates", figures, {
+        "max_conflicting_rows": (msg("{summary} The model cannot fit both labels of the same text.", summary=summary),
+                                 "dataset = dataset.filter(...)  # drop or relabel the conflicting rows shown"),
+        "warn_duplicate_share": (msg("{summary} Repeats inflate some examples' weight.", summary=summary),
+                                 msg("Drop duplicates before tokenizing (e.g. with pandas drop_duplicates on the text "
+                                     "columns).")),
+    }, summary, thresholds={"max_conflicting_rows": max_conflicting_rows, "warn_duplicate_share": warn_duplicate_share})
 
 
 # ---------------------------------------------------------------- the stage

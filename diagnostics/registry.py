@@ -13,17 +13,70 @@ changed in one place and listed with what it means.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 from diagnostics.i18n import N_
 
 
 @dataclass(frozen=True)
+class Above:
+    """A condition's rule as data: the value the check measured, under `key` of its evidence, is above the threshold
+    (`or_equal`: at least it). A value the check did not measure (missing or None) crosses nothing."""
+
+    key: str
+    or_equal: bool = False
+
+    def __call__(self, evidence: dict, threshold: float) -> bool:
+        measured = evidence.get(self.key)
+        return measured is not None and (measured >= threshold if self.or_equal else measured > threshold)
+
+    def __str__(self) -> str:
+        return f"{self.key} {'>=' if self.or_equal else '>'} threshold"
+
+
+@dataclass(frozen=True)
+class AtMost:
+    """The measured value under `key` is at most the threshold (e.g. a variance of 0: nothing to learn)."""
+
+    key: str
+
+    def __call__(self, evidence: dict, threshold: float) -> bool:
+        measured = evidence.get(self.key)
+        return measured is not None and measured <= threshold
+
+    def __str__(self) -> str:
+        return f"{self.key} <= threshold"
+
+
+@dataclass(frozen=True)
+class ShareAbove:
+    """`part` of the evidence is more than the threshold's share of `whole` (a count of rows against all rows)."""
+
+    part: str
+    whole: str
+
+    def __call__(self, evidence: dict, threshold: float) -> bool:
+        return bool(evidence.get(self.whole)) and evidence[self.part] > threshold * evidence[self.whole]
+
+    def __str__(self) -> str:
+        return f"{self.part} > threshold * {self.whole}"
+
+
+@dataclass(frozen=True)
 class Condition:
-    """A named threshold: `name` is the check function's keyword, `meaning` says what crossing it does."""
+    """A named threshold: `name` is the check function's keyword, `meaning` says what crossing it does.
+
+    A condition that judges has a `rule`, a small function of the check's measured evidence and the threshold
+    (`Above`, `AtMost`, `ShareAbove`), and the `status` it gives when crossed: `result.judge` reads a check's rules
+    in declared order and the first one crossed gives the verdict. Without a rule the threshold is a setting of
+    the measurement itself (a window, a trim) or of a verdict still written out in its check function.
+    """
 
     name: str
     value: float
     meaning: str
+    rule: Callable[[dict, float], bool] | None = None
+    status: str = "warn"
 
 
 @dataclass(frozen=True)
@@ -91,7 +144,8 @@ CHECKS: dict[str, Check] = {check.id: check for check in (
     Check("data.columns", N_("the task's columns and the columns given to to_tf_dataset exist"), ("split", "batch")),
     Check("data.batch", N_("the first batch builds, with the expected shapes and dtypes"), ("batch",)),
     Check("data.decoded_samples", N_("the first batch decoded beside its label names"), ("batch",), conditions=(
-        _C("warn_unknown_share", 0.05, "warn when more than this share of the batch's tokens are unknown"),)),
+        _C("warn_unknown_share", 0.05, "warn when more than this share of the batch's tokens are unknown",
+           Above("unknown_share")),)),
     Check("data.label_range", N_("labels lie in [0, num_labels) and among the task's classes (or the regression "
                                  "range)"), ("split", "batch"), conditions=(
         _C("warn_rare_share", 0.25, "task not known: warn when a label value's share is below this fraction of the "
@@ -101,12 +155,20 @@ CHECKS: dict[str, Check] = {check.id: check for check in (
         _C("max_chance", 1e-3, "warn about the first batch's label mix only when a shuffled batch of its size shows "
                                "it less often than this (the exact binomial tail against the split's shares)"))),
     Check("data.baselines", N_("the accuracy of a random and of a constant predictor"), ("split",), conditions=(
-        _C("warn_majority_accuracy", 0.9, "warn when always predicting the commonest label scores above this"),)),
+        _C("constant_scores", 0.0, "regression: warn when always predicting the mean score has an error of at most "
+                                   "this (every score the same: nothing to learn)", AtMost("mean_predictor_mse")),
+        _C("warn_majority_accuracy", 0.9, "warn when always predicting the commonest label scores above this",
+           Above("majority_accuracy")))),
     Check("data.truncation", N_("rows cut at max_length, and padding in the batch"), ("split", "batch"), conditions=(
-        _C("warn_truncated_share", 0.1, "warn when more than this share of the rows are truncated"),
-        _C("warn_padding_share", 0.6, "warn when more than this share of the batch's tokens are padding"))),
+        _C("warn_truncated_share", 0.1, "warn when more than this share of the rows are truncated",
+           Above("truncated_share")),
+        _C("warn_padding_share", 0.6, "warn when more than this share of the batch's tokens are padding",
+           Above("padding_share")))),
     Check("data.duplicates", N_("duplicate and conflicting rows of the split"), ("split",), conditions=(
-        _C("warn_duplicate_share", 0.05, "warn when more than this share of the rows repeat another row's text"),)),
+        _C("max_conflicting_rows", 0, "warn when more rows than this share a text with a different label",
+           Above("conflicting_rows")),
+        _C("warn_duplicate_share", 0.05, "warn when more than this share of the rows repeat another row's text",
+           ShareAbove("duplicate_rows", "rows_scanned")))),
     Check("data.learnability", N_("the given labels are learned better than the same labels shuffled"),
           ("split", "model", "training copy"), trains=True, unit="learnability", conditions=(
         _C("min_accuracy_gain", 0.1, "pass when held-out accuracy beats the shuffled run and the majority by this"),
@@ -250,5 +312,7 @@ def listing() -> list[dict]:
     return [{"id": check.id, "stage": check.stage, "stage_title": STAGE_TITLES[check.stage], "title": check.title,
              "needs": list(check.needs), "trains": check.trains, "part": check.part, "unit": check.runs_in,
              "function": check.function,
-             "conditions": [{"name": c.name, "value": c.value, "meaning": c.meaning} for c in check.conditions]}
+             "conditions": [{"name": c.name, "value": c.value, "meaning": c.meaning,
+                             **({"rule": str(c.rule), "status": c.status} if c.rule else {})}
+                            for c in check.conditions]}
             for check in CHECKS.values()]

@@ -131,6 +131,25 @@ def decide(check_id: str, stage: str, evidence: dict, verdicts: list[Verdict], p
     return CheckResult(check_id, stage, status, summary, fix=fix, evidence=evidence)
 
 
+def judge(check_id: str, evidence: dict, says: dict, passing: str, *, thresholds: dict | None = None) -> CheckResult:
+    """A check's verdict from its registry conditions: the first whose rule the evidence crosses, in declared order,
+    gives its status and `says[name]` ((summary, fix)); else a pass saying `passing`.
+
+    Args:
+        thresholds: values that replace the registry's by condition name (the check function's keywords).
+    """
+    from diagnostics.registry import CHECKS
+
+    check = CHECKS[check_id]
+    values = {**{condition.name: condition.value for condition in check.conditions}, **(thresholds or {})}
+    crossed = next((condition for condition in check.conditions
+                    if condition.rule is not None and condition.rule(evidence, values[condition.name])), None)
+    if crossed is None:
+        return CheckResult(check_id, check.stage, Status.PASS, passing, evidence=evidence)
+    summary, fix = says[crossed.name]
+    return CheckResult(check_id, check.stage, Status(crossed.status), summary, fix=fix, evidence=evidence)
+
+
 def skipped(check_id: str, stage: str, reason: str) -> CheckResult:
     """A check that could not run because something it needs is missing."""
     return CheckResult(check_id, stage, Status.SKIP, reason)

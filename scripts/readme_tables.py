@@ -33,7 +33,9 @@ def checks_table() -> str:
     lines = ["| check | stage | what it checks | thresholds (condition names as in `python -m diagnostics checks`) |",
              "|---|---|---|---|"]
     for check in listing():
-        thresholds = "; ".join(f"`{c['name']}` = {c['value']:g}: {c['meaning']}" for c in check["conditions"])
+        thresholds = "; ".join(f"`{c['name']}` = {c['value']:g}: {c['meaning']}"
+                               + (f" ({c['status']} when `{c['rule']}`)" if c.get("rule") else "")
+                               for c in check["conditions"])
         trains = " (trains a copy)" if check["trains"] else ""
         lines.append(f"| `{check['id']}` | {check['stage_title']} | {check['title']}{trains} | {thresholds or '-'} |")
     return "\n".join(lines) + "\n"

@@ -289,3 +289,69 @@ def test_a_command_line_run_loads_its_model_once_for_every_stage(demo_inputs, de
     results = run_stages(run, ("model", "overfit"), epochs=1)
     assert {r.status for r in results} <= {Status.PASS, Status.WARN, Status.FAIL, Status.SKIP}
     assert calls == [("demo", 3, 0)]
+
+
+# ---------------------------------------------------------------- conditions that judge
+
+def test_conditions_with_a_rule_judge_in_declared_order_and_take_their_threshold_by_name(monkeypatch):
+    from diagnostics.result import judge
+
+    check = registry.Check("data.example", "an example", ("split",), conditions=(
+        registry.Condition("fail_share", 0.5, "fail above it", registry.Above("share"), status="fail"),
+        registry.Condition("warn_share", 0.1, "warn above it", registry.Above("share")),
+        registry.Condition("window", 5, "a setting of the measurement, no rule"),
+    ))
+    monkeypatch.setattr(registry, "CHECKS", {**registry.CHECKS, check.id: check})
+    says = {"fail_share": ("far too many", "fix it"), "warn_share": ("too many", "look")}
+
+    def verdict(share, **thresholds):
+        result = judge(check.id, {"share": share}, says, "fine", thresholds=thresholds)
+        return result.status, result.summary, result.fix
+
+    assert verdict(0.6) == (Status.FAIL, "far too many", "fix it")  # both crossed: the first declared decides
+    assert verdict(0.2) == (Status.WARN, "too many", "look")
+    assert verdict(0.1) == (Status.PASS, "fine", None)  # at the threshold is not above it
+    assert verdict(None) == (Status.PASS, "fine", None)  # not measured crosses nothing
+    assert verdict(0.2, warn_share=0.3) == (Status.PASS, "fine", None)  # the check function's keyword wins
+    assert judge(check.id, {"share": 0.2}, says, "fine").evidence == {"share": 0.2}
+    assert judge(check.id, {"share": 0.2}, says, "fine").stage == "data"
+
+
+def test_rules_read_declared_evidence_and_are_listed_with_their_status(capsys):
+    from diagnostics.evidence import EVIDENCE
+
+    ruled = 0
+    for check in registry.CHECKS.values():
+        for condition in check.conditions:
+            if condition.rule is None:
+                continue
+            ruled += 1
+            assert condition.status in ("warn", "fail"), condition.name
+            keys = {getattr(condition.rule, name) for name in ("key", "part", "whole") if hasattr(condition.rule, name)}
+            assert keys <= set(EVIDENCE[check.id].__annotations__), (check.id, condition.name, keys)
+    assert ruled >= 7
+    assert main(["checks", "--json"]) == 0
+    listed = {check["id"]: check for check in json.loads(capsys.readouterr().out)}
+    truncation = {condition["name"]: condition for condition in listed["data.truncation"]["conditions"]}
+    assert truncation["warn_padding_share"]["rule"] == "padding_share > threshold"
+    assert truncation["warn_padding_share"]["status"] == "warn"
+
+
+@pytest.mark.parametrize("check_id, evidence, crossed", [
+    ("data.truncation", {"truncated_share": 0.11, "padding_share": 0.0}, "warn_truncated_share"),
+    ("data.truncation", {"truncated_share": 0.1, "padding_share": 0.61}, "warn_padding_share"),
+    ("data.truncation", {"truncated_share": 0.1, "padding_share": 0.6}, None),
+    ("data.duplicates", {"duplicate_rows": 5, "rows_scanned": 100, "conflicting_rows": 1}, "max_conflicting_rows"),
+    ("data.duplicates", {"duplicate_rows": 6, "rows_scanned": 100, "conflicting_rows": 0}, "warn_duplicate_share"),
+    ("data.duplicates", {"duplicate_rows": 5, "rows_scanned": 100, "conflicting_rows": 0}, None),
+    ("data.duplicates", {"duplicate_rows": 0, "rows_scanned": 0, "conflicting_rows": 0}, None),
+    ("data.baselines", {"mean_predictor_mse": 0.0}, "constant_scores"),
+    ("data.baselines", {"mean_predictor_mse": 0.4}, None),
+    ("data.baselines", {"majority_accuracy": 0.91}, "warn_majority_accuracy"),
+    ("data.decoded_samples", {"unknown_share": 0.06}, "warn_unknown_share"),
+])
+def test_each_rule_is_crossed_by_the_measurement_it_names_and_no_other(check_id, evidence, crossed):
+    """The boundaries of the data checks' rules, read from the registry alone."""
+    hits = [condition.name for condition in registry.CHECKS[check_id].conditions
+            if condition.rule is not None and condition.rule(evidence, condition.value)]
+    assert (hits[:1] or [None])[0] == crossed, hits
