@@ -14,7 +14,7 @@ from diagnostics.config import RunConfig, usual_rate
 from diagnostics.glue import GlueTask
 from diagnostics.measurement import configured_loss_value, run_forward
 from diagnostics.registry import WARN_DRIFT, threshold
-from diagnostics.result import CheckResult, Status, run_check
+from diagnostics.result import CheckResult, Status, judge, run_check
 from diagnostics.training import (SharedCopy, StepRecord, Trainer, build_optimizer, copy_metrics, effective_rate,
                                   fresh_copy, held_out_figures, is_pretrained, labels_in_range, one_train_step,
                                   round_down_rate, smoothed, split_batch, weight_drift)
@@ -627,13 +627,11 @@ def check_schedule(figures: dict[str, Any], *,
     summary = msg("create_optimizer warms up over {warmup} steps to {peak:.1e}, then decays linearly to {last:.1e} at "
                   "step {steps}.", warmup=figures["warmup_steps"], peak=peak, last=figures["learning_rates"][-1],
                   steps=figures["train_steps"])
-    if share > warn_warmup_share:
-        return CheckResult("hparams.schedule", STAGE, Status.WARN,
-                           msg("{summary} Warmup is {share:.0%} of training, so most steps run below the peak rate.",
-                               summary=summary, share=share),
-                           fix=f"create_optimizer(..., num_warmup_steps={max(1, figures['train_steps'] // 10)})",
-                           evidence=figures)
-    return CheckResult("hparams.schedule", STAGE, Status.PASS, summary, evidence=figures)
+    return judge("hparams.schedule", figures, {"warn_warmup_share": (
+        msg("{summary} Warmup is {share:.0%} of training, so most steps run below the peak rate.", summary=summary,
+            share=share),
+        f"create_optimizer(..., num_warmup_steps={max(1, figures['train_steps'] // 10)})")},
+        summary, thresholds={"warn_warmup_share": warn_warmup_share})
 
 
 # ---------------------------------------------------------------- the stage

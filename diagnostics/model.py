@@ -18,7 +18,7 @@ from diagnostics.glue import GlueTask
 from diagnostics.loading import config_size
 from diagnostics.measurement import Forward, configured_loss_value, run_forward
 from diagnostics.registry import checks_of, threshold
-from diagnostics.result import CheckResult, Status, decide, run_check, skipped
+from diagnostics.result import CheckResult, Status, decide, judge, run_check, skipped
 from diagnostics.training import (StepRecord, decoupled_decay, effective_rate, fresh_copy, moved_variables,
                                   one_train_step, per_sample_losses, split_batch)
 
@@ -290,26 +290,18 @@ def check_initial_loss(value: float, expected: float, reference: float, loss_nam
     evidence.update({"relative_gap": gap, "disagreement": disagreement})
     fix = ("model.compile(optimizer=...)  # the model's internal loss; or loss=SparseCategoricalCrossentropy(from_logits=True)"
            if not regression else "model.compile(optimizer=...)  # the internal mean squared error")
-    if disagreement > warn_loss_disagreement:
-        return CheckResult(
-            "model.initial_loss", STAGE, Status.WARN,
+    return judge("model.initial_loss", evidence, {
+        "warn_loss_disagreement": (
             msg("The configured loss {loss} gives {value:.3f} on the untrained model, but cross-entropy computed from "
                 "its logits gives {reference:.3f} ({what}): the loss treats the logits as probabilities "
-                "(from_logits=False).", loss=repr(loss_name), value=value, reference=reference, what=what),
-            fix=fix, evidence=evidence,
-        )
-    if gap > warn_relative_gap:
-        return CheckResult(
-            "model.initial_loss", STAGE, Status.WARN,
+                "(from_logits=False).", loss=repr(loss_name), value=value, reference=reference, what=what), fix),
+        "warn_relative_gap": (
             msg("The untrained model's loss is {value:.3f}, {gap:.0%} away from {what}: the head may not fit the task, "
                 "the checkpoint may already be trained on other labels, or a custom loss has a bug.", value=value,
-                gap=gap, what=what),
-            fix=fix, evidence=evidence,
-        )
-    return CheckResult("model.initial_loss", STAGE, Status.PASS,
-                       msg("The untrained model's loss is {value:.3f}, within {gap:.0%} of {what}, as a fresh head "
-                           "should be.", value=value, gap=gap, what=what),
-                       evidence=evidence)
+                gap=gap, what=what), fix),
+    }, msg("The untrained model's loss is {value:.3f}, within {gap:.0%} of {what}, as a fresh head should be.",
+           value=value, gap=gap, what=what),
+        thresholds={"warn_loss_disagreement": warn_loss_disagreement, "warn_relative_gap": warn_relative_gap})
 
 
 # ---------------------------------------------------------------- model.gradients

@@ -180,8 +180,10 @@ CHECKS: dict[str, Check] = {check.id: check for check in (
     Check("model.nan_rows", N_("the loss of every row, and the shared cause of NaN rows"), ("model", "batch")),
     Check("model.initial_loss", N_("the untrained loss against ln K and against the loss from its logits"),
           ("model", "batch"), conditions=(
-        _C("warn_relative_gap", 0.3, "warn when the untrained loss is this far (relatively) from ln K"),
-        _C("warn_loss_disagreement", 0.1, "warn when the model's loss and the loss from its logits differ by this"))),
+        _C("warn_loss_disagreement", 0.1, "warn when the model's loss and the loss from its logits differ by this",
+           Above("disagreement")),
+        _C("warn_relative_gap", 0.3, "warn when the untrained loss is this far (relatively) from ln K",
+           Above("relative_gap")))),
     Check("model.gradients", N_("one train step: every trainable weight gets a finite, non-zero gradient"),
           ("model", "batch", "training copy"), trains=True),
     Check("model.weights_after_step", N_("weights stay finite and move after one step"),
@@ -204,7 +206,8 @@ CHECKS: dict[str, Check] = {check.id: check for check in (
           conditions=(_C("warn_disagreement", 0.1,
                          "fail when the configured loss and the loss from logits differ by this share"),)),
     Check("hparams.schedule", N_("the create_optimizer schedule: warmup and decay"), (), conditions=(
-        _C("warn_warmup_share", 0.5, "warn when warmup takes more than this share of the steps"),)),
+        _C("warn_warmup_share", 0.5, "warn when warmup takes more than this share of the steps",
+           ShareAbove("warmup_steps", "train_steps")),)),
     Check("hparams.lr_sweep", N_("a learning-rate sweep scored on held-out rows and weight drift"),
           ("model", "batch", "training copy"), trains=True, part="training", conditions=(
         _C("blowup_factor", 2.0, "a rate blew up when its smoothed loss ends above this multiple of its start"),

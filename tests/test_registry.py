@@ -349,6 +349,11 @@ def test_rules_read_declared_evidence_and_are_listed_with_their_status(capsys):
     ("data.baselines", {"mean_predictor_mse": 0.4}, None),
     ("data.baselines", {"majority_accuracy": 0.91}, "warn_majority_accuracy"),
     ("data.decoded_samples", {"unknown_share": 0.06}, "warn_unknown_share"),
+    ("model.initial_loss", {"disagreement": 0.2, "relative_gap": 0.5}, "warn_loss_disagreement"),
+    ("model.initial_loss", {"disagreement": 0.1, "relative_gap": 0.31}, "warn_relative_gap"),
+    ("model.initial_loss", {"disagreement": 0.1, "relative_gap": 0.3}, None),
+    ("hparams.schedule", {"warmup_steps": 51, "train_steps": 100}, "warn_warmup_share"),
+    ("hparams.schedule", {"warmup_steps": 50, "train_steps": 100}, None),
 ])
 def test_each_rule_is_crossed_by_the_measurement_it_names_and_no_other(check_id, evidence, crossed):
     """The boundaries of the data checks' rules, read from the registry alone."""
