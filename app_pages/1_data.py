@@ -6,6 +6,7 @@ import streamlit as st
 from diagnostics.i18n import _
 from diagnostics.pipeline import LEARNABILITY
 from diagnostics.plots import label_balance_figure, token_length_figure
+from diagnostics.registry import UNITS, units_of
 from diagnostics.shared import Job
 from ui.render import by_id, checklist, field_columns, field_frame, markdown_text, shown, status_line, traced_results
 from ui.shared import computed, freshness, wanted
@@ -19,17 +20,19 @@ start_panel()
 traced = traced_results("data")
 if traced is None:
     config = current_config()
-    job = Job("data", config)
-    entry = computed(job, _("Building the first batch and scanning the split…"))
-    if entry is None:
-        st.stop()
-    results = entry.results
+    jobs = [Job(unit, config) for unit in units_of("data") if not UNITS[unit].copy]  # learnability trains: below
+    entries = []
+    for job in jobs:
+        entries.append(computed(job, _("Building the first batch and scanning the split…")))
+        if entries[-1] is None:
+            st.stop()
+    results = [result for entry in entries for result in entry.results]
 else:
     results = [result for result in traced if result.id != LEARNABILITY]
 
 summary = st.empty()  # the counts, filled once the learnability result below is known
 if traced is None:
-    freshness(entry, job)
+    freshness(entries[0], jobs[0], also=jobs[1:])
 st.subheader(_("The first batch, decoded"))
 decoded = by_id(results, "data.decoded_samples")
 if decoded and decoded.evidence.get("rows"):

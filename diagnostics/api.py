@@ -11,7 +11,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from diagnostics import hooks
+from diagnostics import hooks, registry
 from diagnostics.context import RunContext
 from diagnostics.devices import outside_user_strategy
 from diagnostics.hyperparams import SweepSettings
@@ -165,7 +165,7 @@ def diagnose(model, dataset, tokenizer=None, task: str | None = None, stages: st
 def quick_checks(run: RunContext) -> list[CheckResult]:
     """The checks that take seconds: the Data stage without learnability, the Model stage (one step on a copy),
     and the Hyperparameters stage's setup (optimizer, loss, schedule)."""
-    return outside_user_strategy(run_units, run, ("data", "model", "setup"))
+    return outside_user_strategy(run_units, run, [name for name, unit in registry.UNITS.items() if not unit.copy])
 
 
 def _tf_keras_callback():

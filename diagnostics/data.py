@@ -664,18 +664,18 @@ def check_duplicates(figures: dict[str, Any], *,
 # ---------------------------------------------------------------- the stage
 
 
-def run_data_checks(config: RunConfig, split, tokenizer, first_batch: Callable[[], FirstBatch] | None = None
-                    ) -> list[CheckResult]:
-    """Every Data-stage check on the configured split, with the tokenizer of the checkpoint under test.
+def run_batch_checks(config: RunConfig, split, tokenizer, first_batch: Callable[[], FirstBatch] | None = None
+                     ) -> list[CheckResult]:
+    """The Data-stage checks of the first batch (columns, batch, decoded samples, truncation), with the tokenizer of
+    the checkpoint under test. data.columns and data.batch own what stops the batch (missing columns, bad text cells,
+    a tokenizer that raises), so the other two point at them.
 
     Args:
         first_batch: returns the run's first batch (a run context builds it once for every stage); default: build it.
     """
     task = config.glue_task
-    num_labels = config.effective_num_labels
     split_columns = list(split.column_names)
     has_texts = all(column in split_columns for column in task.text_columns)
-    has_labels = LABEL in split_columns
     batch = None
     results: list[CheckResult] = []
     cells = text_cell_problems(split, task) if has_texts else {}
@@ -701,33 +701,26 @@ def run_data_checks(config: RunConfig, split, tokenizer, first_batch: Callable[[
         results.append(run_check("data.batch", STAGE, check_batch, batch, config.batch_size))
         results.append(run_check("data.decoded_samples", STAGE,
                                  lambda: check_decoded_samples(decoded_rows(batch, tokenizer, task))))
-    elif not cells:
+        results.append(run_check("data.truncation", STAGE, lambda: check_truncation(truncation_figures(
+            batch, config.max_length, split_cut=users_truncation(split, tokenizer, task) if config.recipe else None))))
+        return results
+    if not cells:
         missing = [c for c in list(task.text_columns) + [LABEL] if c not in split_columns]
         results.insert(0, missing_columns_result(split_columns, task, missing) if missing else skipped(
             "data.columns", STAGE, msg("No batch to check the requested columns against (see data.batch).")))
         if not any(r.id == "data.batch" for r in results):
             results.append(skipped("data.batch", STAGE, msg("No batch: the split lacks the task's text columns.")))
         results.append(skipped("data.decoded_samples", STAGE, msg("No batch to decode.")))
-    if has_labels:
-        labels = split_labels(split)
-        batch_labels = batch.rows[LABEL] if batch is not None else []
-        written = split[LABEL_AS_WRITTEN] if LABEL_AS_WRITTEN in split_columns else None
-        results.append(run_check("data.label_range", STAGE, check_label_range, labels, batch_labels, task, num_labels,
-                                 config.split, written))
-        results.append(run_check("data.label_balance", STAGE, check_label_balance, labels, batch_labels, task, num_labels))
-        results.append(run_check("data.baselines", STAGE, check_baselines, labels, task, num_labels))
-    else:
-        for check_id in ("data.label_range", "data.label_balance", "data.baselines"):
-            results.append(skipped(check_id, STAGE, msg("The split has no 'label' column.")))
-    if batch is not None:
-        results.append(run_check("data.truncation", STAGE, lambda: check_truncation(truncation_figures(
-            batch, config.max_length, split_cut=users_truncation(split, tokenizer, task) if config.recipe else None))))
-    else:
-        results.append(skipped("data.truncation", STAGE, msg("No batch to measure.")))
-    if cells:
-        results.append(skipped("data.duplicates", STAGE, msg("Some rows have empty or non-text cells (see data.columns).")))
-    elif has_texts and has_labels:
-        results.append(run_check("data.duplicates", STAGE, lambda: check_duplicates(duplicate_figures(split, task))))
-    else:
-        results.append(skipped("data.duplicates", STAGE, msg("The split lacks the text or label columns.")))
-    return results
+    return results + [skipped("data.truncation", STAGE, msg("No batch to measure."))]
+
+
+def run_label_checks(config: RunConfig, split, batch_labels: list) -> list[CheckResult]:
+    """The Data-stage checks of the split's labels (range, balance, baselines); `batch_labels`: the first batch's,
+    or [] when no batch could be built."""
+    task, num_labels = config.glue_task, config.effective_num_labels
+    labels = split_labels(split)
+    written = split[LABEL_AS_WRITTEN] if LABEL_AS_WRITTEN in split.column_names else None
+    return [run_check("data.label_range", STAGE, check_label_range, labels, batch_labels, task, num_labels,
+                      config.split, written),
+            run_check("data.label_balance", STAGE, check_label_balance, labels, batch_labels, task, num_labels),
+            run_check("data.baselines", STAGE, check_baselines, labels, task, num_labels)]

@@ -7,7 +7,7 @@ from diagnostics import registry
 from diagnostics.i18n import msg
 from diagnostics.batches import LABEL, split_labels
 from diagnostics.context import RunContext
-from diagnostics.data import run_data_checks
+from diagnostics.data import check_duplicates, duplicate_figures, run_batch_checks, run_label_checks
 from diagnostics.devices import outside_user_strategy
 from diagnostics.errors import InputError
 from diagnostics.hyperparams import SweepSettings, run_hparams_checks
@@ -50,7 +50,7 @@ def run_stages(run: RunContext, stages: tuple[str, ...] = STAGES, *, sweep: Swee
 
 def data_stage(run: RunContext) -> list[CheckResult]:
     """The Data stage's checks on the batch and the split (learnability, which trains, runs apart)."""
-    return run_units(run, ("data",))
+    return run_units(run, [unit for unit in registry.units_of("data") if not registry.UNITS[unit].copy])
 
 
 def learnability_stage(run: RunContext) -> list[CheckResult]:
@@ -79,7 +79,23 @@ def overfit_stage(run: RunContext, *, epochs: int = DEFAULT_EPOCHS, rate: float 
 # ---------------------------------------------------------------- the units' functions (called by the runner only)
 
 def measure_data(run: RunContext) -> list[CheckResult]:
-    return run_data_checks(run.config, run.split, run.tokenizer, lambda: run.first_batch)
+    return run_batch_checks(run.config, run.split, run.tokenizer, lambda: run.first_batch)
+
+
+def measure_labels(run: RunContext) -> list[CheckResult]:
+    """The label checks, with the first batch's labels when it builds (its problems are data.batch's finding)."""
+    batch_labels = []
+    if not run.missing_columns and not run.text_problems:
+        try:
+            batch_labels = run.first_batch.rows[LABEL]
+        except Exception:  # a tokenizer that raises: data.batch says so
+            pass
+    return run_label_checks(run.config, run.split, batch_labels)
+
+
+def measure_duplicates(run: RunContext) -> list[CheckResult]:
+    return [run_check("data.duplicates", "data", lambda: check_duplicates(duplicate_figures(
+        run.split, run.config.glue_task)))]
 
 
 def measure_learnability(run: RunContext, *, copies) -> list[CheckResult]:

@@ -147,14 +147,16 @@ CHECKS: dict[str, Check] = {check.id: check for check in (
         _C("warn_unknown_share", 0.05, "warn when more than this share of the batch's tokens are unknown",
            Above("unknown_share")),)),
     Check("data.label_range", N_("labels lie in [0, num_labels) and among the task's classes (or the regression "
-                                 "range)"), ("split", "batch"), conditions=(
+                                 "range)"), ("split", "batch"), unit="labels", conditions=(
         _C("warn_rare_share", 0.25, "task not known: warn when a label value's share is below this fraction of the "
                                     "other values' mean share, those being within 2x of each other"),)),
-    Check("data.label_balance", N_("the label balance of the batch and the split"), ("split", "batch"), conditions=(
+    Check("data.label_balance", N_("the label balance of the batch and the split"), ("split", "batch"), unit="labels",
+          conditions=(
         _C("warn_dominant_share", 0.8, "warn when one label holds more than this share of the split"),
         _C("max_chance", 1e-3, "warn about the first batch's label mix only when a shuffled batch of its size shows "
                                "it less often than this (the exact binomial tail against the split's shares)"))),
-    Check("data.baselines", N_("the accuracy of a random and of a constant predictor"), ("split",), conditions=(
+    Check("data.baselines", N_("the accuracy of a random and of a constant predictor"), ("split",), unit="labels",
+          conditions=(
         _C("constant_scores", 0.0, "regression: warn when always predicting the mean score has an error of at most "
                                    "this (every score the same: nothing to learn)", AtMost("mean_predictor_mse")),
         _C("warn_majority_accuracy", 0.9, "warn when always predicting the commonest label scores above this",
@@ -164,7 +166,8 @@ CHECKS: dict[str, Check] = {check.id: check for check in (
            Above("truncated_share")),
         _C("warn_padding_share", 0.6, "warn when more than this share of the batch's tokens are padding",
            Above("padding_share")))),
-    Check("data.duplicates", N_("duplicate and conflicting rows of the split"), ("split",), conditions=(
+    Check("data.duplicates", N_("duplicate and conflicting rows of the split"), ("split",), unit="duplicates",
+          conditions=(
         _C("max_conflicting_rows", 0, "warn when more rows than this share a text with a different label",
            Above("conflicting_rows")),
         _C("warn_duplicate_share", 0.05, "warn when more than this share of the rows repeat another row's text",
@@ -247,7 +250,8 @@ class Unit:
         stage: the stage it belongs to.
         function: the importable dotted name of `function(run, **inputs) -> list[CheckResult]`.
         needs: what of the run it needs, in the order their reasons are given when missing (see
-            `runner.REASONS`: "columns", "labels", "range", "readable", "model", "batch", "rows", "flows").
+            `runner.REASONS`: "columns", "label_column", "labels", "range", "readable", "model", "batch", "rows",
+            "flows").
         takes: the run settings it is called with (fields of `runner.Settings`: "sweep", "epochs", "rate").
         reads: outputs of other checks it is called with, as "check_id:key" (an evidence key of that check's
             result; the key is also the keyword), so the runner runs that check's unit first when both run.
@@ -275,6 +279,8 @@ class Unit:
 _WALK = "diagnostics.pipeline."
 UNITS: dict[str, Unit] = {unit.name: unit for unit in (
     Unit("data", "data", _WALK + "measure_data", heavy=False),
+    Unit("labels", "data", _WALK + "measure_labels", ("label_column",), heavy=False),
+    Unit("duplicates", "data", _WALK + "measure_duplicates", ("columns",), heavy=False),
     Unit("model", "model", _WALK + "measure_model", ("columns", "readable")),
     Unit("setup", "hparams", _WALK + "measure_setup", ("columns", "model", "batch")),
     # The units that train come last and together, so their one shared copy of the model (see `copy`) is never alive

@@ -157,8 +157,12 @@ def skipped(check_id: str, stage: str, reason: str) -> CheckResult:
 
 def worst_first(results: list[CheckResult], stage_order: tuple[str, ...]) -> list[CheckResult]:
     """Order results for a checklist: failing and warning checks first, then pipeline order."""
+    from diagnostics.registry import CHECKS
+
     position = {stage: index for index, stage in enumerate(stage_order)}
+    walk = {check_id: index for index, check_id in enumerate(CHECKS)}  # within a stage, the walk's order
     return sorted(
         results,
-        key=lambda result: (SEVERITY[result.status], position.get(result.stage, len(position))),
+        key=lambda result: (SEVERITY[result.status], position.get(result.stage, len(position)),
+                            walk.get(result.id, len(walk))),
     )

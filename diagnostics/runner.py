@@ -14,6 +14,7 @@ from dataclasses import dataclass, fields, replace
 from diagnostics import limits, registry
 from diagnostics.budget import BudgetExceeded, run_budget
 from diagnostics.context import RunContext
+from diagnostics.batches import LABEL
 from diagnostics.errors import InputError
 from diagnostics.hyperparams import SweepSettings, optimizer_summary
 from diagnostics.i18n import Text, joined, msg, msgn
@@ -97,7 +98,8 @@ def run_units(run: RunContext, names, settings: Settings = Settings(), progress=
     with run_budget():
         for name in names:
             results += run_unit(run, name, settings, progress, results, copies)
-    return name_each_cause_once(results)
+    walk = {check_id: index for index, check_id in enumerate(registry.CHECKS)}  # the walk's order, whatever the units
+    return name_each_cause_once(sorted(results, key=lambda result: walk.get(result.id, len(walk))))
 
 
 def run_unit(run: RunContext, name: str, settings: Settings, progress=None, earlier=(), copies=None
@@ -190,6 +192,10 @@ def _columns(run: RunContext) -> Text | None:
     return None
 
 
+def _label_column(run: RunContext) -> Text | None:
+    return msg("The split has no 'label' column.") if LABEL not in run.split.column_names else None
+
+
 def _labels(run: RunContext) -> Text | None:
     if not run.has_labels:
         return msg("No label of the split is usable (all -1, as in a GLUE test split, or unreadable: see "
@@ -245,7 +251,7 @@ def _rows(run: RunContext) -> Text | None:
 
 # Each need: why a unit needing it cannot run on this run context, or None when it can. The reasons name the check
 # that owns the cause, so a blocked check points there instead of blaming something else.
-REASONS = {"columns": _columns, "labels": _labels, "range": _range, "readable": _unusable, "flows": _flows,
+REASONS = {"columns": _columns, "label_column": _label_column, "labels": _labels, "range": _range, "readable": _unusable, "flows": _flows,
            "model": _model, "batch": _batch, "rows": _rows}
 
 

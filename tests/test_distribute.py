@@ -22,7 +22,7 @@ from diagnostics.config import RunConfig
 from diagnostics.batches import build_first_batch, training_batches
 from diagnostics.learnability import learnability_figures
 from diagnostics.overfit import overfit_one_batch
-from diagnostics.training import Trainer
+from diagnostics.training import SharedCopy, copy_metrics
 
 out = {}
 for seed in json.loads(sys.argv[1]):
@@ -34,14 +34,16 @@ for seed in json.loads(sys.argv[1]):
     batches = training_batches(split, tokenizer, config, count=3)
     for name, devices in (("one", ""), ("mirrored", "/cpu:0,/cpu:1")):
         os.environ["DEBUGGER_DEVICES"] = devices
-        trainer = Trainer(model, batches, config)
+        copies = SharedCopy()  # one copy for the three measurements, as one call of the runner makes
+        trainer = copies.trainer(model, batches, config, metrics=copy_metrics(config))
         trainer.reset(3e-3)
         out[f"{seed} {name}"] = {
             "replicas": trainer.strategy.num_replicas_in_sync,
             "variable_devices": sorted({v.device for v in trainer.model.weights[0].values}) if devices else [],
             "sweep": trainer.run(6),
-            "overfit": overfit_one_batch(model, batch, config, 5)["losses"],
-            "learnability": learnability_figures(model, tokenizer, config, split, rate=3e-3, epochs=1)["given"]["score"],
+            "overfit": overfit_one_batch(model, batch, config, 5, copies=copies)["losses"],
+            "learnability": learnability_figures(model, tokenizer, config, split, rate=3e-3, epochs=1,
+                                                 copies=copies)["given"]["score"],
         }
     out[f"{seed} unchanged"] = all((a == b).all() for a, b in zip(before, model.get_weights()))
 print("RESULT " + json.dumps(out))

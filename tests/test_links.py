@@ -201,7 +201,7 @@ def test_the_workshop_page_links_every_scenario_and_warms_them_up():
     at.multiselect(key="workshop.kinds").set_value(["data", "model"])
     at.button(key="workshop.warm_up").click().run()
     assert not at.exception
-    assert sum("2 of 6 computed" in rendered(caption.value) for caption in at.caption) == len(SCENARIOS)
+    assert sum("4 of 8 computed" in rendered(caption.value) for caption in at.caption) == len(SCENARIOS)
 
     opened = open_link({"scenario": "num-labels-too-small"}, "app_pages/2_model.py")
     assert any("Computed just now" in rendered(caption.value) for caption in opened.caption)

@@ -141,11 +141,12 @@ def declared(monkeypatch):
 
 
 def test_a_check_declared_alone_runs_after_what_it_reads_and_gets_its_output(run, declared):
-    results = runner.run_units(run, ["majority", "data"])
-    ids = [result.id for result in results]
-    assert ids[-1] == "data.majority_share" and "data.baselines" in ids
-    baselines = next(result for result in results if result.id == "data.baselines")
-    assert results[-1].evidence["majority_accuracy"] == baselines.evidence["majority_accuracy"]
+    assert runner.ordered(["majority", "labels"]) == ["labels", "majority"]
+    results = runner.run_units(run, ["majority", "labels"])
+    found = {result.id: result for result in results}
+    assert list(found)[0] == "data.majority_share"  # reported in the walk's order: it is declared first
+    assert found["data.majority_share"].evidence["majority_accuracy"] == \
+        found["data.baselines"].evidence["majority_accuracy"]  # it ran after the unit it reads, with its output
     assert declared.function.endswith("measure_majority_share")
     assert "data.majority_share" in registry.checks_of("data")
 
@@ -166,3 +167,19 @@ def test_a_check_declared_alone_that_raises_is_an_error_not_a_traceback(run, dec
     monkeypatch.setitem(globals(), "measure_majority_share", burn)
     [result] = runner.run_units(run, ["majority"])
     assert result.status is Status.ERROR and "the disk is on fire" in result.summary
+
+
+def test_the_label_and_duplicate_units_are_skipped_by_the_runner_with_the_owning_checks_reason(tokenizer):
+    """A split without its label column: data.columns names it; the label checks and the duplicate scan are skipped
+    by their units' declared needs, not by branches of their own."""
+    from conftest import make_split
+    from diagnostics.pipeline import data_stage
+
+    split = make_split("sst2", [("a great film", 1), ("an awful book", 0)] * 4).remove_columns("label")
+    found = {result.id: result for result in data_stage(RunContext(RunConfig(task="sst2", batch_size=4).validated(),
+                                                                   tokenizer, split))}
+    assert found["data.columns"].status in (Status.FAIL, Status.WARN) and "label" in found["data.columns"].summary
+    for check_id in ("data.label_range", "data.label_balance", "data.baselines"):
+        assert found[check_id].status is Status.SKIP and "no 'label' column" in found[check_id].summary
+    assert found["data.duplicates"].status is Status.SKIP and "see data.columns" in found["data.duplicates"].summary
+    assert list(found) == [check_id for check_id in registry.CHECKS if check_id in found]  # the walk's order

@@ -105,13 +105,15 @@ def kept(job: Job) -> Entry | None:
     return shared_results().get(job)
 
 
-def freshness(entry: Entry, job: Job) -> None:
-    """When the result was computed, for how long, and a button to compute it again for everyone."""
+def freshness(entry: Entry, job: Job, also=()) -> None:
+    """When the result was computed, for how long, and a button to compute it again for everyone (`also`: the
+    other jobs of the same results, computed again with it)."""
     left, right = st.columns([4, 1], vertical_alignment="center")
     left.caption(":material/history: " + _("Computed {age} in {seconds:.1f} s, and kept for everyone who opens this "
                                            "configuration.").format(age=localize(entry.age()), seconds=entry.seconds))
     right.button(_("Compute again"), key=f"shared.again.{job.kind}", icon=":material/refresh:",
-                 on_click=lambda: st.session_state.setdefault(AGAIN_KEY, set()).add(job.kind))
+                 on_click=lambda: st.session_state.setdefault(AGAIN_KEY, set()).update(
+                     other.kind for other in (job, *also)))
 
 
 def stage_jobs(stage: str, config) -> list[Job]:
@@ -187,6 +189,17 @@ def first_stage(name: str) -> str:
     """The stage of the walk where the scenario's bug is first flagged (the Data page for a clean one)."""
     stages = [CHECKS[check].stage for check in SCENARIOS[name].expected_ids()]
     return min(stages, key=STAGE_ORDER.index) if stages else "data"
+
+
+def computed_with(kind: str) -> tuple[str, ...]:
+    """The units a room's warm-up computes when `kind` is chosen: a stage's units that do not train go together, as
+    their page shows them together (the Data page's batch, label and duplicate checks)."""
+    unit = UNITS[kind]
+    return (kind,) if unit.copy else tuple(name for name in units_of(unit.stage) if not UNITS[name].copy)
+
+
+# What a room's warm-up offers: each stage's quick units as one choice, each unit that trains as its own.
+WARM_CHOICES = tuple(dict.fromkeys(computed_with(kind)[0] for kind in KINDS))
 
 
 def warm_jobs(link: Link, kinds=KINDS) -> list[Job]:
