@@ -87,15 +87,6 @@ def _files_text(pairs) -> str:
     return "\n".join(f"{split}={path}" for split, path in pairs)
 
 
-def _one_file(text: str) -> tuple[str, str]:
-    """One SPLIT=PATH argument of the command line."""
-    pairs = parse_data_files(text)
-    if len(pairs) != 1:
-        raise InputError(msg("Data file line {line} should read SPLIT=PATH, e.g. train=/data/mnli/train.tsv.",
-                             line=repr(text)))
-    return pairs[0]
-
-
 def _same(value):
     return value
 
@@ -140,7 +131,7 @@ SETTINGS: tuple[Setting, ...] = (
        "distilbert-base-uncased, or the demo kit when the Hub cannot be reached)"),
     _S("task", "task", str.strip, "--task", "GLUE task (default: mnli)"),
     _S("data_files", "files", parse_data_files, "--data-files",
-       "local files in the task's GLUE schema (csv, tsv, json, jsonl, parquet)", cli_parse=lambda text: _one_file(text),
+       "local files in the task's GLUE schema (csv, tsv, json, jsonl, parquet)", cli_parse=parse_data_files,
        widget=_files_text,
        from_widget=parse_data_files),
     _S("data_source", "data", str.strip, "--data-source", "where the data comes from (default: files when "
@@ -251,7 +242,9 @@ def cli_overrides(args) -> dict[str, Any]:
         if setting.field == "shuffle":
             value = False if value else None  # --no-shuffle
         if value is not None and value != ():
-            overrides[setting.field] = tuple(value) if setting.field == "data_files" else value
+            # Each --data-files argument is parsed as the sidebar's box is (one SPLIT=PATH, or several split by ';').
+            overrides[setting.field] = tuple(pair for pairs in value for pair in pairs) \
+                if setting.field == "data_files" else value
     if "data_files" in overrides and "data_source" not in overrides:
         overrides["data_source"] = "files"
     return overrides

@@ -66,6 +66,13 @@ def test_every_setting_round_trips_through_the_command_line():
     assert [setting.field for setting in SETTINGS if setting.flag is None] == ["shuffle_labels"]
 
 
+def test_the_command_line_reads_data_files_as_the_sidebars_box_does():
+    """One SPLIT=PATH an argument, or several joined by ';' as a link writes them: the same parser, the same pairs."""
+    joined = build_parser().parse_args(["run", "--data-files", "train=data/train.tsv;dev=data/dev.tsv"])
+    apart = build_parser().parse_args(["run", "--data-files", "train=data/train.tsv", "dev=data/dev.tsv"])
+    assert config_from_args(joined).data_files == config_from_args(apart).data_files == CHANGED.data_files
+
+
 @pytest.mark.parametrize("field, text, message", [
     ("learning_rate", "fast", "is not a number"),
     ("batch_size", "3.5", "is not a whole number"),
