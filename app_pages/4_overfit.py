@@ -6,7 +6,7 @@ import streamlit as st
 
 from diagnostics.errors import InputError
 from diagnostics.i18n import _, message_of
-from diagnostics.pipeline import validate_epochs
+from diagnostics.runner import validate_epochs
 from diagnostics.plots import overfit_figure
 from diagnostics.shared import overfit_job
 from diagnostics.training import effective_rate

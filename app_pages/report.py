@@ -5,7 +5,8 @@ import json
 import streamlit as st
 
 from diagnostics.i18n import _
-from diagnostics.pipeline import STAGES, name_each_cause_once
+from diagnostics.pipeline import STAGES
+from diagnostics.runner import name_each_cause_once
 from diagnostics.registry import STAGE_TITLES
 from diagnostics.report import build_report, markdown_report
 from diagnostics.result import CheckResult

@@ -15,10 +15,10 @@ from diagnostics.learnability import check_learnability, learnability_figures
 from diagnostics.model import not_classification_results, run_model_checks
 from diagnostics.overfit import DEFAULT_EPOCHS, run_overfit_checks
 from diagnostics.result import CheckResult, run_check, skipped
-from diagnostics.runner import Settings, name_each_cause_once, run_units, validate_epochs
+from diagnostics.runner import Settings, run_units
 from diagnostics.training import effective_rate
 
-__all__ = ["STAGES", "parse_stages", "run_stages", "name_each_cause_once", "validate_epochs", "data_stage",
+__all__ = ["STAGES", "parse_stages", "run_stages", "data_stage",
            "learnability_stage", "model_stage", "hparams_stage", "overfit_stage"]
 
 STAGES = registry.STAGE_ORDER

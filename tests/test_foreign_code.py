@@ -459,7 +459,7 @@ def test_weight_decay_alone_is_not_a_step_that_moved(bert_checkpoint, bert_token
 
 
 def test_one_cause_one_owner_the_sweep_names_a_bad_rate_and_the_others_point_at_it():
-    from diagnostics.pipeline import name_each_cause_once
+    from diagnostics.runner import name_each_cause_once
     from diagnostics.result import CheckResult
 
     settings = [{"setting": "learning_rate", "value": "0.001", "source": "set"}]

@@ -10,7 +10,8 @@ from diagnostics.config import RunConfig
 from diagnostics.errors import InputError
 from diagnostics.hyperparams import SweepSettings
 from diagnostics.context import RunContext
-from diagnostics.pipeline import hparams_stage, overfit_stage, validate_epochs
+from diagnostics.pipeline import hparams_stage, overfit_stage
+from diagnostics.runner import validate_epochs
 from diagnostics.result import Status
 
 

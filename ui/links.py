@@ -13,7 +13,7 @@ from diagnostics.glue import get_task
 from diagnostics.hyperparams import SweepSettings
 from diagnostics.i18n import DEFAULT_LANGUAGE, LANGUAGES, message_of, msg
 from diagnostics.overfit import DEFAULT_EPOCHS
-from diagnostics.pipeline import validate_epochs
+from diagnostics.runner import validate_epochs
 from diagnostics.scenarios import SCENARIOS
 from diagnostics.settings import EPOCHS, LINKED, SWEEP_SETTINGS
 
