@@ -95,9 +95,13 @@ def run_units(run: RunContext, names, settings: Settings = Settings(), progress=
     settings = settings.validated({taken for name in names for taken in registry.UNITS[name].takes})
     results: list[CheckResult] = []
     copies = SharedCopy()  # this call's own: the app's pages may run units of one context in several threads
-    with run_budget():
-        for name in names:
-            results += run_unit(run, name, settings, progress, results, copies)
+    try:
+        with run_budget():
+            for name in names:
+                results += run_unit(run, name, settings, progress, results, copies)
+    finally:
+        if copies.close():  # the trained copy refers to itself through its traced step: only a collection frees it
+            gc.collect()
     walk = {check_id: index for index, check_id in enumerate(registry.CHECKS)}  # the walk's order, whatever the units
     return name_each_cause_once(sorted(results, key=lambda result: walk.get(result.id, len(walk))))
 

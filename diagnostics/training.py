@@ -441,6 +441,11 @@ class SharedCopy:
         self._trainer = Trainer(model, batches, config, metrics=metrics)
         return self._trainer
 
+    def close(self) -> bool:
+        """Let the copy go; whether there was one (the runner then collects it at the end of its call)."""
+        held, self._trainer = self._trainer is not None, None
+        return held
+
 
 def copy_metrics(config: RunConfig) -> list | None:
     """The metrics every shared copy is compiled with: accuracy for classification (the overfit test reads it)."""

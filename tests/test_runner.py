@@ -4,6 +4,7 @@ check is added by declaration alone."""
 
 import importlib
 import json
+import weakref
 
 import pytest
 
@@ -46,17 +47,19 @@ def walk(demo_inputs, demo_model):
     with the copies of the model its training checks made."""
     tokenizer, split = demo_inputs
     run = RunContext(RunConfig(batch_size=8), tokenizer, split, lambda *args: demo_model)
-    made = []
+    made, alive = [], []
     make = Trainer.__init__
 
     def counted(self, model, *args, **kwargs):
         made.append(model)
         make(self, model, *args, **kwargs)
+        alive.append(weakref.ref(self.model))  # the Keras copy, which refers to itself through its traced step
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(Trainer, "__init__", counted)
         results = runner.run_units(run, list(registry.UNITS), SMALL)
-    return results, made
+        left = [copy for ref in alive if (copy := ref()) is not None]  # read before any collection of the test's
+    return results, made, left
 
 
 @pytest.fixture(scope="module")
@@ -103,8 +106,9 @@ def test_the_overfit_unit_gets_the_sweeps_recommended_rate_from_the_same_call(wa
 def test_one_call_trains_one_copy_of_the_model_for_every_unit_that_trains(walk, demo_model):
     """Learnability, the sweep, the range test and the overfit test start from the copy's reset, so one call makes
     (and traces) the copy once; the model itself is never trained."""
-    results, made = walk
+    results, made, left = walk
     assert [unit.name for unit in registry.UNITS.values() if unit.copy] == ["learnability", "training", "overfit"]
+    assert left == []  # the runner freed the copy before returning, not whenever Python next collects
     trained = [result.id for result in results if registry.CHECKS[result.id].trains
                and result.status not in (Status.SKIP, Status.ERROR)]  # measured (two epochs may not memorise)
     assert {"data.learnability", "hparams.lr_sweep", "hparams.lr_range_test", "overfit.one_batch"} <= set(trained)
