@@ -15,7 +15,7 @@ from diagnostics.glue import GlueTask
 from diagnostics.measurement import configured_loss_value, run_forward
 from diagnostics.registry import WARN_DRIFT, threshold
 from diagnostics.result import CheckResult, Status, judge, run_check
-from diagnostics.training import (SharedCopy, StepRecord, Trainer, build_optimizer, copy_metrics, effective_rate,
+from diagnostics.training import (SharedCopy, StepRecord, Trainer, build_optimizer, effective_rate,
                                   fresh_copy, held_out_figures, is_pretrained, labels_in_range, one_train_step,
                                   round_down_rate, smoothed, split_batch, weight_drift)
 
@@ -666,7 +666,7 @@ def run_hparams_checks(config: RunConfig, model, batches: list, labels: np.ndarr
         def trainer() -> Trainer:
             if not holder:
                 progress(0.0, msg("Copying the model and tracing its train step (once for every rate)"))
-                holder.append((copies or SharedCopy()).trainer(model, batches, config, metrics=copy_metrics(config)))
+                holder.append((copies or SharedCopy()).trainer(model, batches, config))
             return holder[0]
 
         rate = effective_rate(config)

@@ -13,7 +13,7 @@ from diagnostics.config import RunConfig
 from diagnostics.batches import LABEL, LEARNABILITY_CONTROL, batches_of, build_batch, shuffled_labels
 from diagnostics.registry import threshold
 from diagnostics.result import CheckResult, Status
-from diagnostics.training import SharedCopy, Trainer, copy_metrics, held_out_figures, is_pretrained
+from diagnostics.training import SharedCopy, Trainer, held_out_figures, is_pretrained
 
 CHECK_ID, STAGE = "data.learnability", "data"
 
@@ -42,7 +42,7 @@ def learnability_figures(model, tokenizer, config: RunConfig, split, *, rate: fl
     steps = epochs * -(-len(train) // config.batch_size)
     control_split = shuffled_labels(split, config.seed, LEARNABILITY_CONTROL)
     given_batches = batches_of(split, tokenizer, config, train)
-    trainer = (copies or SharedCopy()).trainer(model, given_batches, config, metrics=copy_metrics(config))
+    trainer = (copies or SharedCopy()).trainer(model, given_batches, config)
     given = held_out_score(trainer, given_batches, build_batch(split, tokenizer, config, held), config, steps, rate)
     control = held_out_score(trainer, batches_of(control_split, tokenizer, config, train),
                              build_batch(control_split, tokenizer, config, held), config, steps, rate)

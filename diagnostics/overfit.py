@@ -14,7 +14,7 @@ from diagnostics.glue import GlueTask
 from diagnostics.budget import check_deadline
 from diagnostics.registry import threshold
 from diagnostics.result import CheckResult, Status
-from diagnostics.training import (SharedCopy, copy_metrics, effective_rate, first_line, is_pretrained,
+from diagnostics.training import (SharedCopy, effective_rate, first_line, is_pretrained,
                                   round_down_rate, split_batch, smoothed, weight_drift)
 
 STAGE = "overfit"
@@ -54,7 +54,7 @@ def overfit_one_batch(model, batch: FirstBatch, config: RunConfig, epochs: int, 
 
     task = config.glue_task
     rate = effective_rate(config) if rate is None else rate
-    trainer = (copies or SharedCopy()).trainer(model, [batch.tf_batch], config, metrics=copy_metrics(config))
+    trainer = (copies or SharedCopy()).trainer(model, [batch.tf_batch], config)
     trainer.reset(rate)
     report = tf_keras.callbacks.LambdaCallback(
         on_epoch_begin=lambda epoch, logs: check_deadline(f"at epoch {epoch + 1} of {epochs} of the overfit test"),

@@ -358,11 +358,10 @@ class Trainer:
         self.use(batches)
         self.train_function = self.model.make_train_function()
 
-    def takes(self, model, batches: list, config: RunConfig, metrics: list | None) -> bool:
-        """Whether this copy can train on these batches as a new Trainer would: the same model, configuration
-        and metrics, and no batch with fewer rows than its replicas."""
-        return (self.source is model and self.config == config and self.metrics == metrics
-                and self.config.user_optimizer is config.user_optimizer
+    def takes(self, model, batches: list, config: RunConfig) -> bool:
+        """Whether this copy can train on these batches as a new Trainer would: the same model and configuration,
+        and no batch with fewer rows than its replicas."""
+        return (self.source is model and self.config == config and self.config.user_optimizer is config.user_optimizer
                 and min(batch_rows(batch) for batch in batches) >= self.strategy.num_replicas_in_sync)
 
     def use(self, batches: list) -> None:
@@ -431,22 +430,18 @@ class SharedCopy:
     def __init__(self):
         self._trainer: Trainer | None = None
 
-    def trainer(self, model, batches: list, config: RunConfig, *, metrics: list | None = None) -> Trainer:
-        """The copy, set to train on `batches` from its next reset; a new one when the held one cannot."""
+    def trainer(self, model, batches: list, config: RunConfig) -> Trainer:
+        """The copy, set to train on `batches` from its next reset; a new one when the held one cannot. It is
+        compiled with accuracy for classification, which the overfit test reads."""
         held = self._trainer
-        if held is not None and held.takes(model, batches, config, metrics):
+        if held is not None and held.takes(model, batches, config):
             held.use(batches)
             return held
         self._trainer = None  # the old copy goes before the new one is made
-        self._trainer = Trainer(model, batches, config, metrics=metrics)
+        self._trainer = Trainer(model, batches, config, metrics=None if config.glue_task.regression else ["accuracy"])
         return self._trainer
 
     def close(self) -> bool:
         """Let the copy go; whether there was one (the runner then collects it at the end of its call)."""
         held, self._trainer = self._trainer is not None, None
         return held
-
-
-def copy_metrics(config: RunConfig) -> list | None:
-    """The metrics every shared copy is compiled with: accuracy for classification (the overfit test reads it)."""
-    return None if config.glue_task.regression else ["accuracy"]

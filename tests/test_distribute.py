@@ -22,7 +22,7 @@ from diagnostics.config import RunConfig
 from diagnostics.batches import build_first_batch, training_batches
 from diagnostics.learnability import learnability_figures
 from diagnostics.overfit import overfit_one_batch
-from diagnostics.training import SharedCopy, copy_metrics
+from diagnostics.training import SharedCopy
 
 out = {}
 for seed in json.loads(sys.argv[1]):
@@ -35,7 +35,7 @@ for seed in json.loads(sys.argv[1]):
     for name, devices in (("one", ""), ("mirrored", "/cpu:0,/cpu:1")):
         os.environ["DEBUGGER_DEVICES"] = devices
         copies = SharedCopy()  # one copy for the three measurements, as one call of the runner makes
-        trainer = copies.trainer(model, batches, config, metrics=copy_metrics(config))
+        trainer = copies.trainer(model, batches, config)
         trainer.reset(3e-3)
         out[f"{seed} {name}"] = {
             "replicas": trainer.strategy.num_replicas_in_sync,

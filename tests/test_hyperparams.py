@@ -193,7 +193,7 @@ def test_a_shared_copy_is_made_once_and_remade_only_when_it_cannot_serve(mnli_sp
     first = copies.trainer(cached_bert, batches, config)
     assert copies.trainer(cached_bert, batches[1:], config) is first  # other batches: the same copy
     assert copies.trainer(cached_bert, batches, RunConfig(batch_size=4, learning_rate=1e-4)) is not first
-    assert copies.trainer(cached_bert, batches, config, metrics=["accuracy"]).metrics == ["accuracy"]
+    assert first.metrics == ["accuracy"]  # the overfit test reads it from the same copy
     for start, now in zip(cached_bert.get_weights(), first.source.get_weights()):
         np.testing.assert_array_equal(start, now)
 

@@ -1,0 +1,57 @@
+"""Seconds each unit of the walk takes on one configuration, and the whole walk, through the one runner.
+
+Each unit is timed as the runner calls it (its needs, its function, the collection after it); the units that
+train share one copy of the model, so the first of them pays for copying the model and tracing its train step.
+Measured on a 2-core machine with the real checkpoint on real MRPC (batch 8, max_length 128): about 120 s in all
+(learnability about 65 s, the sweep with the range test about 38 s, the overfit test about 9 s), against 146 to
+157 s when each training unit made and traced its own copy and a reset dropped the data iterator.
+
+    python bench/unit_times.py --checkpoint .cache-test/real-checkpoint/all-MiniLM-L6-v2 --task mrpc \\
+        --data-files validation=tests/data/mrpc/validation.tsv --split validation --batch-size 8
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import diagnostics  # noqa: E402,F401
+from diagnostics import registry, runner  # noqa: E402
+from diagnostics.config import RunConfig, parse_data_files  # noqa: E402
+from diagnostics.context import RunContext  # noqa: E402
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--checkpoint", default="demo")
+    parser.add_argument("--task", default="mnli")
+    parser.add_argument("--data-files", default="", help="SPLIT=PATH pairs joined by ';'")
+    parser.add_argument("--split", default="train")
+    parser.add_argument("--batch-size", type=int, default=16)
+    args = parser.parse_args()
+    files = parse_data_files(args.data_files)
+    config = RunConfig(checkpoint=args.checkpoint, task=args.task, data_files=files, split=args.split,
+                       data_source="files" if files else "demo", batch_size=args.batch_size)
+    run = RunContext.open(config)
+    timed = runner.run_unit
+
+    def unit_timed(context, name, *rest, **keywords):
+        start = time.perf_counter()
+        results = timed(context, name, *rest, **keywords)
+        print(f"{name:<14} {time.perf_counter() - start:7.1f} s  " + ", ".join(
+            f"{result.id} {result.status.value}" for result in results), flush=True)
+        return results
+
+    runner.run_unit = unit_timed
+    start = time.perf_counter()
+    runner.run_units(run, list(registry.UNITS))
+    print(f"{'walk':<14} {time.perf_counter() - start:7.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
