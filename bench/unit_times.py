@@ -2,8 +2,8 @@
 
 Each unit is timed as the runner calls it (its needs, its function, the collection after it); the units that
 train share one copy of the model, so the first of them pays for copying the model and tracing its train step.
-Measured on a 2-core machine with the real checkpoint on real MRPC (batch 8, max_length 128): about 120 s in all
-(learnability about 65 s, the sweep with the range test about 38 s, the overfit test about 9 s), against 146 to
+Measured on a 2-core machine with the real checkpoint on real MRPC (batch 8, max_length 128): 120 to 136 s in all
+(learnability 65 to 76 s, the sweep with the range test about 38 s, the overfit test 9 to 12 s), against 146 to
 157 s when each training unit made and traced its own copy and a reset dropped the data iterator.
 
     python bench/unit_times.py --checkpoint .cache-test/real-checkpoint/all-MiniLM-L6-v2 --task mrpc \\
