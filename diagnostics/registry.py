@@ -1,4 +1,4 @@
-"""Every check, declared once: its id, stage, title, what it needs, whether it trains, and its thresholds; and
+"""Every check, declared once: its id, stage, title, whether it trains, and its thresholds; and
 every unit of the walk that runs them: its function, what of the run it needs, which settings it takes and which
 other checks' outputs it reads.
 
@@ -86,7 +86,6 @@ class Check:
     Attributes:
         id: "<stage>.<check>", stable: the report format and the scenarios use it.
         title: what it checks, in a few words.
-        needs: what it runs on: "split", "batch", "model", "training copy".
         trains: it takes optimizer steps (on a copy), so it costs seconds to minutes.
         part: the Hyperparameters stage runs "setup" checks at once and "training" ones on request; a "fit"
             check watches the user's own `model.fit` (DiagnoseCallback), so no stage runs it.
@@ -96,7 +95,6 @@ class Check:
 
     id: str
     title: str
-    needs: tuple[str, ...]
     trains: bool = False
     part: str = "setup"
     conditions: tuple[Condition, ...] = ()
@@ -112,6 +110,12 @@ class Check:
         if self.part == FIT:
             return None
         return self.unit or (self.part if self.stage == "hparams" else self.stage)
+
+    @property
+    def needs(self) -> tuple[str, ...]:
+        """What of the run it needs: its unit's needs, the ones the runner acts on (none for a check that watches a
+        user's own fit, which has what it needs when it is called)."""
+        return UNITS[self.runs_in].needs if self.runs_in else ()
 
     @property
     def function(self) -> str:
@@ -141,61 +145,60 @@ _C = Condition
 # The part of the checks that watch a user's own model.fit: no stage runs them.
 FIT = "fit"
 CHECKS: dict[str, Check] = {check.id: check for check in (
-    Check("data.columns", N_("the task's columns and the columns given to to_tf_dataset exist"), ("split", "batch")),
-    Check("data.batch", N_("the first batch builds, with the expected shapes and dtypes"), ("batch",)),
-    Check("data.decoded_samples", N_("the first batch decoded beside its label names"), ("batch",), conditions=(
+    Check("data.columns", N_("the task's columns and the columns given to to_tf_dataset exist")),
+    Check("data.batch", N_("the first batch builds, with the expected shapes and dtypes")),
+    Check("data.decoded_samples", N_("the first batch decoded beside its label names"), conditions=(
         _C("warn_unknown_share", 0.05, "warn when more than this share of the batch's tokens are unknown",
            Above("unknown_share")),)),
     Check("data.label_range", N_("labels lie in [0, num_labels) and among the task's classes (or the regression "
-                                 "range)"), ("split", "batch"), unit="labels", conditions=(
+                                 "range)"), unit="labels", conditions=(
         _C("warn_rare_share", 0.25, "task not known: warn when a label value's share is below this fraction of the "
                                     "other values' mean share, those being within 2x of each other"),)),
-    Check("data.label_balance", N_("the label balance of the batch and the split"), ("split", "batch"), unit="labels",
+    Check("data.label_balance", N_("the label balance of the batch and the split"), unit="labels",
           conditions=(
         _C("warn_dominant_share", 0.8, "warn when one label holds more than this share of the split"),
         _C("max_chance", 1e-3, "warn about the first batch's label mix only when a shuffled batch of its size shows "
                                "it less often than this (the exact binomial tail against the split's shares)"))),
-    Check("data.baselines", N_("the accuracy of a random and of a constant predictor"), ("split",), unit="labels",
+    Check("data.baselines", N_("the accuracy of a random and of a constant predictor"), unit="labels",
           conditions=(
         _C("constant_scores", 0.0, "regression: warn when always predicting the mean score has an error of at most "
                                    "this (every score the same: nothing to learn)", AtMost("mean_predictor_mse")),
         _C("warn_majority_accuracy", 0.9, "warn when always predicting the commonest label scores above this",
            Above("majority_accuracy")))),
-    Check("data.truncation", N_("rows cut at max_length, and padding in the batch"), ("split", "batch"), conditions=(
+    Check("data.truncation", N_("rows cut at max_length, and padding in the batch"), conditions=(
         _C("warn_truncated_share", 0.1, "warn when more than this share of the rows are truncated",
            Above("truncated_share")),
         _C("warn_padding_share", 0.6, "warn when more than this share of the batch's tokens are padding",
            Above("padding_share")))),
-    Check("data.duplicates", N_("duplicate and conflicting rows of the split"), ("split",), unit="duplicates",
+    Check("data.duplicates", N_("duplicate and conflicting rows of the split"), unit="duplicates",
           conditions=(
         _C("max_conflicting_rows", 0, "warn when more rows than this share a text with a different label",
            Above("conflicting_rows")),
         _C("warn_duplicate_share", 0.05, "warn when more than this share of the rows repeat another row's text",
            ShareAbove("duplicate_rows", "rows_scanned")))),
     Check("data.learnability", N_("the given labels are learned better than the same labels shuffled"),
-          ("split", "model", "training copy"), trains=True, unit="learnability", conditions=(
+          trains=True, unit="learnability", conditions=(
         _C("min_accuracy_gain", 0.1, "pass when held-out accuracy beats the shuffled run and the majority by this"),
         _C("max_p_value", 0.01, "and when that many right answers come by chance at most this often (binomial tail)"),
         _C("max_error_ratio", 0.8, "regression: pass when held-out error is below this share of the shuffled run's"),
         _C("fit_margin", 0.1, "pass when the given labels' training loss ends this far below the shuffled run's"))),
-    Check("model.config", N_("the checkpoint's head, num_labels and label names fit the task"), ("model",)),
-    Check("model.forward", N_("one batch through the model: logits of the right shape, all finite"), ("model", "batch")),
-    Check("model.nan_rows", N_("the loss of every row, and the shared cause of NaN rows"), ("model", "batch")),
+    Check("model.config", N_("the checkpoint's head, num_labels and label names fit the task")),
+    Check("model.forward", N_("one batch through the model: logits of the right shape, all finite")),
+    Check("model.nan_rows", N_("the loss of every row, and the shared cause of NaN rows")),
     Check("model.initial_loss", N_("the untrained loss against ln K and against the loss from its logits"),
-          ("model", "batch"), conditions=(
+          conditions=(
         _C("warn_loss_disagreement", 0.1, "warn when the model's loss and the loss from its logits differ by this",
            Above("disagreement")),
         _C("warn_relative_gap", 0.3, "warn when the untrained loss is this far (relatively) from ln K",
            Above("relative_gap")))),
     Check("model.gradients", N_("one train step: every trainable weight gets a finite, non-zero gradient"),
-          ("model", "batch", "training copy"), trains=True),
-    Check("model.weights_after_step", N_("weights stay finite and move after one step"),
-          ("model", "batch", "training copy"), trains=True),
-    Check("model.nan_origin", N_("the first layer whose output turns NaN"), ("model", "batch", "training copy"),
           trains=True),
-    Check("model.memory", N_("parameters and training memory at this batch size"), ("model",)),
+    Check("model.weights_after_step", N_("weights stay finite and move after one step"), trains=True),
+    Check("model.nan_origin", N_("the first layer whose output turns NaN"),
+          trains=True),
+    Check("model.memory", N_("parameters and training memory at this batch size")),
     Check("model.divergence", N_("during model.fit (DiagnoseCallback): the loss and the weights' size stay bounded"),
-          ("model", "batch"), part=FIT, conditions=(
+          part=FIT, conditions=(
         _C("rise_factor", 4.0, "diverging when the median loss of the last steps is above this multiple of the first "
                                "step's"),
         _C("chance_multiple", 1.5, "and, for a classifier, above this multiple of ln K (its loss when it guesses)"),
@@ -203,16 +206,16 @@ CHECKS: dict[str, Check] = {check.id: check for check in (
         _C("weight_growth", 5.0, "diverging when the weights' global norm grows past this multiple of its start"),
         _C("stalled_share", 0.9, "while the median loss of the last steps is at least this share of the first "
                                  "step's"))),
-    Check("hparams.optimizer", N_("the optimizer Keras builds, each setting set or left at its default"), ("model",),
+    Check("hparams.optimizer", N_("the optimizer Keras builds, each setting set or left at its default"),
           conditions=(_C("warn_learning_rate", 1e-4, "warn when a pretrained checkpoint is fine-tuned above this rate"),)),
-    Check("hparams.loss", N_("the loss matches what the model outputs (logits or probabilities)"), ("model", "batch"),
+    Check("hparams.loss", N_("the loss matches what the model outputs (logits or probabilities)"),
           conditions=(_C("warn_disagreement", 0.1,
                          "fail when the configured loss and the loss from logits differ by this share"),)),
-    Check("hparams.schedule", N_("the create_optimizer schedule: warmup and decay"), (), conditions=(
+    Check("hparams.schedule", N_("the create_optimizer schedule: warmup and decay"), conditions=(
         _C("warn_warmup_share", 0.5, "warn when warmup takes more than this share of the steps",
            ShareAbove("warmup_steps", "train_steps")),)),
     Check("hparams.lr_sweep", N_("a learning-rate sweep scored on held-out rows and weight drift"),
-          ("model", "batch", "training copy"), trains=True, part="training", conditions=(
+          trains=True, part="training", conditions=(
         _C("blowup_factor", 2.0, "a rate blew up when its smoothed loss ends above this multiple of its start"),
         _C("held_out_rise", 0.1, "a rate is bad when its held-out loss rises this share above the untrained one"),
         _C("warn_drift", WARN_DRIFT, "a rate is bad when a step moves pretrained kernels by more than this"),
@@ -221,13 +224,13 @@ CHECKS: dict[str, Check] = {check.id: check for check in (
         _C("warn_decades", 1.0, "warn when the configured rate is this many powers of ten from the recommended"),
         _C("thin_held_out_rows", 16, "say the evidence is thin with fewer held-out rows than this"))),
     Check("hparams.lr_range_test", N_("a range test on the smoothed loss, with its suggested rates"),
-          ("model", "batch", "training copy"), trains=True, part="training", conditions=(
+          trains=True, part="training", conditions=(
         _C("disagree_factor", 30.0, "call the curve uninformative (no rate proposed) when its suggestion rules are "
                                     "this factor apart"),
         _C("min_points", 5, "warn when fewer finite points than this came before the loss blew up"),
         _C("trim", 1, "points left out at each end before any rule runs"))),
     Check("overfit.one_batch", N_("one batch holding every label memorised by plain model.fit"),
-          ("model", "batch", "training copy"), trains=True, conditions=(
+          trains=True, conditions=(
         _C("memorised_share", 0.5, "memorised: every row right and the loss at most this share of its start"),
         _C("memorised_value", 0.05, "memorised: every row right and the loss below this"),
         _C("learning_progress", 0.05, "learning: the loss fell at least this share of its start"),
