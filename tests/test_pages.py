@@ -241,3 +241,38 @@ def test_decoded_rows_show_each_text_field_and_read_in_full(app):
     assert not app.exception
     texts_shown = [md.value for md in app.markdown]
     assert rendered(texts_shown[texts_shown.index("**hypothesis**") + 1]) == table["hypothesis"][2]
+
+
+def test_the_sidebar_draws_every_settings_row_and_follows_its_conditions():
+    """Each row of the settings table with a widget is drawn under its session key, holding the session's value;
+    a row shown only for one optimizer or data source is drawn only then, and one enabled only for some is disabled
+    otherwise."""
+    from diagnostics.settings import SETTINGS, widget_values
+    from diagnostics.config import RunConfig
+
+    everything = RunConfig(checkpoint="demo", data_source="files", data_files=(("dev", "nowhere/dev.tsv"),),
+                           split="dev", optimizer="create_optimizer", weight_decay=0.01, train_steps=500,
+                           warmup_steps=50, seed=7, shuffle_labels=True)
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    for key, value in widget_values(everything).items():
+        at.session_state[key] = value
+    at.run()
+    assert not at.exception
+    kinds = {"text": at.text_input, "area": at.text_area, "number": at.number_input, "check": at.checkbox,
+             "select": at.selectbox, "radio": at.radio}
+    drawn = {setting.field: kinds[setting.ui.kind](key=setting.key) for setting in SETTINGS if setting.ui}
+    held = widget_values(everything)
+    for field, widget in drawn.items():
+        setting = next(setting for setting in SETTINGS if setting.field == field)
+        assert widget.value == held[setting.key], field
+        assert not widget.disabled, field
+    at.selectbox(key="run.optimizer").set_value("Adam").run()
+    assert not at.exception
+    assert at.text_input(key="run.weight_decay").disabled
+    for key in ("run.train_steps", "run.warmup_steps"):
+        with pytest.raises(KeyError):
+            at.number_input(key=key)
+    at.radio(key="run.data_source").set_value("demo").run()
+    with pytest.raises(KeyError):
+        at.text_area(key="run.data_files")
+    assert at.text_input(key="run.weight_decay").value == "0.01"  # kept while it is disabled

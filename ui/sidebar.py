@@ -1,16 +1,18 @@
-"""The shared sidebar: the widgets of the run under test (one per setting of `diagnostics/settings.py`), uploads
-kept as data files, a new checkpoint's defaults, and the configuration they make."""
+"""The shared sidebar: one widget per setting, drawn from its row of `diagnostics/settings.py`; uploads kept as
+data files, a new checkpoint's defaults, and the configuration the widgets make."""
 
 from __future__ import annotations
+
+from typing import Any, Callable
 
 import streamlit as st
 
 from diagnostics import limits, loading
-from diagnostics.config import DATA_SOURCES, DEMO_CHECKPOINT, LOSSES, OPTIMIZERS, RunConfig, default_config, parse_data_files
+from diagnostics.config import DEMO_CHECKPOINT, RunConfig, default_config, parse_data_files
 from diagnostics.errors import InputError
-from diagnostics.glue import TASKS, get_task
-from diagnostics.i18n import N_, _, localize, message_of, msg, said
-from diagnostics.settings import BY_FIELD
+from diagnostics.glue import get_task
+from diagnostics.i18n import _, localize, message_of, msg, said
+from diagnostics.settings import BY_FIELD, SETTINGS, Setting
 from diagnostics.training import effective_rate
 from ui.address import link_copy, link_problems
 from ui.caches import hub_reachable
@@ -19,9 +21,8 @@ from ui.scenario_panel import scenario_picker
 from ui.session import CONFIG_ERROR_KEY, CONFIG_KEY, config_from_state, language_picker
 
 UPLOADS_KEY, UPLOAD_PROBLEMS_KEY = "data.uploads", "data.upload_problems"
-DATA_SOURCE_LABELS = {"demo": N_("Bundled demo samples"), "hub": N_("Hugging Face Hub (nyu-mll/glue)"),
-                      "files": N_("Local files")}
 FOLLOWS_CHECKPOINT = ("learning_rate", "data_source")  # the settings whose default depends on the checkpoint
+SECTIONS = ("run", "options", "training")
 
 
 def sidebar(page_path: str = ""):
@@ -53,8 +54,7 @@ def sidebar(page_path: str = ""):
         hosted = limits.hosted()
         if hosted:
             st.caption(_("**Hosted mode** limits every run: {limits}.").format(limits=localize(hosted.describe())))
-        data_widgets(hosted)
-        training_widgets()
+        setting_widgets(hosted)
     try:
         st.session_state[CONFIG_KEY] = config_from_state()
         st.session_state[CONFIG_ERROR_KEY] = None
@@ -68,75 +68,137 @@ def sidebar(page_path: str = ""):
         return st.container()
 
 
-def data_widgets(hosted) -> None:
-    """The checkpoint, the task and its data, and how the batches are built."""
-    st.text_input(_("Checkpoint"), key="run.checkpoint", on_change=follow_checkpoint,
-                  help=_("A Hub name, a local directory written by save_pretrained, or 'demo' for the offline kit."))
-    st.selectbox(_("GLUE task"), list(TASKS), key="run.task")
-    sources = [source for source in DATA_SOURCES if not (hosted and source == "files")]
-    source = st.radio(_("Data"), sources, key="run.data_source", format_func=said(DATA_SOURCE_LABELS).get)
-    if source == "files":
-        st.text_area(_("Data files (one SPLIT=PATH a line)"), key="run.data_files",
-                     placeholder="train=/data/mnli/train.tsv\nvalidation_matched=/data/mnli/dev.tsv",
-                     help=_("csv, tsv with a header row, json/jsonl or parquet, in the task's GLUE schema."))
-        st.file_uploader(_("Or upload them"), type=[suffix[1:] for suffix in loading.LOCAL_FORMATS],
-                         accept_multiple_files=True, key=UPLOADS_KEY, on_change=take_uploads,
-                         help=_("Each file is kept on this machine and gets a SPLIT=PATH line above; its name before "
-                                "the type names the split (dev.tsv: split 'dev'), which you can edit there."))
-        for problem in st.session_state.get(UPLOAD_PROBLEMS_KEY) or ():
-            st.warning(shown(problem), icon=":material/upload_file:")
-        splits = [split for split, _ in _parse_quietly(st.session_state["run.data_files"])]
-    else:
-        splits = list(get_task(st.session_state["run.task"]).splits)
-    if splits:
-        if st.session_state["run.split"] not in splits:
-            gone = st.session_state["run.split"]
-            st.session_state["run.split"] = splits[0]
-            if gone:
-                st.caption(_("There is no split {gone} here; showing {shown}.").format(
-                    gone=markdown_text(repr(gone)), shown=markdown_text(repr(splits[0]))))
-        st.selectbox(_("Split"), splits, key="run.split")
-    task = get_task(st.session_state["run.task"])
-    st.number_input("num_labels", step=1, key="run.num_labels",
-                    placeholder=_("task default ({count})").format(count=task.num_labels),
-                    help=_("What from_pretrained(..., num_labels=N) gets. Empty: the task's own count."))
-    left, right = st.columns(2)
-    left.number_input(_("Batch size"), step=1, key="run.batch_size")
-    right.number_input(_("Max length"), step=1, key="run.max_length")
-    with st.expander(_("Dataset options")):
-        st.text_input(_("columns= for to_tf_dataset"), key="run.columns",
-                      placeholder=_("model inputs + label"),
-                      help=_("Comma-separated, as in to_tf_dataset(columns=[...]); e.g. input_ids,labels. "
-                             "Empty: the model's inputs and label."))
-        labels_in = {"inputs": _("inside the input dict"), "separate": _("separate, Keras (x, y)")}
-        st.radio(_("Labels"), ("inputs", "separate"), key="run.labels_in", format_func=labels_in.get)
-        st.checkbox(_("Shuffle (to_tf_dataset(shuffle=True))"), key="run.shuffle")
-        st.checkbox(_("Shuffle the labels apart from their texts (a bug)"), key="run.shuffle_labels")
-        st.number_input(_("Seed"), min_value=0, step=1, key="run.seed")
+def held(field: str) -> Any:
+    """What a setting's widget holds now."""
+    return st.session_state[BY_FIELD[field].key]
 
 
-def training_widgets() -> None:
-    """The loss, the optimizer and its rate and schedule under test."""
-    st.subheader(_("Training setup"))
-    st.selectbox(_("Loss"), list(LOSSES), key="run.loss",
-                 help="\n\n".join(f"**{k}**: {_(v)}" for k, v in LOSSES.items()))
-    st.selectbox(_("Optimizer"), list(OPTIMIZERS), key="run.optimizer",
-                 help="\n\n".join(f"**{k}**: {_(v)}" for k, v in OPTIMIZERS.items()))
-    left, right = st.columns(2)
-    if st.session_state["run.optimizer"] == "adam":
-        # The rate in effect, not the one typed for the other optimizers (kept for them, see init_state).
-        left.text_input(_("Learning rate"), value=f"{effective_rate(RunConfig(optimizer='adam')):g}", disabled=True,
-                        key="run.learning_rate_in_effect",
-                        help=_('The string "adam" always means 0.001, whatever rate is typed for the other '
-                               'optimizers.'))
+def setting_widgets(hosted) -> None:
+    """Every setting's widget, section by section, in the table's order (a widget declared `under` another right
+    after it; one declared `pair` beside the next of its section)."""
+    for section in SECTIONS:
+        rows = [setting for setting in SETTINGS
+                if setting.ui and setting.ui.section == section and not setting.ui.under]
+        if section == "options":
+            where = st.expander(_("Dataset options"))
+        else:
+            where = st.container()
+            if section == "training":
+                where.subheader(_("Training setup"))
+        with where:
+            _draw_rows(rows, hosted)
+
+
+def _draw_rows(rows: list[Setting], hosted) -> None:
+    shown_rows = [setting for setting in rows if setting.ui.when is None or setting.ui.when(held)]
+    index = 0
+    while index < len(shown_rows):
+        setting = shown_rows[index]
+        if setting.ui.pair and index + 1 < len(shown_rows):
+            left, right = st.columns(2)
+            draw(setting, left, hosted)
+            draw(shown_rows[index + 1], right, hosted)
+            index += 2
+            continue
+        draw(setting, st, hosted)
+        index += 1
+
+
+def draw(setting: Setting, where, hosted) -> None:
+    """One setting's widget (then those declared under it), in `where` (the sidebar, or one of its columns)."""
+    spec = setting.ui
+    special = SPECIAL.get(setting.field)
+    options = dict(key=setting.key, help=_(spec.help) if spec.help else None)
+    if spec.choice_help:
+        options["help"] = "\n\n".join(f"**{key}**: {_(text)}" for key, text in spec.choice_help.items())
+    if spec.enabled is not None:
+        options["disabled"] = not spec.enabled(held)
+    if special is None or special(setting, where, options, hosted):
+        _widget(spec, where, options, list(spec.options or setting.choices or ()))
+    for child in SETTINGS:
+        if child.ui and child.ui.under == setting.field and (child.ui.when is None or child.ui.when(held)):
+            draw(child, where, hosted)
+
+
+def _widget(spec, where, options: dict, choices: list) -> None:
+    label = _(spec.label)
+    if spec.placeholder and "placeholder" not in options and spec.kind in ("text", "area", "number"):
+        options["placeholder"] = _(spec.placeholder)
+    if spec.kind in ("number",):
+        options.update({name: value for name, value in (("min_value", spec.min_value), ("step", spec.step))
+                        if value is not None})
+    if spec.labels and spec.kind in ("select", "radio"):
+        options["format_func"] = said(spec.labels).get
+    draw_kind = {"text": where.text_input, "area": where.text_area, "number": where.number_input,
+                 "check": where.checkbox, "select": where.selectbox, "radio": where.radio}[spec.kind]
+    if spec.kind in ("select", "radio"):
+        draw_kind(label, choices, **options)
     else:
-        left.text_input(_("Learning rate"), key="run.learning_rate")
-    right.text_input(_("Weight decay"), key="run.weight_decay",
-                     disabled=st.session_state["run.optimizer"] not in ("AdamW", "create_optimizer"))
-    if st.session_state["run.optimizer"] == "create_optimizer":
-        left, right = st.columns(2)
-        left.number_input(_("Planned train steps"), min_value=1, step=100, key="run.train_steps")
-        right.number_input(_("Warmup steps"), min_value=0, step=10, key="run.warmup_steps")
+        draw_kind(label, **options)
+
+
+def _checkpoint(setting, where, options, hosted) -> bool:
+    options["on_change"] = follow_checkpoint
+    return True
+
+
+def _data_source(setting, where, options, hosted) -> bool:
+    """A hosted server reads no local files, so it offers the rest."""
+    choices = [source for source in setting.choices if not (hosted and source == "files")]
+    _widget(setting.ui, where, options, choices)
+    return False
+
+
+def _data_files(setting, where, options, hosted) -> bool:
+    """The files' lines, then uploads that become lines of their own."""
+    _widget(setting.ui, where, options, [])
+    where.file_uploader(_("Or upload them"), type=[suffix[1:] for suffix in loading.LOCAL_FORMATS],
+                        accept_multiple_files=True, key=UPLOADS_KEY, on_change=take_uploads,
+                        help=_("Each file is kept on this machine and gets a SPLIT=PATH line above; its name before "
+                               "the type names the split (dev.tsv: split 'dev'), which you can edit there."))
+    for problem in st.session_state.get(UPLOAD_PROBLEMS_KEY) or ():
+        where.warning(shown(problem), icon=":material/upload_file:")
+    return False
+
+
+def _split(setting, where, options, hosted) -> bool:
+    """The splits the data has (its files' lines, or the task's); one it lacks gives way to its first."""
+    if held("data_source") == "files":
+        splits = [split for split, _ in _parse_quietly(held("data_files"))]
+    else:
+        splits = list(get_task(held("task")).splits)
+    if not splits:
+        return False
+    if held("split") not in splits:
+        gone = held("split")
+        st.session_state[setting.key] = splits[0]
+        if gone:
+            where.caption(_("There is no split {gone} here; showing {shown}.").format(
+                gone=markdown_text(repr(gone)), shown=markdown_text(repr(splits[0]))))
+    _widget(setting.ui, where, options, splits)
+    return False
+
+
+def _num_labels(setting, where, options, hosted) -> bool:
+    options["placeholder"] = _(setting.ui.placeholder).format(count=get_task(held("task")).num_labels)
+    return True
+
+
+def _learning_rate(setting, where, options, hosted) -> bool:
+    """The string "adam" shows the rate it means instead of the one typed for the other optimizers (kept for them,
+    see `session.init_state`)."""
+    if held("optimizer") != "adam":
+        return True
+    where.text_input(_(setting.ui.label), value=f"{effective_rate(RunConfig(optimizer='adam')):g}", disabled=True,
+                     key="run.learning_rate_in_effect",
+                     help=_('The string "adam" always means 0.001, whatever rate is typed for the other optimizers.'))
+    return False
+
+
+# The settings whose widget does more than its row says: each returns whether the plain widget is still drawn.
+SPECIAL: dict[str, Callable[..., bool]] = {"checkpoint": _checkpoint, "data_source": _data_source,
+                                           "data_files": _data_files, "split": _split, "num_labels": _num_labels,
+                                           "learning_rate": _learning_rate}
 
 
 def follow_checkpoint() -> None:
