@@ -292,7 +292,7 @@ UNITS: dict[str, Unit] = {unit.name: unit for unit in (
          ("columns", "labels", "range", "model", "batch", "rows", "flows"), copy=True),
     Unit("training", "hparams", _WALK + "measure_training", ("columns", "model", "batch", "range", "flows"),
          takes=("sweep",), progress=True, copy=True),
-    Unit("overfit", "overfit", _WALK + "measure_overfit", ("columns", "readable", "model", "flows"),
+    Unit("overfit", "overfit", _WALK + "measure_overfit", ("columns", "labels", "readable", "model", "flows"),
          takes=("epochs", "rate"), reads=("hparams.lr_sweep:best_rate",), progress=True, copy=True),
 )}
 

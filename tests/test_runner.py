@@ -187,3 +187,15 @@ def test_the_label_and_duplicate_units_are_skipped_by_the_runner_with_the_owning
         assert found[check_id].status is Status.SKIP and "no 'label' column" in found[check_id].summary
     assert found["data.duplicates"].status is Status.SKIP and "see data.columns" in found["data.duplicates"].summary
     assert list(found) == [check_id for check_id in registry.CHECKS if check_id in found]  # the walk's order
+
+
+def test_a_split_without_labels_skips_every_unit_that_trains_on_them_with_one_reason(demo_inputs, demo_model):
+    """A GLUE test split (every label -1): the runner skips learnability, the sweep and the overfit test by their
+    units' declared need, each naming data.label_range, the check that owns the cause."""
+    tokenizer, split = demo_inputs
+    unlabelled = split.map(lambda row: {"label": -1})
+    run = RunContext(RunConfig(batch_size=8), tokenizer, unlabelled, lambda *args: demo_model)
+    found = {result.id: result for result in runner.run_units(run, ["learnability", "training", "overfit"], SMALL)}
+    assert set(found) == {"data.learnability", "hparams.lr_sweep", "hparams.lr_range_test", "overfit.one_batch"}
+    for result in found.values():
+        assert result.status is Status.SKIP and "data.label_range" in result.summary, result
