@@ -247,7 +247,7 @@ def test_the_sidebar_draws_every_settings_row_and_follows_its_conditions():
     """Each row of the settings table with a widget is drawn under its session key, holding the session's value;
     a row shown only for one optimizer or data source is drawn only then, and one enabled only for some is disabled
     otherwise."""
-    from diagnostics.settings import SETTINGS, widget_values
+    from diagnostics.settings import BY_FIELD, SETTINGS, widget_values
     from diagnostics.config import RunConfig
 
     everything = RunConfig(checkpoint="demo", data_source="files", data_files=(("dev", "nowhere/dev.tsv"),),
@@ -263,8 +263,7 @@ def test_the_sidebar_draws_every_settings_row_and_follows_its_conditions():
     drawn = {setting.field: kinds[setting.ui.kind](key=setting.key) for setting in SETTINGS if setting.ui}
     held = widget_values(everything)
     for field, widget in drawn.items():
-        setting = next(setting for setting in SETTINGS if setting.field == field)
-        assert widget.value == held[setting.key], field
+        assert widget.value == held[BY_FIELD[field].key], field
         assert not widget.disabled, field
     at.selectbox(key="run.optimizer").set_value("Adam").run()
     assert not at.exception

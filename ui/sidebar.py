@@ -89,8 +89,13 @@ def setting_widgets(hosted) -> None:
             _draw_rows(rows, hosted)
 
 
+def _shown(setting: Setting) -> bool:
+    """Whether its widget is drawn now (a row declared `when` only while that holds)."""
+    return setting.ui.when is None or setting.ui.when(held)
+
+
 def _draw_rows(rows: list[Setting], hosted) -> None:
-    shown_rows = [setting for setting in rows if setting.ui.when is None or setting.ui.when(held)]
+    shown_rows = [setting for setting in rows if _shown(setting)]
     index = 0
     while index < len(shown_rows):
         setting = shown_rows[index]
@@ -116,7 +121,7 @@ def draw(setting: Setting, where, hosted) -> None:
     if special is None or special(setting, where, options, hosted):
         _widget(spec, where, options, list(spec.options or setting.choices or ()))
     for child in SETTINGS:
-        if child.ui and child.ui.under == setting.field and (child.ui.when is None or child.ui.when(held)):
+        if child.ui and child.ui.under == setting.field and _shown(child):
             draw(child, where, hosted)
 
 
@@ -124,7 +129,7 @@ def _widget(spec, where, options: dict, choices: list) -> None:
     label = _(spec.label)
     if spec.placeholder and "placeholder" not in options and spec.kind in ("text", "area", "number"):
         options["placeholder"] = _(spec.placeholder)
-    if spec.kind in ("number",):
+    if spec.kind == "number":
         options.update({name: value for name, value in (("min_value", spec.min_value), ("step", spec.step))
                         if value is not None})
     if spec.labels and spec.kind in ("select", "radio"):
