@@ -50,7 +50,17 @@ class RunContext:
 
     @cached_property
     def first_batch(self) -> FirstBatch:
+        """The first batch as `model.fit` gets it (raises what the tokenizer raises: see `batch_exception`)."""
         return build_first_batch(self.split, self.tokenizer, self.config)
+
+    @cached_property
+    def batch_exception(self) -> Exception | None:
+        """What tokenizing the first batch raised (data.batch's finding), or None when it built."""
+        try:
+            self.first_batch
+        except Exception as exc:  # the tokenizer's or the user's recipe's own error, whatever its type
+            return exc
+        return None
 
     @property
     def classifier(self) -> tuple[Any, str | None]:

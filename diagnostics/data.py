@@ -5,21 +5,20 @@ from __future__ import annotations
 import math
 import threading
 from collections import Counter, OrderedDict
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pyarrow.compute as pc
 
 from diagnostics.chance import chance_of_at_least, chance_of_none
 from diagnostics.config import RunConfig
-from diagnostics.batches import (COLLATOR_LABEL, LABEL, LABEL_AS_WRITTEN, UNUSABLE_LABEL, FirstBatch, build_first_batch, decoded_rows,
-                                 invalid_labels, label_names_for, plain_label, split_labels,
-                                 text_cell_problems, tokenize)
+from diagnostics.batches import (COLLATOR_LABEL, LABEL, LABEL_AS_WRITTEN, UNUSABLE_LABEL, FirstBatch, decoded_rows,
+                                 invalid_labels, label_names_for, plain_label, split_labels, tokenize)
 from diagnostics.glue import STSB_RANGE, GlueTask
 from diagnostics.i18n import N_, Text, joined, msg, msgn
 from diagnostics.internals import split_fingerprint
 from diagnostics.registry import threshold
-from diagnostics.result import CheckResult, Status, decide, judge, run_check, skipped
+from diagnostics.result import CheckResult, Status, decide, judge, run_check
 
 STAGE = "data"
 # ---------------------------------------------------------------- data.columns
@@ -664,54 +663,39 @@ def check_duplicates(figures: dict[str, Any], *,
 # ---------------------------------------------------------------- the stage
 
 
-def run_batch_checks(config: RunConfig, split, tokenizer, first_batch: Callable[[], FirstBatch] | None = None
-                     ) -> list[CheckResult]:
-    """The Data-stage checks of the first batch (columns, batch, decoded samples, truncation), with the tokenizer of
-    the checkpoint under test. data.columns and data.batch own what stops the batch (missing columns, bad text cells,
-    a tokenizer that raises), so the other two point at them.
+def check_tokenizing(exc: Exception) -> CheckResult:
+    """data.batch when tokenizing the first batch raised (the tokenizer's or the user's recipe's own error)."""
+    return CheckResult("data.batch", STAGE, Status.FAIL,
+                       msg("Tokenizing the first batch failed: {error}: {message}.", error=type(exc).__name__,
+                           message=str(exc).strip().splitlines()[0] if str(exc).strip() else ""),
+                       evidence={"error": f"{type(exc).__name__}: {exc}"})
 
-    Args:
-        first_batch: returns the run's first batch (a run context builds it once for every stage); default: build it.
-    """
-    task = config.glue_task
-    split_columns = list(split.column_names)
-    has_texts = all(column in split_columns for column in task.text_columns)
-    batch = None
-    results: list[CheckResult] = []
-    cells = text_cell_problems(split, task) if has_texts else {}
-    if cells:
-        results.append(run_check("data.columns", STAGE, check_text_cells, cells, task, len(split)))
-        results += [skipped("data.batch", STAGE, msg("No batch: some rows have empty or non-text cells (see "
-                                                      "data.columns).")),
-                    skipped("data.decoded_samples", STAGE, msg("No batch to decode: some rows have empty or non-text "
-                                                               "cells (see data.columns)."))]
-    elif has_texts:
-        try:
-            batch = first_batch() if first_batch else build_first_batch(split, tokenizer, config)
-        except Exception as exc:
-            results.append(CheckResult(
-                "data.batch", STAGE, Status.FAIL,
-                msg("Tokenizing the first batch failed: {error}: {message}.", error=type(exc).__name__,
-                    message=str(exc).strip().splitlines()[0]),
-                evidence={"error": f"{type(exc).__name__}: {exc}"},
-            ))
-    model_inputs = list(tokenizer.model_input_names)
-    if batch is not None:
-        results.append(run_check("data.columns", STAGE, check_columns, split_columns, task, batch, model_inputs))
-        results.append(run_check("data.batch", STAGE, check_batch, batch, config.batch_size))
-        results.append(run_check("data.decoded_samples", STAGE,
-                                 lambda: check_decoded_samples(decoded_rows(batch, tokenizer, task))))
-        results.append(run_check("data.truncation", STAGE, lambda: check_truncation(truncation_figures(
-            batch, config.max_length, split_cut=users_truncation(split, tokenizer, task) if config.recipe else None))))
-        return results
-    if not cells:
-        missing = [c for c in list(task.text_columns) + [LABEL] if c not in split_columns]
-        results.insert(0, missing_columns_result(split_columns, task, missing) if missing else skipped(
-            "data.columns", STAGE, msg("No batch to check the requested columns against (see data.batch).")))
-        if not any(r.id == "data.batch" for r in results):
-            results.append(skipped("data.batch", STAGE, msg("No batch: the split lacks the task's text columns.")))
-        results.append(skipped("data.decoded_samples", STAGE, msg("No batch to decode.")))
-    return results + [skipped("data.truncation", STAGE, msg("No batch to measure."))]
+
+def batch_results(run, checks) -> list[CheckResult]:
+    """The Data-stage checks of the first batch (columns, batch, decoded samples, truncation) asked for in `checks`,
+    on a run context (`context.RunContext`), with the tokenizer of the checkpoint under test. data.columns and
+    data.batch own what stops the batch (missing columns, bad text cells, a tokenizer that raises); the runner
+    skips the other two, pointing at them, when those stop it."""
+    config, split, tokenizer, task = run.config, run.split, run.tokenizer, run.config.glue_task
+    columns = list(split.column_names)
+
+    def columns_result() -> CheckResult:
+        if any(column in run.missing_columns for column in task.text_columns):
+            return missing_columns_result(columns, task, run.missing_columns)
+        if run.text_problems:
+            return check_text_cells(run.text_problems, task, len(split))
+        return check_columns(columns, task, run.first_batch, list(tokenizer.model_input_names))
+
+    measures = {
+        "data.columns": columns_result,
+        "data.batch": lambda: check_tokenizing(run.batch_exception) if run.batch_exception is not None
+        else check_batch(run.first_batch, config.batch_size),
+        "data.decoded_samples": lambda: check_decoded_samples(decoded_rows(run.first_batch, tokenizer, task)),
+        "data.truncation": lambda: check_truncation(truncation_figures(
+            run.first_batch, config.max_length,
+            split_cut=users_truncation(split, tokenizer, task) if config.recipe else None)),
+    }
+    return [run_check(check_id, STAGE, measures[check_id]) for check_id in checks]
 
 
 def run_label_checks(config: RunConfig, split, batch_labels: list) -> list[CheckResult]:

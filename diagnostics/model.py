@@ -18,7 +18,7 @@ from diagnostics.glue import GlueTask
 from diagnostics.loading import config_size
 from diagnostics.measurement import Forward, configured_loss_value, run_forward
 from diagnostics.registry import checks_of, threshold
-from diagnostics.result import CheckResult, Status, decide, judge, run_check, skipped
+from diagnostics.result import CheckResult, Status, decide, judge, run_check
 from diagnostics.training import (StepRecord, decoupled_decay, effective_rate, fresh_copy, moved_variables,
                                   one_train_step, per_sample_losses, split_batch)
 
@@ -687,9 +687,10 @@ def learning_rate_text(config: RunConfig) -> Text:
     return msg("{optimizer}, learning rate {rate:g}", optimizer=given, rate=effective_rate(config))
 
 
-def not_classification_results(checkpoint: str, message: str) -> list[CheckResult]:
-    """The stage's results when the checkpoint has no sequence-classification model: a clear fail, the rest skipped."""
-    failed = CheckResult(
+def not_a_classifier(checkpoint: str, message: str) -> CheckResult:
+    """model.config when the checkpoint has no sequence-classification model: a clear fail (the runner skips the
+    Model checks that need the model, naming this one)."""
+    return CheckResult(
         "model.config", STAGE, Status.FAIL,
         msg("{checkpoint} cannot be loaded as a TensorFlow sequence classifier: {message}", checkpoint=checkpoint,
             message=message),
@@ -697,69 +698,85 @@ def not_classification_results(checkpoint: str, message: str) -> list[CheckResul
             "# an encoder checkpoint with a classification head class",
         evidence={"error": message},
     )
-    return [failed] + [skipped(check_id, STAGE, msg("No model to run (see model.config)."))
-                       for check_id in checks_of(STAGE)[1:]]
 
 
-def run_model_checks(config: RunConfig, model, tokenizer, batch: FirstBatch,
-                     split_labels_: np.ndarray | None = None, split_rows: int | None = None) -> list[CheckResult]:
-    """Every Model-stage check, on the given (cached, never modified) model and the Data stage's first batch.
+def model_results(config: RunConfig, model, tokenizer, batch: FirstBatch | None, checks=None,
+                  split_labels_: np.ndarray | None = None, split_rows: int | None = None) -> list[CheckResult]:
+    """The Model-stage checks asked for in `checks` (default: all), on the given (cached, never modified) model and
+    the Data stage's first batch (built, when a check other than model.config and model.memory is asked: the runner
+    skips those otherwise, naming data.batch).
 
     Args:
         split_labels_: the split's labels (model.config counts what it says about outputs from them).
         split_rows: rows in the split (a batch holds no more; model.memory counts with that).
     """
     task = config.glue_task
-    present = None
-    if split_labels_ is not None and not task.regression and np.issubdtype(np.asarray(split_labels_).dtype, np.number):
-        values, counts = np.unique(np.asarray(split_labels_)[np.asarray(split_labels_) >= 0], return_counts=True)
-        present = {int(value): int(count) for value, count in zip(values, counts)}
-    results = [run_check("model.config", STAGE, check_config, model.config, type(model).__name__, task, tokenizer,
-                         present)]
-    if batch.tf_batch is None:
-        reason = msg("No batch to run: {error} (see data.batch).",
-                     error=batch.error or msg("the Data stage could not build one"))
-        return results + [skipped(check_id, STAGE, reason) for check_id in checks_of(STAGE)[1:]]
-    inputs, _ = split_batch(batch.tf_batch)
-    labels = np.asarray(batch.rows[LABEL])
-    num_labels = int(model.config.num_labels)
-    fresh = run_forward(model, batch.tf_batch)
-    results.append(run_check("model.forward", STAGE, check_forward, fresh, len(labels), num_labels))
-    losses = np.array([])
-    if fresh.logits is not None:
-        losses = per_sample_losses(fresh.logits, labels, task.regression)
-        results.append(run_check("model.nan_rows", STAGE, lambda: check_nan_rows(
-            losses, fresh.logits, decoded_rows(batch, tokenizer, task), num_labels, task.regression)))
-        expected = float(np.mean(labels[np.isfinite(labels.astype(float))].astype(float) ** 2)) \
-            if task.regression else math.log(num_labels)
-        results.append(run_check(
-            "model.initial_loss", STAGE,
-            lambda: check_initial_loss(configured_loss_value(config.loss, fresh.logits, labels, task.regression),
-                                       expected, configured_loss_value("internal", fresh.logits, labels, task.regression),
-                                       config.loss, task.regression)))
-    else:
-        for check_id in ("model.nan_rows", "model.initial_loss"):
-            results.append(skipped(check_id, STAGE, msg("The forward pass failed (see model.forward).")))
+    checks = checks_of(STAGE) if checks is None else checks
+
+    @functools.cache
+    def forward():
+        """The model on the batch, run once, inside the first check that needs it."""
+        return run_forward(model, batch.tf_batch)
+
+    @functools.cache
+    def losses() -> np.ndarray:
+        return per_sample_losses(forward().logits, np.asarray(batch.rows[LABEL]), task.regression) \
+            if forward().logits is not None else np.array([])
 
     @functools.cache
     def step():
         """One real train step on a copy, taken once, inside the first check that needs it (so a copy or a step
         that raises is that check's error): (its record, the weights it broke, the copy's forward pass after it)."""
-        copy = fresh_copy(model, inputs)
+        copy = fresh_copy(model, split_batch(batch.tf_batch)[0])
         record = one_train_step(copy, batch.tf_batch, config)
         broken_after = non_finite_weights(copy)
         moved = None if record.error else moved_variables(model, copy, record.rate, decoupled_decay(config))
         return record, broken_after, run_forward(copy, batch.tf_batch) if broken_after else None, moved
 
-    results.append(run_check("model.gradients", STAGE, lambda: check_gradients(gradient_figures(step()[0]), config)))
-    results.append(run_check("model.weights_after_step", STAGE, lambda: check_weights_after_step(
-        step()[0], step()[1], learning_rate_text(config), step()[3])))
-    results.append(run_check("model.nan_origin", STAGE, lambda: check_nan_origin(
-        fresh, step()[2], inputs["input_ids"], non_finite_weights(model), step()[1],
-        bool(losses.size and not np.isfinite(losses).all()))))
+    def after_forward(check_id, check):
+        """A check of the forward pass's logits, or its skip when the pass itself failed (model.forward's finding)."""
+        return lambda: check() if forward().logits is not None else CheckResult(
+            check_id, STAGE, Status.SKIP, msg("The forward pass failed (see model.forward)."))
+
+    labels = lambda: np.asarray(batch.rows[LABEL])  # noqa: E731
+    measures = {
+        "model.config": lambda: check_config(model.config, type(model).__name__, task, tokenizer,
+                                             labels_present(split_labels_, task)),
+        "model.forward": lambda: check_forward(forward(), len(labels()), int(model.config.num_labels)),
+        "model.nan_rows": after_forward("model.nan_rows", lambda: check_nan_rows(
+            losses(), forward().logits, decoded_rows(batch, tokenizer, task), int(model.config.num_labels),
+            task.regression)),
+        "model.initial_loss": after_forward("model.initial_loss", lambda: check_initial_loss(
+            configured_loss_value(config.loss, forward().logits, labels(), task.regression), expected_loss(
+                labels(), task, int(model.config.num_labels)),
+            configured_loss_value("internal", forward().logits, labels(), task.regression), config.loss,
+            task.regression)),
+        "model.gradients": lambda: check_gradients(gradient_figures(step()[0]), config),
+        "model.weights_after_step": lambda: check_weights_after_step(step()[0], step()[1], learning_rate_text(config),
+                                                                     step()[3]),
+        "model.nan_origin": lambda: check_nan_origin(
+            forward(), step()[2], split_batch(batch.tf_batch)[0]["input_ids"], non_finite_weights(model), step()[1],
+            bool(losses().size and not np.isfinite(losses()).all())),
+        # The batch fit builds: no more rows than the split has.
+        "model.memory": lambda: check_memory({**memory_figures(
+            model.count_params(), model.config, min(config.batch_size, split_rows) if split_rows else config.batch_size,
+            config.max_length), "configured_batch_size": config.batch_size}),
+    }
+    results = [run_check(check_id, STAGE, measures[check_id]) for check_id in checks]
     step.cache_clear()
-    # The batch fit builds: no more rows than the split has.
-    rows = min(config.batch_size, split_rows) if split_rows else config.batch_size
-    results.append(run_check("model.memory", STAGE, lambda: check_memory({**memory_figures(
-        model.count_params(), model.config, rows, config.max_length), "configured_batch_size": config.batch_size})))
     return results
+
+
+def labels_present(labels: np.ndarray | None, task: GlueTask) -> dict[int, int] | None:
+    """How many rows hold each label value of the split (for a classification task with numeric labels)."""
+    if labels is None or task.regression or not np.issubdtype(np.asarray(labels).dtype, np.number):
+        return None
+    values, counts = np.unique(np.asarray(labels)[np.asarray(labels) >= 0], return_counts=True)
+    return {int(value): int(count) for value, count in zip(values, counts)}
+
+
+def expected_loss(labels: np.ndarray, task: GlueTask, num_labels: int) -> float:
+    """The untrained loss to expect: ln K for a classifier, mean(label²) for a regression head that outputs about 0."""
+    if task.regression:
+        return float(np.mean(labels[np.isfinite(labels.astype(float))].astype(float) ** 2))
+    return math.log(num_labels)

@@ -241,9 +241,8 @@ def run_overfit_checks(config: RunConfig, model, tokenizer, split, *, epochs: in
     labels = split_labels(split)  # some in range: a split without (a GLUE test split's) is skipped by the runner
     indices, missing = every_label_indices(labels, task, config.batch_size, config.seed)
     batch = build_batch(split, tokenizer, config, indices)
-    if batch.tf_batch is None:
-        return [CheckResult("overfit.one_batch", STAGE, Status.SKIP,
-                            msg("No batch to train on: {error} (see data.batch).", error=batch.error))]
+    if batch.tf_batch is None:  # the first batch built (the runner's "batch" need), these rows did not: an error
+        raise ValueError(f"the overfit test's batch (rows {indices}) could not be built: {batch.error}")
     figures = overfit_one_batch(model, batch, config, epochs, rate=rate, progress=progress, copies=copies)
     rows = decoded_rows(batch, tokenizer, task)
     if figures.get("error"):

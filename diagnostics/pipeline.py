@@ -7,14 +7,14 @@ from diagnostics import registry
 from diagnostics.i18n import msg
 from diagnostics.batches import LABEL, split_labels
 from diagnostics.context import RunContext
-from diagnostics.data import check_duplicates, duplicate_figures, run_batch_checks, run_label_checks
+from diagnostics.data import batch_results, check_duplicates, duplicate_figures, run_label_checks
 from diagnostics.devices import outside_user_strategy
 from diagnostics.errors import InputError
 from diagnostics.hyperparams import SweepSettings, run_hparams_checks
 from diagnostics.learnability import check_learnability, learnability_figures
-from diagnostics.model import not_classification_results, run_model_checks
+from diagnostics.model import model_results, not_a_classifier
 from diagnostics.overfit import DEFAULT_EPOCHS, run_overfit_checks
-from diagnostics.result import CheckResult, run_check, skipped
+from diagnostics.result import CheckResult, run_check
 from diagnostics.runner import Settings, run_units
 from diagnostics.training import effective_rate
 
@@ -78,19 +78,14 @@ def overfit_stage(run: RunContext, *, epochs: int = DEFAULT_EPOCHS, rate: float 
 
 # ---------------------------------------------------------------- the units' functions (called by the runner only)
 
-def measure_data(run: RunContext) -> list[CheckResult]:
-    return run_batch_checks(run.config, run.split, run.tokenizer, lambda: run.first_batch)
+def measure_data(run: RunContext, *, checks) -> list[CheckResult]:
+    return batch_results(run, checks)
 
 
 def measure_labels(run: RunContext) -> list[CheckResult]:
     """The label checks, with the first batch's labels when it builds (its problems are data.batch's finding)."""
-    batch_labels = []
-    if not run.missing_columns and not run.text_problems:
-        try:
-            batch_labels = run.first_batch.rows[LABEL]
-        except Exception:  # a tokenizer that raises: data.batch says so
-            pass
-    return run_label_checks(run.config, run.split, batch_labels)
+    built = not run.missing_columns and not run.text_problems and run.batch_exception is None
+    return run_label_checks(run.config, run.split, run.first_batch.rows[LABEL] if built else [])
 
 
 def measure_duplicates(run: RunContext) -> list[CheckResult]:
@@ -103,41 +98,31 @@ def measure_learnability(run: RunContext, *, copies) -> list[CheckResult]:
         run.classifier[0], run.tokenizer, run.config, run.split, rate=effective_rate(run.config), copies=copies)))]
 
 
-def measure_model(run: RunContext) -> list[CheckResult]:
-    """A checkpoint with no classifier is a clear fail of every Model check."""
+def measure_model(run: RunContext, *, checks) -> list[CheckResult]:
+    """The Model checks asked for; with no classifier, model.config fails (the runner skips the others, naming it)."""
     model, problem = run.classifier
     if model is None:
-        return not_classification_results(run.config.checkpoint, problem)
+        return [not_a_classifier(run.config.checkpoint, problem)]
     labels = split_labels(run.split) if LABEL in run.split.column_names else None
-    return run_model_checks(run.config, model, run.tokenizer, run.first_batch, labels, len(run.split))
+    batch = run.first_batch if run.batch_exception is None else None  # checks needing it are skipped without
+    return model_results(run.config, model, run.tokenizer, batch, checks, labels, len(run.split))
 
 
-def _batches(run: RunContext, sweep: SweepSettings, unit: str):
-    """(the training batches and held-out rows a few steps of `sweep` see, None), or (None, skips saying why none
-    can be built). A few batches seen repeatedly: with a new batch every step, K steps show batch-to-batch noise,
-    not learning."""
-    try:
-        return run.training_batches(max(1, min(sweep.steps // 4, 4))), None
-    except ValueError as exc:
-        reason = msg("No training batches: {error} (see data.batch).",
-                     error=str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
-        return None, [skipped(check, "hparams", reason) for check in registry.UNITS[unit].checks]
+def _batches(run: RunContext, sweep: SweepSettings):
+    """The training batches and held-out rows a few steps of `sweep` see (with a new batch every step, K steps show
+    batch-to-batch noise, not learning). The first builds (the units' "batch" need); one after it that does not is
+    an error of the unit, naming what it raised."""
+    return run.training_batches(max(1, min(sweep.steps // 4, 4)))
 
 
 def measure_setup(run: RunContext) -> list[CheckResult]:
-    found, skips = _batches(run, SweepSettings(), "setup")
-    if skips:
-        return skips
-    batches, held = found
+    batches, held = _batches(run, SweepSettings())
     return run_hparams_checks(run.config, run.classifier[0], batches, run.first_labels, SweepSettings(), held=held,
                               parts=("setup",), step=lambda: run.in_range_step)
 
 
 def measure_training(run: RunContext, *, sweep: SweepSettings, progress, copies) -> list[CheckResult]:
-    found, skips = _batches(run, sweep, "training")
-    if skips:
-        return skips
-    batches, held = found
+    batches, held = _batches(run, sweep)
     return run_hparams_checks(run.config, run.classifier[0], batches, run.first_labels, sweep, progress, held=held,
                               parts=("training",), copies=copies)
 

@@ -91,6 +91,8 @@ class Check:
             check watches the user's own `model.fit` (DiagnoseCallback), so no stage runs it.
         conditions: its thresholds.
         unit: the unit of the walk that runs it (default: its stage's, or for Hyperparameters its part's).
+        requires: what of the run it needs beyond its unit's needs (the runner skips it alone, with the reason,
+            and asks its unit's function for the others: see `Unit.selects`).
     """
 
     id: str
@@ -99,6 +101,7 @@ class Check:
     part: str = "setup"
     conditions: tuple[Condition, ...] = ()
     unit: str = ""
+    requires: tuple[str, ...] = ()
 
     @property
     def stage(self) -> str:
@@ -113,9 +116,9 @@ class Check:
 
     @property
     def needs(self) -> tuple[str, ...]:
-        """What of the run it needs: its unit's needs, the ones the runner acts on (none for a check that watches a
-        user's own fit, which has what it needs when it is called)."""
-        return UNITS[self.runs_in].needs if self.runs_in else ()
+        """What of the run it needs, the ones the runner acts on: its unit's needs, then its own (none for a check
+        that watches a user's own fit, which has what it needs when it is called)."""
+        return UNITS[self.runs_in].needs + self.requires if self.runs_in else ()
 
     @property
     def function(self) -> str:
@@ -145,9 +148,11 @@ _C = Condition
 # The part of the checks that watch a user's own model.fit: no stage runs them.
 FIT = "fit"
 CHECKS: dict[str, Check] = {check.id: check for check in (
-    Check("data.columns", N_("the task's columns and the columns given to to_tf_dataset exist")),
-    Check("data.batch", N_("the first batch builds, with the expected shapes and dtypes")),
-    Check("data.decoded_samples", N_("the first batch decoded beside its label names"), conditions=(
+    Check("data.columns", N_("the task's columns and the columns given to to_tf_dataset exist"),
+          requires=("tokenizes",)),
+    Check("data.batch", N_("the first batch builds, with the expected shapes and dtypes"), requires=("texts",)),
+    Check("data.decoded_samples", N_("the first batch decoded beside its label names"),
+          requires=("texts", "tokenizes"), conditions=(
         _C("warn_unknown_share", 0.05, "warn when more than this share of the batch's tokens are unknown",
            Above("unknown_share")),)),
     Check("data.label_range", N_("labels lie in [0, num_labels) and among the task's classes (or the regression "
@@ -165,7 +170,8 @@ CHECKS: dict[str, Check] = {check.id: check for check in (
                                    "this (every score the same: nothing to learn)", AtMost("mean_predictor_mse")),
         _C("warn_majority_accuracy", 0.9, "warn when always predicting the commonest label scores above this",
            Above("majority_accuracy")))),
-    Check("data.truncation", N_("rows cut at max_length, and padding in the batch"), conditions=(
+    Check("data.truncation", N_("rows cut at max_length, and padding in the batch"),
+          requires=("texts", "tokenizes"), conditions=(
         _C("warn_truncated_share", 0.1, "warn when more than this share of the rows are truncated",
            Above("truncated_share")),
         _C("warn_padding_share", 0.6, "warn when more than this share of the batch's tokens are padding",
@@ -183,20 +189,22 @@ CHECKS: dict[str, Check] = {check.id: check for check in (
         _C("max_error_ratio", 0.8, "regression: pass when held-out error is below this share of the shuffled run's"),
         _C("fit_margin", 0.1, "pass when the given labels' training loss ends this far below the shuffled run's"))),
     Check("model.config", N_("the checkpoint's head, num_labels and label names fit the task")),
-    Check("model.forward", N_("one batch through the model: logits of the right shape, all finite")),
-    Check("model.nan_rows", N_("the loss of every row, and the shared cause of NaN rows")),
+    Check("model.forward", N_("one batch through the model: logits of the right shape, all finite"),
+          requires=("model", "batch")),
+    Check("model.nan_rows", N_("the loss of every row, and the shared cause of NaN rows"), requires=("model", "batch")),
     Check("model.initial_loss", N_("the untrained loss against ln K and against the loss from its logits"),
-          conditions=(
+          requires=("model", "batch"), conditions=(
         _C("warn_loss_disagreement", 0.1, "warn when the model's loss and the loss from its logits differ by this",
            Above("disagreement")),
         _C("warn_relative_gap", 0.3, "warn when the untrained loss is this far (relatively) from ln K",
            Above("relative_gap")))),
     Check("model.gradients", N_("one train step: every trainable weight gets a finite, non-zero gradient"),
-          trains=True),
-    Check("model.weights_after_step", N_("weights stay finite and move after one step"), trains=True),
-    Check("model.nan_origin", N_("the first layer whose output turns NaN"),
-          trains=True),
-    Check("model.memory", N_("parameters and training memory at this batch size")),
+          trains=True, requires=("model", "batch")),
+    Check("model.weights_after_step", N_("weights stay finite and move after one step"), trains=True,
+          requires=("model", "batch")),
+    Check("model.nan_origin", N_("the first layer whose output turns NaN"), trains=True,
+          requires=("model", "batch")),
+    Check("model.memory", N_("parameters and training memory at this batch size"), requires=("model",)),
     Check("model.divergence", N_("during model.fit (DiagnoseCallback): the loss and the weights' size stay bounded"),
           part=FIT, conditions=(
         _C("rise_factor", 4.0, "diverging when the median loss of the last steps is above this multiple of the first "
@@ -253,8 +261,8 @@ class Unit:
         stage: the stage it belongs to.
         function: the importable dotted name of `function(run, **inputs) -> list[CheckResult]`.
         needs: what of the run it needs, in the order their reasons are given when missing (see
-            `runner.REASONS`: "columns", "label_column", "labels", "range", "readable", "model", "batch", "rows",
-            "flows").
+            `runner.REASONS`: "columns", "texts", "tokenizes", "label_column", "labels", "range", "readable",
+            "model", "batch", "rows", "flows").
         takes: the run settings it is called with (fields of `runner.Settings`: "sweep", "epochs", "rate").
         reads: outputs of other checks it is called with, as "check_id:key" (an evidence key of that check's
             result; the key is also the keyword), so the runner runs that check's unit first when both run.
@@ -278,6 +286,12 @@ class Unit:
     def checks(self) -> tuple[str, ...]:
         return tuple(check.id for check in CHECKS.values() if check.runs_in == self.name)
 
+    @property
+    def selects(self) -> bool:
+        """Some of its checks need more than the unit does: its function is called with `checks=`, the ids the
+        runner did not skip, and answers for those alone."""
+        return any(CHECKS[check].requires for check in self.checks)
+
 
 _WALK = "diagnostics.pipeline."
 UNITS: dict[str, Unit] = {unit.name: unit for unit in (
@@ -292,7 +306,7 @@ UNITS: dict[str, Unit] = {unit.name: unit for unit in (
          ("columns", "labels", "range", "model", "batch", "rows", "flows"), copy=True),
     Unit("training", "hparams", _WALK + "measure_training", ("columns", "model", "batch", "range", "flows"),
          takes=("sweep",), progress=True, copy=True),
-    Unit("overfit", "overfit", _WALK + "measure_overfit", ("columns", "labels", "readable", "model", "flows"),
+    Unit("overfit", "overfit", _WALK + "measure_overfit", ("columns", "labels", "readable", "model", "batch", "flows"),
          takes=("epochs", "rate"), reads=("hparams.lr_sweep:best_rate",), progress=True, copy=True),
 )}
 

@@ -108,30 +108,40 @@ def run_units(run: RunContext, names, settings: Settings = Settings(), progress=
 
 def run_unit(run: RunContext, name: str, settings: Settings, progress=None, earlier=(), copies=None
              ) -> list[CheckResult]:
-    """One unit's results: skips with the first unmet need's reason, else its function's results, never raising
-    but for unusable input.
+    """One unit's results: each check whose needs are not met skipped with the first unmet need's reason, the others
+    its function's results; never raising but for unusable input.
 
-    Anything the unit's shared work raises (a batch, a model copy, a decode) becomes an `error` result for each of
-    its checks, naming the exception, with the traceback in the evidence; past the time budget they are skips
-    saying so. A trained copy holds its weights, gradients and optimizer slots, and refers to itself through
-    Keras's traced train step, so only the cycle collector frees it; collecting here frees the largest tensors
-    between units instead of whenever Python next collects.
+    A check that requires more than its unit (`registry.Check.requires`) is skipped alone, and the unit's function
+    is asked for the others (`checks=`). Anything a need or the unit's shared work raises (a batch, a model copy, a
+    decode) becomes an `error` result for each check still to answer, naming the exception, with the traceback in
+    the evidence; past the time budget they are skips saying so. A trained copy holds its weights, gradients and
+    optimizer slots, and refers to itself through Keras's traced train step, so only the cycle collector frees it;
+    collecting after a unit that trains frees the largest tensors before the next unit instead of whenever Python
+    next collects.
     """
     unit = registry.UNITS[name]
+    skips: list[CheckResult] = []
+    wanted = unit.checks
     try:
         with run_budget():
-            reason = blocked(run, unit.needs)  # a need may itself load the model or build the batch, and raise
-            if reason is not None:
-                return [skipped(check, unit.stage, reason) for check in unit.checks]
-            return function_of(unit)(run, **inputs(unit, settings, progress, earlier, copies))
+            reasons = {check: blocked(run, registry.CHECKS[check].needs) for check in unit.checks}
+            skips = [skipped(check, unit.stage, reason) for check, reason in reasons.items() if reason is not None]
+            wanted = tuple(check for check, reason in reasons.items() if reason is None)
+            if not wanted:
+                return skips
+            kwargs = inputs(unit, settings, progress, earlier, copies)
+            if unit.selects:
+                kwargs["checks"] = wanted
+            return skips + [result for result in function_of(unit)(run, **kwargs) if result.id in wanted]
     except InputError:
         raise
     except BudgetExceeded as exc:
-        return [skipped(check, unit.stage, str(exc)) for check in unit.checks]
+        return skips + [skipped(check, unit.stage, str(exc)) for check in wanted]
     except Exception as exc:  # one broken piece of shared work must not blank the page
-        return [error_result(check, unit.stage, exc) for check in unit.checks]
+        return skips + [error_result(check, unit.stage, exc) for check in wanted]
     finally:
-        gc.collect()
+        if unit.copy or any(registry.CHECKS[check].trains for check in unit.checks):
+            gc.collect()
 
 
 def function_of(unit: registry.Unit):
@@ -182,18 +192,37 @@ def name_each_cause_once(results: list[CheckResult]) -> list[CheckResult]:
 
 # ---------------------------------------------------------------- what a unit needs of the run, and why it is missing
 
-def _columns(run: RunContext) -> Text | None:
-    if run.missing_columns:
-        task = run.config.glue_task
-        return msg("The split has no {missing} column (it has {found}; {task} needs {needed}): see data.columns.",
-                   missing=", ".join(run.missing_columns), found=", ".join(run.split.column_names), task=task.name,
-                   needed=", ".join(list(task.text_columns) + ["label"]))
+def _missing(run: RunContext, missing: list[str]) -> Text:
+    task = run.config.glue_task
+    return msg("The split has no {missing} column (it has {found}; {task} needs {needed}): see data.columns.",
+               missing=", ".join(missing), found=", ".join(run.split.column_names), task=task.name,
+               needed=", ".join(list(task.text_columns) + ["label"]))
+
+
+def _texts(run: RunContext) -> Text | None:
+    if missing := [column for column in run.config.glue_task.text_columns if column in run.missing_columns]:
+        return _missing(run, missing)
     if run.text_problems:
         counts = joined([msgn("{column} in {count:,} row", "{column} in {count:,} rows",
                               len(found["empty"]) + len(found["not_text"]), column=column)
                          for column, found in run.text_problems.items()])
         return msg("Some text cells are empty or not text ({counts}): see data.columns.", counts=counts)
     return None
+
+
+def _columns(run: RunContext) -> Text | None:
+    return _missing(run, run.missing_columns) if run.missing_columns else _texts(run)
+
+
+def _tokenizes(run: RunContext) -> Text | None:
+    """Met when the first batch's texts were tokenized, or when there are no texts to tokenize (data.columns's
+    finding, which the "texts" need names)."""
+    if _texts(run) is not None or run.batch_exception is None:
+        return None
+    exc = run.batch_exception
+    return msg("Tokenizing the first batch failed ({error}): see data.batch.",
+               error=f"{type(exc).__name__}: {str(exc).strip().splitlines()[0]}" if str(exc).strip()
+               else type(exc).__name__)
 
 
 def _label_column(run: RunContext) -> Text | None:
@@ -239,10 +268,12 @@ def _flows(run: RunContext) -> Text | None:
 
 def _model(run: RunContext) -> Text | None:
     model, problem = run.classifier
-    return msg("No model to train: {reason}", reason=problem) if model is None else None
+    return msg("No model to run: {reason} (see model.config).", reason=problem) if model is None else None
 
 
 def _batch(run: RunContext) -> Text | None:
+    if (unmade := _tokenizes(run)) is not None:
+        return unmade
     if run.first_batch.tf_batch is None:
         return msg("No training batches: {error} (see data.batch).", error=run.first_batch.error)
     return None
@@ -255,8 +286,9 @@ def _rows(run: RunContext) -> Text | None:
 
 # Each need: why a unit needing it cannot run on this run context, or None when it can. The reasons name the check
 # that owns the cause, so a blocked check points there instead of blaming something else.
-REASONS = {"columns": _columns, "label_column": _label_column, "labels": _labels, "range": _range, "readable": _unusable, "flows": _flows,
-           "model": _model, "batch": _batch, "rows": _rows}
+REASONS = {"columns": _columns, "texts": _texts, "tokenizes": _tokenizes, "label_column": _label_column,
+           "labels": _labels, "range": _range, "readable": _unusable, "flows": _flows, "model": _model,
+           "batch": _batch, "rows": _rows}
 
 
 def blocked(run: RunContext, needs) -> Text | None:

@@ -28,7 +28,7 @@ def results_by_id(config, split, tokenizer):
 
 
 def test_first_batch_comes_from_to_tf_dataset_with_padding(tokenizer, mnli_split):
-    batch = data.build_first_batch(mnli_split, tokenizer, RunConfig(batch_size=4))
+    batch = batches.build_first_batch(mnli_split, tokenizer, RunConfig(batch_size=4))
     assert batch.error is None
     assert set(batch.tf_batch) == {"input_ids", "attention_mask", "labels"}
     widths = {tuple(value.shape)[1:] for key, value in batch.tf_batch.items() if key != "labels"}

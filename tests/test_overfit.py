@@ -4,8 +4,10 @@ import pytest
 from conftest import make_split
 from diagnostics import overfit
 from diagnostics.config import DEMO_LEARNING_RATE, RunConfig
+from diagnostics.context import RunContext
 from diagnostics.glue import TASKS
 from diagnostics.result import Status
+from diagnostics.runner import run_units
 
 
 def run(config, model, inputs, **kwargs):
@@ -92,8 +94,9 @@ def test_regression_passes_on_loss_alone():
     assert overfit.check_overfit(figures, []).status is Status.PASS
 
 
-def test_unusable_batch_is_a_skip(demo_model, demo_inputs):
+def test_unusable_batch_is_a_skip_naming_data_batch(demo_model, demo_inputs):
     tokenizer, _ = demo_inputs
     split = make_split("mnli", [("a", "b", 0), ("c", "d", 1)])
-    result = overfit.run_overfit_checks(RunConfig(columns=("input_ids", "nope")), demo_model, tokenizer, split)[0]
-    assert result.status is Status.SKIP
+    run = RunContext(RunConfig(columns=("input_ids", "nope")), tokenizer, split, lambda *args: demo_model)
+    [result] = run_units(run, ("overfit",))
+    assert result.status is Status.SKIP and "see data.batch" in result.summary

@@ -138,12 +138,22 @@ def test_a_model_that_cannot_load_is_an_error_in_every_stage_that_needs_one(demo
     assert {r.status for r in results if r.stage == "data" and r.id != "data.learnability"} <= {Status.PASS, Status.WARN}
 
 
-def test_a_first_batch_that_raises_is_an_error_not_a_traceback(run, monkeypatch):
+def test_a_first_batch_that_raises_is_data_batchs_failure_and_every_check_needing_it_points_there(run, monkeypatch):
     monkeypatch.setattr(RunContext, "first_batch", property(burn))
-    results = run_stages(run, ("data", "model", "hparams"), sweep=SMALL)
-    batch = next(r for r in results if r.id == "data.batch")
-    assert batch.status is Status.FAIL and "DiskOnFire" in batch.summary
-    assert_errors(results, [*registry.checks_of("model"), *registry.checks_of("hparams")])
+    results = {r.id: r for r in run_stages(run, ("data", "model", "hparams"), sweep=SMALL)}
+    assert results["data.batch"].status is Status.FAIL and "DiskOnFire" in results["data.batch"].summary
+    needing = [check.id for check in registry.CHECKS.values() if check.runs_in and "batch" in check.needs
+               or check.id in ("data.columns", "data.decoded_samples", "data.truncation")]
+    assert {"model.forward", "model.gradients", "hparams.lr_sweep", "data.decoded_samples"} <= set(needing)
+    for check_id in needing:
+        if check_id in results:
+            result = results[check_id]
+            assert result.status is Status.SKIP, (check_id, result.summary)
+            assert result.summary == "Tokenizing the first batch failed (DiskOnFire: the disk is on fire): see " \
+                                     "data.batch.", (check_id, result.summary)
+    # What does not need the batch is still measured.
+    assert results["model.config"].status is Status.PASS and results["model.memory"].status is Status.PASS
+    assert results["data.label_range"].status is Status.PASS
 
 
 def test_a_decode_that_raises_is_an_error_for_the_checks_that_decode(run, monkeypatch):

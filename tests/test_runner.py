@@ -136,7 +136,7 @@ def measure_majority_share(run: RunContext, *, majority_accuracy: float | None) 
 def declared(monkeypatch):
     """One more check and its unit, declared in the registry and nowhere else (listed first, so that the runner
     must order it after the data unit it reads)."""
-    check = registry.Check("data.majority_share", "the commonest label's share", ("split",), unit="majority")
+    check = registry.Check("data.majority_share", "the commonest label's share", unit="majority")
     unit = registry.Unit("majority", "data", f"{__name__}.measure_majority_share", needs=("columns",),
                          reads=("data.baselines:majority_accuracy",), heavy=False)
     monkeypatch.setattr(registry, "CHECKS", {check.id: check, **registry.CHECKS})
@@ -199,3 +199,37 @@ def test_a_split_without_labels_skips_every_unit_that_trains_on_them_with_one_re
     assert set(found) == {"data.learnability", "hparams.lr_sweep", "hparams.lr_range_test", "overfit.one_batch"}
     for result in found.values():
         assert result.status is Status.SKIP and "data.label_range" in result.summary, result
+
+
+def test_a_check_that_requires_more_than_its_unit_is_skipped_alone_and_the_unit_answers_for_the_rest(tokenizer):
+    """An empty text cell: data.columns names its row; data.batch, the decoded samples and truncation are skipped by
+    the runner from their declared `requires`, pointing at data.columns, while the label checks are measured."""
+    from conftest import make_split
+
+    split = make_split("sst2", [("a great film", 1), ("", 0)] + [("an awful book", 0), ("the sun is warm", 1)] * 3)
+    run = RunContext(RunConfig(task="sst2", batch_size=4).validated(), tokenizer, split)
+    found = {result.id: result for result in runner.run_units(run, ["data", "labels"])}
+    assert found["data.columns"].status is Status.FAIL and "row 1" in found["data.columns"].summary
+    for check_id in ("data.batch", "data.decoded_samples", "data.truncation"):
+        assert registry.CHECKS[check_id].requires and "texts" in registry.CHECKS[check_id].needs
+        assert found[check_id].status is Status.SKIP, found[check_id]
+        assert found[check_id].summary == "Some text cells are empty or not text (sentence in 1 row): see " \
+                                          "data.columns.", found[check_id].summary
+    assert found["data.label_range"].status is Status.PASS
+
+
+def test_a_unit_that_selects_is_asked_only_for_the_checks_the_runner_did_not_skip(run, monkeypatch):
+    asked = []
+
+    def measure(run, *, checks):
+        asked.append(checks)
+        return [CheckResult(check_id, "model", Status.PASS, "measured") for check_id in registry.UNITS["model"].checks]
+
+    monkeypatch.setattr(registry, "CHECKS", {**registry.CHECKS, "model.memory": registry.Check(
+        "model.memory", "memory", requires=("rows",))})
+    tiny = RunContext(run.config, run.tokenizer, run.split.select(range(4)), run.model_loader)
+    monkeypatch.setattr(runner, "function_of", lambda unit: measure)
+    found = {result.id: result for result in runner.run_units(tiny, ["model"])}
+    assert registry.UNITS["model"].selects and "model.memory" not in asked[0] and "model.forward" in asked[0]
+    assert found["model.memory"].status is Status.SKIP and "too few" in found["model.memory"].summary
+    assert all(result.summary == "measured" for check_id, result in found.items() if check_id != "model.memory")
