@@ -32,10 +32,12 @@ def main() -> int:
     parser.add_argument("--data-files", default="", help="SPLIT=PATH pairs joined by ';'")
     parser.add_argument("--split", default="train")
     parser.add_argument("--batch-size", type=int, default=16)
+    parser.add_argument("--max-length", type=int, default=128)
     args = parser.parse_args()
     files = parse_data_files(args.data_files)
     config = RunConfig(checkpoint=args.checkpoint, task=args.task, data_files=files, split=args.split,
-                       data_source="files" if files else "demo", batch_size=args.batch_size)
+                       data_source="files" if files else "demo", batch_size=args.batch_size,
+                       max_length=args.max_length)
     run = RunContext.open(config)
     timed = runner.run_unit
 

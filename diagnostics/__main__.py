@@ -77,6 +77,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--fail-on", choices=("warn", "fail"), default="fail",
                      help="which statuses give exit 1: fail (default; also error), or warn and worse")
     run.add_argument("--stages", help="comma-separated stages to run (default: all)")
+    run.add_argument("--skip", metavar="CHECKS", help="comma-separated checks to leave out of the run, e.g. "
+                     "data.learnability (it trains two copies of the model: a minute or more on a CPU)")
     run.add_argument("--json", type=Path, metavar="PATH", help="write the JSON report here")
     run.add_argument("--markdown", type=Path, metavar="PATH", help="write the Markdown report here (in --lang)")
     run.add_argument("--junit", type=Path, metavar="PATH",
@@ -159,18 +161,18 @@ def run_command(args) -> int:
     from diagnostics import loading
     from diagnostics.overfit import DEFAULT_EPOCHS
     from diagnostics.context import RunContext
-    from diagnostics.pipeline import parse_stages, run_stages
+    from diagnostics.pipeline import parse_skip, parse_stages, run_stages
     from diagnostics.report import build_report, checklist_lines, junit_report, markdown_report
 
     config = config_from_args(args)
-    stages = parse_stages(args.stages)
+    stages, skip = parse_stages(args.stages), parse_skip(args.skip)
     sweep = sweep_from_args(args).validated()
     report_paths(args, ("json", "junit", "markdown"))
-    results = run_stages(RunContext.open(config), stages, sweep=sweep, epochs=args.epochs or DEFAULT_EPOCHS)
+    results = run_stages(RunContext.open(config), stages, sweep=sweep, epochs=args.epochs or DEFAULT_EPOCHS, skip=skip)
     report = build_report(config, results, resolved_checkpoint=loading.resolve_checkpoint(config.checkpoint))
     print(_("Checked {checkpoint} on {task}/{split} ({source} data), stages: {stages}").format(
         checkpoint=config.checkpoint, task=localize(config.task_title), split=config.split, source=config.data_source,
-        stages=", ".join(stages)))
+        stages=", ".join(stages) + (f" (--skip {args.skip})" if skip else "")))
     for line in checklist_lines(results):
         print(line)
     if args.scenario:

@@ -18,7 +18,7 @@ from diagnostics.result import CheckResult, run_check
 from diagnostics.runner import Settings, run_units
 from diagnostics.training import effective_rate
 
-__all__ = ["STAGES", "parse_stages", "run_stages", "data_stage",
+__all__ = ["STAGES", "parse_stages", "parse_skip", "run_stages", "data_stage",
            "learnability_stage", "model_stage", "hparams_stage", "overfit_stage"]
 
 STAGES = registry.STAGE_ORDER
@@ -38,11 +38,31 @@ def parse_stages(text: str | None) -> tuple[str, ...]:
     return names
 
 
+def parse_skip(text: str | None) -> tuple[str, ...]:
+    """'data.learnability' -> the units those checks run in ('learnability',), to be left out of a run; a check
+    that runs with others in one unit (the range test with the sweep) is left out with all of them or not at all.
+
+    Raises:
+        InputError: an unknown check, or a check named without the others of its unit.
+    """
+    names = [name.strip() for name in (text or "").split(",") if name.strip()]
+    unknown = [name for name in names if name not in registry.CHECKS or registry.CHECKS[name].runs_in is None]
+    if unknown:
+        raise InputError(msg("Unknown check(s) {unknown} to skip; `python -m diagnostics checks` lists them.",
+                             unknown=", ".join(unknown)))
+    units = tuple(dict.fromkeys(registry.CHECKS[name].runs_in for name in names))
+    for unit in units:
+        if left := [check for check in registry.UNITS[unit].checks if check not in names]:
+            raise InputError(msg("{checks} run together in one unit: skip them all or none (add {left}).",
+                                 checks=", ".join(registry.UNITS[unit].checks), left=", ".join(left)))
+    return units
+
+
 def run_stages(run: RunContext, stages: tuple[str, ...] = STAGES, *, sweep: SweepSettings = SweepSettings(),
-               progress=None, epochs: int = DEFAULT_EPOCHS) -> list[CheckResult]:
+               progress=None, epochs: int = DEFAULT_EPOCHS, skip: tuple[str, ...] = ()) -> list[CheckResult]:
     """Run the chosen stages in pipeline order on one run context (every stage shares its batches and model), outside
-    any strategy scope the caller is in (`devices.outside_user_strategy`)."""
-    units = [unit for stage in stages for unit in registry.units_of(stage)]
+    any strategy scope the caller is in (`devices.outside_user_strategy`); `skip`: units left out (`parse_skip`)."""
+    units = [unit for stage in stages for unit in registry.units_of(stage) if unit not in skip]
     return outside_user_strategy(run_units, run, units, Settings(sweep=sweep, epochs=epochs), progress)
 
 

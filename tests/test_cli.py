@@ -13,7 +13,7 @@ from diagnostics.__main__ import main
 
 def test_run_on_demo_kit_writes_report_and_exits_0(tmp_path, capsys):
     report_path = tmp_path / "report.json"
-    code = main(["run", "--stages", "data", "--json", str(report_path)])
+    code = main(["run", "--stages", "data", "--skip", "data.learnability", "--json", str(report_path)])
     report = json.loads(report_path.read_text())
     out = capsys.readouterr().out
     assert code == 0
@@ -21,6 +21,7 @@ def test_run_on_demo_kit_writes_report_and_exits_0(tmp_path, capsys):
     assert report["environment"]["transformers"] == "4.54.1"
     ids = [check["id"] for check in report["checks"]]
     assert "data.decoded_samples" in ids and "data.label_range" in ids
+    assert "data.learnability" not in ids and "stages: data (--skip data.learnability)" in out  # left out, and said
     assert "PASS  data.columns" in out
 
 
@@ -159,6 +160,8 @@ def test_overfit_at_rate_10_fails_with_the_cause(tmp_path):
         (["--max-length", "1000"], "beyond this checkpoint's limit of 128 tokens"),
         (["--sweep-rates", "300"], "2 to 25 rates"),
         (["--scenario", "nope"], "Unknown scenario"),
+        (["--skip", "data.learnability,data.vibes"], "Unknown check(s) data.vibes to skip"),
+        (["--skip", "hparams.lr_range_test"], "skip them all or none (add hparams.lr_sweep)"),
     ],
 )
 def test_more_unusable_input_exits_2_with_one_line(args, message, capsys):
