@@ -429,7 +429,9 @@ def check_label_balance(split_labels_: np.ndarray, batch_labels: list, task: Glu
              split=split_counts[batch_top] / split_total, shares=shares, odds=_odds(chance_crowded)),
          "to_tf_dataset(..., shuffle=True)  # or prepare_tf_dataset(..., shuffle=True)"),
     ], msg("No label dominates the split ({shares}); the first batch holds {held} of {classes} labels, a mix a "
-           "shuffled batch shows often enough.", shares=shares, held=classes - len(absent), classes=classes))
+           "shuffled batch shows often enough.", shares=shares, held=classes - len(absent), classes=classes)
+       if batch_total else msg("No label dominates the split ({shares}); there is no first batch to compare with it "
+                               "(see data.batch).", shares=shares))
 
 
 def _odds(chance: float) -> str:

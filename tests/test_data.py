@@ -200,6 +200,12 @@ def test_label_balance_balanced_pass():
     assert result.evidence["split_counts"] == [10, 10, 10]
 
 
+def test_label_balance_without_a_first_batch_judges_the_split_and_says_there_was_no_batch():
+    result = data.check_label_balance(np.array([0, 1, 2] * 4), [], MNLI, 3)
+    assert result.status is Status.PASS
+    assert "no first batch to compare" in result.summary and "0 of 3" not in result.summary
+
+
 def test_label_balance_dominant_label_warn():
     result = data.check_label_balance(np.array([0] * 90 + [1] * 10), [0, 0, 1, 0], SST2, 2)
     assert result.status is Status.WARN
