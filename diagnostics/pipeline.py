@@ -124,7 +124,8 @@ def measure_model(run: RunContext, *, checks) -> list[CheckResult]:
     if model is None:
         return [not_a_classifier(run.config.checkpoint, problem)]
     labels = split_labels(run.split) if LABEL in run.split.column_names else None
-    batch = run.first_batch if run.batch_exception is None else None  # checks needing it are skipped without
+    built = run.batch_exception is None if any("batch" in registry.CHECKS[check].needs for check in checks) else False
+    batch = run.first_batch if built else None  # the checks that need it are skipped without it
     return model_results(run.config, model, run.tokenizer, batch, checks, labels, len(run.split))
 
 

@@ -37,6 +37,8 @@ def label_balance_figure(result: CheckResult) -> go.Figure:
     for name, key, colour in ((_("split"), "split_counts", SPLIT_COLOUR),
                               (_("first batch"), "batch_counts", BATCH_COLOUR)):
         counts = evidence[key]
+        if key == "batch_counts" and not sum(counts):
+            continue  # no first batch was built (data.batch says why): no bars of zero for it
         total = sum(counts) or 1
         figure.add_bar(x=evidence["labels"], y=[c / total for c in counts], name=name, marker_color=colour,
                        text=[str(c) for c in counts], textposition="outside")

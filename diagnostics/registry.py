@@ -145,6 +145,7 @@ WARN_DRIFT = 1e-3
 FAIL_DRIFT = 3e-3
 
 _C = Condition
+_ON_BATCH = ("model", "batch")  # what the Model checks of the first batch need beyond their unit
 # The part of the checks that watch a user's own model.fit: no stage runs them.
 FIT = "fit"
 CHECKS: dict[str, Check] = {check.id: check for check in (
@@ -190,20 +191,20 @@ CHECKS: dict[str, Check] = {check.id: check for check in (
         _C("fit_margin", 0.1, "pass when the given labels' training loss ends this far below the shuffled run's"))),
     Check("model.config", N_("the checkpoint's head, num_labels and label names fit the task")),
     Check("model.forward", N_("one batch through the model: logits of the right shape, all finite"),
-          requires=("model", "batch")),
-    Check("model.nan_rows", N_("the loss of every row, and the shared cause of NaN rows"), requires=("model", "batch")),
+          requires=_ON_BATCH),
+    Check("model.nan_rows", N_("the loss of every row, and the shared cause of NaN rows"), requires=_ON_BATCH),
     Check("model.initial_loss", N_("the untrained loss against ln K and against the loss from its logits"),
-          requires=("model", "batch"), conditions=(
+          requires=_ON_BATCH, conditions=(
         _C("warn_loss_disagreement", 0.1, "warn when the model's loss and the loss from its logits differ by this",
            Above("disagreement")),
         _C("warn_relative_gap", 0.3, "warn when the untrained loss is this far (relatively) from ln K",
            Above("relative_gap")))),
     Check("model.gradients", N_("one train step: every trainable weight gets a finite, non-zero gradient"),
-          trains=True, requires=("model", "batch")),
+          trains=True, requires=_ON_BATCH),
     Check("model.weights_after_step", N_("weights stay finite and move after one step"), trains=True,
-          requires=("model", "batch")),
+          requires=_ON_BATCH),
     Check("model.nan_origin", N_("the first layer whose output turns NaN"), trains=True,
-          requires=("model", "batch")),
+          requires=_ON_BATCH),
     Check("model.memory", N_("parameters and training memory at this batch size"), requires=("model",)),
     Check("model.divergence", N_("during model.fit (DiagnoseCallback): the loss and the weights' size stay bounded"),
           part=FIT, conditions=(

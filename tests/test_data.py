@@ -206,6 +206,15 @@ def test_label_balance_without_a_first_batch_judges_the_split_and_says_there_was
     assert "no first batch to compare" in result.summary and "0 of 3" not in result.summary
 
 
+def test_label_balance_figure_draws_the_first_batch_only_when_there_is_one():
+    from diagnostics.plots import label_balance_figure
+
+    with_batch = label_balance_figure(data.check_label_balance(np.array([0, 1, 2] * 4), [0, 1, 2, 0], MNLI, 3))
+    without = label_balance_figure(data.check_label_balance(np.array([0, 1, 2] * 4), [], MNLI, 3))
+    assert [bar.name for bar in with_batch.data] == ["split", "first batch"]
+    assert [bar.name for bar in without.data] == ["split"] and list(without.data[0].y) == [1 / 3] * 3
+
+
 def test_label_balance_dominant_label_warn():
     result = data.check_label_balance(np.array([0] * 90 + [1] * 10), [0, 0, 1, 0], SST2, 2)
     assert result.status is Status.WARN
