@@ -11,14 +11,13 @@ import numpy as np
 import pyarrow.compute as pc
 
 from diagnostics.chance import chance_of_at_least, chance_of_none
-from diagnostics.config import RunConfig
-from diagnostics.batches import (COLLATOR_LABEL, LABEL, LABEL_AS_WRITTEN, UNUSABLE_LABEL, FirstBatch, decoded_rows,
-                                 invalid_labels, label_names_for, plain_label, split_labels, tokenize)
+from diagnostics.batches import (COLLATOR_LABEL, LABEL, UNUSABLE_LABEL, FirstBatch, invalid_labels, label_names_for,
+                                 plain_label, tokenize)
 from diagnostics.glue import STSB_RANGE, GlueTask
 from diagnostics.i18n import N_, Text, joined, msg, msgn
 from diagnostics.internals import split_fingerprint
 from diagnostics.registry import threshold
-from diagnostics.result import CheckResult, Status, decide, judge, run_check
+from diagnostics.result import CheckResult, Status, decide, judge
 
 STAGE = "data"
 # ---------------------------------------------------------------- data.columns
@@ -671,42 +670,3 @@ def check_tokenizing(exc: Exception) -> CheckResult:
                        msg("Tokenizing the first batch failed: {error}: {message}.", error=type(exc).__name__,
                            message=str(exc).strip().splitlines()[0] if str(exc).strip() else ""),
                        evidence={"error": f"{type(exc).__name__}: {exc}"})
-
-
-def batch_results(run, checks) -> list[CheckResult]:
-    """The Data-stage checks of the first batch (columns, batch, decoded samples, truncation) asked for in `checks`,
-    on a run context (`context.RunContext`), with the tokenizer of the checkpoint under test. data.columns and
-    data.batch own what stops the batch (missing columns, bad text cells, a tokenizer that raises); the runner
-    skips the other two, pointing at them, when those stop it."""
-    config, split, tokenizer, task = run.config, run.split, run.tokenizer, run.config.glue_task
-    columns = list(split.column_names)
-
-    def columns_result() -> CheckResult:
-        if any(column in run.missing_columns for column in task.text_columns):
-            return missing_columns_result(columns, task, run.missing_columns)
-        if run.text_problems:
-            return check_text_cells(run.text_problems, task, len(split))
-        return check_columns(columns, task, run.first_batch, list(tokenizer.model_input_names))
-
-    measures = {
-        "data.columns": columns_result,
-        "data.batch": lambda: check_tokenizing(run.batch_exception) if run.batch_exception is not None
-        else check_batch(run.first_batch, config.batch_size),
-        "data.decoded_samples": lambda: check_decoded_samples(decoded_rows(run.first_batch, tokenizer, task)),
-        "data.truncation": lambda: check_truncation(truncation_figures(
-            run.first_batch, config.max_length,
-            split_cut=users_truncation(split, tokenizer, task) if config.recipe else None)),
-    }
-    return [run_check(check_id, STAGE, measures[check_id]) for check_id in checks]
-
-
-def run_label_checks(config: RunConfig, split, batch_labels: list) -> list[CheckResult]:
-    """The Data-stage checks of the split's labels (range, balance, baselines); `batch_labels`: the first batch's,
-    or [] when no batch could be built."""
-    task, num_labels = config.glue_task, config.effective_num_labels
-    labels = split_labels(split)
-    written = split[LABEL_AS_WRITTEN] if LABEL_AS_WRITTEN in split.column_names else None
-    return [run_check("data.label_range", STAGE, check_label_range, labels, batch_labels, task, num_labels,
-                      config.split, written),
-            run_check("data.label_balance", STAGE, check_label_balance, labels, batch_labels, task, num_labels),
-            run_check("data.baselines", STAGE, check_baselines, labels, task, num_labels)]

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from diagnostics import registry
 from diagnostics.i18n import msg
-from diagnostics.batches import LABEL, split_labels
+from diagnostics.batches import LABEL, LABEL_AS_WRITTEN, decoded_rows, split_labels
 from diagnostics.context import RunContext
-from diagnostics.data import batch_results, check_duplicates, duplicate_figures, run_label_checks
+from diagnostics.data import (check_baselines, check_batch, check_columns, check_decoded_samples, check_duplicates,
+                              check_label_balance, check_label_range, check_text_cells, check_tokenizing,
+                              check_truncation, duplicate_figures, missing_columns_result, truncation_figures,
+                              users_truncation)
 from diagnostics.devices import outside_user_strategy
 from diagnostics.errors import InputError
 from diagnostics.hyperparams import SweepSettings, run_hparams_checks
@@ -98,19 +101,59 @@ def overfit_stage(run: RunContext, *, epochs: int = DEFAULT_EPOCHS, rate: float 
 
 # ---------------------------------------------------------------- the units' functions (called by the runner only)
 
-def measure_data(run: RunContext, *, checks) -> list[CheckResult]:
-    return batch_results(run, checks)
+# The Data checks that measure alone (each `registry.Check.measure`); data.columns and data.batch own what stops the
+# batch (missing columns, bad text cells, a tokenizer that raises), so the runner skips the others when those stop it.
+
+def data_columns(run: RunContext) -> CheckResult:
+    task, columns = run.config.glue_task, list(run.split.column_names)
+    if any(column in run.missing_columns for column in task.text_columns):
+        return missing_columns_result(columns, task, run.missing_columns)
+    if run.text_problems:
+        return check_text_cells(run.text_problems, task, len(run.split))
+    return check_columns(columns, task, run.first_batch, list(run.tokenizer.model_input_names))
 
 
-def measure_labels(run: RunContext) -> list[CheckResult]:
-    """The label checks, with the first batch's labels when it builds (its problems are data.batch's finding)."""
+def data_batch(run: RunContext) -> CheckResult:
+    if run.batch_exception is not None:
+        return check_tokenizing(run.batch_exception)
+    return check_batch(run.first_batch, run.config.batch_size)
+
+
+def data_decoded_samples(run: RunContext) -> CheckResult:
+    return check_decoded_samples(decoded_rows(run.first_batch, run.tokenizer, run.config.glue_task))
+
+
+def data_truncation(run: RunContext) -> CheckResult:
+    config = run.config
+    return check_truncation(truncation_figures(
+        run.first_batch, config.max_length,
+        split_cut=users_truncation(run.split, run.tokenizer, config.glue_task) if config.recipe else None))
+
+
+def _batch_labels(run: RunContext) -> list:
+    """The first batch's labels when it builds, else none (its problems are data.batch's finding)."""
     built = not run.missing_columns and not run.text_problems and run.batch_exception is None
-    return run_label_checks(run.config, run.split, run.first_batch.rows[LABEL] if built else [])
+    return run.first_batch.rows[LABEL] if built else []
 
 
-def measure_duplicates(run: RunContext) -> list[CheckResult]:
-    return [run_check("data.duplicates", "data", lambda: check_duplicates(duplicate_figures(
-        run.split, run.config.glue_task)))]
+def data_label_range(run: RunContext) -> CheckResult:
+    config, split = run.config, run.split
+    written = split[LABEL_AS_WRITTEN] if LABEL_AS_WRITTEN in split.column_names else None
+    return check_label_range(split_labels(split), _batch_labels(run), config.glue_task, config.effective_num_labels,
+                             config.split, written)
+
+
+def data_label_balance(run: RunContext) -> CheckResult:
+    return check_label_balance(split_labels(run.split), _batch_labels(run), run.config.glue_task,
+                               run.config.effective_num_labels)
+
+
+def data_baselines(run: RunContext) -> CheckResult:
+    return check_baselines(split_labels(run.split), run.config.glue_task, run.config.effective_num_labels)
+
+
+def data_duplicates(run: RunContext) -> CheckResult:
+    return check_duplicates(duplicate_figures(run.split, run.config.glue_task))
 
 
 def measure_learnability(run: RunContext, *, copies) -> list[CheckResult]:

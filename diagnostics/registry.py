@@ -93,6 +93,8 @@ class Check:
         unit: the unit of the walk that runs it (default: its stage's, or for Hyperparameters its part's).
         requires: what of the run it needs beyond its unit's needs (the runner skips it alone, with the reason,
             and asks its unit's function for the others: see `Unit.selects`).
+        measure: the importable dotted name of its own `measure(run) -> CheckResult`, for a check of a unit
+            without a function (its checks share only what the run context caches, so each measures alone).
     """
 
     id: str
@@ -102,6 +104,7 @@ class Check:
     conditions: tuple[Condition, ...] = ()
     unit: str = ""
     requires: tuple[str, ...] = ()
+    measure: str = ""
 
     @property
     def stage(self) -> str:
@@ -123,7 +126,7 @@ class Check:
     @property
     def function(self) -> str:
         """The importable dotted name of the function that produces its result."""
-        return UNITS[self.runs_in].function if self.runs_in else FIT_FUNCTION
+        return self.measure or (UNITS[self.runs_in].function if self.runs_in else FIT_FUNCTION)
 
 
 @dataclass(frozen=True)
@@ -145,40 +148,42 @@ WARN_DRIFT = 1e-3
 FAIL_DRIFT = 3e-3
 
 _C = Condition
+_WALK = "diagnostics.pipeline."  # where the units' and checks' own functions are
 _ON_BATCH = ("model", "batch")  # what the Model checks of the first batch need beyond their unit
 # The part of the checks that watch a user's own model.fit: no stage runs them.
 FIT = "fit"
 CHECKS: dict[str, Check] = {check.id: check for check in (
     Check("data.columns", N_("the task's columns and the columns given to to_tf_dataset exist"),
-          requires=("tokenizes",)),
-    Check("data.batch", N_("the first batch builds, with the expected shapes and dtypes"), requires=("texts",)),
+          requires=("tokenizes",), measure=_WALK + "data_columns"),
+    Check("data.batch", N_("the first batch builds, with the expected shapes and dtypes"), requires=("texts",),
+          measure=_WALK + "data_batch"),
     Check("data.decoded_samples", N_("the first batch decoded beside its label names"),
-          requires=("texts", "tokenizes"), conditions=(
+          requires=("texts", "tokenizes"), measure=_WALK + "data_decoded_samples", conditions=(
         _C("warn_unknown_share", 0.05, "warn when more than this share of the batch's tokens are unknown",
            Above("unknown_share")),)),
     Check("data.label_range", N_("labels lie in [0, num_labels) and among the task's classes (or the regression "
-                                 "range)"), unit="labels", conditions=(
+                                 "range)"), unit="labels", measure=_WALK + "data_label_range", conditions=(
         _C("warn_rare_share", 0.25, "task not known: warn when a label value's share is below this fraction of the "
                                     "other values' mean share, those being within 2x of each other"),)),
     Check("data.label_balance", N_("the label balance of the batch and the split"), unit="labels",
-          conditions=(
+          measure=_WALK + "data_label_balance", conditions=(
         _C("warn_dominant_share", 0.8, "warn when one label holds more than this share of the split"),
         _C("max_chance", 1e-3, "warn about the first batch's label mix only when a shuffled batch of its size shows "
                                "it less often than this (the exact binomial tail against the split's shares)"))),
     Check("data.baselines", N_("the accuracy of a random and of a constant predictor"), unit="labels",
-          conditions=(
+          measure=_WALK + "data_baselines", conditions=(
         _C("constant_scores", 0.0, "regression: warn when always predicting the mean score has an error of at most "
                                    "this (every score the same: nothing to learn)", AtMost("mean_predictor_mse")),
         _C("warn_majority_accuracy", 0.9, "warn when always predicting the commonest label scores above this",
            Above("majority_accuracy")))),
     Check("data.truncation", N_("rows cut at max_length, and padding in the batch"),
-          requires=("texts", "tokenizes"), conditions=(
+          requires=("texts", "tokenizes"), measure=_WALK + "data_truncation", conditions=(
         _C("warn_truncated_share", 0.1, "warn when more than this share of the rows are truncated",
            Above("truncated_share")),
         _C("warn_padding_share", 0.6, "warn when more than this share of the batch's tokens are padding",
            Above("padding_share")))),
     Check("data.duplicates", N_("duplicate and conflicting rows of the split"), unit="duplicates",
-          conditions=(
+          measure=_WALK + "data_duplicates", conditions=(
         _C("max_conflicting_rows", 0, "warn when more rows than this share a text with a different label",
            Above("conflicting_rows")),
         _C("warn_duplicate_share", 0.05, "warn when more than this share of the rows repeat another row's text",
@@ -260,7 +265,8 @@ class Unit:
     Attributes:
         name: its key (the app's shared store keeps each unit's results apart).
         stage: the stage it belongs to.
-        function: the importable dotted name of `function(run, **inputs) -> list[CheckResult]`.
+        function: the importable dotted name of `function(run, **inputs) -> list[CheckResult]`, for checks that
+            share its work; "" when each of its checks measures alone (`Check.measure`).
         needs: what of the run it needs, in the order their reasons are given when missing (see
             `runner.REASONS`: "columns", "texts", "tokenizes", "label_column", "labels", "range", "readable",
             "model", "batch", "rows", "flows").
@@ -275,7 +281,7 @@ class Unit:
 
     name: str
     stage: str
-    function: str
+    function: str = ""
     needs: tuple[str, ...] = ()
     takes: tuple[str, ...] = ()
     reads: tuple[str, ...] = ()
@@ -291,14 +297,13 @@ class Unit:
     def selects(self) -> bool:
         """Some of its checks need more than the unit does: its function is called with `checks=`, the ids the
         runner did not skip, and answers for those alone."""
-        return any(CHECKS[check].requires for check in self.checks)
+        return bool(self.function) and any(CHECKS[check].requires for check in self.checks)
 
 
-_WALK = "diagnostics.pipeline."
 UNITS: dict[str, Unit] = {unit.name: unit for unit in (
-    Unit("data", "data", _WALK + "measure_data", heavy=False),
-    Unit("labels", "data", _WALK + "measure_labels", ("label_column",), heavy=False),
-    Unit("duplicates", "data", _WALK + "measure_duplicates", ("columns",), heavy=False),
+    Unit("data", "data", heavy=False),
+    Unit("labels", "data", needs=("label_column",), heavy=False),
+    Unit("duplicates", "data", needs=("columns",), heavy=False),
     Unit("model", "model", _WALK + "measure_model", ("columns", "readable")),
     Unit("setup", "hparams", _WALK + "measure_setup", ("columns", "model", "batch")),
     # The units that train come last and together, so their one shared copy of the model (see `copy`) is never alive

@@ -19,7 +19,7 @@ from diagnostics.errors import InputError
 from diagnostics.hyperparams import SweepSettings, optimizer_summary
 from diagnostics.i18n import Text, joined, msg, msgn
 from diagnostics.overfit import DEFAULT_EPOCHS
-from diagnostics.result import CheckResult, Status, error_result, skipped
+from diagnostics.result import CheckResult, Status, error_result, run_check, skipped
 from diagnostics.training import SharedCopy
 
 
@@ -109,7 +109,8 @@ def run_units(run: RunContext, names, settings: Settings = Settings(), progress=
 def run_unit(run: RunContext, name: str, settings: Settings, progress=None, earlier=(), copies=None
              ) -> list[CheckResult]:
     """One unit's results: each check whose needs are not met skipped with the first unmet need's reason, the others
-    its function's results; never raising but for unusable input.
+    its function's results (or, for a unit without one, each check's own `measure`); never raising but for unusable
+    input.
 
     A check that requires more than its unit (`registry.Check.requires`) is skipped alone, and the unit's function
     is asked for the others (`checks=`). Anything a need or the unit's shared work raises (a batch, a model copy, a
@@ -129,6 +130,9 @@ def run_unit(run: RunContext, name: str, settings: Settings, progress=None, earl
             wanted = tuple(check for check, reason in reasons.items() if reason is None)
             if not wanted:
                 return skips
+            if not unit.function:  # each check measures alone, inside its own guard
+                return skips + [run_check(check, unit.stage, imported(registry.CHECKS[check].measure), run)
+                                for check in wanted]
             kwargs = inputs(unit, settings, progress, earlier, copies)
             if unit.selects:
                 kwargs["checks"] = wanted
@@ -146,7 +150,12 @@ def run_unit(run: RunContext, name: str, settings: Settings, progress=None, earl
 
 def function_of(unit: registry.Unit):
     """The unit's function, imported from its dotted name."""
-    module, _, attribute = unit.function.rpartition(".")
+    return imported(unit.function)
+
+
+def imported(dotted: str):
+    """A function from its importable dotted name."""
+    module, _, attribute = dotted.rpartition(".")
     return getattr(importlib.import_module(module), attribute)
 
 

@@ -157,9 +157,9 @@ def test_a_first_batch_that_raises_is_data_batchs_failure_and_every_check_needin
 
 
 def test_a_decode_that_raises_is_an_error_for_the_checks_that_decode(run, monkeypatch):
-    from diagnostics import data, model
+    from diagnostics import model, pipeline
 
-    monkeypatch.setattr(data, "decoded_rows", burn)
+    monkeypatch.setattr(pipeline, "decoded_rows", burn)
     monkeypatch.setattr(model, "decoded_rows", burn)
     results = run_stages(run, ("data", "model"))
     assert_errors(results, ["data.decoded_samples", "model.nan_rows"])

@@ -72,7 +72,10 @@ def test_every_units_function_produces_a_result_for_each_of_its_checks_and_no_ot
     stage, and none errs."""
     assert sorted(result.id for result in walked) == sorted(registry.run_check_ids())
     for unit in registry.UNITS.values():
-        assert runner.function_of(unit) is imported(unit.function)
+        if unit.function:
+            assert runner.function_of(unit) is imported(unit.function)
+        else:  # each of its checks measures alone
+            assert all(callable(imported(registry.CHECKS[check].measure)) for check in unit.checks), unit.name
         mine = [result for result in walked if registry.CHECKS[result.id].runs_in == unit.name]
         assert sorted(result.id for result in mine) == sorted(unit.checks), unit.name
         assert all(result.stage == unit.stage and result.status is not Status.ERROR for result in mine), [
@@ -233,3 +236,17 @@ def test_a_unit_that_selects_is_asked_only_for_the_checks_the_runner_did_not_ski
     assert registry.UNITS["model"].selects and "model.memory" not in asked[0] and "model.forward" in asked[0]
     assert found["model.memory"].status is Status.SKIP and "too few" in found["model.memory"].summary
     assert all(result.summary == "measured" for check_id, result in found.items() if check_id != "model.memory")
+
+
+def count_rows(run: RunContext) -> CheckResult:
+    """A new check's own function, for a unit whose checks measure alone."""
+    return CheckResult("data.row_count", "data", Status.PASS, f"{len(run.split)} rows", evidence={"rows": len(run.split)})
+
+
+def test_a_check_added_to_a_unit_of_checks_that_measure_alone_is_one_function_and_one_entry(run, monkeypatch):
+    check = registry.Check("data.row_count", "the split's rows", unit="labels", measure=f"{__name__}.count_rows")
+    monkeypatch.setattr(registry, "CHECKS", {**registry.CHECKS, check.id: check})
+    assert not registry.UNITS["labels"].function and check.function.endswith("count_rows")
+    found = {result.id: result for result in runner.run_units(run, ["labels"])}
+    assert found["data.row_count"].evidence["rows"] == len(run.split)
+    assert found["data.label_range"].status is Status.PASS  # the unit's other checks measure as before
