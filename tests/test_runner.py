@@ -240,7 +240,8 @@ def test_a_unit_that_selects_is_asked_only_for_the_checks_the_runner_did_not_ski
 
 def count_rows(run: RunContext) -> CheckResult:
     """A new check's own function, for a unit whose checks measure alone."""
-    return CheckResult("data.row_count", "data", Status.PASS, f"{len(run.split)} rows", evidence={"rows": len(run.split)})
+    rows = len(run.split)
+    return CheckResult("data.row_count", "data", Status.PASS, f"{rows} rows", evidence={"rows": rows})
 
 
 def test_a_check_added_to_a_unit_of_checks_that_measure_alone_is_one_function_and_one_entry(run, monkeypatch):
