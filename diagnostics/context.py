@@ -105,6 +105,16 @@ class RunContext:
                                   self.config.effective_num_labels).values())
 
     @cached_property
+    def countable_labels(self) -> int:
+        """How many labels of the split the label checks can count: ids in [0, K) for the wider of the head and the
+        task (a class beyond either is data.label_range's to name), or STS-B scores from 0 to 5."""
+        if LABEL not in self.split.column_names:
+            return 0
+        labels, task = split_labels(self.split), self.config.glue_task
+        width = max(self.config.effective_num_labels, task.num_labels)
+        return len(labels) - sum(invalid_labels(labels, task, width).values())
+
+    @cached_property
     def has_labels(self) -> bool:
         """False for a split whose labels are all -1 (a GLUE test split)."""
         return bool(self.config.glue_task.regression or (split_labels(self.split) >= 0).any())

@@ -297,7 +297,19 @@ class Overfit(TypedDict, total=False):
     ln_k: float
     rows: Rows  # position, index, label, label_name, predicted, predicted_name, correct, decoded, tokens
     predictions: list[int]
-    curve: dict[str, Any]
+    # The curve's shape (overfit.curve_shape), which the registry's rules judge:
+    first_loss: float
+    final_loss: float
+    lowest_loss: float
+    progress: float  # the share of the first loss shed by the last epoch
+    spike: float  # the largest rise above the lowest loss so far
+    spike_at: int | None
+    falling_share: float  # the share of epochs that lowered the smoothed loss
+    non_finite_epochs: int
+    all_right: bool  # every row predicted right (always, for regression: judged on the loss alone)
+    drift_warning: bool  # warn_drift crossed; then whether the batch was memorised or steadily learned all the same
+    memorised: bool
+    learning: bool
     epochs: int
     final_accuracy: float
     learning_rate: float

@@ -13,7 +13,7 @@ from diagnostics.batches import LABEL, FirstBatch, build_batch, decoded_rows, sp
 from diagnostics.glue import GlueTask
 from diagnostics.budget import check_deadline
 from diagnostics.registry import threshold
-from diagnostics.result import CheckResult, Status
+from diagnostics.result import CheckResult, Status, crossed, judge
 from diagnostics.training import (SharedCopy, effective_rate, first_line, is_pretrained,
                                   round_down_rate, split_batch, smoothed, weight_drift)
 
@@ -84,12 +84,12 @@ def overfit_one_batch(model, batch: FirstBatch, config: RunConfig, epochs: int, 
     }
 
 
-def curve_shape(losses: list[float | None], *,
-                spike_share: float = threshold("overfit.one_batch", "spike_share")) -> dict[str, Any]:
-    """What an overfit curve shows: how much of the starting loss it shed, its largest spike, whether it mostly falls.
+def curve_shape(losses: list[float | None]) -> dict[str, Any]:
+    """What an overfit curve shows, for the registry's rules to judge: how much of the starting loss it shed, its
+    largest spike, whether it mostly falls, how many epochs ended on a non-finite loss.
 
-    A spike is a rise above the lowest loss reached so far by more than `spike_share` of the starting loss: the
-    optimizer threw away what it had learned (a rate too high), which batch noise on one fixed batch never does.
+    A spike is a rise above the lowest loss reached so far: a large one (the `spike_share` rule) means the optimizer
+    threw away what it had learned (a rate too high), which batch noise on one fixed batch never does.
     """
     values = [v for v in losses if v is not None]
     first, final = values[0], values[-1]
@@ -100,8 +100,9 @@ def curve_shape(losses: list[float | None], *,
         lowest = min(lowest, value)
     trend = smoothed(values, 0.5)
     falls = sum(later <= earlier for earlier, later in zip(trend, trend[1:])) / max(1, len(trend) - 1)
-    return {"first": first, "final": final, "lowest": min(values), "progress": (first - final) / first if first else 0.0,
-            "spike": spike, "spike_at": spike_at, "spiked": spike > spike_share * first, "falling_share": falls}
+    return {"first_loss": first, "final_loss": final, "lowest_loss": min(values),
+            "progress": (first - final) / first if first else 0.0, "spike": spike, "spike_at": spike_at,
+            "falling_share": falls, "non_finite_epochs": sum(v is None for v in losses)}
 
 
 def _no_curve(figures: dict[str, Any], evidence: dict[str, Any]) -> CheckResult | None:
@@ -131,10 +132,10 @@ def _not_learning(shape: dict[str, Any], figures: dict[str, Any], best_rate: flo
     """(cause, fix, what to rerun) when the batch was neither memorised nor steadily learned."""
     rerun = (msg(" The sweep recommends {rate:.1e}: rerun at it.", rate=best_rate) if best_rate else
              msg(" Run the Hyperparameters sweep to find a better rate."))
-    if shape["final"] > shape["first"]:
+    if shape["final_loss"] > shape["first_loss"]:
         cause = msg("the loss rose: the learning rate is too high")
         fix = lower_fix
-    elif shape["final"] >= 0.9 * shape["first"]:
+    elif shape["final_loss"] >= 0.9 * shape["first_loss"]:
         cause = msg("the loss stayed near where it started{ln_k}: the learning rate is too low, or weights are frozen "
                     "or disconnected from the loss (see model.gradients)",
                     ln_k=f" (ln K = {figures['ln_k']:.3f})" if figures.get("ln_k") else "")
@@ -156,14 +157,16 @@ def check_overfit(figures: dict[str, Any], rows: list[dict[str, Any]], *,
                   learning_falls: float = threshold("overfit.one_batch", "learning_falls"),
                   spike_share: float = threshold("overfit.one_batch", "spike_share"),
                   warn_drift: float = threshold("overfit.one_batch", "warn_drift")) -> CheckResult:
-    """Judge the overfit run by its curve (a run with no curve: `_no_curve`).
+    """Judge the overfit run by its curve with the registry's rules, in their order (a run with no curve:
+    `_no_curve`).
 
-    Pass when the batch is memorised (every row right and the loss at most `memorised_share` of its start, or
-    below `memorised_value`), or when the loss falls steadily (at least `learning_progress` of its start, the
-    smoothed curve falling on `learning_falls` of the epochs) with every row right: a pretrained model at a
-    careful rate learns slowly and correctly. Fail when it spikes (see `curve_shape`), turns NaN, rises or stays
-    put. Warn, whatever the curve, when a pretrained model's weights moved more than `warn_drift` of their size
-    an epoch: the batch can be memorised at a rate that wrecks pretraining in a real run.
+    Fail when an epoch's loss is not finite or the loss spikes (see `curve_shape`). Warn, whatever the curve, when a
+    pretrained model's weights moved more than `warn_drift` of their size an epoch: the batch can be memorised at a
+    rate that wrecks pretraining in a real run. Pass when the batch is memorised (every row right and the loss at
+    most `memorised_share` of its start, or below `memorised_value`), or when the loss falls steadily (at least
+    `learning_progress` of its start, the smoothed curve falling on `learning_falls` of the epochs) with every row
+    right: a pretrained model at a careful rate learns slowly and correctly. Otherwise fail: it rose, stayed put or
+    fell too slowly.
 
     Args:
         figures: from `overfit_one_batch`.
@@ -174,61 +177,45 @@ def check_overfit(figures: dict[str, Any], rows: list[dict[str, Any]], *,
     evidence = {**figures, "rows": rows, "missing_labels": missing_labels or [], "best_rate": best_rate}
     if (broken := _no_curve(figures, evidence)) is not None:
         return broken
-    losses, accuracy = figures["losses"], figures["final_accuracy"]
-    rate = figures["learning_rate"]
+    losses, accuracy, rate = figures["losses"], figures["final_accuracy"], figures["learning_rate"]
+    evidence.update(curve_shape(losses), all_right=accuracy is None or accuracy == 1.0)
+    values = {"memorised_share": memorised_share, "memorised_value": memorised_value, "spike_share": spike_share,
+              "learning_progress": learning_progress, "learning_falls": learning_falls, "warn_drift": warn_drift}
+    found = crossed("overfit.one_batch", evidence, values)
+    memorised, learning = bool({"memorised_share", "memorised_value"} & set(found)), "learning_progress" in found
+    if "warn_drift" in found:
+        evidence.update(drift_warning=True, memorised=memorised, learning=learning)
     run = msg("{epochs} epochs at learning rate {rate:g}", epochs=figures["epochs"], rate=rate)
     note = msg(" The split has no {labels}, so the batch cannot hold every label.", labels=", ".join(missing_labels)) \
         if missing_labels else ""
-    regression = accuracy is None
-    all_right = regression or accuracy == 1.0
-    reached = "" if regression else msg(", accuracy {accuracy:.0%}", accuracy=accuracy)
-    shape = curve_shape(losses, spike_share=spike_share)
-    evidence["curve"] = shape
+    reached = "" if accuracy is None else msg(", accuracy {accuracy:.0%}", accuracy=accuracy)
+    went = msg("the loss went from {first:.3f} to {final}", first=evidence["first_loss"],
+               final="NaN" if losses[-1] is None else f"{evidence['final_loss']:.4f}")
     lower_fix = _lower_rate_fix(rate, best_rate)
-    went = msg("the loss went from {first:.3f} to {final}", first=shape["first"],
-               final="NaN" if losses[-1] is None else f"{shape['final']:.4f}")
-    if any(v is None for v in losses):
-        return CheckResult("overfit.one_batch", STAGE, Status.FAIL,
-                           msg("After {run}, {went}{reached}: the learning rate is too high (or rows have labels out "
-                               "of range, see model.nan_rows).{note}", run=run, went=went, reached=reached, note=note),
-                           fix=lower_fix, evidence=evidence)
-    if shape["spiked"]:
-        return CheckResult(
-            "overfit.one_batch", STAGE, Status.FAIL,
+    memorised_says = (msg("After {run}, {went}{achieved}: the pipeline can learn.{note}", run=run, went=went, note=note,
+                          achieved="" if accuracy is None else msg(" and predicts every row right (100%)")), None)
+    cause, fix, rerun = _not_learning(evidence, figures, best_rate, lower_fix)
+    return judge("overfit.one_batch", evidence, {
+        "max_non_finite_epochs": (
+            msg("After {run}, {went}{reached}: the learning rate is too high (or rows have labels out of range, see "
+                "model.nan_rows).{note}", run=run, went=went, reached=reached, note=note), lower_fix),
+        "spike_share": (
             msg("After {run}, {went}{reached}, but it jumped by {spike:.3f} above its lowest point at epoch {epoch}: "
                 "training is unstable, the learning rate is too high.{note}", run=run, went=went, reached=reached,
-                spike=shape["spike"], epoch=shape["spike_at"], note=note),
-            fix=lower_fix, evidence=evidence)
-    drift = figures.get("drift_per_step")
-    memorised = all_right and (shape["final"] <= memorised_share * shape["first"] or shape["final"] < memorised_value)
-    learning = all_right and shape["progress"] >= learning_progress and shape["falling_share"] >= learning_falls
-    if figures.get("pretrained") and drift is not None and drift > warn_drift:
-        outcome = msg("memorised the batch") if memorised else went
-        evidence = {**evidence, "drift_warning": True, "memorised": bool(memorised), "learning": bool(learning)}
-        return CheckResult(
-            "overfit.one_batch", STAGE, Status.WARN,
+                spike=evidence["spike"], epoch=evidence["spike_at"], note=note), lower_fix),
+        "warn_drift": (
             msg("After {run} the model {outcome}{reached}, but each epoch moved its pretrained weights by {drift:.1e} "
                 "of their size (more than {limit:g}): a real run of a few hundred steps at this rate overwrites what "
-                "pretraining learned, however well one batch is memorised.{note}", run=run, outcome=outcome,
-                reached=reached, drift=drift, limit=warn_drift, note=note),
-            fix=lower_fix, evidence=evidence)
-    if memorised:
-        achieved = "" if regression else msg(" and predicts every row right (100%)")
-        return CheckResult("overfit.one_batch", STAGE, Status.PASS,
-                           msg("After {run}, {went}{achieved}: the pipeline can learn.{note}", run=run, went=went,
-                               achieved=achieved, note=note), evidence=evidence)
-    if learning:
-        return CheckResult(
-            "overfit.one_batch", STAGE, Status.PASS,
+                "pretraining learned, however well one batch is memorised.{note}", run=run,
+                outcome=msg("memorised the batch") if memorised else went, reached=reached,
+                drift=figures.get("drift_per_step") or 0.0, limit=warn_drift, note=note), lower_fix),
+        "memorised_share": memorised_says, "memorised_value": memorised_says,
+        "learning_progress": (
             msg("After {run}, {went}{reached}, falling steadily ({progress:.0%} of its start): the pipeline learns, "
                 "slowly at this rate; more epochs would memorise the batch.{note}", run=run, went=went,
-                reached=reached, progress=shape["progress"], note=note),
-            evidence=evidence)
-    cause, fix, rerun = _not_learning(shape, figures, best_rate, lower_fix)
-    return CheckResult("overfit.one_batch", STAGE, Status.FAIL,
-                       msg("After {run}, {went}{reached}: {cause}.{rerun}{note}", run=run, went=went, reached=reached,
-                           cause=cause, rerun=rerun, note=note),
-                       fix=fix, evidence=evidence)
+                reached=reached, progress=evidence["progress"], note=note), None),
+    }, msg("After {run}, {went}{reached}: {cause}.{rerun}{note}", run=run, went=went, reached=reached, cause=cause,
+           rerun=rerun, note=note), thresholds=values, status=Status.FAIL, fix=fix)
 
 
 def run_overfit_checks(config: RunConfig, model, tokenizer, split, *, epochs: int = DEFAULT_EPOCHS,

@@ -21,61 +21,118 @@ from diagnostics.i18n import N_
 @dataclass(frozen=True)
 class Above:
     """A condition's rule as data: the value the check measured, under `key` of its evidence, is above the threshold
-    (`or_equal`: at least it). A value the check did not measure (missing or None) crosses nothing."""
+    (`or_equal`: at least it; `of`: another condition's threshold of the same check). A value the check did not
+    measure (missing or None) crosses nothing."""
 
     key: str
     or_equal: bool = False
+    of: str = ""
 
-    def __call__(self, evidence: dict, threshold: float) -> bool:
-        measured = evidence.get(self.key)
-        return measured is not None and (measured >= threshold if self.or_equal else measured > threshold)
+    def __call__(self, evidence: dict, threshold: float, values: dict | None = None) -> bool:
+        measured, limit = evidence.get(self.key), (values or {}).get(self.of, threshold) if self.of else threshold
+        return measured is not None and (measured >= limit if self.or_equal else measured > limit)
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        return (self.key,)
 
     def __str__(self) -> str:
-        return f"{self.key} {'>=' if self.or_equal else '>'} threshold"
+        return f"{self.key} {'>=' if self.or_equal else '>'} {self.of or 'threshold'}"
 
 
 @dataclass(frozen=True)
 class AtMost:
-    """The measured value under `key` is at most the threshold (e.g. a variance of 0: nothing to learn)."""
+    """The measured value under `key` is at most the threshold (e.g. a variance of 0: nothing to learn);
+    `below`: under it."""
 
     key: str
+    below: bool = False
 
-    def __call__(self, evidence: dict, threshold: float) -> bool:
+    def __call__(self, evidence: dict, threshold: float, values: dict | None = None) -> bool:
         measured = evidence.get(self.key)
-        return measured is not None and measured <= threshold
+        return measured is not None and (measured < threshold if self.below else measured <= threshold)
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        return (self.key,)
 
     def __str__(self) -> str:
-        return f"{self.key} <= threshold"
+        return f"{self.key} {'<' if self.below else '<='} threshold"
 
 
 @dataclass(frozen=True)
 class ShareAbove:
-    """`part` of the evidence is more than the threshold's share of `whole` (a count of rows against all rows)."""
+    """`part` of the evidence is more than the threshold's share of `whole` (a count of rows against all rows);
+    `at_most`: at most that share (a loss that fell to a share of its start)."""
 
     part: str
     whole: str
+    at_most: bool = False
 
-    def __call__(self, evidence: dict, threshold: float) -> bool:
-        return bool(evidence.get(self.whole)) and evidence[self.part] > threshold * evidence[self.whole]
+    def __call__(self, evidence: dict, threshold: float, values: dict | None = None) -> bool:
+        if not evidence.get(self.whole) or evidence.get(self.part) is None:
+            return False
+        limit = threshold * evidence[self.whole]
+        return evidence[self.part] <= limit if self.at_most else evidence[self.part] > limit
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        return self.part, self.whole
 
     def __str__(self) -> str:
-        return f"{self.part} > threshold * {self.whole}"
+        return f"{self.part} {'<=' if self.at_most else '>'} threshold * {self.whole}"
+
+
+@dataclass(frozen=True)
+class Holds:
+    """A yes/no the check measured, under `key` of its evidence, is yes (e.g. every row predicted right)."""
+
+    key: str
+
+    def __call__(self, evidence: dict, threshold: float, values: dict | None = None) -> bool:
+        return bool(evidence.get(self.key))
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        return (self.key,)
+
+    def __str__(self) -> str:
+        return self.key
+
+
+@dataclass(frozen=True)
+class All:
+    """Every one of `rules` is crossed, each read with the same evidence and threshold."""
+
+    rules: tuple
+
+    def __call__(self, evidence: dict, threshold: float, values: dict | None = None) -> bool:
+        return all(rule(evidence, threshold, values) for rule in self.rules)
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        return tuple(key for rule in self.rules for key in rule.keys)
+
+    def __str__(self) -> str:
+        return " and ".join(str(rule) for rule in self.rules)
 
 
 @dataclass(frozen=True)
 class Condition:
     """A named threshold: `name` is the check function's keyword, `meaning` says what crossing it does.
 
-    A condition that judges has a `rule`, a small function of the check's measured evidence and the threshold
-    (`Above`, `AtMost`, `ShareAbove`), and the `status` it gives when crossed: `result.judge` reads a check's rules
-    in declared order and the first one crossed gives the verdict. Without a rule the threshold is a setting of
-    the measurement itself (a window, a trim) or of a verdict still written out in its check function.
+    A condition that judges has a `rule`, a small function of the check's measured evidence, the threshold and
+    the check's other thresholds by name (`Above`, `AtMost`, `ShareAbove`, `Holds`, `All` of them), and the
+    `status` it gives when crossed (a pass, for a check that fails unless a rule finds it well):
+    `result.judge` reads a check's rules in declared order and the first one crossed gives the verdict. Without a
+    rule the threshold is a setting of the measurement itself (a window, a trim), of another condition's rule
+    (`Above.of`), or of a verdict still written out in its check function.
     """
 
     name: str
     value: float
     meaning: str
-    rule: Callable[[dict, float], bool] | None = None
+    rule: Callable[..., bool] | None = None
     status: str = "warn"
 
 
@@ -166,12 +223,12 @@ CHECKS: dict[str, Check] = {check.id: check for check in (
         _C("warn_rare_share", 0.25, "task not known: warn when a label value's share is below this fraction of the "
                                     "other values' mean share, those being within 2x of each other"),)),
     Check("data.label_balance", N_("the label balance of the batch and the split"), unit="labels",
-          measure=_WALK + "data_label_balance", conditions=(
+          requires=("counted",), measure=_WALK + "data_label_balance", conditions=(
         _C("warn_dominant_share", 0.8, "warn when one label holds more than this share of the split"),
         _C("max_chance", 1e-3, "warn about the first batch's label mix only when a shuffled batch of its size shows "
                                "it less often than this (the exact binomial tail against the split's shares)"))),
     Check("data.baselines", N_("the accuracy of a random and of a constant predictor"), unit="labels",
-          measure=_WALK + "data_baselines", conditions=(
+          requires=("counted",), measure=_WALK + "data_baselines", conditions=(
         _C("constant_scores", 0.0, "regression: warn when always predicting the mean score has an error of at most "
                                    "this (every score the same: nothing to learn)", AtMost("mean_predictor_mse")),
         _C("warn_majority_accuracy", 0.9, "warn when always predicting the commonest label scores above this",
@@ -245,12 +302,21 @@ CHECKS: dict[str, Check] = {check.id: check for check in (
         _C("trim", 1, "points left out at each end before any rule runs"))),
     Check("overfit.one_batch", N_("one batch holding every label memorised by plain model.fit"),
           trains=True, conditions=(
-        _C("memorised_share", 0.5, "memorised: every row right and the loss at most this share of its start"),
-        _C("memorised_value", 0.05, "memorised: every row right and the loss below this"),
-        _C("learning_progress", 0.05, "learning: the loss fell at least this share of its start"),
-        _C("learning_falls", 0.8, "learning: at least this share of the epochs lowered the smoothed loss"),
-        _C("spike_share", 0.25, "fail when the loss rises above its lowest point by this share of its start"),
-        _C("warn_drift", WARN_DRIFT, "warn when an epoch moves pretrained kernels by more than this"))),
+        # Judged in this order; a curve no rule finds well is a fail (the loss rose, stayed put or fell too slowly).
+        _C("max_non_finite_epochs", 0, "fail when more epochs than this end on a NaN or infinite loss",
+           Above("non_finite_epochs"), status="fail"),
+        _C("spike_share", 0.25, "fail when the loss rises above its lowest point by this share of its start",
+           ShareAbove("spike", "first_loss"), status="fail"),
+        _C("warn_drift", WARN_DRIFT, "warn when an epoch moves pretrained kernels by more than this",
+           Above("drift_per_step")),
+        _C("memorised_share", 0.5, "memorised: every row right and the loss at most this share of its start",
+           All((Holds("all_right"), ShareAbove("final_loss", "first_loss", at_most=True))), status="pass"),
+        _C("memorised_value", 0.05, "memorised: every row right and the loss below this",
+           All((Holds("all_right"), AtMost("final_loss", below=True))), status="pass"),
+        _C("learning_progress", 0.05, "learning: every row right and the loss fell at least this share of its start",
+           All((Holds("all_right"), Above("progress", or_equal=True),
+                Above("falling_share", or_equal=True, of="learning_falls"))), status="pass"),
+        _C("learning_falls", 0.8, "learning: and at least this share of the epochs lowered the smoothed loss"))),
 )}
 
 
@@ -268,7 +334,7 @@ class Unit:
         function: the importable dotted name of `function(run, **inputs) -> list[CheckResult]`, for checks that
             share its work; "" when each of its checks measures alone (`Check.measure`).
         needs: what of the run it needs, in the order their reasons are given when missing (see
-            `runner.REASONS`: "columns", "texts", "tokenizes", "label_column", "labels", "range", "readable",
+            `runner.REASONS`: "columns", "texts", "tokenizes", "label_column", "counted", "labels", "range", "readable",
             "model", "batch", "rows", "flows").
         takes: the run settings it is called with (fields of `runner.Settings`: "sweep", "epochs", "rate").
         reads: outputs of other checks it is called with, as "check_id:key" (an evidence key of that check's

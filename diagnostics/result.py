@@ -131,9 +131,25 @@ def decide(check_id: str, stage: str, evidence: dict, verdicts: list[Verdict], p
     return CheckResult(check_id, stage, status, summary, fix=fix, evidence=evidence)
 
 
-def judge(check_id: str, evidence: dict, says: dict, passing: str, *, thresholds: dict | None = None) -> CheckResult:
+def crossed(check_id: str, evidence: dict, thresholds: dict | None = None) -> list[str]:
+    """The names of a check's registry conditions whose rules the evidence crosses, in declared order.
+
+    Args:
+        thresholds: values that replace the registry's by condition name (the check function's keywords).
+    """
+    from diagnostics.registry import CHECKS
+
+    conditions = CHECKS[check_id].conditions
+    values = {**{condition.name: condition.value for condition in conditions}, **(thresholds or {})}
+    return [condition.name for condition in conditions
+            if condition.rule is not None and condition.rule(evidence, values[condition.name], values)]
+
+
+def judge(check_id: str, evidence: dict, says: dict, otherwise: str, *, thresholds: dict | None = None,
+          status: Status = Status.PASS, fix: str | None = None) -> CheckResult:
     """A check's verdict from its registry conditions: the first whose rule the evidence crosses, in declared order,
-    gives its status and `says[name]` ((summary, fix)); else a pass saying `passing`.
+    gives its status and `says[name]` ((summary, fix)); else a result of `status` (a pass unless said) saying
+    `otherwise`, with `fix`.
 
     Args:
         thresholds: values that replace the registry's by condition name (the check function's keywords).
@@ -141,13 +157,12 @@ def judge(check_id: str, evidence: dict, says: dict, passing: str, *, thresholds
     from diagnostics.registry import CHECKS
 
     check = CHECKS[check_id]
-    values = {**{condition.name: condition.value for condition in check.conditions}, **(thresholds or {})}
-    crossed = next((condition for condition in check.conditions
-                    if condition.rule is not None and condition.rule(evidence, values[condition.name])), None)
-    if crossed is None:
-        return CheckResult(check_id, check.stage, Status.PASS, passing, evidence=evidence)
-    summary, fix = says[crossed.name]
-    return CheckResult(check_id, check.stage, Status(crossed.status), summary, fix=fix, evidence=evidence)
+    first = next(iter(crossed(check_id, evidence, thresholds)), None)
+    if first is None:
+        return CheckResult(check_id, check.stage, status, otherwise, fix=fix, evidence=evidence)
+    summary, fix = says[first]
+    condition = next(condition for condition in check.conditions if condition.name == first)
+    return CheckResult(check_id, check.stage, Status(condition.status), summary, fix=fix, evidence=evidence)
 
 
 def skipped(check_id: str, stage: str, reason: str) -> CheckResult:

@@ -245,6 +245,13 @@ def _labels(run: RunContext) -> Text | None:
     return None
 
 
+def _counted(run: RunContext) -> Text | None:
+    if not run.countable_labels:
+        return msg("No label of the split lies in the task's range, so there is nothing to count (see "
+                   "data.label_range).")
+    return None
+
+
 def _unusable(run: RunContext) -> Text | None:
     if run.unusable_labels:
         task = run.config.glue_task
@@ -296,8 +303,8 @@ def _rows(run: RunContext) -> Text | None:
 # Each need: why a unit needing it cannot run on this run context, or None when it can. The reasons name the check
 # that owns the cause, so a blocked check points there instead of blaming something else.
 REASONS = {"columns": _columns, "texts": _texts, "tokenizes": _tokenizes, "label_column": _label_column,
-           "labels": _labels, "range": _range, "readable": _unusable, "flows": _flows, "model": _model,
-           "batch": _batch, "rows": _rows}
+           "counted": _counted, "labels": _labels, "range": _range, "readable": _unusable, "flows": _flows,
+           "model": _model, "batch": _batch, "rows": _rows}
 
 
 def blocked(run: RunContext, needs) -> Text | None:

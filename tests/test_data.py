@@ -278,8 +278,19 @@ def test_baselines_regression_variance_pass():
     assert result.status is Status.PASS
 
 
-def test_baselines_no_valid_label_skip():
-    assert data.check_baselines(np.array([-1, -1]), MNLI, 3).status is Status.SKIP
+@pytest.mark.parametrize("task, labels", [("mnli", [-1, -1]), ("mnli", [7, 9]), ("stsb", [float("nan"), 6.0])])
+def test_baselines_and_balance_no_label_in_range_skip_naming_label_range(demo_inputs, task, labels):
+    """The runner skips what counts labels when none lies in range (its "counted" need); data.label_range names why."""
+    from diagnostics.context import RunContext
+    from diagnostics.runner import run_units
+
+    tokenizer, _ = demo_inputs
+    split = make_split(task, [("a cat", "a dog", label) for label in labels])
+    run = RunContext(RunConfig(task=task, batch_size=2), tokenizer, split, lambda *args: None)
+    results = {result.id: result for result in run_units(run, ("labels",))}
+    assert results["data.label_range"].status is Status.FAIL
+    for check in ("data.label_balance", "data.baselines"):
+        assert results[check].status is Status.SKIP and "data.label_range" in results[check].summary, check
 
 
 # ------------------------------------------------------------ data.truncation

@@ -336,10 +336,10 @@ def test_rules_read_declared_evidence_and_are_listed_with_their_status(capsys):
             if condition.rule is None:
                 continue
             ruled += 1
-            assert condition.status in ("warn", "fail"), condition.name
-            keys = {getattr(condition.rule, name) for name in ("key", "part", "whole") if hasattr(condition.rule, name)}
-            assert keys <= set(EVIDENCE[check.id].__annotations__), (check.id, condition.name, keys)
-    assert ruled >= 7
+            assert condition.status in ("pass", "warn", "fail"), condition.name
+            keys = set(condition.rule.keys)
+            assert keys and keys <= set(EVIDENCE[check.id].__annotations__), (check.id, condition.name, keys)
+    assert ruled >= 13
     assert main(["checks", "--json"]) == 0
     listed = {check["id"]: check for check in json.loads(capsys.readouterr().out)}
     truncation = {condition["name"]: condition for condition in listed["data.truncation"]["conditions"]}
@@ -364,9 +364,28 @@ def test_rules_read_declared_evidence_and_are_listed_with_their_status(capsys):
     ("model.initial_loss", {"disagreement": 0.1, "relative_gap": 0.3}, None),
     ("hparams.schedule", {"warmup_steps": 51, "train_steps": 100}, "warn_warmup_share"),
     ("hparams.schedule", {"warmup_steps": 50, "train_steps": 100}, None),
+    # The overfit curve: what the rules read, at and past each boundary (the fallback, no rule crossed, is a fail).
+    ("overfit.one_batch", {"non_finite_epochs": 1, "spike": 0.0, "first_loss": 1.0}, "max_non_finite_epochs"),
+    ("overfit.one_batch", {"non_finite_epochs": 0, "spike": 0.26, "first_loss": 1.0}, "spike_share"),
+    ("overfit.one_batch", {"non_finite_epochs": 0, "spike": 0.25, "first_loss": 1.0, "drift_per_step": 1.1e-3},
+     "warn_drift"),
+    ("overfit.one_batch", {"first_loss": 1.0, "final_loss": 0.5, "all_right": True}, "memorised_share"),
+    ("overfit.one_batch", {"first_loss": 1.0, "final_loss": 0.5, "all_right": False}, None),
+    ("overfit.one_batch", {"first_loss": 0.06, "final_loss": 0.049, "all_right": True}, "memorised_value"),
+    ("overfit.one_batch", {"first_loss": 0.06, "final_loss": 0.05, "all_right": True}, None),
+    ("overfit.one_batch", {"first_loss": 1.0, "final_loss": 0.95, "progress": 0.05, "falling_share": 0.8,
+                           "all_right": True}, "learning_progress"),
+    ("overfit.one_batch", {"first_loss": 1.0, "final_loss": 0.96, "progress": 0.04, "falling_share": 1.0,
+                           "all_right": True}, None),
+    ("overfit.one_batch", {"first_loss": 1.0, "final_loss": 0.95, "progress": 0.05, "falling_share": 0.79,
+                           "all_right": True}, None),
 ])
 def test_each_rule_is_crossed_by_the_measurement_it_names_and_no_other(check_id, evidence, crossed):
-    """The boundaries of the data checks' rules, read from the registry alone."""
+    """The boundaries of the checks' rules, read from the registry alone."""
     hits = [condition.name for condition in registry.CHECKS[check_id].conditions
-            if condition.rule is not None and condition.rule(evidence, condition.value)]
+            if condition.rule is not None and condition.rule(evidence, condition.value, values_of(check_id))]
     assert (hits[:1] or [None])[0] == crossed, hits
+
+
+def values_of(check_id: str) -> dict:
+    return {condition.name: condition.value for condition in registry.CHECKS[check_id].conditions}
