@@ -412,7 +412,8 @@ class DiagnoseCallback(_tf_keras_callback()):
         """The first non-finite loss: the batch's rows are judged on the weights training started from (the
         weights of the step that gave it are gone: the step applied NaN gradients). A row that is non-finite
         there is the data's fault; when none is, the weights diverged."""
-        from diagnostics.model import check_nan_rows, non_finite_weights, rate_to_suggest
+        from diagnostics.measurement import non_finite_weights
+        from diagnostics.model import check_nan_rows, rate_to_suggest
 
         run, task, _, _, logits, losses, decoded = self._batch_rows()
         broken = non_finite_weights(self.model)

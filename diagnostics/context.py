@@ -120,6 +120,23 @@ class RunContext:
         return bool(self.config.glue_task.regression or (split_labels(self.split) >= 0).any())
 
     @cached_property
+    def forward(self):
+        """The first batch through the model under test, eagerly, once: model.forward's measurement, which the Model
+        checks of the batch read (its layer outputs are kept only when some are not finite: model.nan_origin traces
+        them). Needs the model and the batch (the runner's "model" and "batch" needs)."""
+        from diagnostics.measurement import kept, run_forward
+
+        return kept(run_forward(self.classifier[0], self.first_batch.tf_batch))
+
+    @cached_property
+    def batch_step(self):
+        """One real train step on a copy of the model, on the first batch as `model.fit` gets it (its labels as they
+        are), taken once for the Model checks that read it (`measurement.ModelStep`); the copy is let go."""
+        from diagnostics.measurement import take_step
+
+        return take_step(self.classifier[0], self.first_batch.tf_batch, self.config)
+
+    @cached_property
     def in_range_step(self):
         """One real train step on a copy of the model, on the first batch with its labels drawn in range (so an
         out-of-range label, data.label_range's finding, hides nothing else): taken once, read by hparams.loss and by

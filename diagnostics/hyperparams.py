@@ -12,7 +12,7 @@ from diagnostics import limits
 from diagnostics.i18n import Text, joined, msg
 from diagnostics.config import RunConfig, usual_rate
 from diagnostics.glue import GlueTask
-from diagnostics.measurement import configured_loss_value, run_forward
+from diagnostics.measurement import Forward, configured_loss_value, run_forward
 from diagnostics.registry import WARN_DRIFT, threshold
 from diagnostics.result import CheckResult, Status, judge, run_check
 from diagnostics.training import (SharedCopy, StepRecord, Trainer, build_optimizer, effective_rate,
@@ -122,9 +122,11 @@ def check_optimizer(figures: dict[str, Any], *, pretrained: bool = True,
 
 
 def loss_figures(model, tf_batch, labels: np.ndarray, config: RunConfig, task: GlueTask,
-                 step: Callable[[], StepRecord] | None = None) -> dict[str, Any]:
-    """How the configured loss treats what the model outputs, measured on the batch, and what one real train step minimises."""
-    forward = run_forward(model, tf_batch)
+                 step: Callable[[], StepRecord] | None = None, forward: Forward | None = None) -> dict[str, Any]:
+    """How the configured loss treats what the model outputs, measured on the batch, and what one real train step
+    minimises (`forward`: the batch's forward pass when already run, `step`: the train step with labels in range
+    when already taken)."""
+    forward = forward if forward is not None else run_forward(model, tf_batch)
     logits = forward.logits
     figures: dict[str, Any] = {"loss": config.loss, "labels_in": config.labels_in, "regression": task.regression}
     if logits is None:
@@ -637,45 +639,33 @@ def check_schedule(figures: dict[str, Any], *,
 # ---------------------------------------------------------------- the stage
 
 
-def run_hparams_checks(config: RunConfig, model, batches: list, labels: np.ndarray, settings: SweepSettings,
-                       progress: Progress = _no_progress, *, held, parts: tuple[str, ...] = ("setup", "training"),
-                       step: Callable[[], StepRecord] | None = None, copies: SharedCopy | None = None
-                       ) -> list[CheckResult]:
-    """The Hyperparameters-stage checks; training happens on one copy of the (never modified) model (`copies`: the
-    one shared with the call's other training checks; a new one when None).
+def run_training_checks(config: RunConfig, model, batches: list, settings: SweepSettings,
+                        progress: Progress = _no_progress, *, held, copies: SharedCopy | None = None
+                        ) -> list[CheckResult]:
+    """The Hyperparameters stage's checks that train (the sweep and the range test), on one copy of the (never
+    modified) model (`copies`: the one shared with the call's other training checks; a new one when None).
 
     Args:
         held: a batch of rows the sweep never trains on (the sweep scores each rate on it).
-        parts: "setup" (optimizer, loss, schedule: seconds) and/or "training" (sweep and range test).
-        step: the run's one train step with labels in range, for hparams.loss (taken here when not given).
     """
     task = config.glue_task
     pretrained = is_pretrained(model)
     results = []
-    if "setup" in parts:
-        results += [
-            run_check("hparams.optimizer", STAGE, lambda: check_optimizer(
-                optimizer_settings(config), pretrained=pretrained)),
-            run_check("hparams.loss", STAGE, lambda: check_loss(loss_figures(model, batches[0], labels, config, task,
-                                                                               step))),
-            run_check("hparams.schedule", STAGE, lambda: check_schedule(schedule_figures(config))),
-        ]
-    if "training" in parts:
-        holder: list[Trainer] = []
+    holder: list[Trainer] = []
 
-        def trainer() -> Trainer:
-            if not holder:
-                progress(0.0, msg("Copying the model and tracing its train step (once for every rate)"))
-                holder.append((copies or SharedCopy()).trainer(model, batches, config))
-            return holder[0]
+    def trainer() -> Trainer:
+        if not holder:
+            progress(0.0, msg("Copying the model and tracing its train step (once for every rate)"))
+            holder.append((copies or SharedCopy()).trainer(model, batches, config))
+        return holder[0]
 
-        rate = effective_rate(config)
-        results.append(run_check("hparams.lr_sweep", STAGE, lambda: check_lr_sweep(
-            lr_sweep(trainer(), settings, held, configured_rate=rate,
-                     regression=task.regression, progress=lambda f, t: progress(0.7 * f, t)),
-            rate, pretrained=pretrained)))
-        safe = results[-1].evidence.get("max_safe_rate") if results[-1].evidence else None
-        results.append(run_check("hparams.lr_range_test", STAGE, lambda: check_lr_range_test(
-            lr_range_test(trainer(), settings, lambda f, t: progress(0.7 + 0.3 * f, t)), max_safe_rate=safe)))
-        progress(1.0, msg("Done"))
+    rate = effective_rate(config)
+    results.append(run_check("hparams.lr_sweep", STAGE, lambda: check_lr_sweep(
+        lr_sweep(trainer(), settings, held, configured_rate=rate,
+                 regression=task.regression, progress=lambda f, t: progress(0.7 * f, t)),
+        rate, pretrained=pretrained)))
+    safe = results[-1].evidence.get("max_safe_rate") if results[-1].evidence else None
+    results.append(run_check("hparams.lr_range_test", STAGE, lambda: check_lr_range_test(
+        lr_range_test(trainer(), settings, lambda f, t: progress(0.7 + 0.3 * f, t)), max_safe_rate=safe)))
+    progress(1.0, msg("Done"))
     return results

@@ -8,7 +8,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from diagnostics.training import build_loss, first_line, per_sample_losses, split_batch
+from diagnostics.internals import variable_path
+from diagnostics.training import (StepRecord, build_loss, decoupled_decay, first_line, fresh_copy, moved_variables,
+                                  one_train_step, per_sample_losses, split_batch)
 
 
 @dataclass
@@ -51,6 +53,45 @@ def run_forward(model, tf_batch) -> Forward:
         except Exception as exc:
             record.fit_call_error = f"{type(exc).__name__}: {first_line(exc)}"
     return record
+
+
+def kept(record: Forward) -> Forward:
+    """The pass with its layer outputs let go when every one is finite (then model.nan_origin has nothing to trace),
+    so a run context that keeps it holds little more than the logits."""
+    if all(np.isfinite(output).all() for _, output in record.trace):
+        record.trace = []
+    return record
+
+
+def non_finite_weights(model) -> list[str]:
+    """Paths of trainable variables holding NaN or Inf, in model order."""
+    return [variable_path(v.name) for v in model.trainable_variables if not np.isfinite(v.numpy()).all()]
+
+
+@dataclass
+class ModelStep:
+    """One real train step on a copy of the model, on one batch as `model.fit` gets it.
+
+    Attributes:
+        record: what the step did: its loss, gradients and rate, or the error it raised.
+        broken: the copy's trainable variables holding NaN or Inf after it.
+        forward: the copy's forward pass after it, when it broke weights (model.nan_origin traces it); else None.
+        moved: which variables it moved (`training.moved_variables`); None when the step raised.
+    """
+
+    record: StepRecord
+    broken: list[str]
+    forward: Forward | None
+    moved: dict | None
+
+
+def take_step(model, tf_batch, config) -> ModelStep:
+    """One train step on a fresh copy of `model` (never modified), measured; the copy is let go."""
+    copy = fresh_copy(model, split_batch(tf_batch)[0])
+    record = one_train_step(copy, tf_batch, config)
+    broken = non_finite_weights(copy)
+    moved = None if record.error else moved_variables(model, copy, record.rate, decoupled_decay(config))
+    return ModelStep(record, broken, kept(run_forward(copy, tf_batch)) if broken else None, moved)
 
 
 def configured_loss_value(loss_name: str, logits: np.ndarray, labels: np.ndarray, regression: bool) -> float:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import math
 import shutil
 import subprocess
@@ -13,14 +12,12 @@ import numpy as np
 from diagnostics.i18n import N_, Text, msg, msgn
 from diagnostics.internals import LAYER_PREFIX, variable_path
 from diagnostics.config import RunConfig
-from diagnostics.batches import LABEL, FirstBatch, decoded_rows
 from diagnostics.glue import GlueTask
 from diagnostics.loading import config_size
-from diagnostics.measurement import Forward, configured_loss_value, run_forward
-from diagnostics.registry import checks_of, threshold
-from diagnostics.result import CheckResult, Status, decide, judge, run_check
-from diagnostics.training import (StepRecord, decoupled_decay, effective_rate, fresh_copy, moved_variables,
-                                  one_train_step, per_sample_losses, split_batch)
+from diagnostics.measurement import Forward
+from diagnostics.registry import threshold
+from diagnostics.result import CheckResult, Status, decide, judge
+from diagnostics.training import StepRecord, effective_rate
 
 STAGE = "model"
 
@@ -50,11 +47,6 @@ def layer_group(name: str) -> str:
         if part.startswith(LAYER_PREFIX):
             return "/".join(parts[: index + 1])
     return "/".join(parts[:-1]) or parts[0]
-
-
-def non_finite_weights(model) -> list[str]:
-    """Paths of trainable variables holding NaN or Inf, in model order."""
-    return [variable_path(v.name) for v in model.trainable_variables if not np.isfinite(v.numpy()).all()]
 
 
 # ---------------------------------------------------------------- model.config
@@ -405,7 +397,8 @@ def check_gradients(figures: dict[str, Any], config: RunConfig) -> CheckResult:
 
 def check_weights_after_step(record: StepRecord, broken: list[str], learning_rate_text: str,
                              moved: dict[str, Any] | None = None) -> CheckResult:
-    """After one optimizer step on a copy, every weight is still finite and the step moved weights.
+    """After one optimizer step on a copy (one that ran: the runner's "stepped" need), every weight is still finite
+    and the step moved weights.
 
     Args:
         moved: `training.moved_variables` of the step (None when it was not measured).
@@ -413,10 +406,6 @@ def check_weights_after_step(record: StepRecord, broken: list[str], learning_rat
     evidence = {"non_finite": broken, "loss": record.loss, "rate_at_step": record.rate,
                 **({"moved": moved["moved"], "unmoved": [variable_path(name) for name in moved["unmoved"]][:50],
                     "max_change": moved["max_change"]} if moved else {})}
-    if record.error:
-        return CheckResult("model.weights_after_step", STAGE, Status.SKIP,
-                           msg("The train step did not run (see model.gradients), so no weights were updated."),
-                           evidence=evidence)
     if broken:
         return CheckResult(
             "model.weights_after_step", STAGE, Status.FAIL,
@@ -698,73 +687,6 @@ def not_a_classifier(checkpoint: str, message: str) -> CheckResult:
             "# an encoder checkpoint with a classification head class",
         evidence={"error": message},
     )
-
-
-def model_results(config: RunConfig, model, tokenizer, batch: FirstBatch | None, checks=None,
-                  split_labels_: np.ndarray | None = None, split_rows: int | None = None) -> list[CheckResult]:
-    """The Model-stage checks asked for in `checks` (default: all), on the given (cached, never modified) model and
-    the Data stage's first batch (built, when a check other than model.config and model.memory is asked: the runner
-    skips those otherwise, naming data.batch).
-
-    Args:
-        split_labels_: the split's labels (model.config counts what it says about outputs from them).
-        split_rows: rows in the split (a batch holds no more; model.memory counts with that).
-    """
-    task = config.glue_task
-    checks = checks_of(STAGE) if checks is None else checks
-
-    @functools.cache
-    def forward():
-        """The model on the batch, run once, inside the first check that needs it."""
-        return run_forward(model, batch.tf_batch)
-
-    @functools.cache
-    def losses() -> np.ndarray:
-        return per_sample_losses(forward().logits, np.asarray(batch.rows[LABEL]), task.regression) \
-            if forward().logits is not None else np.array([])
-
-    @functools.cache
-    def step():
-        """One real train step on a copy, taken once, inside the first check that needs it (so a copy or a step
-        that raises is that check's error): (its record, the weights it broke, the copy's forward pass after it)."""
-        copy = fresh_copy(model, split_batch(batch.tf_batch)[0])
-        record = one_train_step(copy, batch.tf_batch, config)
-        broken_after = non_finite_weights(copy)
-        moved = None if record.error else moved_variables(model, copy, record.rate, decoupled_decay(config))
-        return record, broken_after, run_forward(copy, batch.tf_batch) if broken_after else None, moved
-
-    def after_forward(check_id, check):
-        """A check of the forward pass's logits, or its skip when the pass itself failed (model.forward's finding)."""
-        return lambda: check() if forward().logits is not None else CheckResult(
-            check_id, STAGE, Status.SKIP, msg("The forward pass failed (see model.forward)."))
-
-    labels = lambda: np.asarray(batch.rows[LABEL])  # noqa: E731
-    measures = {
-        "model.config": lambda: check_config(model.config, type(model).__name__, task, tokenizer,
-                                             labels_present(split_labels_, task)),
-        "model.forward": lambda: check_forward(forward(), len(labels()), int(model.config.num_labels)),
-        "model.nan_rows": after_forward("model.nan_rows", lambda: check_nan_rows(
-            losses(), forward().logits, decoded_rows(batch, tokenizer, task), int(model.config.num_labels),
-            task.regression)),
-        "model.initial_loss": after_forward("model.initial_loss", lambda: check_initial_loss(
-            configured_loss_value(config.loss, forward().logits, labels(), task.regression), expected_loss(
-                labels(), task, int(model.config.num_labels)),
-            configured_loss_value("internal", forward().logits, labels(), task.regression), config.loss,
-            task.regression)),
-        "model.gradients": lambda: check_gradients(gradient_figures(step()[0]), config),
-        "model.weights_after_step": lambda: check_weights_after_step(step()[0], step()[1], learning_rate_text(config),
-                                                                     step()[3]),
-        "model.nan_origin": lambda: check_nan_origin(
-            forward(), step()[2], split_batch(batch.tf_batch)[0]["input_ids"], non_finite_weights(model), step()[1],
-            bool(losses().size and not np.isfinite(losses()).all())),
-        # The batch fit builds: no more rows than the split has.
-        "model.memory": lambda: check_memory({**memory_figures(
-            model.count_params(), model.config, min(config.batch_size, split_rows) if split_rows else config.batch_size,
-            config.max_length), "configured_batch_size": config.batch_size}),
-    }
-    results = [run_check(check_id, STAGE, measures[check_id]) for check_id in checks]
-    step.cache_clear()
-    return results
 
 
 def labels_present(labels: np.ndarray | None, task: GlueTask) -> dict[int, int] | None:

@@ -3,6 +3,8 @@ every call goes through the one runner (`diagnostics.runner`)."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from diagnostics import registry
 from diagnostics.i18n import msg
 from diagnostics.batches import LABEL, LABEL_AS_WRITTEN, decoded_rows, split_labels
@@ -13,13 +15,18 @@ from diagnostics.data import (check_baselines, check_batch, check_columns, check
                               users_truncation)
 from diagnostics.devices import outside_user_strategy
 from diagnostics.errors import InputError
-from diagnostics.hyperparams import SweepSettings, run_hparams_checks
+from diagnostics.hyperparams import (SweepSettings, check_loss, check_optimizer, check_schedule, loss_figures,
+                                     optimizer_settings, run_training_checks, schedule_figures)
 from diagnostics.learnability import check_learnability, learnability_figures
-from diagnostics.model import model_results, not_a_classifier
+from diagnostics.measurement import configured_loss_value, non_finite_weights
+from diagnostics.model import (check_config, check_forward, check_gradients, check_initial_loss, check_memory,
+                               check_nan_origin, check_nan_rows, check_weights_after_step, expected_loss,
+                               gradient_figures, labels_present, learning_rate_text, memory_figures,
+                               not_a_classifier)
 from diagnostics.overfit import DEFAULT_EPOCHS, run_overfit_checks
 from diagnostics.result import CheckResult, run_check
 from diagnostics.runner import Settings, run_units
-from diagnostics.training import effective_rate
+from diagnostics.training import effective_rate, is_pretrained, per_sample_losses, split_batch
 
 __all__ = ["STAGES", "parse_stages", "parse_skip", "run_stages", "data_stage",
            "learnability_stage", "model_stage", "hparams_stage", "overfit_stage"]
@@ -161,15 +168,69 @@ def measure_learnability(run: RunContext, *, copies) -> list[CheckResult]:
         run.classifier[0], run.tokenizer, run.config, run.split, rate=effective_rate(run.config), copies=copies)))]
 
 
-def measure_model(run: RunContext, *, checks) -> list[CheckResult]:
-    """The Model checks asked for; with no classifier, model.config fails (the runner skips the others, naming it)."""
+# The Model checks measure alone too; they share the run context's forward pass and train step (`RunContext.forward`,
+# `RunContext.batch_step`), and the runner skips the ones that read a pass or a step that failed, naming the check
+# that owns it (model.forward, model.gradients).
+
+def model_config(run: RunContext) -> CheckResult:
+    """With no classifier, a fail (the runner skips the other Model checks, naming this one)."""
     model, problem = run.classifier
     if model is None:
-        return [not_a_classifier(run.config.checkpoint, problem)]
+        return not_a_classifier(run.config.checkpoint, problem)
+    task = run.config.glue_task
     labels = split_labels(run.split) if LABEL in run.split.column_names else None
-    built = run.batch_exception is None if any("batch" in registry.CHECKS[check].needs for check in checks) else False
-    batch = run.first_batch if built else None  # the checks that need it are skipped without it
-    return model_results(run.config, model, run.tokenizer, batch, checks, labels, len(run.split))
+    return check_config(model.config, type(model).__name__, task, run.tokenizer, labels_present(labels, task))
+
+
+def _num_labels(run: RunContext) -> int:
+    return int(run.classifier[0].config.num_labels)
+
+
+def _losses(run: RunContext):
+    """The first batch's loss per row, from the logits (NaN where a label is out of range)."""
+    return per_sample_losses(run.forward.logits, run.first_labels, run.config.glue_task.regression)
+
+
+def model_forward(run: RunContext) -> CheckResult:
+    return check_forward(run.forward, len(run.first_labels), _num_labels(run))
+
+
+def model_nan_rows(run: RunContext) -> CheckResult:
+    task = run.config.glue_task
+    return check_nan_rows(_losses(run), run.forward.logits, decoded_rows(run.first_batch, run.tokenizer, task),
+                          _num_labels(run), task.regression)
+
+
+def model_initial_loss(run: RunContext) -> CheckResult:
+    config, logits, labels = run.config, run.forward.logits, run.first_labels
+    regression = config.glue_task.regression
+    return check_initial_loss(configured_loss_value(config.loss, logits, labels, regression),
+                              expected_loss(labels, config.glue_task, _num_labels(run)),
+                              configured_loss_value("internal", logits, labels, regression), config.loss, regression)
+
+
+def model_gradients(run: RunContext) -> CheckResult:
+    return check_gradients(gradient_figures(run.batch_step.record), run.config)
+
+
+def model_weights_after_step(run: RunContext) -> CheckResult:
+    step = run.batch_step
+    return check_weights_after_step(step.record, step.broken, learning_rate_text(run.config), step.moved)
+
+
+def model_nan_origin(run: RunContext) -> CheckResult:
+    step, losses = run.batch_step, _losses(run)
+    return check_nan_origin(run.forward, step.forward, split_batch(run.first_batch.tf_batch)[0]["input_ids"],
+                            non_finite_weights(run.classifier[0]), step.broken,
+                            bool(losses.size and not np.isfinite(losses).all()))
+
+
+def model_memory(run: RunContext) -> CheckResult:
+    """At the batch fit builds: no more rows than the split has."""
+    model, config, rows = run.classifier[0], run.config, len(run.split)
+    return check_memory({**memory_figures(model.count_params(), model.config, min(config.batch_size, rows) or
+                                          config.batch_size, config.max_length),
+                         "configured_batch_size": config.batch_size})
 
 
 def _batches(run: RunContext, sweep: SweepSettings):
@@ -179,16 +240,26 @@ def _batches(run: RunContext, sweep: SweepSettings):
     return run.training_batches(max(1, min(sweep.steps // 4, 4)))
 
 
-def measure_setup(run: RunContext) -> list[CheckResult]:
-    batches, held = _batches(run, SweepSettings())
-    return run_hparams_checks(run.config, run.classifier[0], batches, run.first_labels, SweepSettings(), held=held,
-                              parts=("setup",), step=lambda: run.in_range_step)
+# The Hyperparameters stage's setup checks measure alone too, sharing the run context's forward pass and its train
+# step with labels in range.
+
+def hparams_optimizer(run: RunContext) -> CheckResult:
+    return check_optimizer(optimizer_settings(run.config), pretrained=is_pretrained(run.classifier[0]))
+
+
+def hparams_loss(run: RunContext) -> CheckResult:
+    config = run.config
+    return check_loss(loss_figures(run.classifier[0], run.first_batch.tf_batch, run.first_labels, config,
+                                   config.glue_task, step=lambda: run.in_range_step, forward=run.forward))
+
+
+def hparams_schedule(run: RunContext) -> CheckResult:
+    return check_schedule(schedule_figures(run.config))
 
 
 def measure_training(run: RunContext, *, sweep: SweepSettings, progress, copies) -> list[CheckResult]:
     batches, held = _batches(run, sweep)
-    return run_hparams_checks(run.config, run.classifier[0], batches, run.first_labels, sweep, progress, held=held,
-                              parts=("training",), copies=copies)
+    return run_training_checks(run.config, run.classifier[0], batches, sweep, progress, held=held, copies=copies)
 
 
 def measure_overfit(run: RunContext, *, epochs: int, rate: float | None, best_rate: float | None, progress, copies

@@ -148,8 +148,8 @@ class Check:
             check watches the user's own `model.fit` (DiagnoseCallback), so no stage runs it.
         conditions: its thresholds.
         unit: the unit of the walk that runs it (default: its stage's, or for Hyperparameters its part's).
-        requires: what of the run it needs beyond its unit's needs (the runner skips it alone, with the reason,
-            and asks its unit's function for the others: see `Unit.selects`).
+        requires: what of the run it needs beyond its unit's needs (the runner skips it alone, with the reason;
+            of a unit with a function, it keeps the function's results for the others).
         measure: the importable dotted name of its own `measure(run) -> CheckResult`, for a check of a unit
             without a function (its checks share only what the run context caches, so each measures alone).
     """
@@ -207,6 +207,7 @@ FAIL_DRIFT = 3e-3
 _C = Condition
 _WALK = "diagnostics.pipeline."  # where the units' and checks' own functions are
 _ON_BATCH = ("model", "batch")  # what the Model checks of the first batch need beyond their unit
+_AFTER_FORWARD = _ON_BATCH + ("forward",)  # and those after model.forward: a pass that raises stops the step too
 # The part of the checks that watch a user's own model.fit: no stage runs them.
 FIT = "fit"
 CHECKS: dict[str, Check] = {check.id: check for check in (
@@ -251,23 +252,26 @@ CHECKS: dict[str, Check] = {check.id: check for check in (
         _C("max_p_value", 0.01, "and when that many right answers come by chance at most this often (binomial tail)"),
         _C("max_error_ratio", 0.8, "regression: pass when held-out error is below this share of the shuffled run's"),
         _C("fit_margin", 0.1, "pass when the given labels' training loss ends this far below the shuffled run's"))),
-    Check("model.config", N_("the checkpoint's head, num_labels and label names fit the task")),
+    Check("model.config", N_("the checkpoint's head, num_labels and label names fit the task"),
+          measure=_WALK + "model_config"),
     Check("model.forward", N_("one batch through the model: logits of the right shape, all finite"),
-          requires=_ON_BATCH),
-    Check("model.nan_rows", N_("the loss of every row, and the shared cause of NaN rows"), requires=_ON_BATCH),
+          requires=_ON_BATCH, measure=_WALK + "model_forward"),
+    Check("model.nan_rows", N_("the loss of every row, and the shared cause of NaN rows"), requires=_AFTER_FORWARD,
+          measure=_WALK + "model_nan_rows"),
     Check("model.initial_loss", N_("the untrained loss against ln K and against the loss from its logits"),
-          requires=_ON_BATCH, conditions=(
+          requires=_AFTER_FORWARD, measure=_WALK + "model_initial_loss", conditions=(
         _C("warn_loss_disagreement", 0.1, "warn when the model's loss and the loss from its logits differ by this",
            Above("disagreement")),
         _C("warn_relative_gap", 0.3, "warn when the untrained loss is this far (relatively) from ln K",
            Above("relative_gap")))),
     Check("model.gradients", N_("one train step: every trainable weight gets a finite, non-zero gradient"),
-          trains=True, requires=_ON_BATCH),
+          trains=True, requires=_AFTER_FORWARD, measure=_WALK + "model_gradients"),
     Check("model.weights_after_step", N_("weights stay finite and move after one step"), trains=True,
-          requires=_ON_BATCH),
+          requires=_AFTER_FORWARD + ("stepped",), measure=_WALK + "model_weights_after_step"),
     Check("model.nan_origin", N_("the first layer whose output turns NaN"), trains=True,
-          requires=_ON_BATCH),
-    Check("model.memory", N_("parameters and training memory at this batch size"), requires=("model",)),
+          requires=_AFTER_FORWARD, measure=_WALK + "model_nan_origin"),
+    Check("model.memory", N_("parameters and training memory at this batch size"), requires=("model",),
+          measure=_WALK + "model_memory"),
     Check("model.divergence", N_("during model.fit (DiagnoseCallback): the loss and the weights' size stay bounded"),
           part=FIT, conditions=(
         _C("rise_factor", 4.0, "diverging when the median loss of the last steps is above this multiple of the first "
@@ -278,11 +282,12 @@ CHECKS: dict[str, Check] = {check.id: check for check in (
         _C("stalled_share", 0.9, "while the median loss of the last steps is at least this share of the first "
                                  "step's"))),
     Check("hparams.optimizer", N_("the optimizer Keras builds, each setting set or left at its default"),
-          conditions=(_C("warn_learning_rate", 1e-4, "warn when a pretrained checkpoint is fine-tuned above this rate"),)),
+          measure=_WALK + "hparams_optimizer", conditions=(_C("warn_learning_rate", 1e-4, "warn when a pretrained checkpoint is fine-tuned above this rate"),)),
     Check("hparams.loss", N_("the loss matches what the model outputs (logits or probabilities)"),
-          conditions=(_C("warn_disagreement", 0.1,
+          requires=("forward",), measure=_WALK + "hparams_loss", conditions=(_C("warn_disagreement", 0.1,
                          "fail when the configured loss and the loss from logits differ by this share"),)),
-    Check("hparams.schedule", N_("the create_optimizer schedule: warmup and decay"), conditions=(
+    Check("hparams.schedule", N_("the create_optimizer schedule: warmup and decay"),
+          measure=_WALK + "hparams_schedule", conditions=(
         _C("warn_warmup_share", 0.5, "warn when warmup takes more than this share of the steps",
            ShareAbove("warmup_steps", "train_steps")),)),
     Check("hparams.lr_sweep", N_("a learning-rate sweep scored on held-out rows and weight drift"),
@@ -335,7 +340,7 @@ class Unit:
             share its work; "" when each of its checks measures alone (`Check.measure`).
         needs: what of the run it needs, in the order their reasons are given when missing (see
             `runner.REASONS`: "columns", "texts", "tokenizes", "label_column", "counted", "labels", "range", "readable",
-            "model", "batch", "rows", "flows").
+            "model", "batch", "forward", "stepped", "rows", "flows").
         takes: the run settings it is called with (fields of `runner.Settings`: "sweep", "epochs", "rate").
         reads: outputs of other checks it is called with, as "check_id:key" (an evidence key of that check's
             result; the key is also the keyword), so the runner runs that check's unit first when both run.
@@ -359,19 +364,13 @@ class Unit:
     def checks(self) -> tuple[str, ...]:
         return tuple(check.id for check in CHECKS.values() if check.runs_in == self.name)
 
-    @property
-    def selects(self) -> bool:
-        """Some of its checks need more than the unit does: its function is called with `checks=`, the ids the
-        runner did not skip, and answers for those alone."""
-        return bool(self.function) and any(CHECKS[check].requires for check in self.checks)
-
 
 UNITS: dict[str, Unit] = {unit.name: unit for unit in (
     Unit("data", "data", heavy=False),
     Unit("labels", "data", needs=("label_column",), heavy=False),
     Unit("duplicates", "data", needs=("columns",), heavy=False),
-    Unit("model", "model", _WALK + "measure_model", ("columns", "readable")),
-    Unit("setup", "hparams", _WALK + "measure_setup", ("columns", "model", "batch")),
+    Unit("model", "model", needs=("columns", "readable")),
+    Unit("setup", "hparams", needs=("columns", "model", "batch")),
     # The units that train come last and together, so their one shared copy of the model (see `copy`) is never alive
     # beside the Model checks' own copies.
     Unit("learnability", "data", _WALK + "measure_learnability",

@@ -108,12 +108,15 @@ def error_result(check_id: str, stage: str, exc: BaseException) -> CheckResult:
     )
 
 
-def run_check(check_id: str, stage: str, check: Callable[..., CheckResult], *args, **kwargs) -> CheckResult:
-    """Call one check; an exception becomes an `error` result carrying its type and message, and a run past
-    hosted mode's time budget a `skip` saying so."""
+def run_check(check_id: str, stage: str, check: Callable[..., CheckResult], *args, reraise=(), **kwargs
+              ) -> CheckResult:
+    """Call one check; an exception becomes an `error` result carrying its type and message (but for the types in
+    `reraise`), and a run past hosted mode's time budget a `skip` saying so."""
     try:
         check_deadline(f"before {check_id} could start")
         return check(*args, **kwargs)
+    except reraise:
+        raise
     except BudgetExceeded as exc:
         return skipped(check_id, stage, message_of(exc))
     except Exception as exc:  # a broken check must never blank the report

@@ -113,9 +113,10 @@ def run_unit(run: RunContext, name: str, settings: Settings, progress=None, earl
     input.
 
     A check that requires more than its unit (`registry.Check.requires`) is skipped alone, and the unit's function
-    is asked for the others (`checks=`). Anything a need or the unit's shared work raises (a batch, a model copy, a
+    answers for the others. Anything a need or the unit's shared work raises (a batch, a model copy, a
     decode) becomes an `error` result for each check still to answer, naming the exception, with the traceback in
-    the evidence; past the time budget they are skips saying so. A trained copy holds its weights, gradients and
+    the evidence (for a unit without a function, for the check that read it: see `measured_alone`); past the time
+    budget they are skips saying so. A trained copy holds its weights, gradients and
     optimizer slots, and refers to itself through Keras's traced train step, so only the cycle collector frees it;
     collecting after a unit that trains frees the largest tensors before the next unit instead of whenever Python
     next collects.
@@ -125,17 +126,14 @@ def run_unit(run: RunContext, name: str, settings: Settings, progress=None, earl
     wanted = unit.checks
     try:
         with run_budget():
+            if not unit.function:  # each check measures alone: its needs are read, and it runs, in its own guard
+                return [measured_alone(run, check) for check in unit.checks]
             reasons = {check: blocked(run, registry.CHECKS[check].needs) for check in unit.checks}
             skips = [skipped(check, unit.stage, reason) for check, reason in reasons.items() if reason is not None]
             wanted = tuple(check for check, reason in reasons.items() if reason is None)
             if not wanted:
                 return skips
-            if not unit.function:  # each check measures alone, inside its own guard
-                return skips + [run_check(check, unit.stage, imported(registry.CHECKS[check].measure), run)
-                                for check in wanted]
             kwargs = inputs(unit, settings, progress, earlier, copies)
-            if unit.selects:
-                kwargs["checks"] = wanted
             return skips + [result for result in function_of(unit)(run, **kwargs) if result.id in wanted]
     except InputError:
         raise
@@ -146,6 +144,20 @@ def run_unit(run: RunContext, name: str, settings: Settings, progress=None, earl
     finally:
         if unit.copy or any(registry.CHECKS[check].trains for check in unit.checks):
             gc.collect()
+
+
+def measured_alone(run: RunContext, check_id: str) -> CheckResult:
+    """A check of a unit without a function, inside its own guard: skipped with the first unmet need's reason, else
+    its own `measure`. A need read here, such as the forward pass or the train step that several checks share, is
+    measured once on the run context, inside the guard of the first check that reads it; unusable input (an
+    InputError) is raised to the caller, as from any unit."""
+    check = registry.CHECKS[check_id]
+
+    def measure() -> CheckResult:
+        reason = blocked(run, check.needs)
+        return skipped(check_id, check.stage, reason) if reason is not None else imported(check.measure)(run)
+
+    return run_check(check_id, check.stage, measure, reraise=InputError)
 
 
 def function_of(unit: registry.Unit):
@@ -295,6 +307,16 @@ def _batch(run: RunContext) -> Text | None:
     return None
 
 
+def _forward(run: RunContext) -> Text | None:
+    return msg("The forward pass failed (see model.forward).") if run.forward.logits is None else None
+
+
+def _stepped(run: RunContext) -> Text | None:
+    if run.batch_step.record.error:
+        return msg("The train step did not run (see model.gradients), so no weights were updated.")
+    return None
+
+
 def _rows(run: RunContext) -> Text | None:
     return msg("The split has {rows} rows, too few to hold some out.", rows=len(run.split)) if len(run.split) < 8 \
         else None
@@ -304,7 +326,7 @@ def _rows(run: RunContext) -> Text | None:
 # that owns the cause, so a blocked check points there instead of blaming something else.
 REASONS = {"columns": _columns, "texts": _texts, "tokenizes": _tokenizes, "label_column": _label_column,
            "counted": _counted, "labels": _labels, "range": _range, "readable": _unusable, "flows": _flows,
-           "model": _model, "batch": _batch, "rows": _rows}
+           "model": _model, "batch": _batch, "forward": _forward, "stepped": _stepped, "rows": _rows}
 
 
 def blocked(run: RunContext, needs) -> Text | None:

@@ -10,7 +10,7 @@ from diagnostics.batches import build_first_batch
 from diagnostics.context import RunContext
 from diagnostics.pipeline import model_stage
 from diagnostics.result import Status
-from diagnostics.training import GradientStats
+from diagnostics.training import GradientStats, per_sample_losses
 
 
 def stage(config, split, tokenizer, model=None, loader=None):
@@ -28,15 +28,15 @@ def two_label_bert(bert_checkpoint):
 
 def test_per_sample_losses_match_cross_entropy_and_mark_invalid_labels_nan():
     logits = np.array([[2.0, 0.0], [0.0, 0.0], [1.0, 1.0]])
-    losses = model_checks.per_sample_losses(logits, np.array([0, 1, 2]), regression=False)
+    losses = per_sample_losses(logits, np.array([0, 1, 2]), regression=False)
     assert losses[0] == pytest.approx(-math.log(math.exp(2) / (math.exp(2) + 1)))
     assert losses[1] == pytest.approx(math.log(2))
     assert math.isnan(losses[2])
 
 
 def test_per_sample_losses_minus_one_is_nan_and_regression_is_squared_error():
-    assert math.isnan(model_checks.per_sample_losses(np.zeros((1, 3)), np.array([-1]), regression=False)[0])
-    assert model_checks.per_sample_losses(np.array([[1.0], [3.0]]), np.array([2.0, 3.0]), True).tolist() == [1.0, 0.0]
+    assert math.isnan(per_sample_losses(np.zeros((1, 3)), np.array([-1]), regression=False)[0])
+    assert per_sample_losses(np.array([[1.0], [3.0]]), np.array([2.0, 3.0]), True).tolist() == [1.0, 0.0]
 
 
 # ------------------------------------------------------------ a clean run

@@ -157,19 +157,21 @@ def test_a_first_batch_that_raises_is_data_batchs_failure_and_every_check_needin
 
 
 def test_a_decode_that_raises_is_an_error_for_the_checks_that_decode(run, monkeypatch):
-    from diagnostics import model, pipeline
+    from diagnostics import pipeline
 
     monkeypatch.setattr(pipeline, "decoded_rows", burn)
-    monkeypatch.setattr(model, "decoded_rows", burn)
     results = run_stages(run, ("data", "model"))
     assert_errors(results, ["data.decoded_samples", "model.nan_rows"])
     statuses = {r.id: r.status for r in results}
     assert statuses["data.label_range"] is Status.PASS and statuses["model.forward"] is Status.PASS
 
 
-def test_training_batches_that_raise_are_errors_of_the_hparams_stage(run, monkeypatch):
+def test_training_batches_that_raise_are_errors_of_the_checks_that_train_on_them(run, monkeypatch):
+    """The sweep and the range test train on the batches after the first; the setup checks read the first alone."""
     monkeypatch.setattr(RunContext, "training_batches", burn)
-    assert_errors(run_stages(run, ("hparams",), sweep=SMALL), registry.checks_of("hparams"))
+    results = run_stages(run, ("hparams",), sweep=SMALL)
+    assert_errors(results, registry.checks_of("hparams", "training"))
+    assert all(r.status is not Status.ERROR for r in results if r.id in registry.checks_of("hparams", "setup"))
 
 
 def test_an_overfit_run_that_raises_is_an_error(run, monkeypatch):
@@ -180,9 +182,9 @@ def test_an_overfit_run_that_raises_is_an_error(run, monkeypatch):
 
 
 def test_the_command_line_prints_the_one_line_finding_and_keeps_the_traceback_in_json(tmp_path, monkeypatch, capsys):
-    from diagnostics import model
+    from diagnostics import pipeline
 
-    monkeypatch.setattr(model, "decoded_rows", burn)
+    monkeypatch.setattr(pipeline, "decoded_rows", burn)
     path = tmp_path / "report.json"
     assert main(["run", "--stages", "model", "--json", str(path)]) == 1
     out = capsys.readouterr().out
@@ -205,9 +207,9 @@ def test_the_run_context_builds_the_first_batch_once_for_every_stage(run, monkey
 
 
 def test_a_model_copy_that_raises_is_an_error_of_the_checks_that_train_it(run, monkeypatch):
-    from diagnostics import model
+    from diagnostics import measurement
 
-    monkeypatch.setattr(model, "fresh_copy", burn)
+    monkeypatch.setattr(measurement, "fresh_copy", burn)
     results = run_stages(run, ("model",))
     assert_errors(results, ["model.gradients", "model.weights_after_step", "model.nan_origin"])
     statuses = {r.id: r.status for r in results}

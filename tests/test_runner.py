@@ -5,6 +5,7 @@ check is added by declaration alone."""
 import importlib
 import json
 import weakref
+from dataclasses import replace
 
 import pytest
 
@@ -221,21 +222,55 @@ def test_a_check_that_requires_more_than_its_unit_is_skipped_alone_and_the_unit_
     assert found["data.label_range"].status is Status.PASS
 
 
-def test_a_unit_that_selects_is_asked_only_for_the_checks_the_runner_did_not_skip(run, monkeypatch):
-    asked = []
+def test_a_check_that_requires_more_than_its_unit_is_skipped_alone_and_the_others_come_from_its_function(
+        run, monkeypatch):
+    def measure(run, **inputs):
+        return [CheckResult(check_id, "hparams", Status.PASS, "measured")
+                for check_id in registry.UNITS["training"].checks]
 
-    def measure(run, *, checks):
-        asked.append(checks)
-        return [CheckResult(check_id, "model", Status.PASS, "measured") for check_id in registry.UNITS["model"].checks]
-
-    monkeypatch.setattr(registry, "CHECKS", {**registry.CHECKS, "model.memory": registry.Check(
-        "model.memory", "memory", requires=("rows",))})
+    range_test = registry.CHECKS["hparams.lr_range_test"]
+    monkeypatch.setattr(registry, "CHECKS", {**registry.CHECKS, range_test.id: replace(range_test, requires=("rows",))})
     tiny = RunContext(run.config, run.tokenizer, run.split.select(range(4)), run.model_loader)
     monkeypatch.setattr(runner, "function_of", lambda unit: measure)
-    found = {result.id: result for result in runner.run_units(tiny, ["model"])}
-    assert registry.UNITS["model"].selects and "model.memory" not in asked[0] and "model.forward" in asked[0]
-    assert found["model.memory"].status is Status.SKIP and "too few" in found["model.memory"].summary
-    assert all(result.summary == "measured" for check_id, result in found.items() if check_id != "model.memory")
+    found = {result.id: result for result in runner.run_units(tiny, ["training"], SMALL)}
+    assert found[range_test.id].status is Status.SKIP and "too few" in found[range_test.id].summary
+    assert found["hparams.lr_sweep"].summary == "measured"
+
+
+@pytest.fixture(scope="module")
+def narrow_model():
+    """A tiny classifier whose embeddings hold 5 token ids: the demo tokenizer's ids run past them, so its forward
+    pass and its train step raise (TensorFlow checks embedding ids on CPU)."""
+    from transformers import BertConfig, TFBertForSequenceClassification
+
+    model = TFBertForSequenceClassification(BertConfig(vocab_size=5, hidden_size=32, num_hidden_layers=2,
+                                                       num_attention_heads=4, intermediate_size=37, num_labels=3))
+    model(model.dummy_inputs)
+    return model
+
+
+def test_the_model_checks_that_read_a_failed_forward_pass_or_step_are_skipped_naming_its_owner(run, narrow_model):
+    broken = RunContext(run.config, run.tokenizer, run.split, lambda *args: narrow_model)
+    found = {result.id: result for result in runner.run_units(broken, ["model"])}
+    assert found["model.forward"].status is Status.FAIL and "raised" in found["model.forward"].summary
+    for check in ("model.nan_rows", "model.initial_loss", "model.gradients", "model.weights_after_step",
+                  "model.nan_origin"):
+        assert found[check].status is Status.SKIP and "see model.forward" in found[check].summary, check
+    assert found["model.config"].status is not Status.ERROR and found["model.memory"].status is Status.PASS
+
+
+def test_weights_after_a_train_step_that_raised_are_skipped_naming_model_gradients(demo_inputs):
+    """Label 2 for a two-label head: the forward pass runs, the train step raises on CPU (model.gradients' finding)."""
+    from conftest import make_split
+    from diagnostics.loading import load_model
+
+    tokenizer, _ = demo_inputs
+    split = make_split("mnli", [("a cat sat", "a dog ran", label) for label in (0, 1, 2, 2)])
+    run = RunContext(RunConfig(batch_size=4, num_labels=2), tokenizer, split, load_model)
+    found = {result.id: result for result in runner.run_units(run, ["model"])}
+    assert found["model.forward"].status is not Status.ERROR and found["model.gradients"].status is Status.FAIL
+    assert found["model.weights_after_step"].status is Status.SKIP
+    assert "see model.gradients" in found["model.weights_after_step"].summary
 
 
 def count_rows(run: RunContext) -> CheckResult:
