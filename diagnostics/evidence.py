@@ -242,7 +242,6 @@ class Loss(TypedDict, total=False):
     train_step_error: str
     train_step_loss: float
     variables_without_gradient: list[str]
-    error: str
 
 
 class Schedule(TypedDict, total=False):
