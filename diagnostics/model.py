@@ -264,7 +264,8 @@ def check_initial_loss(value: float, expected: float, reference: float, loss_nam
     and the configured loss should agree with the loss computed properly on the same logits.
 
     Args:
-        value: mean loss of the batch under the configured loss.
+        value: mean loss of the batch under the configured loss, finite (the runner's "scored" need: some row has a
+            valid label).
         expected: ln K, or mean(label²) for regression.
         reference: the same batch's loss computed properly from the logits (cross-entropy or squared error).
         warn_relative_gap: relative distance from `expected` above which the loss is suspicious.
@@ -273,10 +274,6 @@ def check_initial_loss(value: float, expected: float, reference: float, loss_nam
     """
     evidence = {"loss": value, "expected": expected, "reference": reference, "loss_name": loss_name}
     what = msg("mean(label²), the error of a head that outputs about 0") if regression else f"ln(K) = {expected:.3f}"
-    if not math.isfinite(value):
-        return CheckResult("model.initial_loss", STAGE, Status.SKIP,
-                           msg("No row has a valid label and a finite loss, so there is no initial loss to judge "
-                               "(see model.nan_rows)."), evidence=evidence)
     gap = abs(value - expected) / expected if expected else 0.0
     disagreement = abs(value - reference) / reference if reference else 0.0
     evidence.update({"relative_gap": gap, "disagreement": disagreement})

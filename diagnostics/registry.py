@@ -259,7 +259,7 @@ CHECKS: dict[str, Check] = {check.id: check for check in (
     Check("model.nan_rows", N_("the loss of every row, and the shared cause of NaN rows"), requires=_AFTER_FORWARD,
           measure=_WALK + "model_nan_rows"),
     Check("model.initial_loss", N_("the untrained loss against ln K and against the loss from its logits"),
-          requires=_AFTER_FORWARD, measure=_WALK + "model_initial_loss", conditions=(
+          requires=_AFTER_FORWARD + ("scored",), measure=_WALK + "model_initial_loss", conditions=(
         _C("warn_loss_disagreement", 0.1, "warn when the model's loss and the loss from its logits differ by this",
            Above("disagreement")),
         _C("warn_relative_gap", 0.3, "warn when the untrained loss is this far (relatively) from ln K",
@@ -340,7 +340,7 @@ class Unit:
             share its work; "" when each of its checks measures alone (`Check.measure`).
         needs: what of the run it needs, in the order their reasons are given when missing (see
             `runner.REASONS`: "columns", "texts", "tokenizes", "label_column", "counted", "labels", "range", "readable",
-            "model", "batch", "forward", "stepped", "rows", "flows").
+            "model", "batch", "forward", "scored", "stepped", "rows", "flows").
         takes: the run settings it is called with (fields of `runner.Settings`: "sweep", "epochs", "rate").
         reads: outputs of other checks it is called with, as "check_id:key" (an evidence key of that check's
             result; the key is also the keyword), so the runner runs that check's unit first when both run.

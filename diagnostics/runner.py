@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gc
 import importlib
+import math
 from dataclasses import dataclass, fields, replace
 
 from diagnostics import limits, registry
@@ -18,6 +19,7 @@ from diagnostics.batches import LABEL
 from diagnostics.errors import InputError
 from diagnostics.hyperparams import SweepSettings, optimizer_summary
 from diagnostics.i18n import Text, joined, msg, msgn
+from diagnostics.measurement import configured_loss_value
 from diagnostics.overfit import DEFAULT_EPOCHS
 from diagnostics.result import CheckResult, Status, error_result, run_check, skipped
 from diagnostics.training import SharedCopy
@@ -311,6 +313,15 @@ def _forward(run: RunContext) -> Text | None:
     return msg("The forward pass failed (see model.forward).") if run.forward.logits is None else None
 
 
+def _scored(run: RunContext) -> Text | None:
+    config = run.config
+    if not math.isfinite(configured_loss_value(config.loss, run.forward.logits, run.first_labels,
+                                               config.glue_task.regression)):
+        return msg("No row has a valid label and a finite loss, so there is no initial loss to judge (see "
+                   "model.nan_rows).")
+    return None
+
+
 def _stepped(run: RunContext) -> Text | None:
     if run.batch_step.record.error:
         return msg("The train step did not run (see model.gradients), so no weights were updated.")
@@ -326,7 +337,8 @@ def _rows(run: RunContext) -> Text | None:
 # that owns the cause, so a blocked check points there instead of blaming something else.
 REASONS = {"columns": _columns, "texts": _texts, "tokenizes": _tokenizes, "label_column": _label_column,
            "counted": _counted, "labels": _labels, "range": _range, "readable": _unusable, "flows": _flows,
-           "model": _model, "batch": _batch, "forward": _forward, "stepped": _stepped, "rows": _rows}
+           "model": _model, "batch": _batch, "forward": _forward, "scored": _scored, "stepped": _stepped,
+           "rows": _rows}
 
 
 def blocked(run: RunContext, needs) -> Text | None:

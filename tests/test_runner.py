@@ -286,3 +286,16 @@ def test_a_check_added_to_a_unit_of_checks_that_measure_alone_is_one_function_an
     found = {result.id: result for result in runner.run_units(run, ["labels"])}
     assert found["data.row_count"].evidence["rows"] == len(run.split)
     assert found["data.label_range"].status is Status.PASS  # the unit's other checks measure as before
+
+
+def test_the_initial_loss_of_a_batch_without_a_valid_label_is_skipped_naming_model_nan_rows(demo_inputs):
+    from conftest import make_split
+    from diagnostics.loading import load_model
+
+    tokenizer, _ = demo_inputs
+    split = make_split("mnli", [("a cat sat", "a dog ran", 2)] * 4)
+    run = RunContext(RunConfig(batch_size=4, num_labels=2), tokenizer, split, load_model)
+    found = {result.id: result for result in runner.run_units(run, ["model"])}
+    assert found["model.nan_rows"].status is Status.FAIL
+    assert found["model.initial_loss"].status is Status.SKIP
+    assert "see model.nan_rows" in found["model.initial_loss"].summary
