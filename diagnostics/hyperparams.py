@@ -12,12 +12,12 @@ from diagnostics import limits
 from diagnostics.i18n import Text, joined, msg
 from diagnostics.config import RunConfig, usual_rate
 from diagnostics.glue import GlueTask
-from diagnostics.measurement import Forward, configured_loss_value, run_forward
+from diagnostics.measurement import Forward, configured_loss_value
 from diagnostics.registry import WARN_DRIFT, threshold
 from diagnostics.result import CheckResult, Status, judge, run_check
 from diagnostics.training import (SharedCopy, StepRecord, Trainer, build_optimizer, effective_rate,
-                                  fresh_copy, held_out_figures, is_pretrained, labels_in_range, one_train_step,
-                                  round_down_rate, smoothed, split_batch, weight_drift)
+                                  held_out_figures, is_pretrained, labels_in_range, round_down_rate, smoothed,
+                                  weight_drift)
 
 STAGE = "hparams"
 
@@ -121,12 +121,17 @@ def check_optimizer(figures: dict[str, Any], *, pretrained: bool = True,
 # ---------------------------------------------------------------- hparams.loss
 
 
-def loss_figures(model, tf_batch, labels: np.ndarray, config: RunConfig, task: GlueTask,
-                 step: Callable[[], StepRecord] | None = None, forward: Forward | None = None) -> dict[str, Any]:
+def loss_figures(model, tf_batch, labels: np.ndarray, config: RunConfig, task: GlueTask, *, forward: Forward,
+                 step: Callable[[], StepRecord]) -> dict[str, Any]:
     """How the configured loss treats what the model outputs, measured on the batch, and what one real train step
-    minimises (`forward`: the batch's forward pass when already run, `step`: the train step with labels in range
-    when already taken). The forward pass runs (the runner's "forward" need: model.forward owns a pass that raises)."""
-    logits = (forward if forward is not None else run_forward(model, tf_batch)).logits
+    minimises.
+
+    Args:
+        forward: the batch's forward pass, which ran (the runner's "forward" need: model.forward owns one that
+            raises).
+        step: the run's one train step with its labels drawn in range (`RunContext.in_range_step`).
+    """
+    logits = forward.logits
     figures: dict[str, Any] = {"loss": config.loss, "labels_in": config.labels_in, "regression": task.regression}
     sums = logits.sum(axis=1)
     figures["outputs_are_probabilities"] = bool((logits >= 0).all() and np.allclose(sums, 1.0, atol=1e-3))
@@ -140,11 +145,9 @@ def loss_figures(model, tf_batch, labels: np.ndarray, config: RunConfig, task: G
                          0.5, -1.0)
         figures["probe_configured_value"] = configured_loss_value(config.loss, probe, labels, task.regression)
         figures["probe_cross_entropy"] = configured_loss_value("internal", probe, labels, task.regression)
-    inputs, _ = split_batch(tf_batch)
     if not task.regression:
-        tf_batch, figures["labels_drawn_in_range"] = labels_in_range(tf_batch, int(model.config.num_labels), config.seed)
-    # The run's one in-range step when it is given (`RunContext.in_range_step`), else one taken here.
-    record: StepRecord = step() if step is not None else one_train_step(fresh_copy(model, inputs), tf_batch, config)
+        _, figures["labels_drawn_in_range"] = labels_in_range(tf_batch, int(model.config.num_labels), config.seed)
+    record = step()
     figures["train_step_loss"] = record.loss
     figures["train_step_error"] = record.error
     figures["variables_without_gradient"] = sum(grad is None for _, grad in record.gradients)
