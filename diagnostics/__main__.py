@@ -246,7 +246,8 @@ def checks_command(as_json: bool) -> int:
     for check in checks:
         print(f"{check['id']:<26} {_(check['stage_title']):<16} {_(check['title'])}")
         for condition in check["conditions"]:
-            print(f"{'':<28}{condition['name']} = {condition['value']:g}: {condition['meaning']}")
+            value = f" = {condition['value']:g}" if condition["value"] is not None else ""
+            print(f"{'':<28}{condition['name']}{value}: {condition['meaning']}")
     return EXIT_OK
 
 

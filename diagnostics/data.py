@@ -17,7 +17,7 @@ from diagnostics.glue import STSB_RANGE, GlueTask
 from diagnostics.i18n import N_, Text, joined, msg, msgn
 from diagnostics.internals import split_fingerprint
 from diagnostics.registry import threshold
-from diagnostics.result import CheckResult, Status, decide, judge
+from diagnostics.result import CheckResult, Status, judge
 
 STAGE = "data"
 # ---------------------------------------------------------------- data.columns
@@ -406,26 +406,28 @@ def check_label_balance(split_labels_: np.ndarray, batch_labels: list, task: Glu
     chance_crowded = chance_of_at_least(batch_counts[batch_top], batch_total, split_counts[batch_top] / split_total) \
         if batch_total else 1.0
     evidence["chance_absent"], evidence["chance_crowded"] = chance_absent, chance_crowded
-    return decide("data.label_balance", STAGE, evidence, [
-        (top_share > warn_dominant_share, Status.WARN,
-         msg("{label} makes up {share:.0%} of the split ({shares}): a model can score well by always predicting it.",
-             label=names[top], share=top_share, shares=shares),
-         msg("Weight the loss by class (class_weight=...) or resample, and watch F1 rather than accuracy.")),
-        (bool(absent) and chance_absent < max_chance, Status.WARN,
-         msg("The first batch of {rows} rows has no {absent} although the split has them ({shares}); a shuffled batch "
-             "of that size misses them about once in {odds}: is the data shuffled?",
-             rows=batch_total, absent=", ".join(absent), shares=shares, odds=_odds(chance_absent)),
-         "to_tf_dataset(..., shuffle=True)  # or prepare_tf_dataset(..., shuffle=True)"),
-        (chance_crowded < max_chance, Status.WARN,
-         msg("{label} makes up {share:.0%} of the first batch ({count} of {rows} rows) while the split has {split:.0%} "
-             "({shares}); a shuffled batch of that size holds that many about once in {odds}: is the data shuffled?",
-             label=names[batch_top], share=batch_top_share, count=batch_counts[batch_top], rows=batch_total,
-             split=split_counts[batch_top] / split_total, shares=shares, odds=_odds(chance_crowded)),
-         "to_tf_dataset(..., shuffle=True)  # or prepare_tf_dataset(..., shuffle=True)"),
-    ], msg("No label dominates the split ({shares}); the first batch holds {held} of {classes} labels, a mix a "
+    evidence.update(top_share=top_share, absent=absent,
+                    mix_chance=min(chance_absent if absent else 1.0, chance_crowded))
+    reshuffle = "to_tf_dataset(..., shuffle=True)  # or prepare_tf_dataset(..., shuffle=True)"
+    mix = (msg("The first batch of {rows} rows has no {absent} although the split has them ({shares}); a shuffled "
+               "batch of that size misses them about once in {odds}: is the data shuffled?",
+               rows=batch_total, absent=", ".join(absent), shares=shares, odds=_odds(chance_absent))
+           if absent and chance_absent < max_chance else
+           msg("{label} makes up {share:.0%} of the first batch ({count} of {rows} rows) while the split has {split:.0%} "
+               "({shares}); a shuffled batch of that size holds that many about once in {odds}: is the data shuffled?",
+               label=names[batch_top], share=batch_top_share, count=batch_counts[batch_top], rows=batch_total,
+               split=split_counts[batch_top] / split_total, shares=shares, odds=_odds(chance_crowded)))
+    return judge("data.label_balance", evidence, {
+        "warn_dominant_share": (
+            msg("{label} makes up {share:.0%} of the split ({shares}): a model can score well by always predicting it.",
+                label=names[top], share=top_share, shares=shares),
+            msg("Weight the loss by class (class_weight=...) or resample, and watch F1 rather than accuracy.")),
+        "max_chance": (mix, reshuffle),
+    }, msg("No label dominates the split ({shares}); the first batch holds {held} of {classes} labels, a mix a "
            "shuffled batch shows often enough.", shares=shares, held=classes - len(absent), classes=classes)
        if batch_total else msg("No label dominates the split ({shares}); there is no first batch to compare with it "
-                               "(see data.batch).", shares=shares))
+                               "(see data.batch).", shares=shares),
+       thresholds={"warn_dominant_share": warn_dominant_share, "max_chance": max_chance})
 
 
 def _odds(chance: float) -> str:
@@ -444,12 +446,12 @@ def _score_balance(split_labels_: np.ndarray, batch_labels: list, warn_dominant_
     edges = split_hist["edges"]
     summary = msg("Regression scores: split mean {split:.2f}, batch mean {batch:.2f} (see the histogram)",
                   split=np.nanmean(np.asarray(split_labels_, float)), batch=np.nanmean(np.asarray(batch_labels, float)))
-    return decide("data.label_balance", STAGE, evidence, [
-        (share > warn_dominant_share, Status.WARN,
-         msg("{summary}; {share:.0%} of the scores lie between {low:.1f} and {high:.1f}, so predicting that range "
-             "alone scores well.", summary=summary, share=share, low=edges[top], high=edges[top + 1]),
-         msg("Resample or weight rows across the score range.")),
-    ], msg("{summary}.", summary=summary))
+    evidence["top_share"] = share
+    return judge("data.label_balance", evidence, {"warn_dominant_share": (
+        msg("{summary}; {share:.0%} of the scores lie between {low:.1f} and {high:.1f}, so predicting that range "
+            "alone scores well.", summary=summary, share=share, low=edges[top], high=edges[top + 1]),
+        msg("Resample or weight rows across the score range."))},
+        msg("{summary}.", summary=summary), thresholds={"warn_dominant_share": warn_dominant_share})
 
 
 # ---------------------------------------------------------------- data.baselines

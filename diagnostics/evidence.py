@@ -67,6 +67,9 @@ class LabelBalance(TypedDict, total=False):
     rows_scanned: int
     chance_absent: float  # how often a shuffled batch of this size lacks the labels this one lacks
     chance_crowded: float  # how often it holds as many of its commonest label
+    mix_chance: float  # the rarer of the two that the batch shows (a label missing counts only when one is)
+    absent: list[str]  # the labels the split has and the first batch lacks
+    top_share: float  # the commonest label's (or score bin's) share of the split
 
 
 class Baselines(TypedDict, total=False):
@@ -131,6 +134,13 @@ class ModelConfig(TypedDict, total=False):
     task_num_labels: int
     labels_present: dict[str, int] | None  # rows of the split holding each label value
     error: str
+    # What the registry's rules read:
+    no_pad_token: bool
+    regression: bool  # the task is regression
+    wrong_regression_head: bool  # regression, but not one output or a classification problem_type
+    head_short: bool  # classification, but some of the task's labels have no output (or the head regresses)
+    unused_outputs: int  # outputs that never get a positive example
+    names_out_of_order: bool  # id2label names the task's labels in another order
 
 
 class Forward(TypedDict, total=False):
@@ -165,7 +175,10 @@ class Divergence(TypedDict, total=False):
     usual_rate: float
     suggested_rate: float
     weights_moved: float | None  # |W - W0| / |W0| over the trainable weights
-    seen: dict[str, Any] | None  # rule, start, recent, limit, growth
+    seen: dict[str, Any] | None  # rule, start, recent, limit, growth, loss_rise, chance_rise
+    loss_rise: float | None  # the median loss of the last steps over the first step's (None: too few steps)
+    chance_rise: float | None  # and over ln K (None also for regression)
+    growth: float | None  # the weights' global norm now over its start
     rows: Rows  # position, index, label, label_name, decoded, loss_at_start, loss_now
     rows_loss_at_start: float | None
     rows_loss_now: float | None

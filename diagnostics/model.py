@@ -16,7 +16,7 @@ from diagnostics.glue import GlueTask
 from diagnostics.loading import config_size
 from diagnostics.measurement import Forward
 from diagnostics.registry import threshold
-from diagnostics.result import CheckResult, Status, decide, judge
+from diagnostics.result import CheckResult, Status, crossed, judge
 from diagnostics.training import StepRecord, effective_rate
 
 STAGE = "model"
@@ -84,9 +84,18 @@ def check_config(model_config, model_class: str, task: GlueTask, tokenizer,
     names = ", ".join(task.label_names)
     evidence["labels_present"] = {str(value): count for value, count in sorted(present.items())} \
         if present is not None else None
-    if tokenizer.pad_token is not None and not task.known and not task.regression:
+    regression = bool(task.regression)
+    evidence.update(no_pad_token=tokenizer.pad_token is None, regression=regression,
+                    wrong_regression_head=regression and (num_labels != 1 or model_config.problem_type
+                                                          not in (None, "regression")),
+                    head_short=not regression and (model_config.problem_type == "regression"
+                                                   or num_labels < task.num_labels),
+                    names_out_of_order=not regression and not generic
+                    and [id2label.get(i) for i in range(num_labels)] != list(task.label_names))
+    if not task.known and not regression:  # the head against the labels the data holds, nothing else
         return _config_against_data(described, num_labels, present, task, evidence)
-    extra = list(range(task.num_labels, num_labels))
+    extra = list(range(task.num_labels, num_labels)) if not regression else []
+    evidence["unused_outputs"] = len(extra)
     fed = {output: (present or {}).get(output) for output in extra if (present or {}).get(output)}
     outputs = ", ".join(str(output) for output in extra)
     wider = msg("{described}, but {task} has only {count} labels: output {outputs} learns only from the {rows:,} rows "
@@ -98,53 +107,57 @@ def check_config(model_config, model_class: str, task: GlueTask, tokenizer,
              "{outputs} never get a positive example (no row{of_split} is labelled {outputs}).", len(extra),
              described=described, task=task.name, labels=task.num_labels, outputs=outputs,
              of_split=msg(" of the split") if present is not None else "")
-    return decide("model.config", STAGE, evidence, [
-        (tokenizer.pad_token is None, Status.FAIL,
-         msg("{described}, but its tokenizer has no padding token, so batches of more than one row cannot be padded.",
-             described=described),
-         "tokenizer.pad_token = tokenizer.eos_token\nmodel.config.pad_token_id = tokenizer.pad_token_id"),
-        (task.regression and (num_labels != 1 or model_config.problem_type not in (None, "regression")), Status.FAIL,
-         msg("{described} and problem_type={problem_type}, but {task} is regression: it needs one output and a mean "
-             "squared error loss.", described=described, problem_type=repr(model_config.problem_type), task=task.name),
-         "TFAutoModelForSequenceClassification.from_pretrained(checkpoint, num_labels=1)"),
-        (task.regression, Status.PASS,
-         msg("{described}: one output, as regression on {task} needs.", described=described, task=task.name), None),
-        (model_config.problem_type == "regression" or num_labels < task.num_labels, Status.FAIL,
-         msg("{described}, but {task} has {count} labels ({names}): {span} no output, so rows with them get a NaN loss "
-             "(GPU) or an error (CPU).", described=described, task=task.name, count=task.num_labels, names=names,
-             span=_label_span(num_labels, task.num_labels)),
-         proper_fix),
-        (num_labels > task.num_labels, Status.WARN, wider, proper_fix),
-        (not generic and [id2label.get(i) for i in range(num_labels)] != list(task.label_names), Status.WARN,
-         msg("{described}, but its id2label {id2label} differs from {task}'s label order ({names}): predictions would "
-             "be read with the wrong names.", described=described, id2label=id2label, task=task.name, names=names),
-         proper_fix),
-    ], msg("{described} matches {task}'s {count} labels; id2label uses {naming}.", described=described,
+    return judge("model.config", evidence, {
+        **_no_pad_token(described),
+        "regression_head": (
+            msg("{described} and problem_type={problem_type}, but {task} is regression: it needs one output and a mean "
+                "squared error loss.", described=described, problem_type=repr(model_config.problem_type),
+                task=task.name),
+            "TFAutoModelForSequenceClassification.from_pretrained(checkpoint, num_labels=1)"),
+        "regression_fits": (
+            msg("{described}: one output, as regression on {task} needs.", described=described, task=task.name), None),
+        "missing_outputs": (
+            msg("{described}, but {task} has {count} labels ({names}): {span} no output, so rows with them get a NaN "
+                "loss (GPU) or an error (CPU).", described=described, task=task.name, count=task.num_labels,
+                names=names, span=_label_span(num_labels, task.num_labels)),
+            proper_fix),
+        "max_unused_outputs": (wider, proper_fix),
+        "label_order": (
+            msg("{described}, but its id2label {id2label} differs from {task}'s label order ({names}): predictions "
+                "would be read with the wrong names.", described=described, id2label=id2label, task=task.name,
+                names=names),
+            proper_fix),
+    }, msg("{described} matches {task}'s {count} labels; id2label uses {naming}.", described=described,
            task=task.name, count=task.num_labels, naming=naming))
+
+
+def _no_pad_token(described) -> dict:
+    return {"no_pad_token": (
+        msg("{described}, but its tokenizer has no padding token, so batches of more than one row cannot be padded.",
+            described=described),
+        "tokenizer.pad_token = tokenizer.eos_token\nmodel.config.pad_token_id = tokenizer.pad_token_id")}
 
 
 def _config_against_data(described, num_labels: int, present: dict[int, int] | None, task: GlueTask,
                          evidence: dict) -> CheckResult:
-    """model.config for a task that is not known: the head against the labels the data holds, nothing else."""
-    if not present:
-        return CheckResult("model.config", STAGE, Status.PASS,
-                           msg("{described}; the task is not known ({tasks} fit) and the labels are not read, so the "
-                               "head is not judged.", described=described, tasks=task.name), evidence=evidence)
-    unused = [output for output in range(num_labels) if not present.get(output)]
-    values = ", ".join(f"{value} x{count:,}" for value, count in sorted(present.items()))
-    if unused and max(present) < num_labels:
-        return CheckResult(
-            "model.config", STAGE, Status.WARN,
+    """model.config for a task that is not known: the head against the labels the data holds, nothing else (the
+    task's own labels and names are not known, so only the padding token and the unused outputs are judged)."""
+    evidence.update(head_short=False, names_out_of_order=False)
+    unused = [output for output in range(num_labels) if not (present or {}).get(output)]
+    evidence["unused_outputs"] = len(unused) if present and max(present) < num_labels else 0
+    values = ", ".join(f"{value} x{count:,}" for value, count in sorted((present or {}).items()))
+    return judge("model.config", evidence, {
+        **_no_pad_token(described),
+        "max_unused_outputs": (
             msgn("{described}, but no row of the split is labelled {unused} ({values}): output {unused} never gets a "
                  "positive example.", "{described}, but no row of the split is labelled {unused} ({values}): outputs "
                  "{unused} never get a positive example.", len(unused), described=described,
                  unused=", ".join(map(str, unused)), values=values),
-            fix=f"TFAutoModelForSequenceClassification.from_pretrained(checkpoint, num_labels={max(present) + 1})",
-            evidence=evidence)
-    return CheckResult("model.config", STAGE, Status.PASS,
-                       msg("{described}; the task is not known ({tasks} fit), so the head is compared with the labels "
-                           "present ({values}).", described=described, tasks=task.name, values=values),
-                       evidence=evidence)
+            f"TFAutoModelForSequenceClassification.from_pretrained(checkpoint, num_labels={max(present or [0]) + 1})"),
+    }, msg("{described}; the task is not known ({tasks} fit), so the head is compared with the labels present "
+           "({values}).", described=described, tasks=task.name, values=values) if present else
+        msg("{described}; the task is not known ({tasks} fit) and the labels are not read, so the head is not judged.",
+            described=described, tasks=task.name))
 
 
 def _label_span(first: int, end: int) -> Text:
@@ -574,8 +587,23 @@ def divergence_seen(losses: list[float], weight_norms: list[float], chance_loss:
 
     Returns:
         None while the run looks sane (or has too few steps to say); else what the rule saw: "rule" ("loss" or
-        "weights"), "start", "recent", "limit", "growth".
+        "weights"), "start", "recent", "limit", "growth", and the ratios the registry's rules read ("loss_rise":
+        recent / start, "chance_rise": recent / ln K, None for regression).
     """
+    seen = divergence_measured(losses, weight_norms, chance_loss, window=window, rise_factor=rise_factor,
+                               chance_multiple=chance_multiple)
+    if seen is None:
+        return None
+    rule = next(iter(crossed("model.divergence", seen, {
+        "rise_factor": rise_factor, "chance_multiple": chance_multiple, "window": window,
+        "weight_growth": weight_growth, "stalled_share": stalled_share})), None)
+    return {"rule": {"rise_factor": "loss", "weight_growth": "weights"}[rule], **seen} if rule else None
+
+
+def divergence_measured(losses: list[float], weight_norms: list[float], chance_loss: float | None, *, window: float,
+                        rise_factor: float, chance_multiple: float) -> dict[str, float] | None:
+    """The figures model.divergence's rules judge: the first step's loss, the median of the last `window` steps,
+    their ratio, the ratio to ln K, the loss limit they give and the weights' growth; None with too few steps."""
     window = int(window)
     if len(losses) <= window or not weight_norms:
         return None
@@ -583,13 +611,10 @@ def divergence_seen(losses: list[float], weight_norms: list[float], chance_loss:
     limit = rise_factor * start
     if chance_loss is not None:
         limit = max(limit, chance_multiple * chance_loss)
-    growth = float(weight_norms[-1] / weight_norms[0]) if weight_norms[0] > 0 else 1.0
-    seen = {"start": start, "recent": recent, "limit": limit, "growth": growth}
-    if recent > limit:
-        return {"rule": "loss", **seen}
-    if growth > weight_growth and recent >= stalled_share * start:
-        return {"rule": "weights", **seen}
-    return None
+    return {"start": start, "recent": recent, "limit": limit,
+            "growth": float(weight_norms[-1] / weight_norms[0]) if weight_norms[0] > 0 else 1.0,
+            "loss_rise": recent / start if start > 0 else math.inf if recent > 0 else 1.0,
+            "chance_rise": recent / chance_loss if chance_loss else None}
 
 
 def _times(ratio: float) -> str:
@@ -621,15 +646,16 @@ def check_divergence(figures: dict[str, Any], *,
             the batch's rows on the weights the run started from; None when they could not be examined),
             "weights_moved" (|W - W0| / |W0|) and "rows".
     """
-    seen = divergence_seen(figures["losses"], figures["weight_norms"], figures["chance_loss"], rise_factor=rise_factor,
-                           chance_multiple=chance_multiple, window=window, weight_growth=weight_growth,
-                           stalled_share=stalled_share)
+    thresholds = {"rise_factor": rise_factor, "chance_multiple": chance_multiple, "window": window,
+                  "weight_growth": weight_growth, "stalled_share": stalled_share}
+    seen = divergence_seen(figures["losses"], figures["weight_norms"], figures["chance_loss"], **thresholds)
     steps = len(figures["losses"])
-    evidence = {**figures, "steps": steps, "seen": seen}
+    evidence = {**figures, "steps": steps, "seen": seen, **{key: (seen or {}).get(key) for key in
+                                                            ("loss_rise", "chance_rise", "growth")}}
     if seen is None:
-        return CheckResult("model.divergence", STAGE, Status.PASS,
-                           msg("Over {steps} steps the loss and the weights' size stayed bounded: no sign of "
-                               "divergence.", steps=steps), evidence=evidence)
+        return judge("model.divergence", evidence, {}, msg(
+            "Over {steps} steps the loss and the weights' size stayed bounded: no sign of divergence.", steps=steps),
+            thresholds=thresholds)
     rate = figures.get("learning_rate")
     suggested = rate_to_suggest(rate, figures["usual_rate"])
     evidence["suggested_rate"] = suggested
@@ -643,26 +669,27 @@ def check_divergence(figures: dict[str, Any], *,
               "rate": f"{rate:g}" if rate is not None else "?"}
     at_start = figures.get("rows_loss_at_start")
     values["rows"] = f"{at_start:.3g}" if at_start is not None else "?"
-    rows_fault = at_start is not None and math.isfinite(at_start) and at_start > seen["limit"]
     rate_fix = (f"model.compile(optimizer=tf_keras.optimizers.Adam(learning_rate={suggested:g}))  "
                 + ("# the checkpoint's usual rate" if suggested == figures["usual_rate"] else "# a tenth of the rate")
                 + "; or the sweep's (python -m diagnostics run --stages hparams)")
-    return decide("model.divergence", STAGE, evidence, [
-        (rows_fault, Status.FAIL,
-         msg("At step {step} the loss is {recent:.3g}, {ratio}x its start ({start:.3g}), but the same rows "
-             "already give {rows} on the weights training started from: these rows, not the training, make the "
-             "loss high.", **values),
-         msg("Drop or fix the rows listed (a label far outside the task's range, or broken text), then rerun.")),
-        (seen["rule"] == "loss", Status.FAIL,
-         msg("By step {step} the loss rose to {recent:.3g}, {ratio}x its start ({start:.3g}), while the rows "
-             "themselves give {rows} on the weights training started from: the weights diverged (their norm grew "
-             "{growth}x and they moved {moved}), so the learning rate {rate} is too high for "
-             "this model.", **values), rate_fix),
-        (True, Status.FAIL,
-         msg("By step {step} the weights' norm grew {growth}x (they moved {moved}) while the "
-             "loss, {recent:.3g}, is no lower than at the start ({start:.3g}): the weights diverged and the model "
-             "stopped learning, so the learning rate {rate} is too high for this model.", **values), rate_fix),
-    ], passing="")
+    # Either rule is a divergence; which one, and the rows' own loss on the starting weights, say what drove it.
+    if at_start is not None and math.isfinite(at_start) and at_start > seen["limit"]:
+        cause = (msg("At step {step} the loss is {recent:.3g}, {ratio}x its start ({start:.3g}), but the same rows "
+                     "already give {rows} on the weights training started from: these rows, not the training, make "
+                     "the loss high.", **values),
+                 msg("Drop or fix the rows listed (a label far outside the task's range, or broken text), then rerun."))
+        says = {"rise_factor": cause, "weight_growth": cause}
+    else:
+        says = {"rise_factor": (msg(
+            "By step {step} the loss rose to {recent:.3g}, {ratio}x its start ({start:.3g}), while the rows "
+            "themselves give {rows} on the weights training started from: the weights diverged (their norm grew "
+            "{growth}x and they moved {moved}), so the learning rate {rate} is too high for this model.", **values),
+            rate_fix),
+            "weight_growth": (msg(
+                "By step {step} the weights' norm grew {growth}x (they moved {moved}) while the loss, {recent:.3g}, is "
+                "no lower than at the start ({start:.3g}): the weights diverged and the model stopped learning, so "
+                "the learning rate {rate} is too high for this model.", **values), rate_fix)}
+    return judge("model.divergence", evidence, says, "", thresholds=thresholds)
 
 
 # ---------------------------------------------------------------- the stage

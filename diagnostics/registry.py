@@ -22,22 +22,27 @@ from diagnostics.i18n import N_
 class Above:
     """A condition's rule as data: the value the check measured, under `key` of its evidence, is above the threshold
     (`or_equal`: at least it; `of`: another condition's threshold of the same check). A value the check did not
-    measure (missing or None) crosses nothing."""
+    measure (missing or None) crosses nothing, or, with `unmeasured`, crosses (a bound that does not apply, such as
+    a loss against chance for a regression head)."""
 
     key: str
     or_equal: bool = False
     of: str = ""
+    unmeasured: bool = False
 
     def __call__(self, evidence: dict, threshold: float, values: dict | None = None) -> bool:
         measured, limit = evidence.get(self.key), (values or {}).get(self.of, threshold) if self.of else threshold
-        return measured is not None and (measured >= limit if self.or_equal else measured > limit)
+        if measured is None:
+            return self.unmeasured
+        return measured >= limit if self.or_equal else measured > limit
 
     @property
     def keys(self) -> tuple[str, ...]:
         return (self.key,)
 
     def __str__(self) -> str:
-        return f"{self.key} {'>=' if self.or_equal else '>'} {self.of or 'threshold'}"
+        bound = f"{self.key} {'>=' if self.or_equal else '>'} {self.of or 'threshold'}"
+        return f"({bound}, or {self.key} not measured)" if self.unmeasured else bound
 
 
 @dataclass(frozen=True)
@@ -126,11 +131,12 @@ class Condition:
     `status` it gives when crossed (a pass, for a check that fails unless a rule finds it well):
     `result.judge` reads a check's rules in declared order and the first one crossed gives the verdict. Without a
     rule the threshold is a setting of the measurement itself (a window, a trim), of another condition's rule
-    (`Above.of`), or of a verdict still written out in its check function.
+    (`Above.of`), or of a verdict still written out in its check function. A condition with no value (None) is a
+    finding, yes or no, that its rule reads from the evidence (`Holds`): it has no threshold to set.
     """
 
     name: str
-    value: float
+    value: float | None
     meaning: str
     rule: Callable[..., bool] | None = None
     status: str = "warn"
@@ -225,9 +231,11 @@ CHECKS: dict[str, Check] = {check.id: check for check in (
                                     "other values' mean share, those being within 2x of each other"),)),
     Check("data.label_balance", N_("the label balance of the batch and the split"), unit="labels",
           requires=("counted",), measure=_WALK + "data_label_balance", conditions=(
-        _C("warn_dominant_share", 0.8, "warn when one label holds more than this share of the split"),
-        _C("max_chance", 1e-3, "warn about the first batch's label mix only when a shuffled batch of its size shows "
-                               "it less often than this (the exact binomial tail against the split's shares)"))),
+        _C("warn_dominant_share", 0.8, "warn when one label (or one bin of scores) holds more than this share of the "
+                                       "split", Above("top_share")),
+        _C("max_chance", 1e-3, "warn when a shuffled batch of the first batch's size shows its label mix (a label "
+                               "missing, or one crowding it) less often than this (the exact binomial tail against "
+                               "the split's shares)", AtMost("mix_chance", below=True)))),
     Check("data.baselines", N_("the accuracy of a random and of a constant predictor"), unit="labels",
           requires=("counted",), measure=_WALK + "data_baselines", conditions=(
         _C("constant_scores", 0.0, "regression: warn when always predicting the mean score has an error of at most "
@@ -253,7 +261,21 @@ CHECKS: dict[str, Check] = {check.id: check for check in (
         _C("max_error_ratio", 0.8, "regression: pass when held-out error is below this share of the shuffled run's"),
         _C("fit_margin", 0.1, "pass when the given labels' training loss ends this far below the shuffled run's"))),
     Check("model.config", N_("the checkpoint's head, num_labels and label names fit the task"),
-          measure=_WALK + "model_config"),
+          measure=_WALK + "model_config", conditions=(
+        # Judged in this order; a head no rule finds fault with passes.
+        _C("no_pad_token", None, "fail when the tokenizer has no padding token (batches cannot be padded)",
+           Holds("no_pad_token"), status="fail"),
+        _C("regression_head", None, "fail when a regression task's head has more than one output or a "
+                                    "classification problem_type", Holds("wrong_regression_head"), status="fail"),
+        _C("regression_fits", None, "pass a regression task's head with one output", Holds("regression"),
+           status="pass"),
+        _C("missing_outputs", None, "fail when some of the task's labels have no output (or the head regresses)",
+           Holds("head_short"), status="fail"),
+        _C("max_unused_outputs", 0, "warn when more outputs than this never get a positive example (beyond the "
+                                    "task's labels, or, for a task not known, no row of the split holds them)",
+           Above("unused_outputs")),
+        _C("label_order", None, "warn when id2label names the task's labels in another order",
+           Holds("names_out_of_order")))),
     Check("model.forward", N_("one batch through the model: logits of the right shape, all finite"),
           requires=_ON_BATCH, measure=_WALK + "model_forward"),
     Check("model.nan_rows", N_("the loss of every row, and the shared cause of NaN rows"), requires=_AFTER_FORWARD,
@@ -274,13 +296,14 @@ CHECKS: dict[str, Check] = {check.id: check for check in (
           measure=_WALK + "model_memory"),
     Check("model.divergence", N_("during model.fit (DiagnoseCallback): the loss and the weights' size stay bounded"),
           part=FIT, conditions=(
-        _C("rise_factor", 4.0, "diverging when the median loss of the last steps is above this multiple of the first "
-                               "step's"),
+        # Judged in this order on the median loss of the last `window` steps ("recent"); either is a divergence.
+        _C("rise_factor", 4.0, "diverging when the recent loss is above this multiple of the first step's",
+           All((Above("loss_rise"), Above("chance_rise", of="chance_multiple", unmeasured=True))), status="fail"),
         _C("chance_multiple", 1.5, "and, for a classifier, above this multiple of ln K (its loss when it guesses)"),
         _C("window", 5, "the steps whose median loss is judged, so that one noisy step never counts"),
-        _C("weight_growth", 5.0, "diverging when the weights' global norm grows past this multiple of its start"),
-        _C("stalled_share", 0.9, "while the median loss of the last steps is at least this share of the first "
-                                 "step's"))),
+        _C("weight_growth", 5.0, "diverging when the weights' global norm grows past this multiple of its start",
+           All((Above("growth"), Above("loss_rise", or_equal=True, of="stalled_share"))), status="fail"),
+        _C("stalled_share", 0.9, "while the recent loss is at least this share of the first step's"))),
     Check("hparams.optimizer", N_("the optimizer Keras builds, each setting set or left at its default"),
           measure=_WALK + "hparams_optimizer", conditions=(_C("warn_learning_rate", 1e-4, "warn when a pretrained checkpoint is fine-tuned above this rate"),)),
     Check("hparams.loss", N_("the loss matches what the model outputs (logits or probabilities)"),

@@ -33,7 +33,8 @@ def checks_table() -> str:
     lines = ["| check | stage | what it checks | thresholds (condition names as in `python -m diagnostics checks`) |",
              "|---|---|---|---|"]
     for check in listing():
-        thresholds = "; ".join(f"`{c['name']}` = {c['value']:g}: {c['meaning']}"
+        thresholds = "; ".join(f"`{c['name']}`" + (f" = {c['value']:g}" if c["value"] is not None else "")
+                               + f": {c['meaning']}"
                                + (f" ({c['status']} when `{c['rule']}`)" if c.get("rule") else "")
                                for c in check["conditions"])
         trains = " (trains a copy)" if check["trains"] else ""

@@ -52,8 +52,9 @@ def test_checks_listing_prints_each_threshold_by_name(capsys):
     out = capsys.readouterr().out
     for check in registry.CHECKS.values():
         assert check.id in out and check.title in out
-        for condition in check.conditions:
-            assert f"{condition.name} = {condition.value:g}" in out
+        for condition in check.conditions:  # a finding, yes or no, has no value to print
+            assert (f"{condition.name} = {condition.value:g}" if condition.value is not None
+                    else f"{condition.name}: {condition.meaning}") in out
 
 
 def test_thresholds_are_the_check_functions_defaults():
@@ -366,6 +367,25 @@ def test_rules_read_declared_evidence_and_are_listed_with_their_status(capsys):
     ("model.initial_loss", {"disagreement": 0.1, "relative_gap": 0.3}, None),
     ("hparams.schedule", {"warmup_steps": 51, "train_steps": 100}, "warn_warmup_share"),
     ("hparams.schedule", {"warmup_steps": 50, "train_steps": 100}, None),
+    ("data.label_balance", {"top_share": 0.81, "mix_chance": 1e-6}, "warn_dominant_share"),
+    ("data.label_balance", {"top_share": 0.8, "mix_chance": 9e-4}, "max_chance"),
+    ("data.label_balance", {"top_share": 0.8, "mix_chance": 1e-3}, None),
+    # The head against the task: findings, yes or no, in order, and the one count with a threshold.
+    ("model.config", {"no_pad_token": True, "wrong_regression_head": True}, "no_pad_token"),
+    ("model.config", {"regression": True, "wrong_regression_head": True}, "regression_head"),
+    ("model.config", {"regression": True, "unused_outputs": 0}, "regression_fits"),
+    ("model.config", {"head_short": True, "unused_outputs": 1, "names_out_of_order": True}, "missing_outputs"),
+    ("model.config", {"unused_outputs": 1, "names_out_of_order": True}, "max_unused_outputs"),
+    ("model.config", {"unused_outputs": 0, "names_out_of_order": True}, "label_order"),
+    ("model.config", {"no_pad_token": False, "unused_outputs": 0, "names_out_of_order": False}, None),
+    # A run watched during fit: the loss rule needs both bounds (no chance bound for regression), the weights rule
+    # a loss that did not fall.
+    ("model.divergence", {"loss_rise": 4.1, "chance_rise": 1.6, "growth": 1.0}, "rise_factor"),
+    ("model.divergence", {"loss_rise": 4.1, "chance_rise": 1.5, "growth": 1.0}, None),
+    ("model.divergence", {"loss_rise": 4.1, "chance_rise": None, "growth": 1.0}, "rise_factor"),
+    ("model.divergence", {"loss_rise": 0.9, "chance_rise": 0.5, "growth": 5.1}, "weight_growth"),
+    ("model.divergence", {"loss_rise": 0.89, "chance_rise": 0.5, "growth": 50.0}, None),
+    ("model.divergence", {"loss_rise": None, "chance_rise": None, "growth": 50.0}, None),
     # The overfit curve: what the rules read, at and past each boundary (the fallback, no rule crossed, is a fail).
     ("overfit.one_batch", {"non_finite_epochs": 1, "spike": 0.0, "first_loss": 1.0}, "max_non_finite_epochs"),
     ("overfit.one_batch", {"non_finite_epochs": 0, "spike": 0.26, "first_loss": 1.0}, "spike_share"),
