@@ -238,7 +238,7 @@ class Memory(TypedDict, total=False):
 
 # Functional form: "class" is a keyword. settings: setting, value, source of each optimizer setting.
 Optimizer = TypedDict("Optimizer", {"settings": Rows, "class": str, "learning_rate": float, "given_as": str,
-                                    "pretrained": bool}, total=False)
+                                    "pretrained": bool, "string_adam": bool, "rate_above_ceiling": bool}, total=False)
 
 
 class Loss(TypedDict, total=False):
@@ -255,6 +255,9 @@ class Loss(TypedDict, total=False):
     train_step_error: str
     train_step_loss: float
     variables_without_gradient: list[str]
+    classification_loss: bool  # a classification loss on a regression task
+    regression_loss: bool  # mean squared error on class ids
+    keras_loss_on_input_labels: bool  # a Keras loss with the labels inside the input dict
 
 
 class Schedule(TypedDict, total=False):

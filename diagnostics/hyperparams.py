@@ -90,32 +90,25 @@ def check_optimizer(figures: dict[str, Any], *, pretrained: bool = True,
     """
     rate = figures["learning_rate"]
     summary = optimizer_summary(figures)
-    figures = {**figures, "pretrained": pretrained}
-    if figures["given_as"] == "adam":
-        return CheckResult(
-            "hparams.optimizer", STAGE, Status.WARN,
+    figures = {**figures, "pretrained": pretrained, "string_adam": figures["given_as"] == "adam"}
+    # Read by the runner, which hands the rate's verdict to hparams.lr_sweep when the sweep measured it.
+    figures["rate_above_ceiling"] = not figures["string_adam"] and pretrained and rate > warn_learning_rate
+    return judge("hparams.optimizer", figures, {
+        "string_adam": (
             msg("{summary} The string hides its learning rate: 'adam' always means {rate:g}, above the {limit:g} a "
                 "pretrained transformer tolerates.", summary=summary, rate=rate, limit=warn_learning_rate)
             if pretrained else
             msg("{summary} The string hides its learning rate: 'adam' always means {rate:g}, whatever this "
                 "checkpoint needs.", summary=summary, rate=rate),
-            fix=_named_rate_fix(usual_rate(pretrained)),
-            evidence=figures,
-        )
-    if not pretrained:
-        return CheckResult("hparams.optimizer", STAGE, Status.PASS,
-                           msg("{summary} This checkpoint has random weights (the demo kit), so the 1e-4 ceiling for "
-                               "pretrained transformers does not apply; the sweep shows which rates work.",
-                               summary=summary), evidence=figures)
-    if rate > warn_learning_rate:
-        return CheckResult(
-            "hparams.optimizer", STAGE, Status.WARN,
+            _named_rate_fix(usual_rate(pretrained))),
+        "random_weights": (
+            msg("{summary} This checkpoint has random weights (the demo kit), so the 1e-4 ceiling for pretrained "
+                "transformers does not apply; the sweep shows which rates work.", summary=summary), None),
+        "warn_learning_rate": (
             msg("{summary} {rate:g} is above {limit:g}: fine-tuning a pretrained transformer at this rate tends to "
                 "wreck its weights.", summary=summary, rate=rate, limit=warn_learning_rate),
-            fix=_named_rate_fix(usual_rate(pretrained)),
-            evidence={**figures, "rate_above_ceiling": True},
-        )
-    return CheckResult("hparams.optimizer", STAGE, Status.PASS, summary, evidence=figures)
+            _named_rate_fix(usual_rate(pretrained))),
+    }, summary, thresholds={"warn_learning_rate": warn_learning_rate})
 
 
 # ---------------------------------------------------------------- hparams.loss
@@ -171,7 +164,7 @@ def check_loss(figures: dict[str, Any], *,
     """
     result = _judge_loss(figures, warn_disagreement=warn_disagreement)
     drawn = figures.get("labels_drawn_in_range") or 0
-    if drawn and result.status is not Status.SKIP:
+    if drawn:
         result.summary = msg("{summary} (Judged with the batch's {count} out-of-range labels replaced by labels in "
                              "range: those are data.label_range's and model.nan_rows' finding.)",
                              summary=result.summary, count=drawn)
@@ -181,62 +174,26 @@ def check_loss(figures: dict[str, Any], *,
 def _judge_loss(figures: dict[str, Any], *, warn_disagreement: float) -> CheckResult:
     name, labels_in, regression = figures["loss"], figures["labels_in"], figures["regression"]
     version = _installed_transformers()
-    if figures["train_step_error"]:
-        return CheckResult(
-            "hparams.loss", STAGE, Status.FAIL,
-            msg("With loss {loss} and labels {placement}, Transformers {version}'s train step raises {error}.",
-                loss=repr(name), placement=msg("inside the input dict") if labels_in == "inputs" else msg("separate"),
-                version=version, error=figures["train_step_error"]),
-            fix=msg("model.compile(optimizer=optimizer)  # no loss= : the model's internal loss reads the labels itself"),
-            evidence=figures,
-        )
-    if regression and name != "internal" and name != "mse":
-        return CheckResult("hparams.loss", STAGE, Status.FAIL,
-                           msg("{loss} is a classification loss, but stsb is regression with one output.",
-                               loss=repr(name)),
-                           fix=msg('model.compile(optimizer=optimizer)  # internal MSE; or loss="mse"'), evidence=figures)
-    if not regression and name == "mse":
-        return CheckResult("hparams.loss", STAGE, Status.FAIL,
-                           msg("Mean squared error on class ids treats labels as numbers to regress, not classes."),
-                           fix=msg("model.compile(optimizer=optimizer)  # the internal cross-entropy"), evidence=figures)
     configured, reference = figures["configured_value"], figures["cross_entropy_from_logits"]
 
     def gap_of(value, against):
         return abs(value - against) / against if against and value is not None and math.isfinite(value) else 0.0
 
-    probe = gap_of(figures.get("probe_configured_value"), figures.get("probe_cross_entropy"))
-    gap = max(gap_of(configured, reference), probe)
-    figures["disagreement"] = gap
-    if not figures["outputs_are_probabilities"] and gap > warn_disagreement:
-        shown = (msg("it gives {configured:.3f} where cross-entropy from the logits gives {reference:.3f}",
-                     configured=configured, reference=reference)
-                 if gap_of(configured, reference) > warn_disagreement else
-                 msg("on this batch it gives {configured:.3f}, near cross-entropy from the logits ({reference:.3f}) "
-                     "only because a fresh head's logits sit near zero; on logits of 0.5 for each row's label and -1 "
-                     "elsewhere it gives {probe:.3g} where cross-entropy gives {probe_reference:.3f}",
-                     configured=configured, reference=reference, probe=figures["probe_configured_value"],
-                     probe_reference=figures["probe_cross_entropy"]))
-        return CheckResult(
-            "hparams.loss", STAGE, Status.FAIL,
-            msg("The model outputs logits (rows do not sum to 1), but loss {loss} reads them as probabilities "
-                "(from_logits=False): {shown}, so training follows a distorted loss and learns slowly.",
-                loss=repr(name), shown=shown),
-            fix=msg("{code}  # or no loss= at all", code="model.compile(optimizer=optimizer, "
-                    "loss=tf_keras.losses.SparseCategoricalCrossentropy(from_logits=True))"),
-            evidence=figures,
-        )
-    if name != "internal" and labels_in == "inputs":
-        return CheckResult(
-            "hparams.loss", STAGE, Status.WARN,
-            msg("Loss {loss} matches the model's output ({configured:.3f} on the batch), but the labels sit inside the "
-                "input dict with a Keras loss: Transformers {version}'s train_step moves them out and gives them to "
-                "the Keras loss, so this trains here, while other versions raised \"No gradients provided for any "
-                "variable\" and the model also computes its own loss on every step.", loss=repr(name),
-                configured=configured, version=version),
-            fix=msg("to_tf_dataset(columns=[...inputs...], label_cols='label')  # labels apart for a Keras loss;\n"
-                    "# or keep them in the dict and compile(optimizer=...) with no loss"),
-            evidence=figures,
-        )
+    figures["disagreement"] = max(gap_of(configured, reference),
+                                  gap_of(figures.get("probe_configured_value"), figures.get("probe_cross_entropy")))
+    figures["classification_loss"] = regression and name not in ("internal", "mse")
+    figures["regression_loss"] = not regression and name == "mse"
+    figures["keras_loss_on_input_labels"] = name != "internal" and labels_in == "inputs"
+    def shown() -> Text:  # how the configured loss misreads the logits: written only when it does
+        if gap_of(configured, reference) > warn_disagreement:
+            return msg("it gives {configured:.3f} where cross-entropy from the logits gives {reference:.3f}",
+                       configured=configured, reference=reference)
+        return msg("on this batch it gives {configured:.3f}, near cross-entropy from the logits ({reference:.3f}) "
+                   "only because a fresh head's logits sit near zero; on logits of 0.5 for each row's label and -1 "
+                   "elsewhere it gives {probe:.3g} where cross-entropy gives {probe_reference:.3f}",
+                   configured=configured, reference=reference, probe=figures.get("probe_configured_value"),
+                   probe_reference=figures.get("probe_cross_entropy"))
+
     if name == "internal" and labels_in == "separate":
         note = msg("labels are separate (x, y) with the model's internal loss: Transformers {version}'s train_step "
                    "copies y into the input dict as labels, so the internal loss is used.", version=version)
@@ -244,12 +201,35 @@ def _judge_loss(figures: dict[str, Any], *, warn_disagreement: float) -> CheckRe
         note = msg("the model's internal loss reads the labels from the input dict, as the course's fixed script does.")
     else:
         note = msg("the Keras loss reads logits (from_logits=True) and the separate labels.")
-    return CheckResult(
-        "hparams.loss", STAGE, Status.PASS,
-        msg("Loss {loss} matches the model's output ({configured:.3f} on the batch, cross-entropy from logits "
-            "{reference:.3f}); {note}", loss=repr(name), configured=configured, reference=reference, note=note),
-        evidence=figures,
-    )
+    return judge("hparams.loss", figures, {
+        "step_raises": (
+            msg("With loss {loss} and labels {placement}, Transformers {version}'s train step raises {error}.",
+                loss=repr(name), placement=msg("inside the input dict") if labels_in == "inputs" else msg("separate"),
+                version=version, error=figures["train_step_error"]),
+            msg("model.compile(optimizer=optimizer)  # no loss= : the model's internal loss reads the labels itself")),
+        "classification_loss": (
+            msg("{loss} is a classification loss, but stsb is regression with one output.", loss=repr(name)),
+            msg('model.compile(optimizer=optimizer)  # internal MSE; or loss="mse"')),
+        "regression_loss": (
+            msg("Mean squared error on class ids treats labels as numbers to regress, not classes."),
+            msg("model.compile(optimizer=optimizer)  # the internal cross-entropy")),
+        "warn_disagreement": lambda: (
+            msg("The model outputs logits (rows do not sum to 1), but loss {loss} reads them as probabilities "
+                "(from_logits=False): {shown}, so training follows a distorted loss and learns slowly.",
+                loss=repr(name), shown=shown()),
+            msg("{code}  # or no loss= at all", code="model.compile(optimizer=optimizer, "
+                "loss=tf_keras.losses.SparseCategoricalCrossentropy(from_logits=True))")),
+        "keras_loss_on_input_labels": lambda: (
+            msg("Loss {loss} matches the model's output ({configured:.3f} on the batch), but the labels sit inside the "
+                "input dict with a Keras loss: Transformers {version}'s train_step moves them out and gives them to "
+                "the Keras loss, so this trains here, while other versions raised \"No gradients provided for any "
+                "variable\" and the model also computes its own loss on every step.", loss=repr(name),
+                configured=configured, version=version),
+            msg("to_tf_dataset(columns=[...inputs...], label_cols='label')  # labels apart for a Keras loss;\n"
+                "# or keep them in the dict and compile(optimizer=...) with no loss")),
+    }, lambda: msg("Loss {loss} matches the model's output ({configured:.3f} on the batch, cross-entropy from logits "
+                   "{reference:.3f}); {note}", loss=repr(name), configured=configured, reference=reference, note=note),
+        thresholds={"warn_disagreement": warn_disagreement})
 
 
 # ---------------------------------------------------------------- hparams.lr_sweep

@@ -90,19 +90,22 @@ class ShareAbove:
 
 @dataclass(frozen=True)
 class Holds:
-    """A yes/no the check measured, under `key` of its evidence, is yes (e.g. every row predicted right)."""
+    """A yes/no the check measured, under `key` of its evidence, is yes (e.g. every row predicted right); `is_`
+    False: is no (a yes/no not measured crosses nothing either way)."""
 
     key: str
+    is_: bool = True
 
     def __call__(self, evidence: dict, threshold: float, values: dict | None = None) -> bool:
-        return bool(evidence.get(self.key))
+        measured = evidence.get(self.key)
+        return measured is not None and bool(measured) is self.is_
 
     @property
     def keys(self) -> tuple[str, ...]:
         return (self.key,)
 
     def __str__(self) -> str:
-        return self.key
+        return self.key if self.is_ else f"not {self.key}"
 
 
 @dataclass(frozen=True)
@@ -305,10 +308,30 @@ CHECKS: dict[str, Check] = {check.id: check for check in (
            All((Above("growth"), Above("loss_rise", or_equal=True, of="stalled_share"))), status="fail"),
         _C("stalled_share", 0.9, "while the recent loss is at least this share of the first step's"))),
     Check("hparams.optimizer", N_("the optimizer Keras builds, each setting set or left at its default"),
-          measure=_WALK + "hparams_optimizer", conditions=(_C("warn_learning_rate", 1e-4, "warn when a pretrained checkpoint is fine-tuned above this rate"),)),
+          measure=_WALK + "hparams_optimizer", conditions=(
+        # Judged in this order.
+        _C("string_adam", None, "warn when the optimizer is given as the string 'adam' (every setting, the rate "
+                                "1e-3 included, silently a Keras default)", Holds("string_adam")),
+        _C("random_weights", None, "pass any rate on a checkpoint with random weights (the demo kit): the ceiling is "
+                                   "for pretrained ones, and the sweep measures the rest", Holds("pretrained", False),
+           status="pass"),
+        _C("warn_learning_rate", 1e-4, "warn when a pretrained checkpoint is fine-tuned above this rate",
+           Above("learning_rate")))),
     Check("hparams.loss", N_("the loss matches what the model outputs (logits or probabilities)"),
-          requires=("forward",), measure=_WALK + "hparams_loss", conditions=(_C("warn_disagreement", 0.1,
-                         "fail when the configured loss and the loss from logits differ by this share"),)),
+          requires=("forward",), measure=_WALK + "hparams_loss", conditions=(
+        # Judged in this order; a loss no rule finds fault with passes.
+        _C("step_raises", None, "fail when a real train step with this loss and these labels raises",
+           Holds("train_step_error"), status="fail"),
+        _C("classification_loss", None, "fail when a regression task is given a classification loss",
+           Holds("classification_loss"), status="fail"),
+        _C("regression_loss", None, "fail when a classification task is given mean squared error",
+           Holds("regression_loss"), status="fail"),
+        _C("warn_disagreement", 0.1, "fail when the model outputs logits and the configured loss and the loss from "
+                                     "logits differ by more than this share (on the batch, or on probe logits)",
+           All((Holds("outputs_are_probabilities", False), Above("disagreement"))), status="fail"),
+        _C("keras_loss_on_input_labels", None, "warn when a Keras loss is given with the labels inside the input "
+                                               "dict (it trains on this Transformers version only)",
+           Holds("keras_loss_on_input_labels")))),
     Check("hparams.schedule", N_("the create_optimizer schedule: warmup and decay"),
           measure=_WALK + "hparams_schedule", conditions=(
         _C("warn_warmup_share", 0.5, "warn when warmup takes more than this share of the steps",

@@ -123,17 +123,6 @@ def run_check(check_id: str, stage: str, check: Callable[..., CheckResult], *arg
         return error_result(check_id, stage, exc)
 
 
-Verdict = tuple[bool, Status, str, "str | None"]  # (applies, status, summary, fix)
-
-
-def decide(check_id: str, stage: str, evidence: dict, verdicts: list[Verdict], passing: str) -> CheckResult:
-    """A check's verdict as a table read top to bottom: the first (applies, status, summary, fix) that applies,
-    else a pass saying `passing`."""
-    status, summary, fix = next(((status, summary, fix) for applies, status, summary, fix in verdicts if applies),
-                                (Status.PASS, passing, None))
-    return CheckResult(check_id, stage, status, summary, fix=fix, evidence=evidence)
-
-
 def crossed(check_id: str, evidence: dict, thresholds: dict | None = None) -> list[str]:
     """The names of a check's registry conditions whose rules the evidence crosses, in declared order.
 
@@ -152,7 +141,8 @@ def judge(check_id: str, evidence: dict, says: dict, otherwise: str, *, threshol
           status: Status = Status.PASS, fix: str | None = None) -> CheckResult:
     """A check's verdict from its registry conditions: the first whose rule the evidence crosses, in declared order,
     gives its status and `says[name]` ((summary, fix)); else a result of `status` (a pass unless said) saying
-    `otherwise`, with `fix`.
+    `otherwise`, with `fix`. A sentence that can be written only when its condition holds (a value it formats is
+    measured only then) is given as a function of no arguments returning it (for `says`, the pair).
 
     Args:
         thresholds: values that replace the registry's by condition name (the check function's keywords).
@@ -162,8 +152,9 @@ def judge(check_id: str, evidence: dict, says: dict, otherwise: str, *, threshol
     check = CHECKS[check_id]
     first = next(iter(crossed(check_id, evidence, thresholds)), None)
     if first is None:
-        return CheckResult(check_id, check.stage, status, otherwise, fix=fix, evidence=evidence)
-    summary, fix = says[first]
+        return CheckResult(check_id, check.stage, status, otherwise() if callable(otherwise) else otherwise, fix=fix,
+                           evidence=evidence)
+    summary, fix = says[first]() if callable(says[first]) else says[first]
     condition = next(condition for condition in check.conditions if condition.name == first)
     return CheckResult(check_id, check.stage, Status(condition.status), summary, fix=fix, evidence=evidence)
 

@@ -327,6 +327,9 @@ def test_conditions_with_a_rule_judge_in_declared_order_and_take_their_threshold
     assert verdict(None) == (Status.PASS, "fine", None)  # not measured crosses nothing
     assert verdict(0.2, warn_share=0.3) == (Status.PASS, "fine", None)  # the check function's keyword wins
     assert judge(check.id, {"share": 0.2}, says, "fine").evidence == {"share": 0.2}
+    # A sentence that formats a value measured only when its condition holds is written only then.
+    lazy = {"fail_share": lambda: (f"{None:.3f}", None), "warn_share": lambda: ("too many", None)}
+    assert judge(check.id, {"share": 0.2}, lazy, lambda: f"{None:.3f}").summary == "too many"
     assert judge(check.id, {"share": 0.2}, says, "fine").stage == "data"
 
 
@@ -378,6 +381,19 @@ def test_rules_read_declared_evidence_and_are_listed_with_their_status(capsys):
     ("model.config", {"unused_outputs": 1, "names_out_of_order": True}, "max_unused_outputs"),
     ("model.config", {"unused_outputs": 0, "names_out_of_order": True}, "label_order"),
     ("model.config", {"no_pad_token": False, "unused_outputs": 0, "names_out_of_order": False}, None),
+    ("hparams.optimizer", {"string_adam": True, "pretrained": False, "learning_rate": 1e-3}, "string_adam"),
+    ("hparams.optimizer", {"string_adam": False, "pretrained": False, "learning_rate": 1e-3}, "random_weights"),
+    ("hparams.optimizer", {"string_adam": False, "pretrained": True, "learning_rate": 1.1e-4}, "warn_learning_rate"),
+    ("hparams.optimizer", {"string_adam": False, "pretrained": True, "learning_rate": 1e-4}, None),
+    ("hparams.loss", {"train_step_error": "ValueError: ...", "regression_loss": True}, "step_raises"),
+    ("hparams.loss", {"train_step_error": None, "classification_loss": True}, "classification_loss"),
+    ("hparams.loss", {"regression_loss": True, "outputs_are_probabilities": False, "disagreement": 1.0},
+     "regression_loss"),
+    ("hparams.loss", {"outputs_are_probabilities": False, "disagreement": 0.11, "keras_loss_on_input_labels": True},
+     "warn_disagreement"),
+    ("hparams.loss", {"outputs_are_probabilities": True, "disagreement": 0.5}, None),  # a probability head
+    ("hparams.loss", {"outputs_are_probabilities": False, "disagreement": 0.1, "keras_loss_on_input_labels": True},
+     "keras_loss_on_input_labels"),
     # A run watched during fit: the loss rule needs both bounds (no chance bound for regression), the weights rule
     # a loss that did not fall.
     ("model.divergence", {"loss_rise": 4.1, "chance_rise": 1.6, "growth": 1.0}, "rise_factor"),
