@@ -149,6 +149,7 @@ class Forward(TypedDict, total=False):
     logits: list
     logits_shape: list[int]
     error: str
+    wrong_shape: bool  # the logits are not (rows, num_labels)
 
 
 class NanRows(TypedDict, total=False):
@@ -156,6 +157,7 @@ class NanRows(TypedDict, total=False):
     labels: list
     rows: Rows  # position, index, label, label_name, logits, loss, decoded
     cause: str
+    non_finite_rows: int  # rows of the batch with a NaN or infinite loss
     # Found by DiagnoseCallback during the user's fit:
     step: int
     losses_before: list[float]
@@ -212,6 +214,7 @@ class WeightsAfterStep(TypedDict, total=False):
     moved: int
     unmoved: list[str]
     max_change: float
+    variables: int  # trainable variables (when the moves were measured)
 
 
 class NanOrigin(TypedDict, total=False):
@@ -234,6 +237,7 @@ class Memory(TypedDict, total=False):
     total_bytes: int
     training_state_bytes: int
     weights_bytes: int
+    room_bytes: int  # the device's memory: the GPU's, or the RAM available
 
 
 # Functional form: "class" is a keyword. settings: setting, value, source of each optimizer setting.

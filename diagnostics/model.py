@@ -171,38 +171,26 @@ def _label_span(first: int, end: int) -> Text:
 def check_forward(forward: Forward, batch_rows: int, num_labels: int) -> CheckResult:
     """The batch runs through the model; logits have the right shape and are finite."""
     if forward.error:
-        return CheckResult("model.forward", STAGE, Status.FAIL,
-                           msg("The forward pass raised {error}.", error=forward.error),
-                           fix=msg("Read the error above; run model(batch) with run_eagerly=True to see where."),
-                           evidence={"error": forward.error})
+        return judge("model.forward", {"error": forward.error}, {"forward_raises": (
+            msg("The forward pass raised {error}.", error=forward.error),
+            msg("Read the error above; run model(batch) with run_eagerly=True to see where."))}, "")
     shape = list(forward.logits.shape)
     share = finite_share(forward.logits)
     evidence = {"logits_shape": shape, "finite_share": share, "fit_call_error": forward.fit_call_error,
-                "logits": forward.logits.tolist()}
-    if shape != [batch_rows, num_labels]:
-        return CheckResult("model.forward", STAGE, Status.FAIL,
-                           msg("The logits have shape {shape}, not ({rows}, {num_labels}).", shape=tuple(shape),
-                               rows=batch_rows, num_labels=num_labels), evidence=evidence)
-    if share < 1.0:
-        return CheckResult(
-            "model.forward", STAGE, Status.FAIL,
+                "logits": forward.logits.tolist(), "wrong_shape": shape != [batch_rows, num_labels]}
+    return judge("model.forward", evidence, {
+        "wrong_shape": (msg("The logits have shape {shape}, not ({rows}, {num_labels}).", shape=tuple(shape),
+                            rows=batch_rows, num_labels=num_labels), None),
+        "min_finite_share": (
             msg("{share:.0%} of the logits are NaN or Inf before any training: the weights or inputs are broken (see "
                 "model.nan_origin).", share=1 - share),
-            fix=msg("Reload the checkpoint; check model.get_weights() for NaN."),
-            evidence=evidence,
-        )
-    if forward.fit_call_error:
-        return CheckResult(
-            "model.forward", STAGE, Status.FAIL,
+            msg("Reload the checkpoint; check model.get_weights() for NaN.")),
+        "fit_call_raises": (
             msg("The logits {shape} are finite, but calling the model with the labels in the input dict, as model.fit "
                 "does, raises {error} (on a GPU this shows as loss: nan instead).", shape=tuple(shape),
                 error=forward.fit_call_error),
-            fix=msg("See model.nan_rows for the rows and their labels."),
-            evidence=evidence,
-        )
-    return CheckResult("model.forward", STAGE, Status.PASS,
-                       msg("The batch runs through the model eagerly: logits {shape}, all finite.", shape=tuple(shape)),
-                       evidence=evidence)
+            msg("See model.nan_rows for the rows and their labels.")),
+    }, msg("The batch runs through the model eagerly: logits {shape}, all finite.", shape=tuple(shape)))
 
 
 # ---------------------------------------------------------------- model.nan_rows
@@ -236,10 +224,9 @@ def check_nan_rows(losses: np.ndarray, logits: np.ndarray, decoded: list[dict[st
     series = {"losses": [float(v) if math.isfinite(v) else None for v in losses],
               "labels": [row["label"] for row in decoded]}
     if not bad:
-        return CheckResult("model.nan_rows", STAGE, Status.PASS,
-                           msg("All {rows} rows have a finite loss (from {low:.3f} to {high:.3f}).", rows=len(losses),
-                               low=np.min(losses), high=np.max(losses)),
-                           evidence={**series, "rows": []})
+        return judge("model.nan_rows", {**series, "rows": [], "non_finite_rows": 0}, {}, msg(
+            "All {rows} rows have a finite loss (from {low:.3f} to {high:.3f}).", rows=len(losses), low=np.min(losses),
+            high=np.max(losses)))
     rows = [{
         "position": i,
         "index": decoded[i]["index"],
@@ -259,12 +246,9 @@ def check_nan_rows(losses: np.ndarray, logits: np.ndarray, decoded: list[dict[st
         fix = msg("Reload the checkpoint and look at model.nan_origin for the first broken layer.")
     else:
         fix = msg("Drop or fix the rows listed, then rerun.")
-    return CheckResult(
-        "model.nan_rows", STAGE, Status.FAIL,
-        msg("{bad} of {rows} rows have a non-finite loss, and {cause}.", bad=len(bad), rows=len(losses), cause=cause),
-        fix=fix,
-        evidence={**series, "rows": rows, "cause": cause},
-    )
+    return judge("model.nan_rows", {**series, "rows": rows, "cause": cause, "non_finite_rows": len(bad)}, {
+        "max_non_finite_rows": (msg("{bad} of {rows} rows have a non-finite loss, and {cause}.", bad=len(bad),
+                                    rows=len(losses), cause=cause), fix)}, "")
 
 
 # ---------------------------------------------------------------- model.initial_loss
@@ -345,61 +329,42 @@ LABELS_LOSS_MISMATCH = N_(
 
 def check_gradients(figures: dict[str, Any], config: RunConfig) -> CheckResult:
     """One real train step with the configured loss and label placement: every trainable variable gets a finite gradient."""
-    if figures["error"]:
-        no_gradients = "No gradients provided" in figures["error"]
-        return CheckResult(
-            "model.gradients", STAGE, Status.FAIL,
+    no_gradients = "No gradients provided" in (figures["error"] or "")
+    zero, total = figures["zero_gradient"], figures["variables"]
+    loss_cause = config.loss != "internal"
+    placement = msg("inside the input dict") if config.labels_in == "inputs" else msg("separate (x, y)")
+    return judge("model.gradients", figures, {
+        "step_raises": (
             msg("model.fit's train step raised {error}. {mismatch}", error=figures["error"],
                 mismatch=msg(LABELS_LOSS_MISMATCH)) if no_gradients else
             msg("model.fit's train step raised {error}.", error=figures["error"]),
-            fix=(msg("model.compile(optimizer=optimizer)  # no loss: the model uses the labels in the input dict")
-                 if no_gradients else msg("See model.nan_rows and model.config for the cause.")),
-            evidence=figures,
-        )
-    if figures["no_gradient"]:
-        names = ", ".join(figures["no_gradient"][:5])
-        return CheckResult(
-            "model.gradients", STAGE, Status.FAIL,
-            msg("{count} of {total} trainable variables get no gradient ({names}): they are not connected to the loss. "
-                "{mismatch}", count=len(figures["no_gradient"]), total=figures["variables"],
-                names=names + (", ..." if len(figures["no_gradient"]) > 5 else ""), mismatch=msg(LABELS_LOSS_MISMATCH)),
-            fix=msg("Check that the loss uses the model's output; freeze unused layers with layer.trainable = False."),
-            evidence=figures,
-        )
-    if figures["zero_gradient"] and not figures["non_finite"]:
-        zero, total = figures["zero_gradient"], figures["variables"]
-        loss_cause = config.loss != "internal"
-        fix = msg("The loss given to compile() stops the gradient (see hparams.loss): {code}",
-                  code="model.compile(optimizer=optimizer)  # no loss=: the model's own loss") if loss_cause else \
+            msg("model.compile(optimizer=optimizer)  # no loss: the model uses the labels in the input dict")
+            if no_gradients else msg("See model.nan_rows and model.config for the cause.")),
+        "no_gradient": lambda: (
+            msg("{count} of {total} trainable variables get no gradient ({names}): they are not connected to the "
+                "loss. {mismatch}", count=len(figures["no_gradient"]), total=total,
+                names=", ".join(figures["no_gradient"][:5]) + (", ..." if len(figures["no_gradient"]) > 5 else ""),
+                mismatch=msg(LABELS_LOSS_MISMATCH)),
+            msg("Check that the loss uses the model's output; freeze unused layers with layer.trainable = False.")),
+        "zero_gradient": lambda: (
+            msg("Every gradient is exactly zero (global norm 0, all {total} trainable variables) with loss {loss}: the "
+                "loss does not change with any weight, so no step can train the model.", total=total,
+                loss=repr(config.loss)) if len(zero) == total else
+            msg("{count} of {total} trainable variables get an all-zero gradient ({names}; {share:.1%} of the "
+                "weights): training cannot change them.", count=len(zero), total=total,
+                names=", ".join(zero[:5]) + (", ..." if len(zero) > 5 else ""), share=figures["dead_share"] or 0.0),
+            msg("The loss given to compile() stops the gradient (see hparams.loss): {code}",
+                code="model.compile(optimizer=optimizer)  # no loss=: the model's own loss") if loss_cause else
             msg("Check what stands between these weights and the loss (a stop_gradient, a saturated activation, an "
-                "output the loss does not read).")
-        if len(zero) == total:
-            summary = msg("Every gradient is exactly zero (global norm 0, all {total} trainable variables) with loss "
-                          "{loss}: the loss does not change with any weight, so no step can train the model.",
-                          total=total, loss=repr(config.loss))
-        else:
-            summary = msg("{count} of {total} trainable variables get an all-zero gradient ({names}; {share:.1%} of the "
-                          "weights): training cannot change them.", count=len(zero), total=total,
-                          names=", ".join(zero[:5]) + (", ..." if len(zero) > 5 else ""),
-                          share=figures["dead_share"] or 0.0)
-        return CheckResult("model.gradients", STAGE, Status.FAIL, summary, fix=fix, evidence=figures)
-    if figures["non_finite"]:
-        return CheckResult(
-            "model.gradients", STAGE, Status.FAIL,
+                "output the loss does not read).")),
+        "non_finite_gradient": lambda: (
             msg("{count} of {total} variables get a NaN or Inf gradient, first {first}.",
-                count=len(figures["non_finite"]), total=figures["variables"], first=figures["non_finite"][0]),
-            fix=msg("Fix the non-finite loss first (model.nan_rows); then lower the learning rate or clip: {code}",
-                    code="Adam(..., global_clipnorm=1.0)"),
-            evidence=figures,
-        )
-    placement = msg("inside the input dict") if config.labels_in == "inputs" else msg("separate (x, y)")
-    return CheckResult(
-        "model.gradients", STAGE, Status.PASS,
-        msg("All {count} trainable variables get a finite gradient (global norm {norm:.3g}) with loss {loss} and "
-            "labels {placement}.", count=figures["variables"], norm=figures["global_norm"], loss=repr(config.loss),
-            placement=placement),
-        evidence=figures,
-    )
+                count=len(figures["non_finite"]), total=total, first=figures["non_finite"][0]),
+            msg("Fix the non-finite loss first (model.nan_rows); then lower the learning rate or clip: {code}",
+                code="Adam(..., global_clipnorm=1.0)")),
+    }, lambda: msg("All {count} trainable variables get a finite gradient (global norm {norm:.3g}) with loss {loss} "
+                   "and labels {placement}.", count=total, norm=figures["global_norm"], loss=repr(config.loss),
+                   placement=placement))
 
 
 # ---------------------------------------------------------------- model.weights_after_step
@@ -416,32 +381,25 @@ def check_weights_after_step(record: StepRecord, broken: list[str], learning_rat
     evidence = {"non_finite": broken, "loss": record.loss, "rate_at_step": record.rate,
                 **({"moved": moved["moved"], "unmoved": [variable_path(name) for name in moved["unmoved"]][:50],
                     "max_change": moved["max_change"]} if moved else {})}
-    if broken:
-        return CheckResult(
-            "model.weights_after_step", STAGE, Status.FAIL,
+    if moved:
+        evidence["variables"] = moved["variables"]
+    moved_text = msg(" and moved {moved} of {count} trainable variables", moved=moved["moved"],
+                     count=moved["variables"]) if moved else ""
+    return judge("model.weights_after_step", evidence, {
+        "non_finite_weights": (
             msg("After one optimizer step ({rate}), {count} weights hold NaN or Inf, first: {first}.",
                 rate=learning_rate_text, count=len(broken), first=", ".join(broken[:3])),
-            fix=msg("Lower the learning rate (e.g. Adam(5e-5)) and fix non-finite losses (model.nan_rows)."),
-            evidence=evidence,
-        )
-    if moved is not None and record.rate == 0:
-        return CheckResult("model.weights_after_step", STAGE, Status.PASS,
-                           msg("After one optimizer step ({rate}) on a copy, every weight is finite; the schedule's "
-                               "rate at step 0 is 0 (warmup starts there), so this step moves nothing by design.",
-                               rate=learning_rate_text), evidence=evidence)
-    if moved is not None and moved["variables"] and not moved["moved"]:
-        return CheckResult(
-            "model.weights_after_step", STAGE, Status.FAIL,
+            msg("Lower the learning rate (e.g. Adam(5e-5)) and fix non-finite losses (model.nan_rows).")),
+        "warmup_step": (
+            msg("After one optimizer step ({rate}) on a copy, every weight is finite; the schedule's rate at step 0 is "
+                "0 (warmup starts there), so this step moves nothing by design.", rate=learning_rate_text), None),
+        "min_moved": lambda: (
             msg("One optimizer step ({rate}) on a copy moved none of the {count} trainable variables (the largest "
                 "change is {change:.2g}): training leaves the model as it is.", rate=learning_rate_text,
                 count=moved["variables"], change=moved["max_change"]),
-            fix=msg("Make the gradients flow first (see model.gradients)."), evidence=evidence)
-    moved_text = msg(" and moved {moved} of {count} trainable variables", moved=moved["moved"],
-                     count=moved["variables"]) if moved else ""
-    return CheckResult("model.weights_after_step", STAGE, Status.PASS,
-                       msg("After one optimizer step ({rate}) on a copy, every weight is finite{moved}.",
-                           rate=learning_rate_text, moved=moved_text),
-                       evidence=evidence)
+            msg("Make the gradients flow first (see model.gradients).")),
+    }, msg("After one optimizer step ({rate}) on a copy, every weight is finite{moved}.", rate=learning_rate_text,
+           moved=moved_text))
 
 
 # ---------------------------------------------------------------- model.nan_origin
@@ -459,30 +417,25 @@ def first_non_finite(trace: list[tuple[str, np.ndarray]], input_ids) -> dict[str
 
 def check_nan_origin(fresh: Forward, stepped: Forward | None, input_ids, broken_fresh: list[str],
                      broken_stepped: list[str], any_nan_loss: bool) -> CheckResult:
-    """Where NaN starts: the first layer (in forward order) whose output is non-finite, on this one batch."""
+    """Where NaN starts: the first layer (in forward order) whose output is non-finite, on this one batch; a skip
+    saying why there is nothing to trace when no layer output is."""
+    found, broken = {}, []
     for when, forward, broken in ((msg("in the freshly loaded model"), fresh, broken_fresh),
                                   (msg("after one optimizer step"), stepped, broken_stepped)):
-        if forward is None or not forward.trace:
-            continue
-        found = first_non_finite(forward.trace, input_ids)
+        found = first_non_finite(forward.trace, input_ids) if forward is not None and forward.trace else None
         if found:
             found.update({"when": when, "non_finite_weights": broken[:20]})
-            return CheckResult(
-                "model.nan_origin", STAGE, Status.FAIL,
-                msg("NaN/Inf first appears {when} at the output of {layer} ({output:.0%} non-finite; its input from "
-                    "{source} has {input:.0%}){weights}.", when=when, layer=found["layer"],
-                    output=found["output"]["non_finite_share"], source=found["input_from"],
-                    input=found["input"]["non_finite_share"],
-                    weights=msg("; non-finite weights: {weights}", weights=", ".join(broken[:3])) if broken else ""),
-                fix=msg("Reload the checkpoint (weights are broken) or lower the learning rate (the step broke them)."),
-                evidence=found,
-            )
-    if any_nan_loss:
-        return CheckResult("model.nan_origin", STAGE, Status.SKIP,
-                           msg("Every layer's output is finite: the non-finite loss comes from the labels, not the "
-                               "network (see model.nan_rows)."))
-    return CheckResult("model.nan_origin", STAGE, Status.SKIP,
-                       msg("Nothing to trace: every layer output, loss, gradient and weight is finite."))
+            break
+    return judge("model.nan_origin", found or {}, {"non_finite_layer": lambda: (
+        msg("NaN/Inf first appears {when} at the output of {layer} ({output:.0%} non-finite; its input from {source} "
+            "has {input:.0%}){weights}.", when=found["when"], layer=found["layer"],
+            output=found["output"]["non_finite_share"], source=found["input_from"],
+            input=found["input"]["non_finite_share"],
+            weights=msg("; non-finite weights: {weights}", weights=", ".join(broken[:3])) if broken else ""),
+        msg("Reload the checkpoint (weights are broken) or lower the learning rate (the step broke them)."))},
+        msg("Every layer's output is finite: the non-finite loss comes from the labels, not the network (see "
+            "model.nan_rows).") if any_nan_loss else
+        msg("Nothing to trace: every layer output, loss, gradient and weight is finite."), status=Status.SKIP)
 
 
 # ---------------------------------------------------------------- model.memory
@@ -552,15 +505,11 @@ def check_memory(figures: dict[str, Any]) -> CheckResult:
     if configured > figures["batch_size"]:
         summary = msg("{summary} The batch size is {configured:,}, but the split has only {rows:,} rows, so a batch "
                       "holds {rows:,}.", summary=summary, configured=configured, rows=figures["batch_size"])
-    if figures["total_bytes"] > room:
-        smaller = figures["parameters"] > SMALLER_CHECKPOINT_PARAMETERS
-        return CheckResult(
-            "model.memory", STAGE, Status.WARN, msg("{summary} It will not fit.", summary=summary),
-            fix=msg("Halve the batch size, shorten max_length, or pick a smaller checkpoint such as "
-                    "distilbert-base-cased.") if smaller else msg("Halve the batch size or shorten max_length."),
-            evidence=figures,
-        )
-    return CheckResult("model.memory", STAGE, Status.PASS, summary, evidence=figures)
+    smaller = figures["parameters"] > SMALLER_CHECKPOINT_PARAMETERS
+    return judge("model.memory", {**figures, "room_bytes": room}, {"max_memory_share": (
+        msg("{summary} It will not fit.", summary=summary),
+        msg("Halve the batch size, shorten max_length, or pick a smaller checkpoint such as distilbert-base-cased.")
+        if smaller else msg("Halve the batch size or shorten max_length."))}, summary)
 
 
 # ---------------------------------------------------------------- model.divergence (during the user's own fit)

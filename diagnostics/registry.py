@@ -280,9 +280,18 @@ CHECKS: dict[str, Check] = {check.id: check for check in (
         _C("label_order", None, "warn when id2label names the task's labels in another order",
            Holds("names_out_of_order")))),
     Check("model.forward", N_("one batch through the model: logits of the right shape, all finite"),
-          requires=_ON_BATCH, measure=_WALK + "model_forward"),
+          requires=_ON_BATCH, measure=_WALK + "model_forward", conditions=(
+        _C("forward_raises", None, "fail when the forward pass raises", Holds("error"), status="fail"),
+        _C("wrong_shape", None, "fail when the logits are not (rows, num_labels)", Holds("wrong_shape"),
+           status="fail"),
+        _C("min_finite_share", 1.0, "fail when less than this share of the logits is finite",
+           AtMost("finite_share", below=True), status="fail"),
+        _C("fit_call_raises", None, "fail when calling the model with the labels in the input dict, as fit does, "
+                                    "raises", Holds("fit_call_error"), status="fail"))),
     Check("model.nan_rows", N_("the loss of every row, and the shared cause of NaN rows"), requires=_AFTER_FORWARD,
-          measure=_WALK + "model_nan_rows"),
+          measure=_WALK + "model_nan_rows", conditions=(
+        _C("max_non_finite_rows", 0, "fail when more rows than this have a NaN or infinite loss",
+           Above("non_finite_rows"), status="fail"),)),
     Check("model.initial_loss", N_("the untrained loss against ln K and against the loss from its logits"),
           requires=_AFTER_FORWARD + ("scored",), measure=_WALK + "model_initial_loss", conditions=(
         _C("warn_loss_disagreement", 0.1, "warn when the model's loss and the loss from its logits differ by this",
@@ -290,13 +299,32 @@ CHECKS: dict[str, Check] = {check.id: check for check in (
         _C("warn_relative_gap", 0.3, "warn when the untrained loss is this far (relatively) from ln K",
            Above("relative_gap")))),
     Check("model.gradients", N_("one train step: every trainable weight gets a finite, non-zero gradient"),
-          trains=True, requires=_AFTER_FORWARD, measure=_WALK + "model_gradients"),
+          trains=True, requires=_AFTER_FORWARD, measure=_WALK + "model_gradients", conditions=(
+        _C("step_raises", None, "fail when the train step raises", Holds("error"), status="fail"),
+        _C("no_gradient", None, "fail when a trainable variable gets no gradient (not connected to the loss)",
+           Holds("no_gradient"), status="fail"),
+        _C("zero_gradient", None, "fail when a trainable variable gets an all-zero gradient and none a non-finite "
+                                  "one", All((Holds("zero_gradient"), Holds("non_finite", False))), status="fail"),
+        _C("non_finite_gradient", None, "fail when a variable gets a NaN or infinite gradient",
+           Holds("non_finite"), status="fail"))),
     Check("model.weights_after_step", N_("weights stay finite and move after one step"), trains=True,
-          requires=_AFTER_FORWARD + ("stepped",), measure=_WALK + "model_weights_after_step"),
+          requires=_AFTER_FORWARD + ("stepped",), measure=_WALK + "model_weights_after_step", conditions=(
+        # Judged in this order.
+        _C("non_finite_weights", None, "fail when a weight holds NaN or Inf after the step", Holds("non_finite"),
+           status="fail"),
+        _C("warmup_step", 0.0, "pass a step whose scheduled rate is at most this (warmup's first step moves nothing "
+                               "by design)", AtMost("rate_at_step"), status="pass"),
+        _C("min_moved", 0, "fail when the step moves no more than this many of the trainable variables",
+           All((Above("variables"), AtMost("moved"))), status="fail"))),
     Check("model.nan_origin", N_("the first layer whose output turns NaN"), trains=True,
-          requires=_AFTER_FORWARD, measure=_WALK + "model_nan_origin"),
+          requires=_AFTER_FORWARD, measure=_WALK + "model_nan_origin", conditions=(
+        # No layer crossing it: a skip that says why there is nothing to trace.
+        _C("non_finite_layer", None, "fail naming the first layer whose output holds NaN or Inf, fresh or after one "
+                                     "step", Holds("layer"), status="fail"),)),
     Check("model.memory", N_("parameters and training memory at this batch size"), requires=("model",),
-          measure=_WALK + "model_memory"),
+          measure=_WALK + "model_memory", conditions=(
+        _C("max_memory_share", 1.0, "warn when training needs more than this share of the device's memory (GPU, or "
+                                    "the RAM available)", ShareAbove("total_bytes", "room_bytes")),)),
     Check("model.divergence", N_("during model.fit (DiagnoseCallback): the loss and the weights' size stay bounded"),
           part=FIT, conditions=(
         # Judged in this order on the median loss of the last `window` steps ("recent"); either is a divergence.

@@ -394,6 +394,28 @@ def test_rules_read_declared_evidence_and_are_listed_with_their_status(capsys):
     ("hparams.loss", {"outputs_are_probabilities": True, "disagreement": 0.5}, None),  # a probability head
     ("hparams.loss", {"outputs_are_probabilities": False, "disagreement": 0.1, "keras_loss_on_input_labels": True},
      "keras_loss_on_input_labels"),
+    ("model.forward", {"error": "InvalidArgumentError: ..."}, "forward_raises"),
+    ("model.forward", {"wrong_shape": True, "finite_share": 0.5}, "wrong_shape"),
+    ("model.forward", {"wrong_shape": False, "finite_share": 0.99, "fit_call_error": "..."}, "min_finite_share"),
+    ("model.forward", {"wrong_shape": False, "finite_share": 1.0, "fit_call_error": "InvalidArgumentError"},
+     "fit_call_raises"),
+    ("model.forward", {"wrong_shape": False, "finite_share": 1.0, "fit_call_error": None}, None),
+    ("model.nan_rows", {"non_finite_rows": 1}, "max_non_finite_rows"),
+    ("model.nan_rows", {"non_finite_rows": 0}, None),
+    ("model.gradients", {"error": "ValueError: No gradients provided", "no_gradient": ["a"]}, "step_raises"),
+    ("model.gradients", {"error": None, "no_gradient": ["a"], "zero_gradient": ["b"]}, "no_gradient"),
+    ("model.gradients", {"no_gradient": [], "zero_gradient": ["b"], "non_finite": []}, "zero_gradient"),
+    ("model.gradients", {"no_gradient": [], "zero_gradient": ["b"], "non_finite": ["c"]}, "non_finite_gradient"),
+    ("model.gradients", {"no_gradient": [], "zero_gradient": [], "non_finite": []}, None),
+    ("model.weights_after_step", {"non_finite": ["a"], "rate_at_step": 0.0}, "non_finite_weights"),
+    ("model.weights_after_step", {"non_finite": [], "rate_at_step": 0.0, "variables": 3, "moved": 0}, "warmup_step"),
+    ("model.weights_after_step", {"non_finite": [], "rate_at_step": 1e-5, "variables": 3, "moved": 0}, "min_moved"),
+    ("model.weights_after_step", {"non_finite": [], "rate_at_step": 1e-5, "variables": 3, "moved": 1}, None),
+    ("model.weights_after_step", {"non_finite": [], "rate_at_step": 1e-5}, None),  # moves not measured
+    ("model.nan_origin", {"layer": "tf_bert_model/embeddings"}, "non_finite_layer"),
+    ("model.nan_origin", {}, None),
+    ("model.memory", {"total_bytes": 2 ** 30 + 1, "room_bytes": 2 ** 30}, "max_memory_share"),
+    ("model.memory", {"total_bytes": 2 ** 30, "room_bytes": 2 ** 30}, None),
     # A run watched during fit: the loss rule needs both bounds (no chance bound for regression), the weights rule
     # a loss that did not fall.
     ("model.divergence", {"loss_rise": 4.1, "chance_rise": 1.6, "growth": 1.0}, "rise_factor"),
