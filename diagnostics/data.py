@@ -39,40 +39,28 @@ def check_columns(
         "requested": requested,
         "available_after_tokenizing": available,
         "missing": missing_in_split + missing_requested,
+        "missing_in_split": missing_in_split,
+        "missing_requested": missing_requested,
         "model_inputs_left_out": left_out,
     }
     suggested = list(model_input_names) + [LABEL]
-    if missing_in_split:
-        return CheckResult(
-            "data.columns", STAGE, Status.FAIL,
+    return judge("data.columns", evidence, {
+        "missing_columns": lambda: (
             msg("The split lacks {missing}: {task} needs {needed}; it has: {found}.", missing=", ".join(missing_in_split),
                 task=task.name, needed=", ".join(needed), found=", ".join(split_columns)),
-            fix=f"dataset = dataset.rename_column('<your column>', '{missing_in_split[0]}')",
-            evidence=evidence,
-        )
-    if missing_requested:
-        return CheckResult(
-            "data.columns", STAGE, Status.FAIL,
+            f"dataset = dataset.rename_column('<your column>', '{missing_in_split[0]}')"),
+        "missing_requested": (
             msg("to_tf_dataset asks for {missing}, which does not exist; the tokenized split has: {found}.",
                 missing=", ".join(missing_requested), found=", ".join(available)),
-            fix=f"to_tf_dataset(columns={suggested!r}, collate_fn=DataCollatorWithPadding(tokenizer, return_tensors='np'), ...)",
-            evidence=evidence,
-        )
-    if left_out:
-        return CheckResult(
-            "data.columns", STAGE, Status.WARN,
+            f"to_tf_dataset(columns={suggested!r}, collate_fn=DataCollatorWithPadding(tokenizer, return_tensors='np'), "
+            "...)"),
+        "inputs_left_out": (
             msgn("columns= leaves out the model input {inputs}, so the model attends to padding (and sees no "
                  "segment ids).", "columns= leaves out the model inputs {inputs}, so the model attends to padding (and "
                  "sees no segment ids).", len(left_out), inputs=", ".join(left_out)),
-            fix=f"to_tf_dataset(columns={suggested!r}, ...)",
-            evidence=evidence,
-        )
-    return CheckResult(
-        "data.columns", STAGE, Status.PASS,
-        msg("All {count} requested columns exist ({columns}), and the split has every column {task} needs.",
-            count=len(requested), columns=", ".join(requested), task=task.name),
-        evidence=evidence,
-    )
+            f"to_tf_dataset(columns={suggested!r}, ...)"),
+    }, msg("All {count} requested columns exist ({columns}), and the split has every column {task} needs.",
+           count=len(requested), columns=", ".join(requested), task=task.name))
 
 
 def missing_columns_result(split_columns: list[str], task: GlueTask, missing: list[str]) -> CheckResult:
@@ -90,13 +78,11 @@ def missing_columns_result(split_columns: list[str], task: GlueTask, missing: li
                                                        for name in split_columns):
         hint = msg(" Its first row looks like data, not a header: the file needs a header row naming {needed}.",
                    needed=", ".join(needed))
-    return CheckResult(
-        "data.columns", STAGE, Status.FAIL,
-        msg("The split lacks {missing}: {task} needs {needed}; it has: {found}.{hint}", missing=", ".join(missing),
-            task=task.name, needed=", ".join(needed), found=", ".join(split_columns), hint=hint),
-        fix=f"dataset = dataset.rename_column('<your column>', '{missing[0]}')",
-        evidence={"split_columns": split_columns, "needed": needed},
-    )
+    return judge("data.columns", {"split_columns": split_columns, "needed": needed, "missing_in_split": missing}, {
+        "missing_columns": (
+            msg("The split lacks {missing}: {task} needs {needed}; it has: {found}.{hint}", missing=", ".join(missing),
+                task=task.name, needed=", ".join(needed), found=", ".join(split_columns), hint=hint),
+            f"dataset = dataset.rename_column('<your column>', '{missing[0]}')")}, "")
 
 
 def check_text_cells(problems: dict[str, dict[str, list]], task: GlueTask, rows: int) -> CheckResult:
@@ -114,13 +100,11 @@ def check_text_cells(problems: dict[str, dict[str, list]], task: GlueTask, rows:
                               "{examples})", len(found["not_text"]), column=column, rows=_rows(found["not_text"]),
                               examples=", ".join(found["examples"])))
     columns = list(task.text_columns)
-    return CheckResult(
-        "data.columns", STAGE, Status.FAIL,
+    return judge("data.columns", {"text_cells": problems, "rows_scanned": rows}, {"bad_text_cells": (
         msg("{problems}, of {total:,} rows: the tokenizer needs text in every row's {columns}.",
             problems=joined(parts, "; "), total=rows, columns=", ".join(columns)),
-        fix=f"dataset = dataset.filter(lambda row: all(isinstance(row[c], str) and row[c].strip() for c in {columns!r}))",
-        evidence={"text_cells": problems, "rows_scanned": rows},
-    )
+        f"dataset = dataset.filter(lambda row: all(isinstance(row[c], str) and row[c].strip() for c in {columns!r}))")},
+        "")
 
 
 # ---------------------------------------------------------------- data.batch
@@ -155,33 +139,22 @@ LABELS_AT_TEXT = {
 def check_batch(batch: FirstBatch, batch_size: int) -> CheckResult:
     """Keys, shapes and dtypes of the first batch, and where the labels are."""
     if batch.error:
-        return CheckResult(
-            "data.batch", STAGE, Status.FAIL,
+        return judge("data.batch", {"error": batch.error, "requested": batch.requested_columns,
+                                    "label_cols": batch.label_columns}, {"batch_raises": (
             msg("to_tf_dataset could not produce a batch: {error}.", error=batch.error.rstrip(".!")),
-            fix=batch.error_fix or "to_tf_dataset(columns=[...existing columns...], "
-            "collate_fn=DataCollatorWithPadding(tokenizer, return_tensors='np'), batch_size=...)",
-            evidence={"error": batch.error, "requested": batch.requested_columns, "label_cols": batch.label_columns},
-        )
+            batch.error_fix or "to_tf_dataset(columns=[...existing columns...], "
+            "collate_fn=DataCollatorWithPadding(tokenizer, return_tensors='np'), batch_size=...)")}, "")
     described = describe_batch(batch.tf_batch)
     shapes = ", ".join(f"{e['key']} {tuple(e['shape'])} {e['dtype']}" for e in described["entries"])
-    labels_at = LABELS_AT_TEXT[described["labels_at"]]
     summary = msg("The first batch holds {rows} rows: {shapes}; {labels}.", rows=described["rows"], shapes=shapes,
-                  labels=msg(labels_at))
-    if described["labels_at"] == "none":
-        return CheckResult(
-            "data.batch", STAGE, Status.FAIL, summary,
-            fix="to_tf_dataset(columns=[..., 'label'], ...)  # or label_cols=['label'] for Keras (x, y)",
-            evidence=described,
-        )
-    if described["rows"] < batch_size:
-        return CheckResult(
-            "data.batch", STAGE, Status.WARN,
-            msg("{summary} The split has fewer rows than the batch size {batch_size}.", summary=summary,
-                batch_size=batch_size),
-            fix=f"batch_size={described['rows']}  # or use a larger split",
-            evidence=described,
-        )
-    return CheckResult("data.batch", STAGE, Status.PASS, summary, evidence=described)
+                  labels=msg(LABELS_AT_TEXT[described["labels_at"]]))
+    evidence = {**described, "no_labels": described["labels_at"] == "none",
+                "batch_fill": described["rows"] / batch_size if batch_size else 1.0}
+    return judge("data.batch", evidence, {
+        "no_labels": (summary, "to_tf_dataset(columns=[..., 'label'], ...)  # or label_cols=['label'] for Keras (x, y)"),
+        "min_batch_fill": (msg("{summary} The split has fewer rows than the batch size {batch_size}.", summary=summary,
+                               batch_size=batch_size), f"batch_size={described['rows']}  # or use a larger split"),
+    }, summary)
 
 
 # ---------------------------------------------------------------- data.decoded_samples
@@ -247,8 +220,30 @@ def check_label_range(
         "batch_invalid": [{"label": label, "count": count} for label, count in in_batch.items()],
         "batch_positions": [i for i, label in enumerate(batch_labels) if plain_label(np.asarray(label)) in in_batch],
     }
-    if not in_split and not in_batch:
-        return _labels_in_range(split_labels_, task, valid, evidence, warn_rare_share)
+    evidence["invalid_labels"] = sum(in_split.values()) + sum(in_batch.values())
+    stray = None if evidence["invalid_labels"] or task.known or task.regression else \
+        _stray_value(np.asarray(split_labels_), warn_rare_share)
+    if stray is not None:
+        evidence["stray_rows"] = stray[1][:50].tolist()
+    return judge("data.label_range", evidence, {
+        "max_invalid_labels": lambda: _out_of_range(split_labels_, in_split, task, num_labels, limit, split_name,
+                                                    valid, written, evidence),
+        "warn_rare_share": lambda: (
+            msg("All {count:,} labels lie in {valid}, but label {value} is on only {rows_count:,} rows ({share:.1%}; "
+                "rows {rows}) while the others are balanced ({shares}): a stray value, or a class of its own? The "
+                "task is not known, so this cannot be judged against its classes.", count=len(split_labels_),
+                valid=valid, value=stray[0], rows_count=len(stray[1]), share=len(stray[1]) / len(split_labels_),
+                rows=_rows(stray[1]), shares=stray[2]),
+            msg("Give the task (--task, task=) to check the labels against its classes, or drop or relabel "
+                "these rows.")),
+    }, msg("All {count:,} labels of the split lie in {valid}.", count=len(split_labels_), valid=valid),
+        thresholds={"warn_rare_share": warn_rare_share})
+
+
+def _out_of_range(split_labels_: np.ndarray, in_split: dict, task: GlueTask, num_labels: int, limit: int,
+                  split_name: str, valid: str, written: list | None, evidence: dict[str, Any]) -> tuple[Text, Any]:
+    """(finding, fix) of data.label_range for labels outside the range, naming what they are (a test split's -1,
+    values that are not the task's labels, missing scores, a head wider than the task, or too few outputs)."""
     listing = ", ".join(f"{label} x{count:,}" for label, count in in_split.items())
     bad_total = sum(in_split.values())
     labels = np.asarray(split_labels_)
@@ -285,34 +280,7 @@ def check_label_range(
                if needed > num_labels else msg("Map the labels to 0..num_labels-1 before training."))
         cause = msg("the model has num_labels={num_labels}, so these rows get a NaN loss on GPU and an error on CPU",
                     num_labels=num_labels)
-    return CheckResult(
-        "data.label_range", STAGE, Status.FAIL,
-        msg("{headline}: {cause}.", headline=headline, cause=cause),
-        fix=fix,
-        evidence=evidence,
-    )
-
-
-def _labels_in_range(split_labels_: np.ndarray, task: GlueTask, valid: str, evidence: dict[str, Any],
-                     warn_rare_share: float) -> CheckResult:
-    """data.label_range when every label lies in range: a pass, or (task not known) a warning about a stray value."""
-    stray = None if task.known or task.regression else _stray_value(np.asarray(split_labels_), warn_rare_share)
-    if stray is None:
-        return CheckResult("data.label_range", STAGE, Status.PASS, msg(
-            "All {count:,} labels of the split lie in {valid}.", count=len(split_labels_), valid=valid),
-            evidence=evidence)
-    value, rows, shares = stray
-    evidence["stray_rows"] = rows[:50].tolist()
-    return CheckResult(
-        "data.label_range", STAGE, Status.WARN,
-        msg("All {count:,} labels lie in {valid}, but label {value} is on only {rows_count:,} rows ({share:.1%}; "
-            "rows {rows}) while the others are balanced ({shares}): a stray value, or a class of its own? The "
-            "task is not known, so this cannot be judged against its classes.", count=len(split_labels_),
-            valid=valid, value=value, rows_count=len(rows), share=len(rows) / len(split_labels_),
-            rows=_rows(rows), shares=shares),
-        fix=msg("Give the task (--task, task=) to check the labels against its classes, or drop or relabel "
-                "these rows."),
-        evidence=evidence)
+    return msg("{headline}: {cause}.", headline=headline, cause=cause), fix
 
 
 def _unusable_labels(labels: np.ndarray, task: GlueTask, split_name: str, valid: str, bad_total: int,
@@ -658,7 +626,6 @@ def check_duplicates(figures: dict[str, Any], *,
 
 def check_tokenizing(exc: Exception) -> CheckResult:
     """data.batch when tokenizing the first batch raised (the tokenizer's or the user's recipe's own error)."""
-    return CheckResult("data.batch", STAGE, Status.FAIL,
-                       msg("Tokenizing the first batch failed: {error}: {message}.", error=type(exc).__name__,
-                           message=str(exc).strip().splitlines()[0] if str(exc).strip() else ""),
-                       evidence={"error": f"{type(exc).__name__}: {exc}"})
+    return judge("data.batch", {"error": f"{type(exc).__name__}: {exc}"}, {"batch_raises": (
+        msg("Tokenizing the first batch failed: {error}: {message}.", error=type(exc).__name__,
+            message=str(exc).strip().splitlines()[0] if str(exc).strip() else ""), None)}, "")

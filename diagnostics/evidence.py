@@ -24,10 +24,14 @@ class Columns(TypedDict, total=False):
     available_after_tokenizing: list[str]
     missing: list[str]
     model_inputs_left_out: list[str]
+    missing_in_split: list[str]  # the task's columns the split lacks
+    missing_requested: list[str]  # columns to_tf_dataset asks for that the tokenized split lacks
     needed: list[str]
     requested: list[str]
     split_columns: list[str]
     error: str
+    text_cells: dict[str, dict[str, list]]  # each text column's empty and not-text rows, with examples
+    rows_scanned: int
 
 
 class Batch(TypedDict, total=False):
@@ -37,6 +41,8 @@ class Batch(TypedDict, total=False):
     error: str
     requested: list[str]
     label_cols: list[str]
+    no_labels: bool  # the batch holds no labels at all
+    batch_fill: float  # the rows it holds over the batch size
 
 
 class DecodedSamples(TypedDict, total=False):
@@ -55,6 +61,7 @@ class LabelRange(TypedDict, total=False):
     label: Any
     rows: list[int]  # rows whose label the head takes but the task does not have
     stray_rows: list[int]  # task not known: the rows of a label value far rarer than the others
+    invalid_labels: int  # labels outside the range, in the split and in the first batch
 
 
 class LabelBalance(TypedDict, total=False):

@@ -221,17 +221,34 @@ _AFTER_FORWARD = _ON_BATCH + ("forward",)  # and those after model.forward: a pa
 FIT = "fit"
 CHECKS: dict[str, Check] = {check.id: check for check in (
     Check("data.columns", N_("the task's columns and the columns given to to_tf_dataset exist"),
-          requires=("tokenizes",), measure=_WALK + "data_columns"),
+          requires=("tokenizes",), measure=_WALK + "data_columns", conditions=(
+        # Judged in this order.
+        _C("missing_columns", None, "fail when the split lacks a column the task needs",
+           Holds("missing_in_split"), status="fail"),
+        _C("bad_text_cells", None, "fail when a text cell is empty or not text (the tokenizer stops on it)",
+           Holds("text_cells"), status="fail"),
+        _C("missing_requested", None, "fail when to_tf_dataset asks for a column the tokenized split lacks",
+           Holds("missing_requested"), status="fail"),
+        _C("inputs_left_out", None, "warn when columns= leaves out an input the model takes (attention_mask, "
+                                    "token_type_ids)", Holds("model_inputs_left_out")))),
     Check("data.batch", N_("the first batch builds, with the expected shapes and dtypes"), requires=("texts",),
-          measure=_WALK + "data_batch"),
+          measure=_WALK + "data_batch", conditions=(
+        _C("batch_raises", None, "fail when tokenizing or batching the first rows raises", Holds("error"),
+           status="fail"),
+        _C("no_labels", None, "fail when the batch holds no labels at all", Holds("no_labels"), status="fail"),
+        _C("min_batch_fill", 1.0, "warn when the first batch holds less than this share of the batch size (the "
+                                  "split is smaller)", AtMost("batch_fill", below=True)))),
     Check("data.decoded_samples", N_("the first batch decoded beside its label names"),
           requires=("texts", "tokenizes"), measure=_WALK + "data_decoded_samples", conditions=(
         _C("warn_unknown_share", 0.05, "warn when more than this share of the batch's tokens are unknown",
            Above("unknown_share")),)),
     Check("data.label_range", N_("labels lie in [0, num_labels) and among the task's classes (or the regression "
                                  "range)"), unit="labels", measure=_WALK + "data_label_range", conditions=(
+        _C("max_invalid_labels", 0, "fail when more labels than this, of the split or the first batch, lie outside "
+                                    "the range", Above("invalid_labels"), status="fail"),
         _C("warn_rare_share", 0.25, "task not known: warn when a label value's share is below this fraction of the "
-                                    "other values' mean share, those being within 2x of each other"),)),
+                                    "other values' mean share, those being within 2x of each other (its rows are "
+                                    "the stray rows)", Holds("stray_rows")))),
     Check("data.label_balance", N_("the label balance of the batch and the split"), unit="labels",
           requires=("counted",), measure=_WALK + "data_label_balance", conditions=(
         _C("warn_dominant_share", 0.8, "warn when one label (or one bin of scores) holds more than this share of the "
