@@ -274,6 +274,7 @@ class Loss(TypedDict, total=False):
 class Schedule(TypedDict, total=False):
     learning_rates: list[float]
     optimizer: str
+    warms_up: bool  # create_optimizer's schedule (a constant rate has no warmup)
     steps: list[int]
     train_steps: int
     warmup_steps: int
@@ -343,6 +344,8 @@ class Overfit(TypedDict, total=False):
     drift_per_step: float | None
     missing_labels: list[str]
     pretrained: bool
+    error: str  # model.fit on the batch raised
+    nan_from_start: bool  # the loss was NaN from the first epoch: no curve to judge
 
 
 EVIDENCE: dict[str, type] = {

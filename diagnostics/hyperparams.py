@@ -594,15 +594,13 @@ def check_schedule(figures: dict[str, Any], *,
                    warn_warmup_share: float = threshold("hparams.schedule", "warn_warmup_share")) -> CheckResult:
     """The planned schedule; warn when warmup takes most of training."""
     peak = max(figures["learning_rates"])
-    if figures["optimizer"] != "create_optimizer":
-        return CheckResult("hparams.schedule", STAGE, Status.PASS,
-                           msg("A constant rate of {rate:g} for all {steps} planned steps (no warmup or decay; "
-                               "create_optimizer adds both).", rate=peak, steps=figures["train_steps"]),
-                           evidence=figures)
+    figures = {**figures, "warms_up": figures["optimizer"] == "create_optimizer"}
     share = figures["warmup_steps"] / figures["train_steps"]
     summary = msg("create_optimizer warms up over {warmup} steps to {peak:.1e}, then decays linearly to {last:.1e} at "
                   "step {steps}.", warmup=figures["warmup_steps"], peak=peak, last=figures["learning_rates"][-1],
-                  steps=figures["train_steps"])
+                  steps=figures["train_steps"]) if figures["warms_up"] else \
+        msg("A constant rate of {rate:g} for all {steps} planned steps (no warmup or decay; create_optimizer adds "
+            "both).", rate=peak, steps=figures["train_steps"])
     return judge("hparams.schedule", figures, {"warn_warmup_share": (
         msg("{summary} Warmup is {share:.0%} of training, so most steps run below the peak rate.", summary=summary,
             share=share),

@@ -106,20 +106,19 @@ def curve_shape(losses: list[float | None]) -> dict[str, Any]:
 
 
 def _no_curve(figures: dict[str, Any], evidence: dict[str, Any]) -> CheckResult | None:
-    """overfit.one_batch's fail when training gave no curve to judge (fit raised, or the loss was NaN at once)."""
-    if figures.get("error"):
-        return CheckResult(
-            "overfit.one_batch", STAGE, Status.FAIL,
-            msg("model.fit on the batch raised {error} (on a GPU this shows as loss: nan instead).",
-                error=figures["error"]),
-            fix=msg("Fix the labels first (see data.label_range and model.nan_rows)."), evidence=evidence)
-    if not figures["losses"] or figures["losses"][0] is None:
-        run = msg("{epochs} epochs at learning rate {rate:g}", epochs=figures["epochs"], rate=figures["learning_rate"])
-        return CheckResult("overfit.one_batch", STAGE, Status.FAIL,
-                           msg("After {run} the loss was NaN from the first epoch: rows have labels out of range (see "
-                               "model.nan_rows) or the weights are not finite.", run=run),
-                           fix=msg("Fix model.nan_rows and model.weights_after_step first."), evidence=evidence)
-    return None
+    """overfit.one_batch's verdict when training gave no curve to judge (fit raised, or the loss was NaN at once)."""
+    if not figures.get("error") and figures["losses"] and figures["losses"][0] is not None:
+        return None
+    evidence["nan_from_start"] = not figures.get("error")
+    run = msg("{epochs} epochs at learning rate {rate:g}", epochs=figures["epochs"], rate=figures["learning_rate"])
+    return judge("overfit.one_batch", evidence, {
+        "fit_raises": (msg("model.fit on the batch raised {error} (on a GPU this shows as loss: nan instead).",
+                           error=figures.get("error")),
+                       msg("Fix the labels first (see data.label_range and model.nan_rows).")),
+        "no_finite_start": (msg("After {run} the loss was NaN from the first epoch: rows have labels out of range (see "
+                                "model.nan_rows) or the weights are not finite.", run=run),
+                            msg("Fix model.nan_rows and model.weights_after_step first.")),
+    }, "", status=Status.FAIL)
 
 
 def _lower_rate_fix(rate: float, best_rate: float | None) -> Text:

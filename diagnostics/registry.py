@@ -379,8 +379,8 @@ CHECKS: dict[str, Check] = {check.id: check for check in (
            Holds("keras_loss_on_input_labels")))),
     Check("hparams.schedule", N_("the create_optimizer schedule: warmup and decay"),
           measure=_WALK + "hparams_schedule", conditions=(
-        _C("warn_warmup_share", 0.5, "warn when warmup takes more than this share of the steps",
-           ShareAbove("warmup_steps", "train_steps")),)),
+        _C("warn_warmup_share", 0.5, "warn when create_optimizer's warmup takes more than this share of the steps",
+           All((Holds("warms_up"), ShareAbove("warmup_steps", "train_steps")))),)),
     Check("hparams.lr_sweep", N_("a learning-rate sweep scored on held-out rows and weight drift"),
           trains=True, part="training", conditions=(
         _C("blowup_factor", 2.0, "a rate blew up when its smoothed loss ends above this multiple of its start"),
@@ -399,6 +399,9 @@ CHECKS: dict[str, Check] = {check.id: check for check in (
     Check("overfit.one_batch", N_("one batch holding every label memorised by plain model.fit"),
           trains=True, conditions=(
         # Judged in this order; a curve no rule finds well is a fail (the loss rose, stayed put or fell too slowly).
+        _C("fit_raises", None, "fail when model.fit on the batch raises", Holds("error"), status="fail"),
+        _C("no_finite_start", None, "fail when the loss is NaN from the first epoch (no curve to judge)",
+           Holds("nan_from_start"), status="fail"),
         _C("max_non_finite_epochs", 0, "fail when more epochs than this end on a NaN or infinite loss",
            Above("non_finite_epochs"), status="fail"),
         _C("spike_share", 0.25, "fail when the loss rises above its lowest point by this share of its start",

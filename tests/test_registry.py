@@ -368,8 +368,9 @@ def test_rules_read_declared_evidence_and_are_listed_with_their_status(capsys):
     ("model.initial_loss", {"disagreement": 0.2, "relative_gap": 0.5}, "warn_loss_disagreement"),
     ("model.initial_loss", {"disagreement": 0.1, "relative_gap": 0.31}, "warn_relative_gap"),
     ("model.initial_loss", {"disagreement": 0.1, "relative_gap": 0.3}, None),
-    ("hparams.schedule", {"warmup_steps": 51, "train_steps": 100}, "warn_warmup_share"),
-    ("hparams.schedule", {"warmup_steps": 50, "train_steps": 100}, None),
+    ("hparams.schedule", {"warms_up": True, "warmup_steps": 51, "train_steps": 100}, "warn_warmup_share"),
+    ("hparams.schedule", {"warms_up": True, "warmup_steps": 50, "train_steps": 100}, None),
+    ("hparams.schedule", {"warms_up": False, "warmup_steps": 90, "train_steps": 100}, None),  # a constant rate
     ("data.columns", {"missing_in_split": ["premise"], "missing_requested": ["x"]}, "missing_columns"),
     ("data.columns", {"text_cells": {"premise": {"empty": [3], "not_text": [], "examples": []}}}, "bad_text_cells"),
     ("data.columns", {"missing_in_split": [], "missing_requested": ["x"], "model_inputs_left_out": ["a"]},
@@ -439,6 +440,8 @@ def test_rules_read_declared_evidence_and_are_listed_with_their_status(capsys):
     ("model.divergence", {"loss_rise": 0.89, "chance_rise": 0.5, "growth": 50.0}, None),
     ("model.divergence", {"loss_rise": None, "chance_rise": None, "growth": 50.0}, None),
     # The overfit curve: what the rules read, at and past each boundary (the fallback, no rule crossed, is a fail).
+    ("overfit.one_batch", {"error": "InvalidArgumentError: ...", "nan_from_start": False}, "fit_raises"),
+    ("overfit.one_batch", {"nan_from_start": True}, "no_finite_start"),
     ("overfit.one_batch", {"non_finite_epochs": 1, "spike": 0.0, "first_loss": 1.0}, "max_non_finite_epochs"),
     ("overfit.one_batch", {"non_finite_epochs": 0, "spike": 0.26, "first_loss": 1.0}, "spike_share"),
     ("overfit.one_batch", {"non_finite_epochs": 0, "spike": 0.25, "first_loss": 1.0, "drift_per_step": 1.1e-3},
