@@ -146,8 +146,9 @@ def check_batch(batch: FirstBatch, batch_size: int) -> CheckResult:
             "collate_fn=DataCollatorWithPadding(tokenizer, return_tensors='np'), batch_size=...)")}, "")
     described = describe_batch(batch.tf_batch)
     shapes = ", ".join(f"{e['key']} {tuple(e['shape'])} {e['dtype']}" for e in described["entries"])
+    labels_at = LABELS_AT_TEXT[described["labels_at"]]
     summary = msg("The first batch holds {rows} rows: {shapes}; {labels}.", rows=described["rows"], shapes=shapes,
-                  labels=msg(LABELS_AT_TEXT[described["labels_at"]]))
+                  labels=msg(labels_at))
     evidence = {**described, "no_labels": described["labels_at"] == "none",
                 "batch_fill": described["rows"] / batch_size if batch_size else 1.0}
     return judge("data.batch", evidence, {

@@ -303,6 +303,13 @@ class Sweep(TypedDict, total=False):
     pretrained: bool
     ranked_by: str
     reasons: dict[str, str]
+    broke: list[bool]  # each rate's loss turned NaN or blew up
+    # The configured rate's, read by the registry's rules (the runner reads configured_too_high too):
+    no_good_rate: bool
+    configured_broke: bool
+    configured_drift: float | None
+    configured_too_high: bool
+    decades_below: float | None  # log10(recommended / configured)
 
 
 class RangeTest(TypedDict, total=False):

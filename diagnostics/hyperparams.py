@@ -346,9 +346,11 @@ def sweep_verdicts(figures: dict[str, Any], *, pretrained: bool,
     held-out loss by `min_held_out_gain` of its start, the one with the lowest smoothed training loss.
     """
     start = figures["held_out_start"]["loss"]
-    reasons = []
+    reasons, broke = [], []
     for curve, score, drift in zip(figures["smoothed"], figures["held_out"], figures["drift_per_step"]):
         why = []
+        broke.append(any(value is None for value in curve) or score["loss"] is None
+                     or curve[-1] > blowup_factor * curve[0])
         if any(value is None for value in curve) or score["loss"] is None:
             why.append(msg("loss turned NaN"))
         elif curve[-1] > blowup_factor * curve[0]:
@@ -365,11 +367,12 @@ def sweep_verdicts(figures: dict[str, Any], *, pretrained: bool,
     # soon); then its differences are noise, and the loss on the batches trained on ranks the good rates instead.
     separates = bool(good) and start is not None and start - min(good)[0] >= min_held_out_gain * start
     ranked = sorted(good) if separates else sorted(good, key=lambda entry: entry[1])
-    ratios = [drift / rate for rate, drift, why in zip(figures["learning_rates"], figures["drift_per_step"], reasons)
-              if drift and not any("NaN" in w or "blew" in w for w in why)]
+    ratios = [drift / rate for rate, drift, broken in zip(figures["learning_rates"], figures["drift_per_step"], broke)
+              if drift and not broken]
     return {
         "reasons": reasons,
         "diverged": [bool(why) for why in reasons],
+        "broke": broke,
         "best_rate": ranked[0][2] if ranked else None,
         "ranked_by": "held-out loss" if separates else "training loss",
         "max_safe_rate": float(warn_drift / np.median(ratios)) if pretrained and ratios else None,
@@ -386,21 +389,21 @@ def check_lr_sweep(figures: dict[str, Any], configured_rate: float, *, pretraine
     warns when it is merely too high, or more than `warn_decades` powers of ten below the recommended rate.
     """
     verdicts = sweep_verdicts(figures, pretrained=pretrained)
-    figures = {**figures, **verdicts, "configured_rate": configured_rate, "pretrained": pretrained}
-    rates = figures["learning_rates"]
-    best = verdicts["best_rate"]
-    flagged = [f"{rate:.0e}" for rate, bad in zip(rates, verdicts["diverged"]) if bad]
+    rates, best = figures["learning_rates"], verdicts["best_rate"]
+    index = min(range(len(rates)), key=lambda i: abs(math.log(rates[i] / configured_rate)))  # the configured rate's
+    why, drift = verdicts["reasons"][index], figures["drift_per_step"][index]
+    figures = {**figures, **verdicts, "configured_rate": configured_rate, "pretrained": pretrained,
+               "no_good_rate": best is None, "configured_too_high": bool(why),
+               "configured_broke": verdicts["broke"][index], "configured_drift": drift,
+               "decades_below": math.log10(best / configured_rate) if best else None}
     if best is None:
-        return CheckResult(
-            "hparams.lr_sweep", STAGE, Status.FAIL,
+        return judge("hparams.lr_sweep", figures, {"no_good_rate": (
             msg("Every rate from {low:.0e} to {high:.0e} diverged, worsened the held-out loss or overwrote the "
                 "pretrained weights: the problem is not the rate; look at model.nan_rows and hparams.loss.",
                 low=rates[0], high=rates[-1]),
-            fix=msg("Fix the failing Data and Model checks first, then sweep again."),
-            evidence=figures,
-        )
-    best_score = figures["held_out"][rates.index(best)]
-    start = figures["held_out_start"]
+            msg("Fix the failing Data and Model checks first, then sweep again."))}, "", status=Status.FAIL)
+    flagged = [f"{rate:.0e}" for rate, bad in zip(rates, verdicts["diverged"]) if bad]
+    best_score, start = figures["held_out"][rates.index(best)], figures["held_out_start"]
     thin = (msg(" The held-out rows are few ({rows}), so held-out differences are rough.",
                 rows=figures["held_out_rows"]) if figures["held_out_rows"] < thin_held_out_rows else "")
     if verdicts["ranked_by"] == "held-out loss":
@@ -413,31 +416,21 @@ def check_lr_sweep(figures: dict[str, Any], configured_rate: float, *, pretraine
                   "diverge nor overwrite pretrained weights; flagged: {flagged}.", steps=len(figures["steps"]),
                   best=best, basis=basis, flagged=", ".join(flagged) or msg("none"))
     fix = f"tf_keras.optimizers.Adam(learning_rate={best:.0e})"
-    index = min(range(len(rates)), key=lambda i: abs(math.log(rates[i] / configured_rate)))
-    why, drift = verdicts["reasons"][index], figures["drift_per_step"][index]
-    if why:
-        severe = any("NaN" in w or "blew" in w for w in why) or (pretrained and drift is not None and drift > fail_drift)
-        consequence = (msg(" At that drift a few hundred steps overwrite what pretraining learned: real fine-tuning at "
-                           "such rates ends at or near chance.") if pretrained and drift and drift > WARN_DRIFT
-                       else "")
-        return CheckResult(
-            "hparams.lr_sweep", STAGE, Status.FAIL if severe else Status.WARN,
-            msg("The configured rate {rate:g} is too high: {why}.{consequence} {summary}{thin}", rate=configured_rate,
-                why=joined(why, "; "), consequence=consequence, summary=summary, thin=thin),
-            fix=fix, evidence={**figures, "configured_too_high": True})
-    if math.log10(best / configured_rate) > warn_decades:
-        return CheckResult(
-            "hparams.lr_sweep", STAGE, Status.WARN,
+    consequence = (msg(" At that drift a few hundred steps overwrite what pretraining learned: real fine-tuning at "
+                       "such rates ends at or near chance.") if pretrained and drift and drift > WARN_DRIFT else "")
+    too_high = (msg("The configured rate {rate:g} is too high: {why}.{consequence} {summary}{thin}",
+                    rate=configured_rate, why=joined(why, "; "), consequence=consequence, summary=summary, thin=thin),
+                fix)
+    return judge("hparams.lr_sweep", figures, {
+        "broke": too_high, "fail_drift": too_high, "too_high": too_high,
+        "warn_decades": (
             msg("The configured rate {rate:g} is more than {decades:g} power of ten below the recommended {best:.1e}, "
                 "so training will crawl. {summary}{thin}", rate=configured_rate, decades=warn_decades, best=best,
-                summary=summary, thin=thin),
-            fix=fix, evidence=figures)
-    return CheckResult(
-        "hparams.lr_sweep", STAGE, Status.PASS,
-        msg("The configured rate {rate:g} neither diverges nor overwrites pretrained weights{drift}. {summary}{thin}",
-            rate=configured_rate, drift=msg(" ({drift:.1e} of their size a step)", drift=drift)
-            if pretrained and drift else "", summary=summary, thin=thin),
-        evidence=figures)
+                summary=summary, thin=thin), fix),
+    }, msg("The configured rate {rate:g} neither diverges nor overwrites pretrained weights{drift}. {summary}{thin}",
+           rate=configured_rate, drift=msg(" ({drift:.1e} of their size a step)", drift=drift)
+           if pretrained and drift else "", summary=summary, thin=thin),
+        thresholds={"warn_decades": warn_decades, "fail_drift": fail_drift})
 
 
 # ---------------------------------------------------------------- hparams.lr_range_test

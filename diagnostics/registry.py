@@ -386,9 +386,18 @@ CHECKS: dict[str, Check] = {check.id: check for check in (
         _C("blowup_factor", 2.0, "a rate blew up when its smoothed loss ends above this multiple of its start"),
         _C("held_out_rise", 0.1, "a rate is bad when its held-out loss rises this share above the untrained one"),
         _C("warn_drift", WARN_DRIFT, "a rate is bad when a step moves pretrained kernels by more than this"),
-        _C("fail_drift", FAIL_DRIFT, "fail the configured rate when a step moves pretrained kernels beyond this"),
         _C("min_held_out_gain", 0.01, "rank good rates by training loss when none lowers held-out loss by this"),
-        _C("warn_decades", 1.0, "warn when the configured rate is this many powers of ten from the recommended"),
+        # The configured rate's verdict, judged in this order (the sweep rate nearest it stands for it):
+        _C("no_good_rate", None, "fail when every rate is bad (the problem is not the rate)", Holds("no_good_rate"),
+           status="fail"),
+        _C("broke", None, "fail when the configured rate's loss turned NaN or blew up", Holds("configured_broke"),
+           status="fail"),
+        _C("fail_drift", FAIL_DRIFT, "fail when a step at the configured rate moves pretrained kernels beyond this",
+           All((Holds("pretrained"), Above("configured_drift"))), status="fail"),
+        _C("too_high", None, "warn when the configured rate is bad for a milder reason (held-out loss rose, or drift "
+                             "above warn_drift)", Holds("configured_too_high")),
+        _C("warn_decades", 1.0, "warn when the configured rate is more than this many powers of ten below the "
+                                "recommended", Above("decades_below")),
         _C("thin_held_out_rows", 16, "say the evidence is thin with fewer held-out rows than this"))),
     Check("hparams.lr_range_test", N_("a range test on the smoothed loss, with its suggested rates"),
           trains=True, part="training", conditions=(

@@ -388,6 +388,17 @@ def test_rules_read_declared_evidence_and_are_listed_with_their_status(capsys):
     ("data.label_balance", {"top_share": 0.81, "mix_chance": 1e-6}, "warn_dominant_share"),
     ("data.label_balance", {"top_share": 0.8, "mix_chance": 9e-4}, "max_chance"),
     ("data.label_balance", {"top_share": 0.8, "mix_chance": 1e-3}, None),
+    # The sweep's verdict on the configured rate.
+    ("hparams.lr_sweep", {"no_good_rate": True, "configured_broke": True}, "no_good_rate"),
+    ("hparams.lr_sweep", {"no_good_rate": False, "configured_broke": True, "configured_too_high": True}, "broke"),
+    ("hparams.lr_sweep", {"configured_broke": False, "pretrained": True, "configured_drift": 3.1e-3,
+                          "configured_too_high": True}, "fail_drift"),
+    ("hparams.lr_sweep", {"configured_broke": False, "pretrained": False, "configured_drift": 1e-2,
+                          "configured_too_high": True}, "too_high"),
+    ("hparams.lr_sweep", {"pretrained": True, "configured_drift": 3e-3, "configured_too_high": True}, "too_high"),
+    ("hparams.lr_sweep", {"configured_too_high": False, "decades_below": 1.01}, "warn_decades"),
+    ("hparams.lr_sweep", {"configured_too_high": False, "decades_below": 1.0}, None),
+    ("hparams.lr_sweep", {"configured_too_high": False, "decades_below": -2.0}, None),  # above the recommended
     # The head against the task: findings, yes or no, in order, and the one count with a threshold.
     ("model.config", {"no_pad_token": True, "wrong_regression_head": True}, "no_pad_token"),
     ("model.config", {"regression": True, "wrong_regression_head": True}, "regression_head"),
