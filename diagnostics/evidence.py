@@ -126,6 +126,11 @@ class Learnability(TypedDict, total=False):
     pretrained: bool
     regression: bool
     steps: int
+    # What the registry's rules read:
+    accuracy_gain: float  # held-out accuracy above the better of the shuffled run's and the majority label's
+    p_value: float  # how often that many right answers come by chance at that better accuracy
+    error_ratio: float | None  # regression: held-out error over the shuffled run's
+    fit_gain: float | None  # the share by which the given labels' final training loss is below the shuffled run's
 
 
 class ModelConfig(TypedDict, total=False):

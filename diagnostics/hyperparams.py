@@ -530,12 +530,12 @@ def check_lr_range_test(figures: dict[str, Any], *, max_safe_rate: float | None 
     dropped = len(figures["losses"]) - len(_finite(figures["learning_rates"], figures["losses"])[1])
     lrs, losses = (lrs[trim:len(lrs) - trim], losses[trim:len(losses) - trim]) if len(lrs) > 2 * trim + min_points \
         else (lrs, losses)
+    thresholds = {"disagree_factor": disagree_factor, "min_points": min_points, "trim": trim}
     if len(losses) < min_points:
-        return CheckResult("hparams.lr_range_test", STAGE, Status.WARN,
-                           msg("Only {points} finite points before the loss blew up, too few to suggest a rate: start "
-                               "the range test lower.", points=len(losses)),
-                           fix=msg("Lower the range test's start rate."),
-                           evidence={**figures, "suggestions": {}, "dropped_points": dropped})
+        return judge("hparams.lr_range_test", {**figures, "suggestions": {}, "dropped_points": dropped,
+                                               "finite_points": int(len(losses))}, {"min_points": (
+            msg("Only {points} finite points before the loss blew up, too few to suggest a rate: start the range test "
+                "lower.", points=len(losses)), msg("Lower the range test's start rate."))}, "", thresholds=thresholds)
     suggestions = {name: rule(lrs, losses) for name, rule in SUGGESTIONS.items()}
     spread = max(suggestions.values()) / min(suggestions.values())
     chosen = suggestions["valley"]
@@ -547,22 +547,18 @@ def check_lr_range_test(figures: dict[str, Any], *, max_safe_rate: float | None 
                     "{limit:g} of their size (hparams.lr_sweep).", chosen=chosen, safe=max_safe_rate, limit=WARN_DRIFT)
                 if capped else "")
     evidence = {**figures, "suggestions": suggestions, "suggested": chosen, "dropped_points": dropped, "spread": spread,
-                "finite_points": int(len(losses)), "max_safe_rate": max_safe_rate}
-    if spread > disagree_factor:
-        # A flat or noisy curve (a random-weight checkpoint's, a pretrained one's over few steps) says nothing about
-        # the rate: nothing to fix, and the sweep's measured verdict stands.
-        return CheckResult(
-            "hparams.lr_range_test", STAGE, Status.PASS,
-            msg("Uninformative: the curve is too flat or noisy to suggest a rate (its rules disagree by {spread:.0f}x "
-                "on {points} smoothed points: {rules}; {dropped} non-finite points dropped). The sweep's measured "
-                "verdict on the rate stands (hparams.lr_sweep).", spread=spread, points=len(losses),
-                rules=side_by_side, dropped=dropped),
-            fix=None, evidence={**evidence, "uninformative": True})
-    return CheckResult("hparams.lr_range_test", STAGE, Status.PASS,
-                       msg("Suggested rate {chosen:.1e} from {points} smoothed points; the rules agree within "
-                           "{spread:.1f}x: {rules}.{cap}", chosen=chosen, points=len(losses), spread=spread,
-                           rules=side_by_side, cap=cap_text),
-                       fix=None, evidence=evidence)
+                "finite_points": int(len(losses)), "max_safe_rate": max_safe_rate,
+                "uninformative": spread > disagree_factor}
+    # A flat or noisy curve (a random-weight checkpoint's, a pretrained one's over few steps) says nothing about the
+    # rate: nothing to fix, and the sweep's measured verdict stands.
+    return judge("hparams.lr_range_test", evidence, {"disagree_factor": (
+        msg("Uninformative: the curve is too flat or noisy to suggest a rate (its rules disagree by {spread:.0f}x on "
+            "{points} smoothed points: {rules}; {dropped} non-finite points dropped). The sweep's measured verdict on "
+            "the rate stands (hparams.lr_sweep).", spread=spread, points=len(losses), rules=side_by_side,
+            dropped=dropped), None)},
+        msg("Suggested rate {chosen:.1e} from {points} smoothed points; the rules agree within {spread:.1f}x: "
+            "{rules}.{cap}", chosen=chosen, points=len(losses), spread=spread, rules=side_by_side, cap=cap_text),
+        thresholds=thresholds)
 
 
 # ---------------------------------------------------------------- hparams.schedule

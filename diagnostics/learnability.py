@@ -12,7 +12,7 @@ from diagnostics.i18n import msg
 from diagnostics.config import RunConfig
 from diagnostics.batches import LABEL, LEARNABILITY_CONTROL, batches_of, build_batch, shuffled_labels
 from diagnostics.registry import threshold
-from diagnostics.result import CheckResult, Status
+from diagnostics.result import CheckResult, Status, judge
 from diagnostics.training import SharedCopy, Trainer, held_out_figures, is_pretrained
 
 CHECK_ID, STAGE = "data.learnability", "data"
@@ -76,50 +76,43 @@ def check_learnability(figures: dict[str, Any], *,
     given, control = figures["given"], figures["shuffled"]
     run = msg("{steps} steps on {rows} rows at rate {rate:g}, scored on {held} held-out rows", steps=figures["steps"],
               rows=figures["train_rows"], rate=figures["learning_rate"], held=figures["held_rows"])
+    evidence = {**figures, "fit_gain": 1 - given["final_train_loss"] / control["final_train_loss"]
+                if control["final_train_loss"] else None}
     if figures["regression"]:
-        learns = given["score"] < max_error_ratio * control["score"]
+        evidence["error_ratio"] = given["score"] / control["score"] if control["score"] else None
         numbers = msg("held-out error {given:.3f} with the given labels, {shuffled:.3f} with shuffled ones",
                       given=given["score"], shuffled=control["score"])
     else:
-        baseline = max(control["score"], figures["chance"])
-        rows = int(figures["held_rows"])
-        learns = (given["score"] >= baseline + min_accuracy_gain
-                  and chance_of_at_least(round(given["score"] * rows), rows, baseline) <= max_p_value)
+        baseline, rows = max(control["score"], figures["chance"]), int(figures["held_rows"])
+        evidence.update(accuracy_gain=given["score"] - baseline,
+                        p_value=chance_of_at_least(round(given["score"] * rows), rows, baseline))
         numbers = msg("held-out accuracy {given:.0%} with the given labels, {shuffled:.0%} with shuffled ones (majority "
                       "label {chance:.0%})", given=given["score"], shuffled=control["score"], chance=figures["chance"])
     fits = msg("training loss {given_first:.3f} to {given_final:.3f} with the given labels, {shuffled_first:.3f} to "
                "{shuffled_final:.3f} with shuffled ones", given_first=given["first_train_loss"],
                given_final=given["final_train_loss"], shuffled_first=control["first_train_loss"],
                shuffled_final=control["final_train_loss"])
-    if learns:
-        return CheckResult(CHECK_ID, STAGE, Status.PASS,
-                           msg("The labels carry signal: after {run}, {numbers}.", run=run, numbers=numbers),
-                           evidence=figures)
-    if given["final_train_loss"] < (1 - fit_margin) * control["final_train_loss"]:
-        return CheckResult(
-            CHECK_ID, STAGE, Status.PASS,
-            msg("The labels carry structure: after {run}, {fits}; real labels are fitted faster than random ones. "
-                "Held-out rows do not separate them yet ({numbers}): this run is too short for the task to "
-                "generalise.", run=run, fits=fits, numbers=numbers),
-            evidence=figures)
+    signal = (msg("The labels carry signal: after {run}, {numbers}.", run=run, numbers=numbers), None)
     # A pretrained model memorises random labels about as fast as real ones (on real MNLI at 5e-5: training loss
     # 1.09 to 0.41 with the given labels, 1.09 to 0.43 with shuffled ones) and a short run at a fine-tuning rate
     # may not generalise yet, so for it nothing here separates detached labels from a hard task. A randomly
     # initialised model at its high rate learns labels that carry signal within this run (the demo kit's do).
-    if not figures.get("pretrained", True):
-        return CheckResult(
-            CHECK_ID, STAGE, Status.WARN,
+    return judge(CHECK_ID, evidence, {
+        "min_accuracy_gain": signal, "max_error_ratio": signal,
+        "fit_margin": (
+            msg("The labels carry structure: after {run}, {fits}; real labels are fitted faster than random ones. "
+                "Held-out rows do not separate them yet ({numbers}): this run is too short for the task to "
+                "generalise.", run=run, fits=fits, numbers=numbers), None),
+        "random_weights": (
             msg("The labels behave like random ones: after {run}, the given labels were fitted no faster than "
                 "shuffled ones ({fits}) and generalise no better ({numbers}). The labels no longer line up with their "
                 "texts (a shuffle or a join that reordered one column), or this run is too short for the model.",
                 run=run, fits=fits, numbers=numbers),
-            fix=msg("Check that texts and labels were shuffled or filtered together (dataset.shuffle on the whole "
-                    "dataset, never on one column)."),
-            evidence=figures)
-    return CheckResult(
-        CHECK_ID, STAGE, Status.SKIP,
-        msg("Inconclusive: after {run}, the given labels neither beat the shuffled ones on held-out rows ({numbers}) "
-            "nor were fitted faster ({fits}). A pretrained model memorises random labels about as fast as real ones, "
-            "and a run this short on a hard task may not generalise yet, so it cannot tell detached labels from a "
-            "hard task; a longer run on more rows would.", run=run, numbers=numbers, fits=fits),
-        evidence=figures)
+            msg("Check that texts and labels were shuffled or filtered together (dataset.shuffle on the whole "
+                "dataset, never on one column).")),
+    }, msg("Inconclusive: after {run}, the given labels neither beat the shuffled ones on held-out rows ({numbers}) "
+           "nor were fitted faster ({fits}). A pretrained model memorises random labels about as fast as real ones, "
+           "and a run this short on a hard task may not generalise yet, so it cannot tell detached labels from a "
+           "hard task; a longer run on more rows would.", run=run, numbers=numbers, fits=fits),
+        thresholds={"min_accuracy_gain": min_accuracy_gain, "max_p_value": max_p_value,
+                    "max_error_ratio": max_error_ratio, "fit_margin": fit_margin}, status=Status.SKIP)

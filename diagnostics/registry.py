@@ -48,21 +48,22 @@ class Above:
 @dataclass(frozen=True)
 class AtMost:
     """The measured value under `key` is at most the threshold (e.g. a variance of 0: nothing to learn);
-    `below`: under it."""
+    `below`: under it; `of`: another condition's threshold of the same check."""
 
     key: str
     below: bool = False
+    of: str = ""
 
     def __call__(self, evidence: dict, threshold: float, values: dict | None = None) -> bool:
-        measured = evidence.get(self.key)
-        return measured is not None and (measured < threshold if self.below else measured <= threshold)
+        measured, limit = evidence.get(self.key), (values or {}).get(self.of, threshold) if self.of else threshold
+        return measured is not None and (measured < limit if self.below else measured <= limit)
 
     @property
     def keys(self) -> tuple[str, ...]:
         return (self.key,)
 
     def __str__(self) -> str:
-        return f"{self.key} {'<' if self.below else '<='} threshold"
+        return f"{self.key} {'<' if self.below else '<='} {self.of or 'threshold'}"
 
 
 @dataclass(frozen=True)
@@ -276,10 +277,16 @@ CHECKS: dict[str, Check] = {check.id: check for check in (
            ShareAbove("duplicate_rows", "rows_scanned")))),
     Check("data.learnability", N_("the given labels are learned better than the same labels shuffled"),
           trains=True, unit="learnability", conditions=(
-        _C("min_accuracy_gain", 0.1, "pass when held-out accuracy beats the shuffled run and the majority by this"),
+        # Judged in this order; when none is crossed the run cannot tell (a skip that says so, with the numbers).
+        _C("min_accuracy_gain", 0.1, "pass when held-out accuracy beats the shuffled run and the majority by this",
+           All((Above("accuracy_gain", or_equal=True), AtMost("p_value", of="max_p_value"))), status="pass"),
         _C("max_p_value", 0.01, "and when that many right answers come by chance at most this often (binomial tail)"),
-        _C("max_error_ratio", 0.8, "regression: pass when held-out error is below this share of the shuffled run's"),
-        _C("fit_margin", 0.1, "pass when the given labels' training loss ends this far below the shuffled run's"))),
+        _C("max_error_ratio", 0.8, "regression: pass when held-out error is below this share of the shuffled run's",
+           AtMost("error_ratio", below=True), status="pass"),
+        _C("fit_margin", 0.1, "pass when the given labels' training loss ends more than this share below the shuffled "
+                              "run's", Above("fit_gain"), status="pass"),
+        _C("random_weights", None, "warn when neither separates them on a randomly initialised model (it learns "
+                                   "labels that carry signal within the run)", Holds("pretrained", False)))),
     Check("model.config", N_("the checkpoint's head, num_labels and label names fit the task"),
           measure=_WALK + "model_config", conditions=(
         # Judged in this order; a head no rule finds fault with passes.
@@ -401,9 +408,11 @@ CHECKS: dict[str, Check] = {check.id: check for check in (
         _C("thin_held_out_rows", 16, "say the evidence is thin with fewer held-out rows than this"))),
     Check("hparams.lr_range_test", N_("a range test on the smoothed loss, with its suggested rates"),
           trains=True, part="training", conditions=(
-        _C("disagree_factor", 30.0, "call the curve uninformative (no rate proposed) when its suggestion rules are "
-                                    "this factor apart"),
-        _C("min_points", 5, "warn when fewer finite points than this came before the loss blew up"),
+        # Judged in this order.
+        _C("min_points", 5, "warn when fewer finite points than this came before the loss blew up",
+           AtMost("finite_points", below=True)),
+        _C("disagree_factor", 30.0, "pass the curve as uninformative (no rate proposed) when its suggestion rules are "
+                                    "more than this factor apart", Above("spread"), status="pass"),
         _C("trim", 1, "points left out at each end before any rule runs"))),
     Check("overfit.one_batch", N_("one batch holding every label memorised by plain model.fit"),
           trains=True, conditions=(

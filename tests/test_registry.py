@@ -388,6 +388,17 @@ def test_rules_read_declared_evidence_and_are_listed_with_their_status(capsys):
     ("data.label_balance", {"top_share": 0.81, "mix_chance": 1e-6}, "warn_dominant_share"),
     ("data.label_balance", {"top_share": 0.8, "mix_chance": 9e-4}, "max_chance"),
     ("data.label_balance", {"top_share": 0.8, "mix_chance": 1e-3}, None),
+    # Learnability: held-out rows first, then the training rows, then what the model's start says.
+    ("data.learnability", {"accuracy_gain": 0.1, "p_value": 0.01, "fit_gain": 0.5}, "min_accuracy_gain"),
+    ("data.learnability", {"accuracy_gain": 0.1, "p_value": 0.011, "fit_gain": 0.5}, "fit_margin"),
+    ("data.learnability", {"accuracy_gain": 0.09, "p_value": 0.001, "fit_gain": 0.1, "pretrained": False},
+     "random_weights"),
+    ("data.learnability", {"accuracy_gain": 0.09, "p_value": 0.001, "fit_gain": 0.1, "pretrained": True}, None),
+    ("data.learnability", {"error_ratio": 0.79, "fit_gain": 0.0}, "max_error_ratio"),
+    ("data.learnability", {"error_ratio": 0.8, "fit_gain": None, "pretrained": True}, None),
+    ("hparams.lr_range_test", {"finite_points": 4, "spread": 100.0}, "min_points"),
+    ("hparams.lr_range_test", {"finite_points": 5, "spread": 30.1}, "disagree_factor"),
+    ("hparams.lr_range_test", {"finite_points": 5, "spread": 30.0}, None),
     # The sweep's verdict on the configured rate.
     ("hparams.lr_sweep", {"no_good_rate": True, "configured_broke": True}, "no_good_rate"),
     ("hparams.lr_sweep", {"no_good_rate": False, "configured_broke": True, "configured_too_high": True}, "broke"),
