@@ -23,7 +23,7 @@ from diagnostics.pipeline import parse_stages, run_stages
 from diagnostics.runner import run_units
 from diagnostics.registry import STAGE_ORDER, STAGE_TITLES
 from diagnostics.report import STATUS_MARKS, build_report, checklist_lines, markdown_report
-from diagnostics.result import SEVERITY, CheckResult, Status, worst_first
+from diagnostics.result import SEVERITY, CheckResult, Status, judge, worst_first
 
 FAILING = (Status.FAIL, Status.ERROR)
 # Evidence tables in the HTML report show this many rows each.
@@ -423,24 +423,24 @@ class DiagnoseCallback(_tf_keras_callback()):
         history = {"step": step + 1, "losses_before": finite[-10:], "weights_now_non_finite": broken[:20],
                    "curve": watched["losses"], "weight_norms": watched["weight_norms"],
                    "learning_rate": watched["learning_rate"]}
-        if result.status is Status.PASS:
-            rate = watched["learning_rate"]
-            suggested = rate_to_suggest(rate, watched["usual_rate"])
-            result = CheckResult(
-                "model.nan_rows", "model", Status.FAIL,
+        rate = watched["learning_rate"]
+        suggested = rate_to_suggest(rate, watched["usual_rate"])
+        # Judged by model.nan_rows's rules: rows non-finite on the starting weights are the data's fault, else the
+        # loss turned non-finite in fit with every row finite there: the weights diverged.
+        result = judge("model.nan_rows", {**result.evidence, **history, "non_finite_in_fit": True,
+                                          "suggested_rate": suggested}, {
+            "max_non_finite_rows": (msg("At step {step}, the first non-finite loss. {finding}", step=step + 1,
+                                        finding=result.summary), result.fix),
+            "non_finite_in_fit": (
                 msg("The loss became non-finite at step {step} (after {before}) although every row of that batch has "
                     "a finite loss on the weights training started from: the weights diverged ({broken} weight "
                     "tensors are now non-finite, e.g. {examples}), so the learning rate {rate} is too high for this "
                     "model.", step=step + 1, before=", ".join(f"{v:.3g}" for v in finite[-3:]) or "-",
                     broken=len(broken), examples=", ".join(broken[:2]) or "-",
                     rate=f"{rate:g}" if rate is not None else "?"),
-                fix=f"model.compile(optimizer=tf_keras.optimizers.Adam(learning_rate={suggested:g}))  # or the sweep's "
-                    f"best rate (python -m diagnostics run --stages hparams)",
-                evidence={**result.evidence, **history, "suggested_rate": suggested})
-        else:
-            result.summary = msg("At step {step}, the first non-finite loss. {finding}", step=step + 1,
-                                 finding=result.summary)
-            result.evidence.update(history)
+                f"model.compile(optimizer=tf_keras.optimizers.Adam(learning_rate={suggested:g}))  # or the sweep's "
+                f"best rate (python -m diagnostics run --stages hparams)"),
+        }, "")
         return Report(run.config, [result], extra={"nan_step": step + 1})
 
     def _divergence_drilldown(self, step: int) -> Report:

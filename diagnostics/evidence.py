@@ -178,6 +178,7 @@ class NanRows(TypedDict, total=False):
     weight_norms: list[float | None]  # before the first step, then after each
     learning_rate: float | None
     suggested_rate: float
+    non_finite_in_fit: bool  # the loss turned non-finite during the user's fit
 
 
 class Divergence(TypedDict, total=False):

@@ -315,7 +315,10 @@ CHECKS: dict[str, Check] = {check.id: check for check in (
     Check("model.nan_rows", N_("the loss of every row, and the shared cause of NaN rows"), requires=_AFTER_FORWARD,
           measure=_WALK + "model_nan_rows", conditions=(
         _C("max_non_finite_rows", 0, "fail when more rows than this have a NaN or infinite loss",
-           Above("non_finite_rows"), status="fail"),)),
+           Above("non_finite_rows"), status="fail"),
+        _C("non_finite_in_fit", None, "DiagnoseCallback: fail when the loss turned non-finite during fit though every "
+                                      "row of that batch has a finite loss on the starting weights (the weights "
+                                      "diverged)", Holds("non_finite_in_fit"), status="fail"))),
     Check("model.initial_loss", N_("the untrained loss against ln K and against the loss from its logits"),
           requires=_AFTER_FORWARD + ("scored",), measure=_WALK + "model_initial_loss", conditions=(
         _C("warn_loss_disagreement", 0.1, "warn when the model's loss and the loss from its logits differ by this",

@@ -439,6 +439,8 @@ def test_rules_read_declared_evidence_and_are_listed_with_their_status(capsys):
     ("model.forward", {"wrong_shape": False, "finite_share": 1.0, "fit_call_error": None}, None),
     ("model.nan_rows", {"non_finite_rows": 1}, "max_non_finite_rows"),
     ("model.nan_rows", {"non_finite_rows": 0}, None),
+    ("model.nan_rows", {"non_finite_rows": 2, "non_finite_in_fit": True}, "max_non_finite_rows"),  # the rows' fault
+    ("model.nan_rows", {"non_finite_rows": 0, "non_finite_in_fit": True}, "non_finite_in_fit"),
     ("model.gradients", {"error": "ValueError: No gradients provided", "no_gradient": ["a"]}, "step_raises"),
     ("model.gradients", {"error": None, "no_gradient": ["a"], "zero_gradient": ["b"]}, "no_gradient"),
     ("model.gradients", {"no_gradient": [], "zero_gradient": ["b"], "non_finite": []}, "zero_gradient"),
