@@ -17,7 +17,7 @@ from diagnostics.glue import STSB_RANGE, GlueTask
 from diagnostics.i18n import N_, Text, joined, msg, msgn
 from diagnostics.internals import split_fingerprint
 from diagnostics.registry import threshold
-from diagnostics.result import CheckResult, Status, judge
+from diagnostics.result import CheckResult, judge
 
 STAGE = "data"
 # ---------------------------------------------------------------- data.columns

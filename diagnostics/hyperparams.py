@@ -14,7 +14,7 @@ from diagnostics.config import RunConfig, usual_rate
 from diagnostics.glue import GlueTask
 from diagnostics.measurement import Forward, configured_loss_value
 from diagnostics.registry import WARN_DRIFT, threshold
-from diagnostics.result import CheckResult, Status, judge, run_check
+from diagnostics.result import CheckResult, judge, run_check
 from diagnostics.training import (SharedCopy, StepRecord, Trainer, build_optimizer, effective_rate,
                                   held_out_figures, is_pretrained, labels_in_range, round_down_rate, smoothed,
                                   weight_drift)
@@ -401,7 +401,7 @@ def check_lr_sweep(figures: dict[str, Any], configured_rate: float, *, pretraine
             msg("Every rate from {low:.0e} to {high:.0e} diverged, worsened the held-out loss or overwrote the "
                 "pretrained weights: the problem is not the rate; look at model.nan_rows and hparams.loss.",
                 low=rates[0], high=rates[-1]),
-            msg("Fix the failing Data and Model checks first, then sweep again."))}, "", status=Status.FAIL)
+            msg("Fix the failing Data and Model checks first, then sweep again."))}, "")
     flagged = [f"{rate:.0e}" for rate, bad in zip(rates, verdicts["diverged"]) if bad]
     best_score, start = figures["held_out"][rates.index(best)], figures["held_out_start"]
     thin = (msg(" The held-out rows are few ({rows}), so held-out differences are rough.",

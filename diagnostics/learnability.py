@@ -12,7 +12,7 @@ from diagnostics.i18n import msg
 from diagnostics.config import RunConfig
 from diagnostics.batches import LABEL, LEARNABILITY_CONTROL, batches_of, build_batch, shuffled_labels
 from diagnostics.registry import threshold
-from diagnostics.result import CheckResult, Status, judge
+from diagnostics.result import CheckResult, judge
 from diagnostics.training import SharedCopy, Trainer, held_out_figures, is_pretrained
 
 CHECK_ID, STAGE = "data.learnability", "data"
@@ -115,4 +115,4 @@ def check_learnability(figures: dict[str, Any], *,
            "and a run this short on a hard task may not generalise yet, so it cannot tell detached labels from a "
            "hard task; a longer run on more rows would.", run=run, numbers=numbers, fits=fits),
         thresholds={"min_accuracy_gain": min_accuracy_gain, "max_p_value": max_p_value,
-                    "max_error_ratio": max_error_ratio, "fit_margin": fit_margin}, status=Status.SKIP)
+                    "max_error_ratio": max_error_ratio, "fit_margin": fit_margin})

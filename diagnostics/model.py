@@ -16,7 +16,7 @@ from diagnostics.glue import GlueTask
 from diagnostics.loading import config_size
 from diagnostics.measurement import Forward
 from diagnostics.registry import threshold
-from diagnostics.result import CheckResult, Status, crossed, judge
+from diagnostics.result import CheckResult, crossed, judge
 from diagnostics.training import StepRecord, effective_rate
 
 STAGE = "model"
@@ -435,7 +435,7 @@ def check_nan_origin(fresh: Forward, stepped: Forward | None, input_ids, broken_
         msg("Reload the checkpoint (weights are broken) or lower the learning rate (the step broke them)."))},
         msg("Every layer's output is finite: the non-finite loss comes from the labels, not the network (see "
             "model.nan_rows).") if any_nan_loss else
-        msg("Nothing to trace: every layer output, loss, gradient and weight is finite."), status=Status.SKIP)
+        msg("Nothing to trace: every layer output, loss, gradient and weight is finite."))
 
 
 # ---------------------------------------------------------------- model.memory
@@ -652,14 +652,11 @@ def learning_rate_text(config: RunConfig) -> Text:
 def not_a_classifier(checkpoint: str, message: str) -> CheckResult:
     """model.config when the checkpoint has no sequence-classification model: a clear fail (the runner skips the
     Model checks that need the model, naming this one)."""
-    return CheckResult(
-        "model.config", STAGE, Status.FAIL,
+    return judge("model.config", {"error": message}, {"not_a_classifier": (
         msg("{checkpoint} cannot be loaded as a TensorFlow sequence classifier: {message}", checkpoint=checkpoint,
             message=message),
-        fix='TFAutoModelForSequenceClassification.from_pretrained("distilbert-base-uncased", num_labels=...)  '
-            "# an encoder checkpoint with a classification head class",
-        evidence={"error": message},
-    )
+        'TFAutoModelForSequenceClassification.from_pretrained("distilbert-base-uncased", num_labels=...)  '
+        "# an encoder checkpoint with a classification head class")}, "")
 
 
 def labels_present(labels: np.ndarray | None, task: GlueTask) -> dict[int, int] | None:

@@ -13,7 +13,7 @@ from diagnostics.batches import LABEL, FirstBatch, build_batch, decoded_rows, sp
 from diagnostics.glue import GlueTask
 from diagnostics.budget import check_deadline
 from diagnostics.registry import threshold
-from diagnostics.result import CheckResult, Status, crossed, judge
+from diagnostics.result import CheckResult, crossed, judge
 from diagnostics.training import (SharedCopy, effective_rate, first_line, is_pretrained,
                                   round_down_rate, split_batch, smoothed, weight_drift)
 
@@ -118,7 +118,7 @@ def _no_curve(figures: dict[str, Any], evidence: dict[str, Any]) -> CheckResult 
         "no_finite_start": (msg("After {run} the loss was NaN from the first epoch: rows have labels out of range (see "
                                 "model.nan_rows) or the weights are not finite.", run=run),
                             msg("Fix model.nan_rows and model.weights_after_step first.")),
-    }, "", status=Status.FAIL)
+    }, "")
 
 
 def _lower_rate_fix(rate: float, best_rate: float | None) -> Text:
@@ -214,7 +214,7 @@ def check_overfit(figures: dict[str, Any], rows: list[dict[str, Any]], *,
                 "slowly at this rate; more epochs would memorise the batch.{note}", run=run, went=went,
                 reached=reached, progress=evidence["progress"], note=note), None),
     }, msg("After {run}, {went}{reached}: {cause}.{rerun}{note}", run=run, went=went, reached=reached, cause=cause,
-           rerun=rerun, note=note), thresholds=values, status=Status.FAIL, fix=fix)
+           rerun=rerun, note=note), thresholds=values, fix=fix)
 
 
 def run_overfit_checks(config: RunConfig, model, tokenizer, split, *, epochs: int = DEFAULT_EPOCHS,

@@ -133,10 +133,10 @@ class Condition:
     A condition that judges has a `rule`, a small function of the check's measured evidence, the threshold and
     the check's other thresholds by name (`Above`, `AtMost`, `ShareAbove`, `Holds`, `All` of them), and the
     `status` it gives when crossed (a pass, for a check that fails unless a rule finds it well):
-    `result.judge` reads a check's rules in declared order and the first one crossed gives the verdict. Without a
-    rule the threshold is a setting of the measurement itself (a window, a trim), of another condition's rule
-    (`Above.of`), or of a verdict still written out in its check function. A condition with no value (None) is a
-    finding, yes or no, that its rule reads from the evidence (`Holds`): it has no threshold to set.
+    `result.judge` reads a check's rules in declared order and the first one crossed gives the verdict (every
+    check's verdict is judged so). Without a rule the threshold is a setting of the measurement itself (a window, a
+    trim) or of another condition's rule (`of=`). A condition with no value (None) is a finding, yes or no, that
+    its rule reads from the evidence (`Holds`): it has no threshold to set.
     """
 
     name: str
@@ -162,6 +162,8 @@ class Check:
             of a unit with a function, it keeps the function's results for the others).
         measure: the importable dotted name of its own `measure(run) -> CheckResult`, for a check of a unit
             without a function (its checks share only what the run context caches, so each measures alone).
+        otherwise: the status when none of its conditions' rules is crossed ("pass"; "fail" for a check that fails
+            unless a rule finds it well; "skip" for one whose measurement can find nothing to judge).
     """
 
     id: str
@@ -172,6 +174,7 @@ class Check:
     unit: str = ""
     requires: tuple[str, ...] = ()
     measure: str = ""
+    otherwise: str = "pass"
 
     @property
     def stage(self) -> str:
@@ -276,7 +279,7 @@ CHECKS: dict[str, Check] = {check.id: check for check in (
         _C("warn_duplicate_share", 0.05, "warn when more than this share of the rows repeat another row's text",
            ShareAbove("duplicate_rows", "rows_scanned")))),
     Check("data.learnability", N_("the given labels are learned better than the same labels shuffled"),
-          trains=True, unit="learnability", conditions=(
+          trains=True, unit="learnability", otherwise="skip", conditions=(
         # Judged in this order; when none is crossed the run cannot tell (a skip that says so, with the numbers).
         _C("min_accuracy_gain", 0.1, "pass when held-out accuracy beats the shuffled run and the majority by this",
            All((Above("accuracy_gain", or_equal=True), AtMost("p_value", of="max_p_value"))), status="pass"),
@@ -290,6 +293,8 @@ CHECKS: dict[str, Check] = {check.id: check for check in (
     Check("model.config", N_("the checkpoint's head, num_labels and label names fit the task"),
           measure=_WALK + "model_config", conditions=(
         # Judged in this order; a head no rule finds fault with passes.
+        _C("not_a_classifier", None, "fail when the checkpoint cannot be loaded as a sequence classifier",
+           Holds("error"), status="fail"),
         _C("no_pad_token", None, "fail when the tokenizer has no padding token (batches cannot be padded)",
            Holds("no_pad_token"), status="fail"),
         _C("regression_head", None, "fail when a regression task's head has more than one output or a "
@@ -344,7 +349,7 @@ CHECKS: dict[str, Check] = {check.id: check for check in (
         _C("min_moved", 0, "fail when the step moves no more than this many of the trainable variables",
            All((Above("variables"), AtMost("moved"))), status="fail"))),
     Check("model.nan_origin", N_("the first layer whose output turns NaN"), trains=True,
-          requires=_AFTER_FORWARD, measure=_WALK + "model_nan_origin", conditions=(
+          requires=_AFTER_FORWARD, measure=_WALK + "model_nan_origin", otherwise="skip", conditions=(
         # No layer crossing it: a skip that says why there is nothing to trace.
         _C("non_finite_layer", None, "fail naming the first layer whose output holds NaN or Inf, fresh or after one "
                                      "step", Holds("layer"), status="fail"),)),
@@ -418,7 +423,7 @@ CHECKS: dict[str, Check] = {check.id: check for check in (
                                     "more than this factor apart", Above("spread"), status="pass"),
         _C("trim", 1, "points left out at each end before any rule runs"))),
     Check("overfit.one_batch", N_("one batch holding every label memorised by plain model.fit"),
-          trains=True, conditions=(
+          trains=True, otherwise="fail", conditions=(
         # Judged in this order; a curve no rule finds well is a fail (the loss rose, stayed put or fell too slowly).
         _C("fit_raises", None, "fail when model.fit on the batch raises", Holds("error"), status="fail"),
         _C("no_finite_start", None, "fail when the loss is NaN from the first epoch (no curve to judge)",
@@ -523,7 +528,7 @@ def listing() -> list[dict]:
     """Every check as plain data, for `python -m diagnostics checks --json` and the README's table."""
     return [{"id": check.id, "stage": check.stage, "stage_title": STAGE_TITLES[check.stage], "title": check.title,
              "needs": list(check.needs), "trains": check.trains, "part": check.part, "unit": check.runs_in,
-             "function": check.function,
+             "function": check.function, "otherwise": check.otherwise,
              "conditions": [{"name": c.name, "value": c.value, "meaning": c.meaning,
                              **({"rule": str(c.rule), "status": c.status} if c.rule else {})}
                             for c in check.conditions]}

@@ -138,10 +138,10 @@ def crossed(check_id: str, evidence: dict, thresholds: dict | None = None) -> li
 
 
 def judge(check_id: str, evidence: dict, says: dict, otherwise: str, *, thresholds: dict | None = None,
-          status: Status = Status.PASS, fix: str | None = None) -> CheckResult:
+          fix: str | None = None) -> CheckResult:
     """A check's verdict from its registry conditions: the first whose rule the evidence crosses, in declared order,
-    gives its status and `says[name]` ((summary, fix)); else a result of `status` (a pass unless said) saying
-    `otherwise`, with `fix`. A sentence that can be written only when its condition holds (a value it formats is
+    gives its status and `says[name]` ((summary, fix)); else a result of the check's declared `otherwise` status (a
+    pass unless declared) saying `otherwise`, with `fix`. A sentence that can be written only when its condition holds (a value it formats is
     measured only then) is given as a function of no arguments returning it (for `says`, the pair).
 
     Args:
@@ -152,8 +152,8 @@ def judge(check_id: str, evidence: dict, says: dict, otherwise: str, *, threshol
     check = CHECKS[check_id]
     first = next(iter(crossed(check_id, evidence, thresholds)), None)
     if first is None:
-        return CheckResult(check_id, check.stage, status, otherwise() if callable(otherwise) else otherwise, fix=fix,
-                           evidence=evidence)
+        return CheckResult(check_id, check.stage, Status(check.otherwise),
+                           otherwise() if callable(otherwise) else otherwise, fix=fix, evidence=evidence)
     summary, fix = says[first]() if callable(says[first]) else says[first]
     condition = next(condition for condition in check.conditions if condition.name == first)
     return CheckResult(check_id, check.stage, Status(condition.status), summary, fix=fix, evidence=evidence)

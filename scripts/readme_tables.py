@@ -37,6 +37,8 @@ def checks_table() -> str:
                                + f": {c['meaning']}"
                                + (f" ({c['status']} when `{c['rule']}`)" if c.get("rule") else "")
                                for c in check["conditions"])
+        if check["otherwise"] != "pass":
+            thresholds += f"; no rule crossed: {check['otherwise']}"
         trains = " (trains a copy)" if check["trains"] else ""
         lines.append(f"| `{check['id']}` | {check['stage_title']} | {check['title']}{trains} | {thresholds or '-'} |")
     return "\n".join(lines) + "\n"

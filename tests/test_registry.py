@@ -3,6 +3,7 @@ any failure of a stage's shared work into error results instead of a traceback."
 
 import ast
 import json
+from pathlib import Path
 
 import pytest
 
@@ -330,6 +331,12 @@ def test_conditions_with_a_rule_judge_in_declared_order_and_take_their_threshold
     # A sentence that formats a value measured only when its condition holds is written only then.
     lazy = {"fail_share": lambda: (f"{None:.3f}", None), "warn_share": lambda: ("too many", None)}
     assert judge(check.id, {"share": 0.2}, lazy, lambda: f"{None:.3f}").summary == "too many"
+    # No rule crossed: the status the check declares (a pass unless it says otherwise).
+    strict = registry.Check("data.strict", "fails unless a rule finds it well", otherwise="fail", conditions=(
+        registry.Condition("good_share", 0.9, "pass above it", registry.Above("share"), status="pass"),))
+    monkeypatch.setattr(registry, "CHECKS", {**registry.CHECKS, strict.id: strict})
+    assert judge(strict.id, {"share": 0.95}, {"good_share": ("fine", None)}, "too few").status is Status.PASS
+    assert judge(strict.id, {"share": 0.5}, {"good_share": ("fine", None)}, "too few").status is Status.FAIL
     assert judge(check.id, {"share": 0.2}, says, "fine").stage == "data"
 
 
@@ -486,6 +493,19 @@ def test_each_rule_is_crossed_by_the_measurement_it_names_and_no_other(check_id,
     hits = [condition.name for condition in registry.CHECKS[check_id].conditions
             if condition.rule is not None and condition.rule(evidence, condition.value, values_of(check_id))]
     assert (hits[:1] or [None])[0] == crossed, hits
+
+
+def test_every_verdict_is_judged_by_the_registrys_rules():
+    """No module writes a check's status by hand: a result is `judge`d from the registry's conditions (or is the
+    guard's error or the runner's skip, both in diagnostics/result.py)."""
+    written = []
+    for path in sorted((Path(registry.__file__).parent).glob("*.py")):
+        if path.name == "result.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "CheckResult":
+                written.append(f"{path.name}:{node.lineno}")
+    assert written == []
 
 
 def values_of(check_id: str) -> dict:
