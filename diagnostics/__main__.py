@@ -94,6 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
     trace.add_argument("--json", type=Path, metavar="PATH", help="write the JSON report here")
     trace.add_argument("--junit", type=Path, metavar="PATH", help="write a JUnit XML report here")
     trace.add_argument("--stages", help="comma-separated stages to run (default: all)")
+    trace.add_argument("--skip", metavar="CHECKS", help="comma-separated checks to leave out, as for run")
     trace.add_argument("--tokenizer", help="the tokenizer's name or directory (default: the one the script built)")
     trace.add_argument("--task", help="the GLUE task (default: found from the split's columns)")
     trace.add_argument("--timeout", type=float, default=600.0,
@@ -189,14 +190,15 @@ def run_command(args) -> int:
 
 
 def trace_command(args) -> int:
-    from diagnostics.pipeline import parse_stages
+    from diagnostics.pipeline import parse_skip, parse_stages
     from diagnostics.report import checklist_lines, junit_report
     from diagnostics.result import CheckResult
     from diagnostics.trace import EXIT_OK as TRACE_OK, script_fix, script_notes, trace_script
 
     parse_stages(args.stages)
+    parse_skip(args.skip)
     report_paths(args, ("json", "junit"))
-    outcome = trace_script(args.script, args.script_args, stages=args.stages, timeout=args.timeout,
+    outcome = trace_script(args.script, args.script_args, stages=args.stages, skip=args.skip, timeout=args.timeout,
                            tokenizer=args.tokenizer, task=args.task, then_train=args.then_train,
                            progress=lambda line: print(f"[trace] {localize(line)}", flush=True))
     if outcome.report is None:

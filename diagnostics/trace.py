@@ -58,7 +58,7 @@ class TraceOutcome:
 
 
 def trace_script(script: str | Path, script_args: list[str] | None = None, *, stages: str | None = None,
-                 timeout: float = DEFAULT_TIMEOUT, tokenizer: str | None = None, task: str | None = None,
+                 skip: str | None = None, timeout: float = DEFAULT_TIMEOUT, tokenizer: str | None = None, task: str | None = None,
                  then_train: bool = False, capture_output: bool = False, cwd: str | Path | None = None,
                  progress: Callable[[str], None] | None = None) -> TraceOutcome:
     """Run `script` in a child process with `fit` intercepted; never raises for what the script does.
@@ -77,7 +77,7 @@ def trace_script(script: str | Path, script_args: list[str] | None = None, *, st
     if not path.is_file():
         return TraceOutcome(None, EXIT_BAD_INPUT, msg("No script at {path}.", path=path))
     with tempfile.TemporaryDirectory(prefix="tpd-trace-") as work:
-        spec = {"script": str(path.resolve()), "args": list(script_args or []), "stages": stages,
+        spec = {"script": str(path.resolve()), "args": list(script_args or []), "stages": stages, "skip": skip,
                 "tokenizer": tokenizer, "task": task, "then_train": then_train, "parent": os.getpid(),
                 "report": str(Path(work) / "report.json"), "progress": str(Path(work) / "progress.txt")}
         spec_path = Path(work) / "spec.json"
@@ -333,7 +333,7 @@ class _Child:
         from diagnostics.api import capture
         from diagnostics.errors import InputError
         from diagnostics.own_code import build_run
-        from diagnostics.pipeline import parse_stages, run_stages
+        from diagnostics.pipeline import parse_skip, parse_stages, run_stages
         from diagnostics.report import build_report
 
         frame = self._script_frame(sys._getframe(1))
@@ -349,7 +349,8 @@ class _Child:
                                origin=f"{Path(self.script).name}")
             captured.compile_args = self.compiled.get(model)
             run = build_run(captured)
-            results = run_stages(run, parse_stages(self.spec.get("stages")), progress=self.checks_progress())
+            results = run_stages(run, parse_stages(self.spec.get("stages")), progress=self.checks_progress(),
+                                 skip=parse_skip(self.spec.get("skip")))
             report = build_report(run.config, results)
             report.update(_notes(captured.notes))
         except Exception as exc:  # what the checks cannot take is said, never a traceback

@@ -352,6 +352,19 @@ def test_trace_gives_the_findings_the_app_gives_for_the_same_pipeline(tmp_path):
         {k: v for k, v in app.items() if k != "model.initial_loss"}
 
 
+def test_trace_leaves_out_the_checks_given_to_skip_as_run_does(tmp_path, capsys):
+    code, report, _ = trace(tmp_path, SCRIPTS / "course_script_fixed.py", "--stages", "data", "--skip",
+                            "data.learnability")
+    assert code == 0 and report["script"]["reached_fit"]
+    ids = set(statuses(report))
+    assert "data.learnability" not in ids and {"data.columns", "data.label_range", "data.duplicates"} <= ids
+    # A name it does not know is refused before the script runs, as run refuses it.
+    (tmp_path / "refused").mkdir()
+    code, report, _ = trace(tmp_path / "refused", SCRIPTS / "course_script_fixed.py", "--skip", "data.vibes")
+    assert code == 2 and report is None
+    assert "Unknown check(s) data.vibes to skip" in capsys.readouterr().err
+
+
 def test_trace_then_train_lets_fit_go_on_after_the_checks(tmp_path, capsys):
     code, report, _ = trace(tmp_path, SCRIPTS / "course_script_fixed.py", "--stages", "data", "--then-train")
     assert code == 0 and report["script"]["reached_fit"]
