@@ -250,6 +250,8 @@ def checks_command(as_json: bool) -> int:
         for condition in check["conditions"]:
             value = f" = {condition['value']:g}" if condition["value"] is not None else ""
             print(f"{'':<28}{condition['name']}{value}: {condition['meaning']}")
+        if check["otherwise"] != "pass":
+            print(f"{'':<28}" + _("no rule crossed: {status}").format(status=check["otherwise"]))
     return EXIT_OK
 
 

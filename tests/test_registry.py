@@ -56,6 +56,8 @@ def test_checks_listing_prints_each_threshold_by_name(capsys):
         for condition in check.conditions:  # a finding, yes or no, has no value to print
             assert (f"{condition.name} = {condition.value:g}" if condition.value is not None
                     else f"{condition.name}: {condition.meaning}") in out
+    # A check that fails (or skips) when no rule is crossed says so; a pass is the default.
+    assert out.count("no rule crossed: fail") == 1 and out.count("no rule crossed: skip") == 2
 
 
 def test_thresholds_are_the_check_functions_defaults():
