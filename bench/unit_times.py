@@ -8,7 +8,8 @@ when each training unit made and traced its own copy and a reset dropped the dat
 8, max_length 64) 110 s, learnability 52 s. On both splits learnability's verdict is inconclusive (a skip that
 says so): a pretrained model fits shuffled labels about as fast as real ones in its short run. On a slower machine
 (2026-11-24, later) the same MRPC walk took 354 s, and 366 s for the code of the 118 s measurement: the machine, not
-the code.
+the code; on another (2026-11-24, evening) 242 s (learnability 125 s, the sweep with the range test 80 s, the overfit
+test 17 s), with every check judged by the registry's rules.
 
     python bench/unit_times.py --checkpoint .cache-test/real-checkpoint/all-MiniLM-L6-v2 --task mrpc \\
         --data-files validation=tests/data/mrpc/validation.tsv --split validation --batch-size 8
