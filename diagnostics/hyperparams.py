@@ -14,7 +14,7 @@ from diagnostics.config import RunConfig, usual_rate
 from diagnostics.glue import GlueTask
 from diagnostics.measurement import Forward, configured_loss_value
 from diagnostics.registry import WARN_DRIFT, threshold
-from diagnostics.result import CheckResult, judge, run_check
+from diagnostics.result import CheckResult, crossed, judge, run_check
 from diagnostics.training import (SharedCopy, StepRecord, Trainer, build_optimizer, effective_rate,
                                   held_out_figures, is_pretrained, labels_in_range, round_down_rate, smoothed,
                                   weight_drift)
@@ -91,8 +91,10 @@ def check_optimizer(figures: dict[str, Any], *, pretrained: bool = True,
     rate = figures["learning_rate"]
     summary = optimizer_summary(figures)
     figures = {**figures, "pretrained": pretrained, "string_adam": figures["given_as"] == "adam"}
-    # Read by the runner, which hands the rate's verdict to hparams.lr_sweep when the sweep measured it.
-    figures["rate_above_ceiling"] = not figures["string_adam"] and pretrained and rate > warn_learning_rate
+    thresholds = {"warn_learning_rate": warn_learning_rate}
+    # The rate rule decides the verdict; the runner reads this to hand that verdict to hparams.lr_sweep when the
+    # sweep measured the rate.
+    figures["rate_above_ceiling"] = crossed("hparams.optimizer", figures, thresholds)[:1] == ["warn_learning_rate"]
     return judge("hparams.optimizer", figures, {
         "string_adam": (
             msg("{summary} The string hides its learning rate: 'adam' always means {rate:g}, above the {limit:g} a "
@@ -108,7 +110,7 @@ def check_optimizer(figures: dict[str, Any], *, pretrained: bool = True,
             msg("{summary} {rate:g} is above {limit:g}: fine-tuning a pretrained transformer at this rate tends to "
                 "wreck its weights.", summary=summary, rate=rate, limit=warn_learning_rate),
             _named_rate_fix(usual_rate(pretrained))),
-    }, summary, thresholds={"warn_learning_rate": warn_learning_rate})
+    }, summary, thresholds=thresholds)
 
 
 # ---------------------------------------------------------------- hparams.loss
