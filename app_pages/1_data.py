@@ -8,8 +8,9 @@ from diagnostics.pipeline import LEARNABILITY
 from diagnostics.plots import label_balance_figure, token_length_figure
 from diagnostics.registry import UNITS, units_of
 from diagnostics.shared import Job
-from ui.render import by_id, checklist, field_columns, field_frame, markdown_text, shown, status_line, traced_results
-from ui.shared import computed, freshness, wanted
+from ui.render import (by_id, checklist, choice, field_columns, field_frame, markdown_text, shown, status_line,
+                       traced_results)
+from ui.shared import computed, explained_here, freshness, wanted
 from ui.start import start_panel
 from ui.session import current_config
 
@@ -49,7 +50,7 @@ if decoded and decoded.evidence.get("rows"):
     with st.expander(_("Read a row in full")):
         if st.session_state.get("data.read_row", 0) >= len(table):  # a smaller batch than the row last read
             st.session_state["data.read_row"] = 0
-        position = st.selectbox(_("Row of the batch"), range(len(table)), key="data.read_row",
+        position = st.selectbox(_("Row of the batch"), range(len(table)), key=choice("data.read_row"),
                                 format_func={index: f"#{index} · {name}"
                                              for index, name in enumerate(table["label_name"])}.get)
         chosen = table.iloc[min(position or 0, len(table) - 1)]
@@ -104,6 +105,8 @@ elif traced is None:
 else:
     st.info(_("The trace did not run it (see the Data stage's checks below)."))
 results = results + learnability
+if traced is None:
+    results = explained_here(results, config)
 status_line(results, summary)
 
 st.subheader(_("Checks"))

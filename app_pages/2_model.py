@@ -5,8 +5,8 @@ import streamlit as st
 from diagnostics.i18n import _
 from diagnostics.plots import gradient_norm_figure, per_sample_loss_figure
 from diagnostics.shared import Job
-from ui.render import by_id, checklist, field_columns, field_frame, shown, status_line, traced_results
-from ui.shared import computed, freshness
+from ui.render import by_id, checklist, field_columns, field_frame, owner_link, shown, status_line, traced_results
+from ui.shared import computed, explained_here, freshness
 from ui.session import current_config
 
 st.title(_("2 · Model"))
@@ -18,7 +18,7 @@ if results is None:
     entry = computed(job, _("Running the batch through the model and taking one train step on a copy…"))
     if entry is None:
         st.stop()
-    results = entry.results
+    results = explained_here(entry.results, job.config)
     freshness(entry, job)
 
 status_line(results)
@@ -27,7 +27,9 @@ if nan_rows and nan_rows.evidence.get("losses"):
     st.plotly_chart(per_sample_loss_figure(nan_rows), width="stretch")
     if nan_rows.evidence["rows"]:
         st.subheader(_("Rows with a NaN loss"))
-        st.error(shown(nan_rows.summary), icon=":material/cancel:")
+        (st.warning if nan_rows.explained_by else st.error)(shown(nan_rows.summary), icon=":material/cancel:")
+        if nan_rows.explained_by:
+            owner_link(nan_rows.explained_by)
         table, fields = field_frame(nan_rows.evidence["rows"],
                                     ["position", "index", "label", "label_name", "logits", "decoded"])
         table["logits"] = table["logits"].map(lambda values: ", ".join("NaN" if v is None else f"{v:.3f}" for v in values))

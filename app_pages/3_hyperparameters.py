@@ -8,7 +8,7 @@ from diagnostics.i18n import _, message_of
 from diagnostics.plots import range_test_figure, schedule_figure, sweep_curves_figure, sweep_final_figure
 from diagnostics.shared import Job, training_job
 from ui.render import by_id, checklist, frame, shown, status_line, traced_results
-from ui.shared import computed, freshness, wanted
+from ui.shared import computed, explained_here, freshness, wanted
 from ui.session import current_config
 
 
@@ -72,7 +72,7 @@ def training_results() -> list:
 
 training = training_results() if traced is None else [
     result for result in traced if result.id not in {r.id for r in setup}]
-results = setup + training
+results = setup + training if traced is not None else explained_here(setup + training, config)
 sweep, range_test = by_id(training, "hparams.lr_sweep"), by_id(training, "hparams.lr_range_test")
 if sweep and sweep.evidence.get("losses"):
     left, right = st.columns(2)

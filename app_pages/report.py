@@ -6,12 +6,12 @@ import streamlit as st
 
 from diagnostics.i18n import _
 from diagnostics.pipeline import STAGES
-from diagnostics.runner import name_each_cause_once
+from diagnostics.causes import causes
 from diagnostics.registry import STAGE_TITLES
 from diagnostics.report import build_report, markdown_report
 from diagnostics.result import CheckResult
-from ui.render import TRACED_KEY, checklist, status_line, traced_results
-from ui.shared import computed, recalled, stage_jobs
+from ui.render import TRACED_KEY, causes_block, checklist, shown, status_line, traced_results
+from ui.shared import computed, overfit_jobs, recalled, recalled_all, kept, stage_jobs
 from ui.session import current_config
 
 st.title(_("Report"))
@@ -26,6 +26,8 @@ if traced is not None:
                          disabled=not report.get("run"))
     right.download_button(_("Download JSON"), json.dumps(report, indent=2), file_name="script-report.json",
                           mime="application/json", key="report.download_json")
+    causes_block(causes(results))
+    st.subheader(_("Every check"))
     status_line(results)
     checklist(results)
     st.stop()
@@ -46,7 +48,7 @@ missing = [_(STAGE_TITLES[stage]) for stage, results in done.items() if not resu
 if missing:
     st.info(_("Not run yet for this configuration: {stages}. Open their pages, or run every stage here.").format(
         stages=", ".join(missing)))
-results = name_each_cause_once([result for stage in STAGES for result in (done[stage] or [])])
+results = recalled_all(config)
 if not results:
     st.stop()
 report = build_report(config, results)
@@ -55,5 +57,11 @@ left.download_button(_("Download Markdown"), markdown_report(report, results), f
                      mime="text/markdown", key="report.download_md")
 right.download_button(_("Download JSON"), json.dumps(report, indent=2), file_name="pipeline-report.json",
                       mime="application/json", key="report.download_json")
+causes_block(causes(results))
+rerun = overfit_jobs(config).get("rerun")
+if rerun is not None and (entry := kept(rerun)) is not None:
+    st.caption(_("The overfit test was also rerun at the sweep's recommended rate {rate:.1e}: {finding}").format(
+        rate=rerun.settings.rate, finding=shown(entry.results[0].summary)))
+st.subheader(_("Every check"))
 status_line(results)
 checklist(results)

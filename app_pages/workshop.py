@@ -7,8 +7,8 @@ from diagnostics.i18n import _
 from diagnostics.registry import STAGE_TITLES
 from diagnostics.scenarios import SCENARIOS
 from ui.links import link_params
-from ui.render import markdown_text
-from ui.shared import STAGE_PAGES, STAGE_PATHS, WARM_CHOICES, computed, computed_with, first_stage, scenario_link, \
+from ui.render import STAGE_PAGES, choice, markdown_text
+from ui.shared import STAGE_PATHS, WARM_CHOICES, computed, computed_with, first_stage, scenario_link, \
     warm_jobs, warm_overfit_job, warmth
 from ui.address import app_url
 from ui.caches import hub_reachable
@@ -28,7 +28,7 @@ with st.container(border=True):
                   "model": _("Model checks"), "setup": _("Optimizer and loss"),
                   "training": _("Learning-rate sweep and range test"), "overfit": _("Overfit test")}
     chosen = st.multiselect(_("What to compute for every scenario"), WARM_CHOICES, default=list(WARM_CHOICES),
-                            key="workshop.kinds", format_func=kind_names.get)
+                            key=choice("workshop.kinds"), format_func=kind_names.get)
     kinds = [kind for choice in chosen for kind in computed_with(choice)]
     if st.button(_("Warm up every scenario"), type="primary", key="workshop.warm_up", disabled=not kinds):
         overall = st.progress(0.0, text=_("Starting"))

@@ -163,7 +163,8 @@ def run_command(args) -> int:
     from diagnostics.overfit import DEFAULT_EPOCHS
     from diagnostics.context import RunContext
     from diagnostics.pipeline import parse_skip, parse_stages, run_stages
-    from diagnostics.report import build_report, checklist_lines, junit_report, markdown_report
+    from diagnostics.causes import causes, owners
+    from diagnostics.report import build_report, cause_lines, checklist_lines, junit_report, markdown_report
 
     config = config_from_args(args)
     stages, skip = parse_stages(args.stages), parse_skip(args.skip)
@@ -174,24 +175,34 @@ def run_command(args) -> int:
     print(_("Checked {checkpoint} on {task}/{split} ({source} data), stages: {stages}").format(
         checkpoint=config.checkpoint, task=localize(config.task_title), split=config.split, source=config.data_source,
         stages=", ".join(stages) + (f" (--skip {args.skip})" if skip else "")))
-    for line in checklist_lines(results):
+    for line in cause_lines(results) + [""] + checklist_lines(results):
         print(line)
     if args.scenario:
         from diagnostics.scenarios import get_scenario
 
-        caught = get_scenario(args.scenario).caught({r.id: r.status.value for r in results})
-        print(_("Scenario {name}: {verdicts}").format(name=args.scenario, verdicts="; ".join(
-            (_("{check} caught it") if ok else _("{check} did NOT catch it")).format(check=check)
-            for check, ok in caught.items()) or _("nothing is expected to fail")))
+        scenario, named = get_scenario(args.scenario), owners(results)
+        verdicts = [(_("{check} caught it") if ok else _("{check} did NOT catch it")).format(check=check)
+                    for check, ok in scenario.caught(named).items()]
+        verdicts += [_("{check} names a cause the scenario does not inject").format(check=check)
+                     for check in scenario.unexpected(named)]
+        print(_("Scenario {name}: {verdicts}").format(name=args.scenario, verdicts="; ".join(verdicts)
+                                                       or _("nothing is expected to fail")))
     write_reports(((args.json, lambda: json.dumps(report, indent=2)), (args.junit, lambda: junit_report(report)),
                    (args.markdown, lambda: markdown_report(report, results))))
-    failing = {Status.FAIL, Status.ERROR} | ({Status.WARN} if args.fail_on == "warn" else set())
-    return EXIT_FAILED if any(r.status in failing for r in results) else EXIT_OK
+    return exit_code(causes(results), args.fail_on)
+
+
+def exit_code(found, fail_on: str) -> int:
+    """1 when a cause fails or errs (or, with --fail-on warn, warns), else 0: a finding a cause explains is counted
+    once, at its owner."""
+    failing = {Status.FAIL, Status.ERROR} | ({Status.WARN} if fail_on == "warn" else set())
+    return EXIT_FAILED if any(cause.status in failing for cause in found) else EXIT_OK
 
 
 def trace_command(args) -> int:
+    from diagnostics.causes import causes
     from diagnostics.pipeline import parse_skip, parse_stages
-    from diagnostics.report import checklist_lines, junit_report
+    from diagnostics.report import cause_lines, checklist_lines, junit_report
     from diagnostics.result import CheckResult
     from diagnostics.trace import EXIT_OK as TRACE_OK, script_fix, script_notes, trace_script
 
@@ -217,6 +228,8 @@ def trace_command(args) -> int:
         print(_("Checked {checkpoint} on {task}/{split} (your script's pipeline)").format(
             checkpoint=run["checkpoint"], task=localize(task_title(run["task"], run.get("task_candidates") or ())),
             split=run["split"]))
+        for line in cause_lines(results) + [""]:
+            print(line)
     for line in checklist_lines(results):
         print(line)
     for note in script_notes(report):
@@ -224,14 +237,14 @@ def trace_command(args) -> int:
     write_reports(((args.json, lambda: json.dumps(report, indent=2)), (args.junit, lambda: junit_report(report))))
     if outcome.exit_code != TRACE_OK or args.fail_on != "warn":
         return outcome.exit_code
-    return EXIT_FAILED if any(r.status is Status.WARN for r in results) else EXIT_OK
+    return exit_code(causes(results), args.fail_on)
 
 
 def scenarios_command() -> int:
     from diagnostics.scenarios import SCENARIOS
 
     for scenario in SCENARIOS.values():
-        flagged = scenario.caught({})
+        flagged = scenario.caught(set())
         print(f"{scenario.name:<28} {_(scenario.title)}")
         print(f"{'':<28} " + _("must be flagged by: {checks}").format(
             checks=", ".join(flagged) or _("nothing (no check may fail)")))

@@ -105,6 +105,16 @@ class RunContext:
                                   self.config.effective_num_labels).values())
 
     @cached_property
+    def beyond_head_labels(self) -> int:
+        """How many of those are labels of the (known) task that a head built with fewer outputs cannot take:
+        model.config's cause, not the data's."""
+        task, num_labels = self.config.glue_task, self.config.effective_num_labels
+        if task.regression or not task.known or LABEL not in self.split.column_names or num_labels >= task.num_labels:
+            return 0
+        labels = split_labels(self.split)
+        return int(((labels >= num_labels) & (labels < task.num_labels)).sum())
+
+    @cached_property
     def countable_labels(self) -> int:
         """How many labels of the split the label checks can count: ids in [0, K) for the wider of the head and the
         task (a class beyond either is data.label_range's to name), or STS-B scores from 0 to 5."""

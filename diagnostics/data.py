@@ -199,8 +199,10 @@ def check_label_range(
     written: list | None = None, *,
     warn_rare_share: float = threshold("data.label_range", "warn_rare_share"),
 ) -> CheckResult:
-    """Every label lies in [0, num_labels) and, when the task is known, among its classes (regression: in 0..5).
-    With the task not known, a label value far rarer than the others, which are balanced, is a warning.
+    """Every label lies among the task's classes when the task is known (regression: in 0..5), else in
+    [0, num_labels). Labels the task has but a head built with fewer outputs cannot take are a finding of their own,
+    which model.config's cause explains (the head, not the data). With the task not known, a label value far rarer
+    than the others, which are balanced, is a warning.
 
     Args:
         written: each row's label as the file wrote it (where some could not be read as the task's labels), so
@@ -208,27 +210,43 @@ def check_label_range(
         warn_rare_share: with the task not known, a value whose share is below this fraction of the other values'
             mean share (theirs within 2x of each other) is called stray.
     """
-    # A head wider than the task takes labels the task does not have: they are still not the task's labels.
-    limit = min(num_labels, task.num_labels) if task.known and not task.regression else num_labels
-    in_split = invalid_labels(split_labels_, task, limit)
-    in_batch = invalid_labels(np.asarray(batch_labels), task, limit)
-    valid = f"0..{STSB_RANGE[1]:g}" if task.regression else f"[0, {limit})"
+    classified = task.known and not task.regression
+    classes = task.num_labels if classified else num_labels
+    in_split = invalid_labels(split_labels_, task, classes)
+    in_batch = invalid_labels(np.asarray(batch_labels), task, classes)
+    valid = f"0..{STSB_RANGE[1]:g}" if task.regression else f"[0, {classes})"
+    labels = np.asarray(split_labels_)
+    beyond = np.flatnonzero((labels >= num_labels) & (labels < classes)) if classified and num_labels < classes \
+        else np.asarray([], dtype=int)
     evidence = {
         "valid_range": valid,
         "num_labels": num_labels,
         "rows_scanned": int(len(split_labels_)),
         "split_invalid": [{"label": label, "count": count} for label, count in in_split.items()],
         "batch_invalid": [{"label": label, "count": count} for label, count in in_batch.items()],
-        "batch_positions": [i for i, label in enumerate(batch_labels) if plain_label(np.asarray(label)) in in_batch],
+        "batch_positions": [i for i, label in enumerate(batch_labels)
+                            if (value := plain_label(np.asarray(label))) in in_batch
+                            or (classified and isinstance(value, int) and num_labels <= value < classes)],
+        "beyond_head": bool(len(beyond)),
+        "beyond_head_rows": beyond[:50].tolist(),
     }
     evidence["invalid_labels"] = sum(in_split.values()) + sum(in_batch.values())
     stray = None if evidence["invalid_labels"] or task.known or task.regression else \
-        _stray_value(np.asarray(split_labels_), warn_rare_share)
+        _stray_value(labels, warn_rare_share)
     if stray is not None:
         evidence["stray_rows"] = stray[1][:50].tolist()
+    values = sorted({int(labels[row]) for row in beyond})
     return judge("data.label_range", evidence, {
-        "max_invalid_labels": lambda: _out_of_range(split_labels_, in_split, task, num_labels, limit, split_name,
+        "max_invalid_labels": lambda: _out_of_range(split_labels_, in_split, task, num_labels, classes, split_name,
                                                     valid, written, evidence),
+        "labels_beyond_head": lambda: (
+            msg("All {count:,} labels of split {split} are {task} labels, but {beyond:,} rows are labelled {values}, "
+                "beyond the head's num_labels={num_labels} outputs (rows {rows}): the model has no output for them, "
+                "so they get a NaN loss on GPU and an error on CPU.", count=len(labels), split=repr(split_name),
+                task=task.name, beyond=len(beyond), values=", ".join(f"{value} {task.label_name(value)}"
+                                                                    for value in values),
+                num_labels=num_labels, rows=_rows(beyond)),
+            task.head_fix()),
         "warn_rare_share": lambda: (
             msg("All {count:,} labels lie in {valid}, but label {value} is on only {rows_count:,} rows ({share:.1%}; "
                 "rows {rows}) while the others are balanced ({shares}): a stray value, or a class of its own? The "
@@ -275,9 +293,14 @@ def _out_of_range(split_labels_: np.ndarray, in_split: dict, task: GlueTask, num
         cause = msg("{task} has {count} classes ({names}), but the model was built with num_labels={num_labels}, so it "
                     "trains them as a class of their own (rows {rows})", task=task.name, count=task.num_labels,
                     names=names, num_labels=num_labels, rows=_rows(rows))
+    elif task.known:
+        names = ", ".join(f"{index} {name}" for index, name in enumerate(task.label_names))
+        fix = msg("Drop or relabel these rows ({task}'s labels: {names}).", task=task.name, names=names)
+        cause = msg("{task} has {count} classes ({names}), so these rows get a NaN loss on GPU and an error on CPU",
+                    task=task.name, count=task.num_labels, names=names)
     else:
         needed = max(int(label) for label in in_split if isinstance(label, int)) + 1 if in_split else num_labels
-        fix = (f"TFAutoModelForSequenceClassification.from_pretrained(checkpoint, num_labels={max(needed, task.num_labels)})"
+        fix = (f"TFAutoModelForSequenceClassification.from_pretrained(checkpoint, num_labels={needed})"
                if needed > num_labels else msg("Map the labels to 0..num_labels-1 before training."))
         cause = msg("the model has num_labels={num_labels}, so these rows get a NaN loss on GPU and an error on CPU",
                     num_labels=num_labels)
@@ -440,10 +463,14 @@ def baseline_figures(labels: np.ndarray, task: GlueTask, num_labels: int) -> dic
         return {"valid_rows": 0}
     prior = counts / total
     nonzero = prior[prior > 0]
+    # Guessing among the task's classes (whatever the head's num_labels); for a task not known, among the label
+    # values the split holds.
+    classes = task.num_labels if task.known else max(2, int((counts > 0).sum()))
     return {
         "valid_rows": int(total),
-        "uniform_loss": math.log(num_labels),
-        "uniform_accuracy": 1.0 / num_labels,
+        "classes": classes,
+        "uniform_loss": math.log(classes),
+        "uniform_accuracy": 1.0 / classes,
         "majority_label": int(np.argmax(counts)),
         "majority_accuracy": float(prior.max()),
         "prior_loss": float(-(nonzero * np.log(nonzero)).sum()),
@@ -469,9 +496,9 @@ def check_baselines(labels: np.ndarray, task: GlueTask, num_labels: int, *,
                 "learns must go below it.", mean=figures["mean"], mse=figures["mean_predictor_mse"]),
             thresholds=thresholds)
     majority = task.label_name(figures["majority_label"])
-    summary = msg("Random guessing gives loss ln({num_labels}) = {loss:.3f} and accuracy {accuracy:.0%}; always "
-                  "predicting {majority} gives accuracy {majority_accuracy:.0%} (loss {prior_loss:.3f} with the label "
-                  "frequencies).", num_labels=num_labels, loss=figures["uniform_loss"],
+    summary = msg("Random guessing among the {classes} classes gives loss ln({classes}) = {loss:.3f} and accuracy "
+                  "{accuracy:.0%}; always predicting {majority} gives accuracy {majority_accuracy:.0%} (loss "
+                  "{prior_loss:.3f} with the label frequencies).", classes=figures["classes"], loss=figures["uniform_loss"],
                   accuracy=figures["uniform_accuracy"], majority=majority,
                   majority_accuracy=figures["majority_accuracy"], prior_loss=figures["prior_loss"])
     return judge("data.baselines", figures, {"warn_majority_accuracy": (

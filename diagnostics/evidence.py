@@ -62,6 +62,8 @@ class LabelRange(TypedDict, total=False):
     rows: list[int]  # rows whose label the head takes but the task does not have
     stray_rows: list[int]  # task not known: the rows of a label value far rarer than the others
     invalid_labels: int  # labels outside the range, in the split and in the first batch
+    beyond_head: bool  # rows hold labels of the task that the head has no output for (num_labels below its classes)
+    beyond_head_rows: list[int]  # those rows (the first 50)
 
 
 class LabelBalance(TypedDict, total=False):
@@ -80,6 +82,7 @@ class LabelBalance(TypedDict, total=False):
 
 
 class Baselines(TypedDict, total=False):
+    classes: int  # the task's classes (for a task not known, the label values the split holds)
     majority_accuracy: float
     majority_label: str
     prior_loss: float
@@ -162,6 +165,7 @@ class Forward(TypedDict, total=False):
     logits_shape: list[int]
     error: str
     wrong_shape: bool  # the logits are not (rows, num_labels)
+    out_of_range_labels: int  # labels of the batch outside [0, num_labels) (the fit call raises on them on CPU)
 
 
 class NanRows(TypedDict, total=False):
@@ -170,6 +174,8 @@ class NanRows(TypedDict, total=False):
     rows: Rows  # position, index, label, label_name, logits, loss, decoded
     cause: str
     non_finite_rows: int  # rows of the batch with a NaN or infinite loss
+    labels_cause: bool  # every such row has a label outside [0, num_labels) (or a missing score)
+    logits_cause: bool  # every such row has non-finite logits
     # Found by DiagnoseCallback during the user's fit:
     step: int
     losses_before: list[float]
@@ -218,6 +224,7 @@ class Gradients(TypedDict, total=False):
     non_finite: list[str]
     variables: int
     error: str
+    out_of_range_labels: int  # labels of the batch outside [0, num_labels) (the step raises on them on CPU)
 
 
 class WeightsAfterStep(TypedDict, total=False):
@@ -236,6 +243,7 @@ class NanOrigin(TypedDict, total=False):
     input: dict[str, Any]  # non-finite share of its input and of its output
     output: dict[str, Any]
     when: str
+    after_step: bool  # found after one optimizer step (the fresh model's outputs were finite)
     non_finite_weights: list[str]
 
 
@@ -255,7 +263,7 @@ class Memory(TypedDict, total=False):
 
 # Functional form: "class" is a keyword. settings: setting, value, source of each optimizer setting.
 Optimizer = TypedDict("Optimizer", {"settings": Rows, "class": str, "learning_rate": float, "given_as": str,
-                                    "pretrained": bool, "string_adam": bool, "rate_above_ceiling": bool}, total=False)
+                                    "pretrained": bool, "string_adam": bool}, total=False)
 
 
 class Loss(TypedDict, total=False):
@@ -265,6 +273,7 @@ class Loss(TypedDict, total=False):
     cross_entropy_from_logits: float
     disagreement: float
     labels_drawn_in_range: bool
+    labels_owner: str  # the check owning the labels drawn in range: model.config (a head too small) or data.label_range
     labels_in: str
     loss: str
     outputs_are_probabilities: bool
@@ -347,12 +356,14 @@ class Overfit(TypedDict, total=False):
     falling_share: float  # the share of epochs that lowered the smoothed loss
     non_finite_epochs: int
     all_right: bool  # every row predicted right (always, for regression: judged on the loss alone)
-    drift_warning: bool  # warn_drift crossed; then whether the batch was memorised or steadily learned all the same
-    memorised: bool
-    learning: bool
     epochs: int
     final_accuracy: float
-    learning_rate: float
+    learning_rate: float  # the rate the copy trained at
+    configured_rate: float  # the configured one
+    rate_source: str  # "configured"; "usual" or "sweep" (the sweep measured the configured rate as too high); "given"
+    at_configured_rate: bool  # it trained at the configured rate (a finding the sweep's rate cause can explain)
+    num_labels: int  # the head's outputs
+    out_of_range_labels: int  # labels of the batch the head cannot take
     best_rate: float | None
     drift_per_step: float | None
     missing_labels: list[str]

@@ -44,6 +44,13 @@ class GlueTask:
             return f"label {label}"
         return msg("(out of range: {label})", label=label)
 
+    def head_fix(self) -> str:
+        """The model built with this task's head: its num_labels and, for a classifier, its label names (the one
+        fix of a head that does not fit the task, whichever check shows it)."""
+        names = ", ".join(f"{i}: {name!r}" for i, name in enumerate(self.label_names))
+        return (f"TFAutoModelForSequenceClassification.from_pretrained(checkpoint, num_labels={self.num_labels}"
+                + (f", id2label={{{names}}}, label2id={{...}})" if self.label_names else ")"))
+
 
 _STANDARD_SPLITS = ("train", "validation", "test")
 

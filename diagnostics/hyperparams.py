@@ -14,7 +14,7 @@ from diagnostics.config import RunConfig, usual_rate
 from diagnostics.glue import GlueTask
 from diagnostics.measurement import Forward, configured_loss_value
 from diagnostics.registry import WARN_DRIFT, threshold
-from diagnostics.result import CheckResult, crossed, judge, run_check
+from diagnostics.result import CheckResult, judge, run_check
 from diagnostics.training import (SharedCopy, StepRecord, Trainer, build_optimizer, effective_rate,
                                   held_out_figures, is_pretrained, labels_in_range, round_down_rate, smoothed,
                                   weight_drift)
@@ -91,26 +91,24 @@ def check_optimizer(figures: dict[str, Any], *, pretrained: bool = True,
     rate = figures["learning_rate"]
     summary = optimizer_summary(figures)
     figures = {**figures, "pretrained": pretrained, "string_adam": figures["given_as"] == "adam"}
-    thresholds = {"warn_learning_rate": warn_learning_rate}
-    # The rate rule decides the verdict; the runner reads this to hand that verdict to hparams.lr_sweep when the
-    # sweep measured the rate.
-    figures["rate_above_ceiling"] = crossed("hparams.optimizer", figures, thresholds)[:1] == ["warn_learning_rate"]
+    # What the rules below read into the rate is a rule of thumb: hparams.lr_sweep measures the rate, and once it has,
+    # this finding points there (`registry.CAUSES`) and is said without its reading.
     return judge("hparams.optimizer", figures, {
         "string_adam": (
-            msg("{summary} The string hides its learning rate: 'adam' always means {rate:g}, above the {limit:g} a "
-                "pretrained transformer tolerates.", summary=summary, rate=rate, limit=warn_learning_rate)
-            if pretrained else
-            msg("{summary} The string hides its learning rate: 'adam' always means {rate:g}, whatever this "
-                "checkpoint needs.", summary=summary, rate=rate),
+            msg("{summary} The string hides its learning rate: 'adam' always means {rate:g}{reading}.",
+                summary=summary, rate=rate,
+                reading=msg(", above the {limit:g} a pretrained transformer tolerates", limit=warn_learning_rate)
+                if pretrained else msg(", whatever this checkpoint needs")),
             _named_rate_fix(usual_rate(pretrained))),
         "random_weights": (
             msg("{summary} This checkpoint has random weights (the demo kit), so the 1e-4 ceiling for pretrained "
                 "transformers does not apply; the sweep shows which rates work.", summary=summary), None),
         "warn_learning_rate": (
-            msg("{summary} {rate:g} is above {limit:g}: fine-tuning a pretrained transformer at this rate tends to "
-                "wreck its weights.", summary=summary, rate=rate, limit=warn_learning_rate),
+            msg("{summary} {rate:g} is above {limit:g}{reading}.", summary=summary, rate=rate,
+                limit=warn_learning_rate,
+                reading=msg(": fine-tuning a pretrained transformer at this rate tends to wreck its weights")),
             _named_rate_fix(usual_rate(pretrained))),
-    }, summary, thresholds=thresholds)
+    }, summary, thresholds={"warn_learning_rate": warn_learning_rate})
 
 
 # ---------------------------------------------------------------- hparams.loss
@@ -141,7 +139,12 @@ def loss_figures(model, tf_batch, labels: np.ndarray, config: RunConfig, task: G
         figures["probe_configured_value"] = configured_loss_value(config.loss, probe, labels, task.regression)
         figures["probe_cross_entropy"] = configured_loss_value("internal", probe, labels, task.regression)
     if not task.regression:
-        _, figures["labels_drawn_in_range"] = labels_in_range(tf_batch, int(model.config.num_labels), config.seed)
+        num_labels = int(model.config.num_labels)
+        _, figures["labels_drawn_in_range"] = labels_in_range(tf_batch, num_labels, config.seed)
+        # Who owns those labels: a head narrower than the task's classes (model.config), else the data.
+        figures["labels_owner"] = "model.config" if task.known and num_labels < task.num_labels and bool(
+            ((labels >= num_labels) & (labels < task.num_labels)).any()) and not bool(
+            ((labels < 0) | (labels >= task.num_labels)).any()) else "data.label_range"
     record = step()
     figures["train_step_loss"] = record.loss
     figures["train_step_error"] = record.error
@@ -167,9 +170,9 @@ def check_loss(figures: dict[str, Any], *,
     result = _judge_loss(figures, warn_disagreement=warn_disagreement)
     drawn = figures.get("labels_drawn_in_range") or 0
     if drawn:
-        result.summary = msg("{summary} (Judged with the batch's {count} out-of-range labels replaced by labels in "
-                             "range: those are data.label_range's and model.nan_rows' finding.)",
-                             summary=result.summary, count=drawn)
+        result.summary = msg("{summary} (Judged with the batch's {count} labels the head has no output for replaced "
+                             "by labels it has: those are {owner}'s finding.)", summary=result.summary, count=drawn,
+                             owner=figures.get("labels_owner") or "data.label_range")
     return result
 
 

@@ -74,7 +74,8 @@ def check_learnability(figures: dict[str, Any], *,
     warn; on a pretrained one the run cannot tell: inconclusive (skip), with the numbers.
     """
     given, control = figures["given"], figures["shuffled"]
-    run = msg("{steps} steps on {rows} rows at rate {rate:g}, scored on {held} held-out rows", steps=figures["steps"],
+    run = msg("{steps} steps on {rows} rows at rate {rate:g} (this checkpoint's usual rate: the configured rate is "
+              "hparams.lr_sweep's to judge), scored on {held} held-out rows", steps=figures["steps"],
               rows=figures["train_rows"], rate=figures["learning_rate"], held=figures["held_rows"])
     evidence = {**figures, "fit_gain": 1 - given["final_train_loss"] / control["final_train_loss"]
                 if control["final_train_loss"] else None}
@@ -104,10 +105,10 @@ def check_learnability(figures: dict[str, Any], *,
                 "Held-out rows do not separate them yet ({numbers}): this run is too short for the task to "
                 "generalise.", run=run, fits=fits, numbers=numbers), None),
         "random_weights": (
-            msg("The labels behave like random ones: after {run}, the given labels were fitted no faster than "
-                "shuffled ones ({fits}) and generalise no better ({numbers}). The labels no longer line up with their "
-                "texts (a shuffle or a join that reordered one column), or this run is too short for the model.",
-                run=run, fits=fits, numbers=numbers),
+            msg("After {run}, the given labels were fitted no faster than shuffled ones ({fits}) and generalise no "
+                "better ({numbers}).{reading}", run=run, fits=fits, numbers=numbers,
+                reading=msg(" The labels behave like random ones: they no longer line up with their texts (a shuffle "
+                            "or a join that reordered one column), or this run is too short for the model.")),
             msg("Check that texts and labels were shuffled or filtered together (dataset.shuffle on the whole "
                 "dataset, never on one column).")),
     }, msg("Inconclusive: after {run}, the given labels neither beat the shuffled ones on held-out rows ({numbers}) "

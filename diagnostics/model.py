@@ -75,9 +75,7 @@ def check_config(model_config, model_class: str, task: GlueTask, tokenizer,
         "task_labels": list(task.label_names),
         "pad_token": tokenizer.pad_token,
     }
-    names_fix = ", ".join(f"{i}: {name!r}" for i, name in enumerate(task.label_names))
-    proper_fix = (f"TFAutoModelForSequenceClassification.from_pretrained(checkpoint, num_labels={task.num_labels}"
-                  + (f", id2label={{{names_fix}}}, label2id={{...}})" if task.label_names else ")"))
+    proper_fix = task.head_fix()
     described = msg("{model_class} ({model_type}) with num_labels={num_labels}", model_class=model_class,
                     model_type=model_config.model_type, num_labels=num_labels)
     naming = msg("generic names LABEL_0..") if generic else msg("the task's label names")
@@ -168,8 +166,20 @@ def _label_span(first: int, end: int) -> Text:
 # ---------------------------------------------------------------- model.forward
 
 
-def check_forward(forward: Forward, batch_rows: int, num_labels: int) -> CheckResult:
-    """The batch runs through the model; logits have the right shape and are finite."""
+def out_of_range(labels, num_labels: int, regression: bool) -> int:
+    """How many class labels lie outside [0, num_labels): the head has no output for them (0 for regression)."""
+    values = np.asarray(labels)
+    if regression or not values.size or not np.issubdtype(values.dtype, np.number):
+        return 0
+    return int(((values < 0) | (values >= num_labels)).sum())
+
+
+def check_forward(forward: Forward, batch_rows: int, num_labels: int, out_of_range_labels: int = 0) -> CheckResult:
+    """The batch runs through the model; logits have the right shape and are finite.
+
+    Args:
+        out_of_range_labels: the batch's labels the head has no output for (`out_of_range`).
+    """
     if forward.error:
         return judge("model.forward", {"error": forward.error}, {"forward_raises": (
             msg("The forward pass raised {error}.", error=forward.error),
@@ -177,7 +187,8 @@ def check_forward(forward: Forward, batch_rows: int, num_labels: int) -> CheckRe
     shape = list(forward.logits.shape)
     share = finite_share(forward.logits)
     evidence = {"logits_shape": shape, "finite_share": share, "fit_call_error": forward.fit_call_error,
-                "logits": forward.logits.tolist(), "wrong_shape": shape != [batch_rows, num_labels]}
+                "logits": forward.logits.tolist(), "wrong_shape": shape != [batch_rows, num_labels],
+                "out_of_range_labels": out_of_range_labels}
     return judge("model.forward", evidence, {
         "wrong_shape": (msg("The logits have shape {shape}, not ({rows}, {num_labels}).", shape=tuple(shape),
                             rows=batch_rows, num_labels=num_labels), None),
@@ -189,30 +200,48 @@ def check_forward(forward: Forward, batch_rows: int, num_labels: int) -> CheckRe
             msg("The logits {shape} are finite, but calling the model with the labels in the input dict, as model.fit "
                 "does, raises {error} (on a GPU this shows as loss: nan instead).", shape=tuple(shape),
                 error=forward.fit_call_error),
-            msg("See model.nan_rows for the rows and their labels.")),
+            msg("Call the model on the batch with its labels, model(batch), and read where it raises.")),
     }, msg("The batch runs through the model eagerly: logits {shape}, all finite.", shape=tuple(shape)))
 
 
 # ---------------------------------------------------------------- model.nan_rows
 
 
+def nan_reason(rows: list[dict[str, Any]], num_labels: int, regression: bool) -> str:
+    """What the non-finite rows share, measured: "logits" (their logits are already non-finite), "test_split" (every
+    label is -1), "beyond_head" (every label is num_labels or more), "out_of_range" (every label lies outside
+    [0, num_labels)), "missing_score" (every score is NaN), else "mixed"."""
+    labels = [row["label"] for row in rows]
+    if rows and all(not all(v is not None and math.isfinite(v) for v in row["logits"]) for row in rows):
+        return "logits"
+    if not regression and labels and all(label == -1 for label in labels):
+        return "test_split"
+    if not regression and labels and all(label >= num_labels for label in labels):
+        return "beyond_head"
+    if not regression and labels and all(label < 0 or label >= num_labels for label in labels):
+        return "out_of_range"
+    if regression and labels and all(not math.isfinite(float(label)) for label in labels):
+        return "missing_score"
+    return "mixed"
+
+
 def nan_cause(rows: list[dict[str, Any]], num_labels: int, regression: bool) -> Text:
     """The cause the non-finite rows share, in one phrase."""
+    reason = nan_reason(rows, num_labels, regression)
     labels = [row["label"] for row in rows]
-    logits_broken = [row for row in rows if not all(v is not None and math.isfinite(v) for v in row["logits"])]
-    if logits_broken and len(logits_broken) == len(rows):
+    if reason == "logits":
         return msg("their logits are already non-finite, so the weights or the inputs are the cause (see "
                    "model.nan_origin)")
-    if not regression and labels and all(label == -1 for label in labels):
+    if reason == "test_split":
         return msg("every one has label -1: the split has no labels (a GLUE test split)")
-    if not regression and labels and all(label >= num_labels for label in labels):
-        values = sorted(set(labels))
+    if reason == "beyond_head":
         return msg("every one has a label >= num_labels ({values}) while config.num_labels == {num_labels}",
-                   values=", ".join(map(str, values)), num_labels=num_labels)
-    if not regression and labels and all(label < 0 or label >= num_labels for label in labels):
+                   values=", ".join(map(str, sorted(set(labels)))), num_labels=num_labels)
+    if reason == "out_of_range":
         return msg("every one has a label outside [0, {num_labels})", num_labels=num_labels)
-    if regression and labels and all(not math.isfinite(float(label)) for label in labels):
+    if reason == "missing_score":
         return msg("every one has a missing (NaN) score")
+    logits_broken = [row for row in rows if not all(v is not None and math.isfinite(v) for v in row["logits"])]
     return msg("no single cause: {broken} have non-finite logits, the rest labels {labels}",
                broken=len(logits_broken), labels=sorted(set(labels)))
 
@@ -232,23 +261,24 @@ def check_nan_rows(losses: np.ndarray, logits: np.ndarray, decoded: list[dict[st
         "index": decoded[i]["index"],
         "decoded": decoded[i]["decoded"],
         "fields": decoded[i].get("fields") or {},
+        **({"raw": decoded[i]["raw"]} if "raw" in decoded[i] else {}),
         "label": decoded[i]["label"],
         "label_name": decoded[i]["label_name"],
         "loss": None,
         "logits": [float(v) if math.isfinite(v) else None for v in np.asarray(logits[i]).ravel()],
     } for i in bad]
-    cause = nan_cause(rows, num_labels, regression)
-    if "label -1" in cause:
-        fix = msg("Use a split with labels ('train' or 'validation'): GLUE's test splits carry label -1.")
-    elif "label >=" in cause:
-        fix = f"TFAutoModelForSequenceClassification.from_pretrained(checkpoint, num_labels={max(r['label'] for r in rows) + 1})"
-    elif "logits" in cause:
-        fix = msg("Reload the checkpoint and look at model.nan_origin for the first broken layer.")
-    else:
-        fix = msg("Drop or fix the rows listed, then rerun.")
-    return judge("model.nan_rows", {**series, "rows": rows, "cause": cause, "non_finite_rows": len(bad)}, {
+    reason = nan_reason(rows, num_labels, regression)
+    fix = {"test_split": msg("Use a split with labels ('train' or 'validation'): GLUE's test splits carry label -1."),
+           "beyond_head": "TFAutoModelForSequenceClassification.from_pretrained(checkpoint, "
+                          f"num_labels={max(row['label'] for row in rows) + 1})",
+           "logits": msg("Reload the checkpoint and look at model.nan_origin for the first broken layer.")}.get(
+        reason, msg("Drop or fix the rows listed, then rerun."))
+    evidence = {**series, "rows": rows, "cause": nan_cause(rows, num_labels, regression), "non_finite_rows": len(bad),
+                "labels_cause": reason in ("test_split", "beyond_head", "out_of_range", "missing_score"),
+                "logits_cause": reason == "logits"}
+    return judge("model.nan_rows", evidence, {
         "max_non_finite_rows": (msg("{bad} of {rows} rows have a non-finite loss, and {cause}.", bad=len(bad),
-                                    rows=len(losses), cause=cause), fix)}, "")
+                                    rows=len(losses), cause=evidence["cause"]), fix)}, "")
 
 
 # ---------------------------------------------------------------- model.initial_loss
@@ -339,7 +369,8 @@ def check_gradients(figures: dict[str, Any], config: RunConfig) -> CheckResult:
                 mismatch=msg(LABELS_LOSS_MISMATCH)) if no_gradients else
             msg("model.fit's train step raised {error}.", error=figures["error"]),
             msg("model.compile(optimizer=optimizer)  # no loss: the model uses the labels in the input dict")
-            if no_gradients else msg("See model.nan_rows and model.config for the cause.")),
+            if no_gradients else msg("Run one model.train_on_batch(...) on this batch with run_eagerly=True to see "
+                                     "where it raises.")),
         "no_gradient": lambda: (
             msg("{count} of {total} trainable variables get no gradient ({names}): they are not connected to the "
                 "loss. {mismatch}", count=len(figures["no_gradient"]), total=total,
@@ -424,7 +455,7 @@ def check_nan_origin(fresh: Forward, stepped: Forward | None, input_ids, broken_
                                   (msg("after one optimizer step"), stepped, broken_stepped)):
         found = first_non_finite(forward.trace, input_ids) if forward is not None and forward.trace else None
         if found:
-            found.update({"when": when, "non_finite_weights": broken[:20]})
+            found.update({"when": when, "after_step": forward is stepped, "non_finite_weights": broken[:20]})
             break
     return judge("model.nan_origin", found or {}, {"non_finite_layer": lambda: (
         msg("NaN/Inf first appears {when} at the output of {layer} ({output:.0%} non-finite; its input from {source} "

@@ -7,8 +7,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from diagnostics.i18n import Text, msg
-from diagnostics.config import RunConfig
+from diagnostics.i18n import Text, joined, msg
+from diagnostics.config import RunConfig, usual_rate
 from diagnostics.batches import LABEL, FirstBatch, build_batch, decoded_rows, split_labels
 from diagnostics.glue import GlueTask
 from diagnostics.budget import check_deadline
@@ -110,15 +110,27 @@ def _no_curve(figures: dict[str, Any], evidence: dict[str, Any]) -> CheckResult 
     if not figures.get("error") and figures["losses"] and figures["losses"][0] is not None:
         return None
     evidence["nan_from_start"] = not figures.get("error")
-    run = msg("{epochs} epochs at learning rate {rate:g}", epochs=figures["epochs"], rate=figures["learning_rate"])
+    labels = msg(" {count} of the batch's labels lie outside [0, {num_labels}).", count=evidence["out_of_range_labels"],
+                 num_labels=evidence.get("num_labels")) if evidence.get("out_of_range_labels") else ""
     return judge("overfit.one_batch", evidence, {
-        "fit_raises": (msg("model.fit on the batch raised {error} (on a GPU this shows as loss: nan instead).",
-                           error=figures.get("error")),
-                       msg("Fix the labels first (see data.label_range and model.nan_rows).")),
-        "no_finite_start": (msg("After {run} the loss was NaN from the first epoch: rows have labels out of range (see "
-                                "model.nan_rows) or the weights are not finite.", run=run),
+        "fit_raises": (msg("model.fit on the batch raised {error} (on a GPU this shows as loss: nan instead).{labels}",
+                           error=figures.get("error"), labels=labels),
+                       msg("Run model.fit on this batch with run_eagerly=True to see where it raises.")),
+        "no_finite_start": (msg("After {run} the loss was NaN from the first epoch.{labels}", run=_run(figures),
+                                labels=labels),
                             msg("Fix model.nan_rows and model.weights_after_step first.")),
     }, "")
+
+
+def _run(figures: dict[str, Any]) -> Text:
+    """How the copy was trained: epochs and rate, and why at that rate when it is not the configured one."""
+    run = msg("{epochs} epochs at learning rate {rate:g}", epochs=figures["epochs"], rate=figures["learning_rate"])
+    if figures.get("rate_source") in ("usual", "sweep"):
+        return msg("{run} ({which}: hparams.lr_sweep measured the loss at the configured {configured:g} turning NaN or "
+                   "blowing up, so this test does not train at it)", run=run, configured=figures["configured_rate"],
+                   which=msg("this checkpoint's usual rate") if figures["rate_source"] == "usual" else
+                   msg("the sweep's recommended rate"))
+    return run
 
 
 def _lower_rate_fix(rate: float, best_rate: float | None) -> Text:
@@ -128,24 +140,24 @@ def _lower_rate_fix(rate: float, best_rate: float | None) -> Text:
 
 
 def _not_learning(shape: dict[str, Any], figures: dict[str, Any], best_rate: float | None, lower_fix):
-    """(cause, fix, what to rerun) when the batch was neither memorised nor steadily learned."""
-    rerun = (msg(" The sweep recommends {rate:.1e}: rerun at it.", rate=best_rate) if best_rate else
-             msg(" Run the Hyperparameters sweep to find a better rate."))
+    """(what the curve says, fix) when the batch was neither memorised nor steadily learned."""
+    rerun = (msg(" The sweep recommends {rate:.1e}: rerun at it.", rate=best_rate)
+             if best_rate and not math.isclose(best_rate, figures["learning_rate"], rel_tol=1e-6) else "")
     if shape["final_loss"] > shape["first_loss"]:
-        cause = msg("the loss rose: the learning rate is too high")
+        cause = msg("The loss rose: the learning rate is too high.{rerun}", rerun=rerun)
         fix = lower_fix
     elif shape["final_loss"] >= 0.9 * shape["first_loss"]:
-        cause = msg("the loss stayed near where it started{ln_k}: the learning rate is too low, or weights are frozen "
-                    "or disconnected from the loss (see model.gradients)",
-                    ln_k=f" (ln K = {figures['ln_k']:.3f})" if figures.get("ln_k") else "")
+        cause = msg("The loss stayed near where it started{ln_k}: the learning rate is too low, or weights are frozen "
+                    "or disconnected from the loss (see model.gradients).{rerun}",
+                    ln_k=f" (ln K = {figures['ln_k']:.3f})" if figures.get("ln_k") else "", rerun=rerun)
         fix = (f"tf_keras.optimizers.Adam(learning_rate={best_rate:.0e})" if best_rate else
                "tf_keras.optimizers.Adam(learning_rate=...)  # a rate from the sweep") + "  # check layer.trainable"
     else:
-        cause = msg("the loss fell too slowly or unevenly: the learning rate is too low, or the loss reads logits as "
-                    "probabilities (from_logits=False, see hparams.loss)")
+        cause = msg("The loss fell too slowly or unevenly: the learning rate is too low, or the loss reads logits as "
+                    "probabilities (from_logits=False, see hparams.loss).{rerun}", rerun=rerun)
         fix = msg("More epochs or a higher rate; {code}",
                   code="loss=SparseCategoricalCrossentropy(from_logits=True) or the internal loss")
-    return cause, fix, rerun
+    return cause, fix
 
 
 def check_overfit(figures: dict[str, Any], rows: list[dict[str, Any]], *,
@@ -180,11 +192,8 @@ def check_overfit(figures: dict[str, Any], rows: list[dict[str, Any]], *,
     evidence.update(curve_shape(losses), all_right=accuracy is None or accuracy == 1.0)
     values = {"memorised_share": memorised_share, "memorised_value": memorised_value, "spike_share": spike_share,
               "learning_progress": learning_progress, "learning_falls": learning_falls, "warn_drift": warn_drift}
-    found = crossed("overfit.one_batch", evidence, values)
-    memorised, learning = bool({"memorised_share", "memorised_value"} & set(found)), "learning_progress" in found
-    if "warn_drift" in found:
-        evidence.update(drift_warning=True, memorised=memorised, learning=learning)
-    run = msg("{epochs} epochs at learning rate {rate:g}", epochs=figures["epochs"], rate=rate)
+    memorised = bool({"memorised_share", "memorised_value"} & set(crossed("overfit.one_batch", evidence, values)))
+    run = _run(figures)
     note = msg(" The split has no {labels}, so the batch cannot hold every label.", labels=", ".join(missing_labels)) \
         if missing_labels else ""
     reached = "" if accuracy is None else msg(", accuracy {accuracy:.0%}", accuracy=accuracy)
@@ -193,43 +202,71 @@ def check_overfit(figures: dict[str, Any], rows: list[dict[str, Any]], *,
     lower_fix = _lower_rate_fix(rate, best_rate)
     memorised_says = (msg("After {run}, {went}{achieved}: the pipeline can learn.{note}", run=run, went=went, note=note,
                           achieved="" if accuracy is None else msg(" and predicts every row right (100%)")), None)
-    cause, fix, rerun = _not_learning(evidence, figures, best_rate, lower_fix)
+    cause, fix = _not_learning(evidence, figures, best_rate, lower_fix)
+    # Each verdict's `reading` is what the curve says of the rate; a finding another check's cause explains (the
+    # sweep's rate, the loss) is said without it (`causes.explain`).
     return judge("overfit.one_batch", evidence, {
         "max_non_finite_epochs": (
-            msg("After {run}, {went}{reached}: the learning rate is too high (or rows have labels out of range, see "
-                "model.nan_rows).{note}", run=run, went=went, reached=reached, note=note), lower_fix),
+            msg("After {run}, {went}{reached}{reading}.{note}", run=run, went=went, reached=reached, note=note,
+                reading=msg(": the learning rate is too high")), lower_fix),
         "spike_share": (
-            msg("After {run}, {went}{reached}, but it jumped by {spike:.3f} above its lowest point at epoch {epoch}: "
-                "training is unstable, the learning rate is too high.{note}", run=run, went=went, reached=reached,
-                spike=evidence["spike"], epoch=evidence["spike_at"], note=note), lower_fix),
+            msg("After {run}, {went}{reached}, but it jumped by {spike:.3f} above its lowest point at epoch "
+                "{epoch}{reading}.{note}", run=run, went=went, reached=reached, spike=evidence["spike"],
+                epoch=evidence["spike_at"], note=note, reading=msg(": training is unstable at this learning rate")),
+            lower_fix),
         "warn_drift": (
             msg("After {run} the model {outcome}{reached}, but each epoch moved its pretrained weights by {drift:.1e} "
-                "of their size (more than {limit:g}): a real run of a few hundred steps at this rate overwrites what "
-                "pretraining learned, however well one batch is memorised.{note}", run=run,
+                "of their size (more than {limit:g}){reading}.{note}", run=run,
                 outcome=msg("memorised the batch") if memorised else went, reached=reached,
-                drift=figures.get("drift_per_step") or 0.0, limit=warn_drift, note=note), lower_fix),
+                drift=figures.get("drift_per_step") or 0.0, limit=warn_drift, note=note,
+                reading=msg(": a real run of a few hundred steps at this rate overwrites what pretraining learned, "
+                            "however well one batch is memorised")), lower_fix),
         "memorised_share": memorised_says, "memorised_value": memorised_says,
         "learning_progress": (
             msg("After {run}, {went}{reached}, falling steadily ({progress:.0%} of its start): the pipeline learns, "
                 "slowly at this rate; more epochs would memorise the batch.{note}", run=run, went=went,
                 reached=reached, progress=evidence["progress"], note=note), None),
-    }, msg("After {run}, {went}{reached}: {cause}.{rerun}{note}", run=run, went=went, reached=reached, cause=cause,
-           rerun=rerun, note=note), thresholds=values, fix=fix)
+    }, msg("After {run}, {went}{reached}.{reading}{note}", run=run, went=went, reached=reached, note=note,
+           reading=joined([" ", cause], "")), thresholds=values, fix=fix)
 
 
 def run_overfit_checks(config: RunConfig, model, tokenizer, split, *, epochs: int = DEFAULT_EPOCHS,
                        rate: float | None = None, best_rate: float | None = None,
+                       configured_broke: bool | None = None,
                        progress: Callable[[float, str], None] = lambda fraction, text: None,
                        copies: SharedCopy | None = None) -> list[CheckResult]:
     """The overfit test on a batch holding every label of a split that has labels; the model given is never
-    modified (`copies`: the copy to train, shared with the call's other training checks)."""
+    modified (`copies`: the copy to train, shared with the call's other training checks).
+
+    Args:
+        rate: the rate to train at instead of the configured one (a rerun at another rate).
+        best_rate / configured_broke: the sweep's recommended rate and whether it measured the configured rate as
+            broken, its loss NaN or blown up (None: not measured). The test never trains at a rate the sweep measured
+            as broken: it trains at the checkpoint's usual rate instead (the sweep's when that is the rate that broke),
+            and says so. A rate the sweep calls too high for a milder reason (held-out loss, weight drift) still
+            memorises a batch: the test trains at it, and what it finds of the rate points at the sweep.
+    """
     task = config.glue_task
     labels = split_labels(split)  # some in range: a split without (a GLUE test split's) is skipped by the runner
     indices, missing = every_label_indices(labels, task, config.batch_size, config.seed)
     batch = build_batch(split, tokenizer, config, indices)
     if batch.tf_batch is None:  # the first batch built (the runner's "batch" need), these rows did not: an error
         raise ValueError(f"the overfit test's batch (rows {indices}) could not be built: {batch.error}")
+    configured, source = effective_rate(config), "given" if rate is not None else "configured"
+    if rate is None and configured_broke:
+        # The checkpoint's usual rate, a rate real fine-tuning calls good (the sweep's own pick, from a few steps,
+        # can be noisy); the sweep's pick when the usual rate is the one it flagged.
+        usual = usual_rate(is_pretrained(model))
+        rate, source = (usual, "usual") if not math.isclose(usual, configured, rel_tol=1e-6) else (best_rate, "sweep")
+        if rate is None:
+            rate, source = configured, "configured"
     figures = overfit_one_batch(model, batch, config, epochs, rate=rate, progress=progress, copies=copies)
+    num_labels = int(model.config.num_labels)
+    batch_labels = np.asarray(batch.rows[LABEL])
+    figures.update(configured_rate=configured, rate_source=source, num_labels=num_labels,
+                   at_configured_rate=math.isclose(figures["learning_rate"], configured, rel_tol=1e-6),
+                   out_of_range_labels=0 if task.regression else
+                   int(((batch_labels < 0) | (batch_labels >= num_labels)).sum()))
     rows = decoded_rows(batch, tokenizer, task)
     if figures.get("error"):
         return [check_overfit(figures, rows, missing_labels=missing, best_rate=best_rate)]

@@ -8,6 +8,7 @@ import numpy as np
 from diagnostics import registry
 from diagnostics.i18n import msg
 from diagnostics.batches import LABEL, LABEL_AS_WRITTEN, decoded_rows, split_labels
+from diagnostics.config import usual_rate
 from diagnostics.context import RunContext
 from diagnostics.data import (check_baselines, check_batch, check_columns, check_decoded_samples, check_duplicates,
                               check_label_balance, check_label_range, check_text_cells, check_tokenizing,
@@ -22,11 +23,11 @@ from diagnostics.measurement import configured_loss_value, non_finite_weights
 from diagnostics.model import (check_config, check_forward, check_gradients, check_initial_loss, check_memory,
                                check_nan_origin, check_nan_rows, check_weights_after_step, expected_loss,
                                gradient_figures, labels_present, learning_rate_text, memory_figures,
-                               not_a_classifier)
+                               not_a_classifier, out_of_range)
 from diagnostics.overfit import DEFAULT_EPOCHS, run_overfit_checks
 from diagnostics.result import CheckResult, run_check
 from diagnostics.runner import Settings, run_units
-from diagnostics.training import effective_rate, is_pretrained, per_sample_losses, split_batch
+from diagnostics.training import is_pretrained, per_sample_losses, split_batch
 
 __all__ = ["STAGES", "parse_stages", "parse_skip", "run_stages", "data_stage",
            "learnability_stage", "model_stage", "hparams_stage", "overfit_stage"]
@@ -101,9 +102,12 @@ def hparams_stage(run: RunContext, *, sweep: SweepSettings = SweepSettings(), pr
 
 
 def overfit_stage(run: RunContext, *, epochs: int = DEFAULT_EPOCHS, rate: float | None = None,
-                  best_rate: float | None = None, progress=None) -> list[CheckResult]:
-    """The overfit-one-batch test; `rate` overrides the configured one (e.g. the sweep's best)."""
-    return run_units(run, ("overfit",), Settings(epochs=epochs, rate=rate, best_rate=best_rate), progress)
+                  best_rate: float | None = None, configured_broke: bool | None = None,
+                  progress=None) -> list[CheckResult]:
+    """The overfit-one-batch test; `rate` overrides the configured one (e.g. the sweep's best); with the sweep's
+    measurement (`best_rate`, `configured_broke`) it never trains at a rate the sweep measured as broken."""
+    return run_units(run, ("overfit",), Settings(epochs=epochs, rate=rate, best_rate=best_rate,
+                                                 configured_broke=configured_broke), progress)
 
 
 # ---------------------------------------------------------------- the units' functions (called by the runner only)
@@ -164,8 +168,10 @@ def data_duplicates(run: RunContext) -> CheckResult:
 
 
 def measure_learnability(run: RunContext, *, copies) -> list[CheckResult]:
+    """At the checkpoint's usual rate, whatever the configured one (the rate is the sweep's question)."""
+    model = run.classifier[0]
     return [run_check(LEARNABILITY, "data", lambda: check_learnability(learnability_figures(
-        run.classifier[0], run.tokenizer, run.config, run.split, rate=effective_rate(run.config), copies=copies)))]
+        model, run.tokenizer, run.config, run.split, rate=usual_rate(is_pretrained(model)), copies=copies)))]
 
 
 # The Model checks measure alone too; they share the run context's forward pass and train step (`RunContext.forward`,
@@ -192,7 +198,12 @@ def _losses(run: RunContext):
 
 
 def model_forward(run: RunContext) -> CheckResult:
-    return check_forward(run.forward, len(run.first_labels), _num_labels(run))
+    return check_forward(run.forward, len(run.first_labels), _num_labels(run), _out_of_range(run))
+
+
+def _out_of_range(run: RunContext) -> int:
+    """The first batch's labels the head has no output for."""
+    return out_of_range(run.first_labels, _num_labels(run), run.config.glue_task.regression)
 
 
 def model_nan_rows(run: RunContext) -> CheckResult:
@@ -210,7 +221,8 @@ def model_initial_loss(run: RunContext) -> CheckResult:
 
 
 def model_gradients(run: RunContext) -> CheckResult:
-    return check_gradients(gradient_figures(run.batch_step.record), run.config)
+    return check_gradients({**gradient_figures(run.batch_step.record), "out_of_range_labels": _out_of_range(run)},
+                           run.config)
 
 
 def model_weights_after_step(run: RunContext) -> CheckResult:
@@ -262,7 +274,8 @@ def measure_training(run: RunContext, *, sweep: SweepSettings, progress, copies)
     return run_training_checks(run.config, run.classifier[0], batches, sweep, progress, held=held, copies=copies)
 
 
-def measure_overfit(run: RunContext, *, epochs: int, rate: float | None, best_rate: float | None, progress, copies
-                    ) -> list[CheckResult]:
+def measure_overfit(run: RunContext, *, epochs: int, rate: float | None, best_rate: float | None,
+                    configured_broke: bool | None, progress, copies) -> list[CheckResult]:
     return run_overfit_checks(run.config, run.classifier[0], run.tokenizer, run.split, epochs=epochs, rate=rate,
-                              best_rate=best_rate, progress=progress, copies=copies)
+                              best_rate=best_rate, configured_broke=configured_broke, progress=progress,
+                              copies=copies)

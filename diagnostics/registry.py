@@ -249,7 +249,11 @@ CHECKS: dict[str, Check] = {check.id: check for check in (
     Check("data.label_range", N_("labels lie in [0, num_labels) and among the task's classes (or the regression "
                                  "range)"), unit="labels", measure=_WALK + "data_label_range", conditions=(
         _C("max_invalid_labels", 0, "fail when more labels than this, of the split or the first batch, lie outside "
-                                    "the range", Above("invalid_labels"), status="fail"),
+                                    "the task's classes (the range, for a task not known)", Above("invalid_labels"),
+           status="fail"),
+        _C("labels_beyond_head", None, "fail when rows hold labels of the task that the head has no output for "
+                                       "(num_labels below the task's classes: model.config's cause)",
+           Holds("beyond_head"), status="fail"),
         _C("warn_rare_share", 0.25, "task not known: warn when a label value's share is below this fraction of the "
                                     "other values' mean share, those being within 2x of each other (its rows are "
                                     "the stray rows)", Holds("stray_rows")))),
@@ -449,6 +453,75 @@ FIT_FUNCTION = "diagnostics.api.DiagnoseCallback"
 
 
 @dataclass(frozen=True)
+class Explains:
+    """A finding of another check that a cause explains: `check`'s verdict by one of `conditions` (none named: any
+    verdict but a pass or a skip, its fallback included), while `when` (a rule on that check's own evidence) holds.
+
+    Attributes:
+        measured: the owner measured the same question itself, so its verdict stands whatever it is: the finding
+            (a rule of thumb) points at the owner even when the owner passed.
+    """
+
+    check: str
+    conditions: tuple[str, ...] = ()
+    when: Callable[..., bool] | None = None
+    measured: bool = False
+
+
+@dataclass(frozen=True)
+class Cause:
+    """A cause the report names once: owned by the check whose `conditions` name it (its verdict, sentence and fix
+    are the cause's), with the findings of other checks it explains. Those keep their evidence and point at the
+    owner instead of failing again. A warn or fail verdict no cause declares is a cause of its own, explaining
+    nothing else."""
+
+    name: str
+    owner: str
+    conditions: tuple[str, ...]
+    title: str
+    explains: tuple[Explains, ...] = ()
+
+
+_E = Explains
+_OUT_OF_RANGE = Above("out_of_range_labels")  # the first batch holds labels the head cannot take
+_LABELS_STOP = (_E("model.forward", ("fit_call_raises",), _OUT_OF_RANGE),
+                _E("model.nan_rows", ("max_non_finite_rows",), Holds("labels_cause")),
+                _E("model.gradients", ("step_raises",), _OUT_OF_RANGE),
+                _E("overfit.one_batch", ("fit_raises", "no_finite_start"), _OUT_OF_RANGE))
+_NOTHING_LEARNS = (_E("model.weights_after_step", ("min_moved",)), _E("data.learnability"),
+                   _E("hparams.lr_sweep", ("no_good_rate",)), _E("hparams.lr_range_test"), _E("overfit.one_batch"))
+# In this order: a finding two present causes explain points at the first (labels outside the task's classes before
+# a head too small for them, a loss before the gradients it stops, any cause before the rate).
+CAUSES: dict[str, Cause] = {cause.name: cause for cause in (
+    Cause("stray_labels", "data.label_range", ("max_invalid_labels",), N_("labels outside the task's classes"),
+          _LABELS_STOP),
+    Cause("head_short", "model.config", ("missing_outputs",),
+          N_("a head with fewer outputs than the task has labels"),
+          (_E("data.label_range", ("labels_beyond_head",)),) + _LABELS_STOP),
+    Cause("loss_mismatch", "hparams.loss", ("step_raises", "classification_loss", "regression_loss",
+                                            "warn_disagreement"),
+          N_("a loss that does not match what the model outputs"),
+          (_E("model.initial_loss"), _E("model.gradients", ("step_raises", "no_gradient", "zero_gradient")),
+           _E("hparams.lr_sweep")) + _NOTHING_LEARNS),
+    Cause("no_gradient", "model.gradients", ("no_gradient", "zero_gradient"),
+          N_("weights the loss's gradient never reaches"), _NOTHING_LEARNS),
+    Cause("broken_weights", "model.nan_origin", ("non_finite_layer",), N_("a layer whose output is not finite"),
+          (_E("model.forward", ("min_finite_share",)), _E("model.nan_rows", ("max_non_finite_rows",),
+                                                          Holds("logits_cause")),
+           _E("model.gradients", ("non_finite_gradient",)), _E("model.weights_after_step", ("non_finite_weights",)))),
+    # Labels that carry no signal: every rate's held-out loss rises or stays, so the sweep's ranking of rates by it
+    # (and its verdict on the configured rate, short of a loss that broke) says nothing about the rate.
+    Cause("random_labels", "data.learnability", ("random_weights",), N_("labels that do not match their texts"),
+          (_E("hparams.lr_sweep", ("too_high", "warn_decades", "no_good_rate"), Holds("configured_broke", False)),)),
+    Cause("rate", "hparams.lr_sweep", ("broke", "fail_drift", "too_high", "warn_decades"), N_("the learning rate"),
+          (_E("hparams.optimizer", ("warn_learning_rate",), measured=True), _E("hparams.optimizer", ("string_adam",)),
+           _E("model.weights_after_step", ("non_finite_weights",)),
+           _E("model.nan_origin", ("non_finite_layer",), Holds("after_step")),
+           _E("overfit.one_batch", (), Holds("at_configured_rate")))),
+)}
+
+
+@dataclass(frozen=True)
 class Unit:
     """A unit of the walk: the checks that one function answers for together, because they share its work (a
     decoded batch, a forward pass, a trained copy).
@@ -497,8 +570,9 @@ UNITS: dict[str, Unit] = {unit.name: unit for unit in (
          ("columns", "labels", "range", "model", "batch", "rows", "flows"), copy=True),
     Unit("training", "hparams", _WALK + "measure_training", ("columns", "model", "batch", "range", "flows"),
          takes=("sweep",), progress=True, copy=True),
-    Unit("overfit", "overfit", _WALK + "measure_overfit", ("columns", "labels", "readable", "model", "batch", "flows"),
-         takes=("epochs", "rate"), reads=("hparams.lr_sweep:best_rate",), progress=True, copy=True),
+    Unit("overfit", "overfit", _WALK + "measure_overfit",
+         ("columns", "labels", "range", "model", "batch", "flows"), takes=("epochs", "rate"),
+         reads=("hparams.lr_sweep:best_rate", "hparams.lr_sweep:configured_broke"), progress=True, copy=True),
 )}
 
 

@@ -6,13 +6,16 @@ import platform
 import re
 from importlib import metadata
 
+from diagnostics.causes import Found, causes
 from diagnostics.config import RunConfig
-from diagnostics.i18n import N_, _, current_language, localize
+from diagnostics.i18n import N_, _, current_language, localize, msg, msgn
 from diagnostics.registry import STAGE_ORDER
-from diagnostics.result import SEVERITY, CheckResult, Status, worst_first
+from diagnostics.result import CheckResult, Status, rank, worst_first
 
 STATUS_MARKS = {Status.PASS: N_("PASS"), Status.WARN: N_("WARN"), Status.FAIL: N_("FAIL"), Status.ERROR: N_("ERROR"),
                 Status.SKIP: N_("SKIP")}
+# A finding another check's cause explains: not counted as a failure of its own.
+EXPLAINED_MARK = N_("SEE")
 PACKAGES = ("tensorflow", "tf-keras", "transformers", "datasets", "tokenizers", "numpy", "streamlit", "plotly")
 
 
@@ -28,24 +31,58 @@ def environment() -> dict[str, str]:
 
 
 def build_report(config: RunConfig, results: list[CheckResult], *, resolved_checkpoint: str | None = None) -> dict:
-    """The JSON report: `{"run": ..., "environment": ..., "checks": [...]}` (English; `run.language` records the
-    language the person who made it read it in)."""
+    """The JSON report: `{"run", "environment", "causes", "counts", "checks"}` (English; `run.language` records the
+    language the person who made it read it in). `causes` lists each cause once: its owner, status, summary, fix and
+    the checks whose findings it explains; `counts` counts the checks that stand alone by status, and `explained`
+    the findings a cause explains."""
     run = config.to_dict()
     run["language"] = current_language()
     if resolved_checkpoint:
         run["resolved_checkpoint"] = resolved_checkpoint
+    standing = [result for result in results if result.explained_by is None]
     return {
         "run": run,
         "environment": environment(),
-        "counts": {status.value: sum(r.status is status for r in results) for status in Status},
+        "causes": [cause.to_dict() for cause in causes(results)],
+        "counts": {**{status.value: sum(r.status is status for r in standing) for status in Status},
+                   "explained": len(results) - len(standing)},
         "checks": [result.to_dict() for result in results],
     }
 
 
+def mark(result: CheckResult) -> str:
+    """A result's mark in a checklist, in the current language: its status, or SEE for an explained finding."""
+    return _(EXPLAINED_MARK) if result.explained_by is not None else _(STATUS_MARKS[result.status])
+
+
+def causes_headline(found: list[Found]) -> str:
+    """'2 causes: 1 fail, 1 warn' (or that there is none), in the current language."""
+    if not found:
+        return localize(msg("No cause found: no check fails or warns."))
+    counts = ", ".join(f"{sum(cause.status is status for cause in found)} {_(STATUS_MARKS[status]).lower()}"
+                       for status in (Status.FAIL, Status.ERROR, Status.WARN)
+                       if any(cause.status is status for cause in found))
+    return localize(msgn("{count} cause: {counts}", "{count} causes: {counts}", len(found), counts=counts))
+
+
+def cause_lines(results: list[CheckResult]) -> list[str]:
+    """The causes first: a headline, then each cause's status, owner and summary, and what it explains."""
+    found = causes(results)
+    lines = [causes_headline(found)]
+    for cause in found:
+        title = f"{_(cause.title)}: " if cause.title else ""
+        lines.append(f"  {_(STATUS_MARKS[cause.status]):<5} {cause.owner:<24} {title}{localize(cause.summary)}")
+        if cause.explains:
+            lines.append(f"  {'':<5} {'':<24} " + localize(msg("explains: {checks}", checks=", ".join(cause.explains))))
+    return lines
+
+
 def checklist_lines(results: list[CheckResult]) -> list[str]:
-    """One line per check, worst first: status, id, summary (in the current language)."""
-    return [f"{_(STATUS_MARKS[r.status]):<5} {r.id:<24} {localize(r.summary)}"
-            for r in worst_first(results, STAGE_ORDER)]
+    """One line per check, worst first: mark, id, summary (in the current language); an explained finding names the
+    check that owns its cause."""
+    return [f"{mark(r):<5} {r.id:<24} {localize(r.summary)}" + (
+        " " + localize(msg("(explained by {owner})", owner=r.explained_by)) if r.explained_by else "")
+        for r in worst_first(results, STAGE_ORDER)]
 
 
 def markdown_report(report: dict, results: list[CheckResult] | None = None) -> str:
@@ -65,19 +102,32 @@ def markdown_report(report: dict, results: list[CheckResult] | None = None) -> s
         f"- num_labels: {run['effective_num_labels']}, {_('Batch size')}: {run['batch_size']}, "
         f"{_('Max length')}: {run['max_length']}",
         "",
-        "| {} | {} | {} |".format(_("status"), _("check"), _("finding")),
-        "|---|---|---|",
     ]
     order = {stage: i for i, stage in enumerate(STAGE_ORDER)}
-    checks = sorted(report["checks"], key=lambda c: (SEVERITY[Status(c["status"])], order.get(c["stage"], len(order))))
+    read = [CheckResult.from_dict(check) for check in report["checks"]]
+    checks = [check for result, check in sorted(zip(read, report["checks"]), key=lambda pair: (
+        rank(pair[0]), order.get(pair[0].stage, len(order))))]
 
     def said(check: dict, field: str) -> str:
         result = made.get(check["id"])
         return localize(getattr(result, field)) if result is not None and getattr(result, field) else check[field]
 
+    lines += ["## " + causes_headline(causes(read)), ""]
+    for cause in report.get("causes") or ():
+        summary = said({"id": cause["owner"], "summary": cause["summary"]}, "summary")
+        title = f"{_(cause['title'])}: " if cause.get("title") else ""
+        lines.append(f"- **{_(STATUS_MARKS[Status(cause['status'])])}** `{cause['owner']}`: {title}{summary}" + (
+            " " + localize(msg("Explains: {checks}.", checks=", ".join(f"`{c}`" for c in cause["explains"])))
+            if cause["explains"] else ""))
+    lines += ["", "| {} | {} | {} |".format(_("status"), _("check"), _("finding")), "|---|---|---|"]
     for check in checks:
         summary = said(check, "summary").replace("|", "\\|")
-        lines.append(f"| {_(STATUS_MARKS[Status(check['status'])])} | `{check['id']}` | {summary} |")
+        if check.get("explained_by"):
+            summary += " " + localize(msg("(explained by {owner})", owner=check["explained_by"]))
+            status = _(EXPLAINED_MARK)
+        else:
+            status = _(STATUS_MARKS[Status(check["status"])])
+        lines.append(f"| {status} | `{check['id']}` | {summary} |")
     fixes = [check for check in checks if check["fix"]]
     if fixes:
         lines += ["", "## " + _("Fixes"), ""]
@@ -98,9 +148,10 @@ def fix_is_code(fix: str) -> bool:
 
 
 def junit_report(report: dict) -> str:
-    """The report as JUnit XML for a CI server: one test suite per stage, one test case per check. `fail` and
-    `error` are failures (with the finding and the fix), `skip` is skipped, `warn` passes with its finding in
-    system-out and a `status` property."""
+    """The report as JUnit XML for a CI server: one test suite per stage, one test case per check, so one failing
+    case per cause: a `fail` or `error` is a failure (with the finding and the fix) unless another check's cause
+    explains it (then it passes, naming that owner in system-out), `skip` is skipped, `warn` passes with its finding
+    in system-out and a `status` property."""
     from xml.etree import ElementTree as ET
 
     root = ET.Element("testsuites", name="Training Pipeline Debugger")
@@ -109,8 +160,8 @@ def junit_report(report: dict) -> str:
         checks = [check for check in report["checks"] if check["stage"] == stage]
         if not checks:
             continue
-        suite = ET.SubElement(root, "testsuite", name=stage, tests=str(len(checks)),
-                              failures=str(sum(c["status"] in ("fail", "error") for c in checks)),
+        failing = [check for check in checks if check["status"] in ("fail", "error") and not check.get("explained_by")]
+        suite = ET.SubElement(root, "testsuite", name=stage, tests=str(len(checks)), failures=str(len(failing)),
                               errors="0", skipped=str(sum(c["status"] == "skip" for c in checks)))
         properties = ET.SubElement(suite, "properties")
         for name in ("checkpoint", "task", "split"):
@@ -119,7 +170,9 @@ def junit_report(report: dict) -> str:
             case = ET.SubElement(suite, "testcase", name=check["id"], classname=f"diagnostics.{stage}")
             ET.SubElement(ET.SubElement(case, "properties"), "property", name="status", value=check["status"])
             text = check["summary"] + (f"\n\nFix:\n{check['fix']}" if check["fix"] else "")
-            if check["status"] in ("fail", "error"):
+            if check.get("explained_by"):
+                ET.SubElement(case, "system-out").text = f"EXPLAINED by {check['explained_by']}: {check['summary']}"
+            elif check["status"] in ("fail", "error"):
                 ET.SubElement(case, "failure", message=check["summary"], type=check["status"]).text = text
             elif check["status"] == "skip":
                 ET.SubElement(case, "skipped", message=check["summary"])

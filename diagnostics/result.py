@@ -37,6 +37,10 @@ class CheckResult:
         summary: one sentence a person can act on, with the number in it.
         fix: an action or code that fixes it; None when there is nothing to fix.
         evidence: JSON-serialisable data (row dicts, series) the page renders.
+        condition: the registry condition whose rule gave the verdict (None: the check's `otherwise`, a skip or an
+            error); causes are declared by condition (`registry.CAUSES`).
+        explained_by: the check that owns the cause explaining this finding (`causes.explain`): the finding keeps
+            its evidence and points there instead of counting as a failure of its own; None when it stands alone.
     """
 
     id: str
@@ -45,6 +49,8 @@ class CheckResult:
     summary: str
     fix: str | None = None
     evidence: dict[str, Any] = field(default_factory=dict)
+    condition: str | None = None
+    explained_by: str | None = None
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "CheckResult":
@@ -54,7 +60,7 @@ class CheckResult:
         return cls(data["id"], data["stage"], Status(data["status"]),
                    summary if str(summary) == data["summary"] else data["summary"],
                    fix if fix is not None and str(fix) == data.get("fix") else data.get("fix"),
-                   data.get("evidence") or {})
+                   data.get("evidence") or {}, data.get("condition"), data.get("explained_by"))
 
     def to_dict(self) -> dict[str, Any]:
         """The result as JSON: the finding and fix in English, and under "sentences" their templates and values,
@@ -63,6 +69,9 @@ class CheckResult:
         data["status"] = self.status.value
         data["summary"], data["fix"] = str(self.summary), None if self.fix is None else str(self.fix)
         data["evidence"] = to_json(self.evidence)
+        for name in ("condition", "explained_by"):
+            if data[name] is None:
+                del data[name]
         sentences = {name: to_data(value) for name, value in (("summary", self.summary), ("fix", self.fix))
                      if isinstance(value, Text)}
         if sentences:
@@ -156,7 +165,8 @@ def judge(check_id: str, evidence: dict, says: dict, otherwise: str, *, threshol
                            otherwise() if callable(otherwise) else otherwise, fix=fix, evidence=evidence)
     summary, fix = says[first]() if callable(says[first]) else says[first]
     condition = next(condition for condition in check.conditions if condition.name == first)
-    return CheckResult(check_id, check.stage, Status(condition.status), summary, fix=fix, evidence=evidence)
+    return CheckResult(check_id, check.stage, Status(condition.status), summary, fix=fix, evidence=evidence,
+                       condition=first)
 
 
 def skipped(check_id: str, stage: str, reason: str) -> CheckResult:
@@ -164,14 +174,20 @@ def skipped(check_id: str, stage: str, reason: str) -> CheckResult:
     return CheckResult(check_id, stage, Status.SKIP, reason)
 
 
+def rank(result: CheckResult) -> float:
+    """Where a result stands in a checklist: its status's severity; a finding another check's cause explains after
+    the warnings and before the skips (its cause is counted once, at its owner)."""
+    return 2.5 if result.explained_by is not None else SEVERITY[result.status]
+
+
 def worst_first(results: list[CheckResult], stage_order: tuple[str, ...]) -> list[CheckResult]:
-    """Order results for a checklist: failing and warning checks first, then pipeline order."""
+    """Order results for a checklist: failing and warning checks first, then the findings they explain, then
+    pipeline order."""
     from diagnostics.registry import CHECKS
 
     position = {stage: index for index, stage in enumerate(stage_order)}
     walk = {check_id: index for index, check_id in enumerate(CHECKS)}  # within a stage, the walk's order
     return sorted(
         results,
-        key=lambda result: (SEVERITY[result.status], position.get(result.stage, len(position)),
-                            walk.get(result.id, len(walk))),
+        key=lambda result: (rank(result), position.get(result.stage, len(position)), walk.get(result.id, len(walk))),
     )

@@ -14,14 +14,15 @@ from dataclasses import dataclass, fields, replace
 
 from diagnostics import limits, registry
 from diagnostics.budget import BudgetExceeded, run_budget
+from diagnostics.causes import explain
 from diagnostics.context import RunContext
 from diagnostics.batches import LABEL
 from diagnostics.errors import InputError
-from diagnostics.hyperparams import SweepSettings, optimizer_summary
+from diagnostics.hyperparams import SweepSettings
 from diagnostics.i18n import Text, joined, msg, msgn
 from diagnostics.measurement import configured_loss_value
 from diagnostics.overfit import DEFAULT_EPOCHS
-from diagnostics.result import CheckResult, Status, error_result, run_check, skipped
+from diagnostics.result import CheckResult, error_result, run_check, skipped
 from diagnostics.training import SharedCopy
 
 
@@ -35,12 +36,15 @@ class Settings:
         rate: the overfit test's rate, when not the configured one (e.g. the sweep's best).
         best_rate: the sweep's recommended rate when known from elsewhere (a unit reading `best_rate` gets the
             sweep's own when the sweep runs in the same call).
+        configured_broke: whether the sweep measured the configured rate's loss turning NaN or blowing up, when
+            known from elsewhere (likewise).
     """
 
     sweep: SweepSettings = SweepSettings()
     epochs: int = DEFAULT_EPOCHS
     rate: float | None = None
     best_rate: float | None = None
+    configured_broke: bool | None = None
 
     def validated(self, takes: set[str]) -> "Settings":
         """These settings, or an InputError naming what is wrong with one that a unit to run takes."""
@@ -88,7 +92,7 @@ def _read_units(name: str) -> list[str]:
 
 def run_units(run: RunContext, names, settings: Settings = Settings(), progress=None) -> list[CheckResult]:
     """Every check of the named units on one run context (they share its batches and model), in order, inside
-    hosted mode's time budget; then each cause named once (`name_each_cause_once`).
+    hosted mode's time budget; then each finding a cause explains pointing at its owner (`causes.explain`).
 
     Raises:
         InputError: unusable settings, or an input a unit found unusable.
@@ -105,7 +109,7 @@ def run_units(run: RunContext, names, settings: Settings = Settings(), progress=
         if copies.close():  # the trained copy refers to itself through its traced step: only a collection frees it
             gc.collect()
     walk = {check_id: index for index, check_id in enumerate(registry.CHECKS)}  # the walk's order, whatever the units
-    return name_each_cause_once(sorted(results, key=lambda result: walk.get(result.id, len(walk))))
+    return explain(sorted(results, key=lambda result: walk.get(result.id, len(walk))))
 
 
 def run_unit(run: RunContext, name: str, settings: Settings, progress=None, earlier=(), copies=None
@@ -188,31 +192,6 @@ def inputs(unit: registry.Unit, settings: Settings, progress, earlier, copies=No
     return kwargs
 
 
-def name_each_cause_once(results: list[CheckResult]) -> list[CheckResult]:
-    """One cause, one owner: when hparams.lr_sweep measured the configured rate as too high, hparams.optimizer's rule
-    of thumb and the overfit test's weight drift say so and point at the sweep instead of naming the rate again."""
-    sweep = next((result for result in results if result.id == "hparams.lr_sweep"), None)
-    if sweep is None or not (sweep.evidence or {}).get("configured_too_high"):
-        return results
-    rate = sweep.evidence.get("configured_rate")
-    out = []
-    for result in results:
-        evidence = result.evidence or {}
-        if result.id == "hparams.optimizer" and evidence.get("rate_above_ceiling"):
-            result = replace(result, status=Status.PASS, fix=None, summary=msg(
-                "{summary} Whether its rate suits this checkpoint is measured by hparams.lr_sweep (see its finding).",
-                summary=optimizer_summary(evidence)))
-        elif result.id == "overfit.one_batch" and evidence.get("drift_warning") and \
-                (evidence.get("memorised") or evidence.get("learning")):
-            result = replace(result, status=Status.PASS, fix=None, summary=msg(
-                "The model {outcome} one batch at learning rate {rate:g} (accuracy {accuracy:.0%}): the pipeline can "
-                "learn. How fast that rate moves the pretrained weights is hparams.lr_sweep's finding.",
-                outcome=msg("memorised") if evidence.get("memorised") else msg("learns"),
-                rate=evidence.get("learning_rate") or rate, accuracy=evidence.get("final_accuracy") or 0.0))
-        out.append(result)
-    return out
-
-
 # ---------------------------------------------------------------- what a unit needs of the run, and why it is missing
 
 def _missing(run: RunContext, missing: list[str]) -> Text:
@@ -282,17 +261,26 @@ def _range(run: RunContext) -> Text | None:
     if (unusable := _unusable(run)) is not None:
         return unusable
     if run.out_of_range_labels:
-        return msg("Training stops at the first of {count:,} labels outside [0, {num_labels}) (see data.label_range "
-                   "and model.nan_rows): fix them or num_labels first.", count=run.out_of_range_labels,
-                   num_labels=run.config.effective_num_labels)
+        task = run.config.glue_task
+        if run.beyond_head_labels == run.out_of_range_labels:
+            return msg("Training stops at the first of {count:,} rows whose label the head has no output for "
+                       "(num_labels={num_labels}, while {task} has {classes} labels): fix the head first (see "
+                       "model.config).", count=run.out_of_range_labels, num_labels=run.config.effective_num_labels,
+                       task=task.name, classes=task.num_labels)
+        return msg("Training stops at the first of {count:,} labels outside [0, {num_labels}) (see data.label_range): "
+                   "fix them first.", count=run.out_of_range_labels, num_labels=run.config.effective_num_labels)
     return None
 
 
 def _flows(run: RunContext) -> Text | None:
+    """Met unless one train step with the first batch's labels drawn in range (`RunContext.in_range_step`, the step
+    hparams.loss judges) gave no trainable variable a non-zero gradient: the reason states that measurement and
+    names the check owning it (the loss given to compile, else the gradients)."""
     if run.classifier[0] is not None and run.first_batch.tf_batch is not None and run.gradients_stopped:
-        return msg("Blocked by model.gradients: with loss {loss} every gradient is zero, so no step moves the weights "
-                   "and this measurement could only show that (not the learning rate or the labels). Fix the loss "
-                   "first (see hparams.loss).", loss=repr(run.config.loss))
+        owner = "hparams.loss" if run.config.loss != "internal" else "model.gradients"
+        return msg("Blocked: one train step on the first batch (its labels drawn in range) gave every trainable "
+                   "variable no gradient or an all-zero one with loss {loss}, so no step can move the weights and this "
+                   "measurement could only show that (see {owner}).", loss=repr(run.config.loss), owner=owner)
     return None
 
 

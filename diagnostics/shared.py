@@ -57,8 +57,11 @@ def training_job(config: RunConfig, settings: SweepSettings = SweepSettings()) -
 
 
 def overfit_job(config: RunConfig, epochs: int = DEFAULT_EPOCHS, rate: float | None = None,
-                best_rate: float | None = None) -> Job:
-    return Job("overfit", config, Settings(epochs=int(epochs), rate=rate, best_rate=best_rate))
+                best_rate: float | None = None, configured_broke: bool | None = None) -> Job:
+    """The overfit test: at the configured rate (`rate` None; at the checkpoint's usual one when the sweep measured
+    the configured one as broken), or rerun at `rate`."""
+    return Job("overfit", config, Settings(epochs=int(epochs), rate=rate, best_rate=best_rate,
+                                           configured_broke=configured_broke))
 
 
 @dataclass

@@ -129,7 +129,9 @@ def _judged(name: str, report: dict | None, *, timed_out: bool, timeout: float, 
                                                       "tracer itself failed; its output above says why.", name=name,
                                                       status=status), output, seen)
     script_info = report.get("script", {})
-    failing = any(check["status"] in ("fail", "error") for check in report.get("checks", []))
+    # Counted by cause: a finding another check's cause explains counts once, at its owner.
+    found_causes = report.get("causes") or []
+    failing = any(cause["status"] in ("fail", "error") for cause in found_causes)
     if script_info.get("error"):
         error = script_info["error"]
         return TraceOutcome(report, EXIT_FAILED, msg("{name} stopped before fit at {where}: {finding}", name=name,
@@ -138,12 +140,11 @@ def _judged(name: str, report: dict | None, *, timed_out: bool, timeout: float, 
     if not script_info.get("reached_fit"):
         return TraceOutcome(report, EXIT_BAD_INPUT, msg("{name} ended without calling fit: nothing to check.",
                                                         name=name), output, seen)
-    counts = {status: sum(check["status"] == status for check in report.get("checks", []))
-              for status in ("fail", "error", "warn")}
+    counts = {status: sum(cause["status"] == status for cause in found_causes) for status in ("fail", "error", "warn")}
     failed, warned = counts["fail"] + counts["error"], counts["warn"]
     found = joined([part for part in (
-        msgn("{count} check fails", "{count} checks fail", failed) if failed else None,
-        msgn("{count} check warns", "{count} checks warn", warned) if warned else None)
+        msgn("{count} cause fails", "{count} causes fail", failed) if failed else None,
+        msgn("{count} cause warns", "{count} causes warn", warned) if warned else None)
         if part is not None]) if failed or warned else msg("no check fails")
     return TraceOutcome(report, EXIT_FAILED if failing else EXIT_OK,
                         msg("{name} reached fit at {where}; checked what it built: {found}.", name=name,

@@ -123,7 +123,9 @@ def test_run_without_stages_writes_every_registered_check_as_json_and_junit(full
     assert [suite.get("name") for suite in root.iter("testsuite")] == list(registry.STAGE_ORDER)
     for check in report["checks"]:
         case = cases[check["id"]]
-        assert (case.find("failure") is not None) == (check["status"] in ("fail", "error"))
+        # One failing case per cause: a finding another check's cause explains passes, naming its owner.
+        assert (case.find("failure") is not None) == (check["status"] in ("fail", "error")
+                                                      and not check.get("explained_by"))
         assert (case.find("skipped") is not None) == (check["status"] == "skip")
         if check["status"] == "warn":
             assert check["summary"] in case.find("system-out").text
@@ -135,7 +137,7 @@ def test_junit_counts_a_failing_run_as_failures(tmp_path):
     suite = ElementTree.parse(junit_path).getroot().find("testsuite")
     failures = {case.get("name"): case.find("failure") for case in suite.iter("testcase") if case.find("failure") is not None}
     assert "data.label_range" in failures and int(suite.get("failures")) == len(failures)
-    assert "outside [0, 2)" in failures["data.label_range"].get("message")
+    assert "beyond the head's num_labels=2 outputs" in failures["data.label_range"].get("message")
     assert int(suite.get("tests")) == len(registry.checks_of("data"))
 
 
@@ -151,7 +153,8 @@ def test_overfit_at_rate_10_fails_with_the_cause(tmp_path):
     code = main(["run", "--stages", "overfit", "--learning-rate", "10", "--json", str(report_path)])
     check = json.loads(report_path.read_text())["checks"][0]
     assert code == 1
-    assert check["status"] == "fail" and "too high" in check["summary"]
+    assert check["status"] == "fail" and "unstable at this learning rate" in check["summary"]
+    assert "learning_rate=1e+00" in check["fix"]  # a tenth of the rate: no sweep ran to recommend one
 
 
 @pytest.mark.parametrize(
@@ -181,7 +184,7 @@ def test_scenarios_command_lists_every_scenario(capsys):
     assert main(["scenarios"]) == 0
     out = capsys.readouterr().out
     assert all(name in out for name in SCENARIOS)
-    assert "model.config or model.nan_rows" in out
+    assert "hparams.optimizer or hparams.lr_sweep" in out
 
 
 @pytest.mark.slow

@@ -161,11 +161,21 @@ def test_label_range_valid_labels_pass():
 
 
 def test_label_range_label_equal_to_num_labels_fail_names_values_and_fix():
+    # Label 2 is an MNLI label the two-output head has no output for: the head's cause (model.config's), shown here
+    # with the rows and the one fix of the head.
     result = data.check_label_range(np.array([0, 1, 2, 2, 1]), [2, 0], MNLI, 2, "train")
-    assert result.status is Status.FAIL
-    assert "(2 x2)" in result.summary
-    assert "num_labels=3" in result.fix
-    assert result.evidence["batch_positions"] == [0]
+    assert result.status is Status.FAIL and result.condition == "labels_beyond_head"
+    assert "2 rows are labelled 2 contradiction" in result.summary and "num_labels=2" in result.summary
+    assert result.fix == MNLI.head_fix() and "num_labels=3" in result.fix
+    assert result.evidence["beyond_head_rows"] == [2, 3] and result.evidence["batch_positions"] == [0]
+    assert result.evidence["invalid_labels"] == 0
+
+
+def test_label_range_label_outside_the_tasks_classes_fail_is_the_datas():
+    result = data.check_label_range(np.array([0, 1, 5, 2]), [5, 0], MNLI, 3, "train")
+    assert result.status is Status.FAIL and result.condition == "max_invalid_labels"
+    assert "(5 x1)" in result.summary and "mnli has 3 classes" in result.summary
+    assert "Drop or relabel these rows" in result.fix and "num_labels" not in result.fix
 
 
 def test_label_range_boundary_top_label_pass():
@@ -187,8 +197,8 @@ def test_label_range_regression_scores_pass_and_out_of_range_fail():
 
 def test_label_range_whole_pipeline_on_three_class_data_with_two_labels_fail(tokenizer, mnli_split):
     result = results_by_id(RunConfig(batch_size=4, num_labels=2), mnli_split, tokenizer)["data.label_range"]
-    assert result.status is Status.FAIL
-    assert result.evidence["split_invalid"] == [{"label": 2, "count": 4}]
+    assert result.status is Status.FAIL and result.condition == "labels_beyond_head"
+    assert result.evidence["split_invalid"] == [] and len(result.evidence["beyond_head_rows"]) == 4
 
 
 # ------------------------------------------------------------ data.label_balance

@@ -363,10 +363,14 @@ def test_trace_a_loss_that_stops_the_gradients_is_named_once_and_blocks_the_meas
     _, checks = trace_classifier(tmp_path, demo_checkpoint_dir(), kit_rows("train"), rate=3e-3,
                                  extra=("--probability_loss", "True"))
     assert checks["model.gradients"]["status"] == "fail" and "exactly zero" in checks["model.gradients"]["summary"]
-    assert checks["hparams.loss"]["status"] == "fail"
+    # The loss owns the cause: the zero gradients it gives point at it, and so does every blocked measurement, each
+    # stating what the blocking step measured.
+    assert checks["model.gradients"]["explained_by"] == "hparams.loss"
+    assert checks["hparams.loss"]["status"] == "fail" and "explained_by" not in checks["hparams.loss"]
     for check_id in ("data.learnability", "hparams.lr_sweep", "hparams.lr_range_test", "overfit.one_batch"):
         assert checks[check_id]["status"] == "skip", checks[check_id]["summary"]
-        assert "Blocked by model.gradients" in checks[check_id]["summary"]
+        assert "no gradient or an all-zero one" in checks[check_id]["summary"]
+        assert "(see hparams.loss)" in checks[check_id]["summary"]
     assert "1e-06" not in " ".join(check["summary"] + str(check.get("fix")) for check in checks.values())
 
 
@@ -459,24 +463,33 @@ def test_weight_decay_alone_is_not_a_step_that_moved(bert_checkpoint, bert_token
 
 
 def test_one_cause_one_owner_the_sweep_names_a_bad_rate_and_the_others_point_at_it():
-    from diagnostics.runner import name_each_cause_once
+    from diagnostics.causes import causes, explain
+    from diagnostics.i18n import msg
     from diagnostics.result import CheckResult
 
     settings = [{"setting": "learning_rate", "value": "0.001", "source": "set"}]
+    ceiling = msg("{summary} {rate:g} is above {limit:g}{reading}.", summary="Adam builds Adam", rate=1e-3, limit=1e-4,
+                  reading=msg(": fine-tuning a pretrained transformer at this rate tends to wreck its weights"))
     results = [
-        CheckResult("hparams.optimizer", "hparams", Status.WARN, "0.001 is above 0.0001", fix="Adam(5e-5)",
-                    evidence={"class": "Adam", "given_as": "Adam", "learning_rate": 1e-3, "settings": settings,
-                              "rate_above_ceiling": True}),
+        CheckResult("hparams.optimizer", "hparams", Status.WARN, ceiling, fix="Adam(5e-5)",
+                    evidence={"class": "Adam", "given_as": "Adam", "learning_rate": 1e-3, "settings": settings},
+                    condition="warn_learning_rate"),
         CheckResult("hparams.lr_sweep", "hparams", Status.FAIL, "The configured rate 0.001 is too high",
-                    evidence={"configured_too_high": True, "configured_rate": 1e-3}),
+                    evidence={"configured_too_high": True, "configured_rate": 1e-3}, condition="fail_drift"),
         CheckResult("overfit.one_batch", "overfit", Status.WARN, "moved its pretrained weights by 4e-3",
-                    evidence={"drift_warning": True, "memorised": True, "learning_rate": 1e-3,
-                              "final_accuracy": 1.0}),
+                    evidence={"learning_rate": 1e-3, "final_accuracy": 1.0, "at_configured_rate": True},
+                    condition="warn_drift"),
     ]
-    named = {result.id: result for result in name_each_cause_once(results)}
-    assert named["hparams.lr_sweep"].status is Status.FAIL
+    named = {result.id: result for result in explain(results)}
+    assert named["hparams.lr_sweep"].explained_by is None and named["hparams.lr_sweep"].status is Status.FAIL
     for check_id in ("hparams.optimizer", "overfit.one_batch"):
-        assert named[check_id].status is Status.PASS and named[check_id].fix is None
-        assert "hparams.lr_sweep" in named[check_id].summary and "0.0001" not in named[check_id].summary
-    calm = [results[0], CheckResult("hparams.lr_sweep", "hparams", Status.PASS, "fine", evidence={})]
-    assert name_each_cause_once(calm) == calm  # without the sweep's measurement, the rule of thumb stands
+        assert named[check_id].explained_by == "hparams.lr_sweep" and named[check_id].fix is None
+    assert "wreck" not in named["hparams.optimizer"].summary  # its reading is the sweep's to say
+    assert [(cause.owner, cause.explains) for cause in causes(list(named.values()))] == [
+        ("hparams.lr_sweep", ("hparams.optimizer", "overfit.one_batch"))]
+    # The sweep measured the rate and passed it: the rule of thumb points at that measurement all the same.
+    measured = explain([results[0], CheckResult("hparams.lr_sweep", "hparams", Status.PASS, "fine", evidence={})])
+    assert measured[0].explained_by == "hparams.lr_sweep" and causes(measured) == []
+    # Without the sweep's measurement, the rule of thumb stands as its own cause.
+    alone = explain([results[0]])
+    assert alone[0].explained_by is None and [cause.owner for cause in causes(alone)] == ["hparams.optimizer"]

@@ -80,7 +80,8 @@ def test_num_labels_two_nan_rows_are_exactly_the_label_two_rows(mnli_split, bert
     assert all(row["label"] == 2 and row["loss"] is None and row["decoded"].startswith("[CLS]")
                for row in result.evidence["rows"])
     assert "label >= num_labels" in result.summary and "config.num_labels == 2" in result.summary
-    assert "num_labels=3" in result.fix
+    # The head too small for MNLI's three labels is model.config's cause: the rows point there, with no fix of their own.
+    assert result.explained_by == "model.config" and result.fix is None and result.evidence["labels_cause"]
 
 
 def test_num_labels_two_config_fails_with_task_label_names(mnli_split, bert_tokenizer, two_label_bert):

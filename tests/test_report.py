@@ -15,7 +15,8 @@ RESULTS = [
 def test_report_is_json_with_run_environment_and_checks():
     report = build_report(RunConfig(num_labels=2), RESULTS)
     assert json.loads(json.dumps(report))["run"]["num_labels"] == 2
-    assert report["counts"] == {"pass": 1, "warn": 1, "fail": 1, "error": 0, "skip": 0}
+    assert report["counts"] == {"pass": 1, "warn": 1, "fail": 1, "error": 0, "skip": 0, "explained": 0}
+    assert [cause["owner"] for cause in report["causes"]] == ["model.nan_rows", "hparams.optimizer"]
     assert report["checks"][1]["evidence"]["rows"][0]["loss"] is None
 
 

@@ -7,10 +7,11 @@ from typing import Callable
 
 import streamlit as st
 
+from diagnostics.causes import Found
 from diagnostics.errors import InputError
 from diagnostics.i18n import _, localize, message_of
-from diagnostics.registry import STAGE_ORDER
-from diagnostics.report import STATUS_MARKS, fix_is_code
+from diagnostics.registry import CHECKS, STAGE_ORDER, STAGE_TITLES
+from diagnostics.report import EXPLAINED_MARK, STATUS_MARKS, causes_headline, fix_is_code
 from diagnostics.result import CheckResult, Status, worst_first
 
 STATUS_ICONS = {
@@ -28,6 +29,20 @@ _AUTOLINKS = re.compile(r"(?i)(?<=:)(?=//)|(?<=\bwww)(?=\.)|(?=@)")
 ZERO_WIDTH_SPACE = "\u200b"
 
 
+# The keys of widgets that show their choices through labels in the page's language (`choice`). The browser keeps
+# such a widget's label, not its value, and sends it back on the next run: after a language change it would send a
+# label the new language does not have, and Streamlit would hand that label on as the value (a scenario named
+# '(нет)', a data source that is no source). The run that changes the language sets each from the session instead
+# (`session.apply_language`).
+CHOICE_KEYS: set[str] = set()
+
+
+def choice(key: str) -> str:
+    """A widget key whose choices are shown through translated labels (see `CHOICE_KEYS`); returns the key."""
+    CHOICE_KEYS.add(key)
+    return key
+
+
 def markdown_text(text: str) -> str:
     """Text shown in Markdown exactly as typed: nothing in it becomes a link, an image, a heading, emphasis or a
     Streamlit directive (a link's value, a file name, a row of an uploaded file, an exception's message)."""
@@ -41,10 +56,28 @@ def shown(value) -> str:
 
 
 STATUS_COLOURS = {Status.PASS: "green", Status.WARN: "orange", Status.FAIL: "red", Status.ERROR: "violet", Status.SKIP: "gray"}
+# Each stage's page, where a cause's owner lives.
+STAGE_PAGES = {"data": "app_pages/1_data.py", "model": "app_pages/2_model.py",
+               "hparams": "app_pages/3_hyperparameters.py", "overfit": "app_pages/4_overfit.py"}
 
 
 def badge(status: Status) -> str:
     return f":{STATUS_COLOURS[status]}-badge[{STATUS_ICONS[status]} {_(STATUS_MARKS[status])}]"
+
+
+def explained_badge() -> str:
+    """The mark of a finding another check's cause explains (not counted as a failure of its own)."""
+    return f":gray-badge[:material/arrow_forward: {_(EXPLAINED_MARK)}]"
+
+
+def owner_link(owner: str, where=st) -> None:
+    """A link to the page where the check owning a cause lives."""
+    stage = CHECKS[owner].stage if owner in CHECKS else None
+    if stage in STAGE_PAGES:
+        where.page_link(STAGE_PAGES[stage], label=_("Explained by {owner}, on the {stage} page").format(
+            owner=owner, stage=_(STAGE_TITLES[stage])), icon=":material/arrow_forward:")
+    else:
+        where.caption(_("Explained by {owner}").format(owner=owner))
 
 
 def run_stage(stage: str, runner: Callable[[], list[CheckResult]]) -> list[CheckResult] | None:
@@ -63,20 +96,52 @@ def run_stage(stage: str, runner: Callable[[], list[CheckResult]]) -> list[Check
 
 
 def status_line(results: list[CheckResult], where=st) -> None:
-    """Badges counting the results of each status, in `where` (the page, or a placeholder filled later)."""
-    counts = {status: sum(r.status is status for r in results) for status in Status}
-    where.markdown("  ".join(f"{badge(status)} {count}" for status, count in counts.items() if count))
+    """Badges counting the results of each status that stand alone, and the findings another check's cause explains,
+    in `where` (the page, or a placeholder filled later)."""
+    standing = [r for r in results if r.explained_by is None]
+    counts = {status: sum(r.status is status for r in standing) for status in Status}
+    explained = len(results) - len(standing)
+    where.markdown("  ".join([f"{badge(status)} {count}" for status, count in counts.items() if count]
+                             + ([f"{explained_badge()} {explained}"] if explained else [])))
 
 
 def checklist(results: list[CheckResult]) -> None:
-    """Each check, worst first: badge, id, finding, and the fix: code as code, a sentence as a sentence."""
+    """Each check, worst first: badge, id, finding, and the fix: code as code, a sentence as a sentence; a finding
+    another check's cause explains keeps its finding and links to that owner instead of a fix."""
     for result in worst_first(results, STAGE_ORDER):
         with st.container(border=True):
-            st.markdown(f"{badge(result.status)} `{result.id}`  \n{shown(result.summary)}")
-            if result.fix and fix_is_code(result.fix):
-                st.code(localize(result.fix), language="python")
+            mark = explained_badge() if result.explained_by else badge(result.status)
+            st.markdown(f"{mark} `{result.id}`  \n{shown(result.summary)}")
+            if result.explained_by:
+                owner_link(result.explained_by)
             elif result.fix:
-                st.markdown("**" + _("Fix") + ":** " + shown(result.fix))
+                fix(result.fix)
+
+
+def fix(value) -> None:
+    """A fix: code as code, a sentence as a sentence."""
+    if fix_is_code(value):
+        st.code(localize(value), language="python")
+    else:
+        st.markdown("**" + _("Fix") + ":** " + shown(value))
+
+
+def causes_block(found: list[Found]) -> None:
+    """The causes, each named once: its status, owner (with a link to its page), finding, fix and what it explains."""
+    st.subheader(causes_headline(found))
+    for cause in found:
+        with st.container(border=True):
+            title = f" **{_(cause.title)}**" if cause.title else ""
+            st.markdown(f"{badge(cause.status)} `{cause.owner}`{title}  \n{shown(cause.summary)}")
+            if cause.fix:
+                fix(cause.fix)
+            if cause.explains:
+                st.caption(_("Explains what {checks} found.").format(
+                    checks=", ".join(f"`{check}`" for check in cause.explains)))
+            stage = CHECKS[cause.owner].stage if cause.owner in CHECKS else None
+            if stage in STAGE_PAGES:
+                st.page_link(STAGE_PAGES[stage], label=_("Open the {stage} page").format(stage=_(STAGE_TITLES[stage])),
+                             icon=":material/open_in_new:")
 
 
 def frame(rows: list[dict], columns: list[str] | None = None):

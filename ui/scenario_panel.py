@@ -13,8 +13,10 @@ from diagnostics.i18n import _
 from diagnostics.scenarios import SCENARIOS
 from diagnostics.settings import BY_FIELD
 from ui.caches import hub_reachable
+from ui.render import choice
 from ui.session import CONFIG_KEY, NO_SCENARIO
-from ui.shared import recalled_statuses
+from diagnostics.causes import owners
+from ui.shared import recalled_all
 
 # The settings a scenario may set (its data source only when it is not the user's own files).
 SCENARIO_FIELDS = ("task", "split", "num_labels", "columns", "labels_in", "loss", "optimizer", "learning_rate",
@@ -24,7 +26,7 @@ SCENARIO_FIELDS = ("task", "split", "num_labels", "columns", "labels_in", "loss"
 def apply_scenario() -> None:
     """Fill the sidebar with the chosen scenario's settings (a widget callback, so it runs before the widgets)."""
     name = st.session_state["run.scenario"]
-    if name == NO_SCENARIO:
+    if name not in SCENARIOS:
         return
     defaults = default_config(hub_reachable(), checkpoint=st.session_state["run.checkpoint"])
     config = SCENARIOS[name].apply(replace(defaults, task=st.session_state["run.task"]))
@@ -37,29 +39,33 @@ def apply_scenario() -> None:
 
 def scenario_picker() -> None:
     """The workshop picker and the chosen scenario's symptom (before the page, so the choice is never lost)."""
-    st.selectbox(_("Workshop scenario"), [NO_SCENARIO, *SCENARIOS], key="run.scenario", on_change=apply_scenario,
+    st.selectbox(_("Workshop scenario"), [NO_SCENARIO, *SCENARIOS], key=choice("run.scenario"), on_change=apply_scenario,
                  format_func={NO_SCENARIO: _(NO_SCENARIO), **{name: f"{name}: {_(scenario.title)}"
                                                               for name, scenario in SCENARIOS.items()}}.get,
                  help=_("Each preset injects one known bug into the configuration above."))
     name = st.session_state["run.scenario"]
-    if name != NO_SCENARIO:
+    if name in SCENARIOS:
         st.caption(_("**Symptom:** {symptom}").format(symptom=_(SCENARIOS[name].symptom)))
 
 
 def scenario_panel(slot) -> None:
-    """Which of the chosen scenario's expected checks have caught it so far (after the page has run)."""
+    """Which of the chosen scenario's causes have been named so far, by the checks that own them (after the page has
+    run), and any cause it does not inject."""
     name = st.session_state.get("run.scenario", NO_SCENARIO)
-    if name == NO_SCENARIO:
+    if name not in SCENARIOS:
         return
     scenario = SCENARIOS[name]
     config = st.session_state.get(CONFIG_KEY)
-    statuses = recalled_statuses(config) if config is not None else {}
+    results = recalled_all(config) if config is not None else []
+    ran, named = {result.id for result in results}, owners(results)
     lines = []
-    for checks, caught in scenario.caught(statuses).items():
-        ran = any(check in statuses for check in checks.split(" or "))
-        mark = _(":green[caught]") if caught else (_(":red[missed]") if ran else _(":gray[not run yet]"))
+    for checks, caught in scenario.caught(named).items():
+        mark = _(":green[caught]") if caught else (
+            _(":red[missed]") if any(check in ran for check in checks.split(" or ")) else _(":gray[not run yet]"))
         lines.append(f"- `{checks}`: {mark}")
-    slot.markdown(_("**Must be flagged by:**") + "\n" + (
-        "\n".join(lines) if lines else "- " + _("nothing: no check may fail")))
+    lines += [f"- `{check}`: " + _(":orange[names a cause the scenario does not inject]")
+              for check in scenario.unexpected(named)]
+    slot.markdown(_("**Causes it injects, and the checks that own them:**") + "\n" + (
+        "\n".join(lines) if lines else "- " + _("none: no check may fail")))
     if name in ("course-script", "fixed") and not limits.hosted():
         slot.page_link("app_pages/script.py", label=_("Trace the course's own script"), icon=":material/code:")

@@ -14,7 +14,7 @@ from diagnostics.registry import STAGE_ORDER, STAGE_TITLES
 from diagnostics.result import CheckResult
 from diagnostics.scripts import COURSE_SCRIPTS
 from diagnostics.trace import DEFAULT_TIMEOUT, script_fix, script_notes
-from ui.render import ACTIVE_KEY, checklist, markdown_text, shown, status_line
+from ui.render import ACTIVE_KEY, checklist, choice, markdown_text, shown, status_line
 
 # The task choice: found from the data and the model, or named.
 FOUND = "found"
@@ -40,9 +40,9 @@ def script_file_name(name: str) -> str:
 def script_source() -> tuple[Path | None, str | None, str | None]:
     """(a script file, or None) or (None, its code, a file name for it), as the user chose."""
     source = st.radio(_("Script"), list(SOURCES), format_func=said(SOURCES).get, horizontal=True,
-                      key="script.source")
+                      key=choice("script.source"))
     if source == "course":
-        chosen = st.selectbox(_("Which"), list(COURSE_SCRIPTS), key="script.course",
+        chosen = st.selectbox(_("Which"), list(COURSE_SCRIPTS), key=choice("script.course"),
                               format_func=said({key: script.title for key, script in COURSE_SCRIPTS.items()}).get)
         path = COURSE_SCRIPTS[chosen].path
         script = COURSE_SCRIPTS[chosen]
@@ -76,13 +76,13 @@ def run_options() -> tuple[dict, list[str]]:
     left, middle, right = st.columns([2, 3, 1])
     arguments = left.text_input(_("The script's own arguments"), key="script.args",
                                 help=_("As on a command line, e.g. --checkpoint ./my-model"))
-    stages = middle.multiselect(_("Stages"), list(STAGE_ORDER), key="script.stages",
+    stages = middle.multiselect(_("Stages"), list(STAGE_ORDER), key=choice("script.stages"),
                                 format_func=said(STAGE_TITLES).get)
     timeout = right.number_input(_("Time limit (s)"), min_value=10, max_value=3600, step=10, key="script.timeout")
     workdir_column, task_column = st.columns([4, 2])
     workdir = workdir_column.text_input(_("Run it from this directory"), key="script.workdir",
                                         help=_("Relative paths in the script are read from here."))
-    task = task_column.selectbox(_("The script's GLUE task"), [FOUND] + TRACEABLE_TASKS, key="script.task",
+    task = task_column.selectbox(_("The script's GLUE task"), [FOUND] + TRACEABLE_TASKS, key=choice("script.task"),
                                  format_func={FOUND: _("From the data and the model"),
                                               **{name: name for name in TRACEABLE_TASKS}}.get,
                                  help=_("Several tasks share columns (sentence1 and sentence2 fit RTE, MRPC, WNLI and "

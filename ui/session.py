@@ -13,7 +13,7 @@ from diagnostics.overfit import DEFAULT_EPOCHS
 from diagnostics.settings import (EPOCHS, SWEEP_SETTINGS, config_from_widgets, sweep_from_widgets, sweep_widget_values,
                                   widget_values)
 from ui.caches import hub_reachable
-from ui.render import shown
+from ui.render import CHOICE_KEYS, shown
 from ui.script import SCRIPT_DEFAULTS
 
 CONFIG_KEY = "run.config"
@@ -26,6 +26,7 @@ LINK_PROBLEMS_KEY = "link.problems"  # what the opened link asked for that could
 SWEEP_KEYS = tuple(setting.key for setting in SWEEP_SETTINGS)
 EPOCHS_KEY = EPOCHS.key
 LANG_KEY = "ui.lang"
+LANG_DRAWN_KEY = "ui.lang_drawn"  # the language the session's last run drew its widgets in
 
 
 def init_state() -> None:
@@ -57,8 +58,16 @@ def browser_language() -> str:
 
 
 def apply_language() -> str:
-    """Speak this session's language for the rest of the run (call before any text is drawn)."""
-    return set_language(st.session_state.get(LANG_KEY))
+    """Speak this session's language for the rest of the run (call before any text is drawn); on a run that changes
+    it, every choice drawn with translated labels keeps its value (`render.CHOICE_KEYS`)."""
+    state = st.session_state
+    language = set_language(state.get(LANG_KEY))
+    if state.get(LANG_DRAWN_KEY, language) != language:
+        for key in CHOICE_KEYS & set(state.keys()):
+            state[key] = state[key]  # read as the last run drew it; sent to the browser in the new labels
+    state[LANG_DRAWN_KEY] = language
+    return language
+
 
 
 def language_picker() -> None:

@@ -3,9 +3,12 @@ computing it, watching its progress), say how old a result is, and offer to comp
 
 from __future__ import annotations
 
+import math
+
 import streamlit as st
 
 from diagnostics.budget import time_left_text
+from diagnostics.causes import explain
 from diagnostics.errors import InputError
 from diagnostics.hyperparams import SweepSettings
 from diagnostics.i18n import _, localize, msgn
@@ -15,7 +18,8 @@ from diagnostics.result import CheckResult
 from diagnostics.scenarios import SCENARIOS
 from diagnostics.shared import KINDS, NEEDS_MODEL, Entry, Flight, Job, SharedResults, overfit_job, training_job
 from ui.links import Link, parse_link
-from ui.render import run_stage, shown
+from diagnostics.training import effective_rate
+from ui.render import STAGE_PAGES, run_stage, shown
 from ui.caches import hub_reachable, open_run
 from ui.session import EPOCHS_KEY, sweep_from_state
 
@@ -130,52 +134,68 @@ def session_job(unit: str, config) -> Job | None:
         except (TypeError, ValueError):
             return None
     if unit == "overfit":
-        return newest_overfit(config) or overfit_jobs(config)[0]
+        return overfit_jobs(config)["walk"]
     return Job(unit, config)
 
 
-def kept_best_rate(config, settings: SweepSettings) -> float | None:
-    """The sweep's recommended rate for these sweep settings, when some session has run that sweep."""
+def kept_sweep(config, settings: SweepSettings) -> tuple[float | None, bool | None]:
+    """The sweep's recommended rate and whether it measured the configured rate as broken (its loss NaN or blown
+    up), for these sweep settings, when some session has run that sweep ((None, None) when not)."""
     entry = kept(training_job(config, settings))
     sweep = next((result for result in entry.results if result.id == "hparams.lr_sweep"), None) if entry else None
-    return sweep.evidence.get("best_rate") if sweep else None
+    evidence = sweep.evidence if sweep is not None else {}
+    return evidence.get("best_rate"), evidence.get("configured_broke")
+
+
+def sweep_measured(config) -> tuple[float | None, bool | None]:
+    """`kept_sweep` for this session's sweep settings."""
+    try:
+        return kept_sweep(config, sweep_from_state())
+    except (TypeError, ValueError):
+        return None, None
 
 
 def best_rate(config) -> float | None:
     """The sweep's recommended rate for this session's sweep settings, when the sweep has run."""
-    try:
-        return kept_best_rate(config, sweep_from_state())
-    except (TypeError, ValueError):
-        return None
+    return sweep_measured(config)[0]
 
 
-def overfit_jobs(config) -> list[Job]:
-    """The overfit test at the configured rate and at the sweep's best, for this session's epochs."""
+def overfit_jobs(config) -> dict[str, Job]:
+    """The overfit test of the walk ("walk": at the configured rate, or at the checkpoint's usual one when the sweep
+    measured the configured rate as broken) and, when the sweep recommends another rate, the rerun at it ("rerun"),
+    for this session's epochs."""
     epochs = int(st.session_state.get(EPOCHS_KEY, DEFAULT_EPOCHS))
-    best = best_rate(config)
-    return [overfit_job(config, epochs, None, best)] + ([overfit_job(config, epochs, best, best)] if best else [])
-
-
-def newest_overfit(config) -> Job | None:
-    """Whichever overfit test of this session's settings was computed last."""
-    done = [(entry.computed_at, job) for job in overfit_jobs(config) if (entry := kept(job))]
-    return max(done, key=lambda pair: pair[0])[1] if done else None
+    best, broke = sweep_measured(config)
+    jobs = {"walk": overfit_job(config, epochs, None, best, broke)}
+    if best and not math.isclose(best, effective_rate(config), rel_tol=1e-6):
+        jobs["rerun"] = overfit_job(config, epochs, best, best, broke)
+    return jobs
 
 
 def recalled(stage: str, config) -> list[CheckResult]:
-    """Every kept result of a stage for this configuration and this session's settings."""
+    """Every kept result of a stage for this configuration and this session's settings (the overfit test of the
+    walk, not a rerun at another rate)."""
     return [result for job in stage_jobs(stage, config) if (entry := kept(job)) for result in entry.results]
 
 
-def recalled_statuses(config) -> dict[str, str]:
-    """Check id -> status of every kept result of this configuration (for the scenario panel)."""
-    return {result.id: result.status.value for stage in STAGE_ORDER for result in recalled(stage, config)}
+def recalled_all(config) -> list[CheckResult]:
+    """Every kept result of every stage for this configuration, each finding a cause explains pointing at its owner
+    (`causes.explain` across the stages: a label the head has no output for, found on the Data page, points at
+    model.config once the Model page has run)."""
+    return explain([result for stage in STAGE_ORDER for result in recalled(stage, config)])
+
+
+def explained_here(results: list[CheckResult], config) -> list[CheckResult]:
+    """A page's results with every cause the kept results of this configuration name: each finding one explains
+    points at its owner (`recalled_all`), in the page's order."""
+    ids = {result.id for result in results}
+    others = [result for stage in STAGE_ORDER for result in recalled(stage, config) if result.id not in ids]
+    resolved = {result.id: result for result in explain(list(results) + others)}
+    return [resolved[result.id] for result in results]
 
 
 # ---------------------------------------------------------------- the Workshop page
 
-STAGE_PAGES = {"data": "app_pages/1_data.py", "model": "app_pages/2_model.py",
-               "hparams": "app_pages/3_hyperparameters.py", "overfit": "app_pages/4_overfit.py"}
 STAGE_PATHS = {"data": "", "model": "model", "hparams": "hyperparameters", "overfit": "overfit"}
 
 
@@ -213,8 +233,8 @@ def warm_jobs(link: Link, kinds=KINDS) -> list[Job]:
 
 
 def warm_overfit_job(link: Link) -> Job:
-    """The overfit test a link's Overfit page asks for first: at the configured rate, knowing the sweep's best."""
-    return overfit_job(link.config, link.epochs, None, kept_best_rate(link.config, link.sweep))
+    """The overfit test a link's Overfit page asks for first: the walk's, knowing the sweep's measurement."""
+    return overfit_job(link.config, link.epochs, None, *kept_sweep(link.config, link.sweep))
 
 
 def warmth(link: Link) -> tuple[int, int]:

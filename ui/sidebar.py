@@ -16,7 +16,7 @@ from diagnostics.settings import BY_FIELD, SETTINGS, Setting
 from diagnostics.training import effective_rate
 from ui.address import link_copy, link_problems
 from ui.caches import hub_reachable
-from ui.render import markdown_text, shown
+from ui.render import choice, markdown_text, shown
 from ui.scenario_panel import scenario_picker
 from ui.session import CONFIG_ERROR_KEY, CONFIG_KEY, config_from_state, language_picker
 
@@ -134,6 +134,7 @@ def _widget(spec, where, options: dict, choices: list) -> None:
                         if value is not None})
     if spec.labels and spec.kind in ("select", "radio"):
         options["format_func"] = said(spec.labels).get
+        choice(options["key"])
     draw_kind = {"text": where.text_input, "area": where.text_area, "number": where.number_input,
                  "check": where.checkbox, "select": where.selectbox, "radio": where.radio}[spec.kind]
     if spec.kind in ("select", "radio"):
