@@ -8,7 +8,7 @@ from diagnostics.pipeline import LEARNABILITY
 from diagnostics.plots import label_balance_figure, token_length_figure
 from diagnostics.registry import UNITS, units_of
 from diagnostics.shared import Job
-from ui.render import (by_id, checklist, choice, field_columns, field_frame, markdown_text, shown, status_line,
+from ui.render import (by_id, checklist, field_columns, field_frame, row_in_full, shown, status_line,
                        traced_results)
 from ui.shared import computed, explained_here, freshness, wanted
 from ui.start import start_panel
@@ -48,17 +48,16 @@ if decoded and decoded.evidence.get("rows"):
         "tokens": st.column_config.NumberColumn(_("tokens"), width=60),
     })
     with st.expander(_("Read a row in full")):
-        if st.session_state.get("data.read_row", 0) >= len(table):  # a smaller batch than the row last read
+        # Labelled by position alone: a label that changed with the data (another task, another file) would come
+        # back from the browser as a value no row has.
+        if st.session_state.get("data.read_row") not in range(len(table)):  # a smaller batch than the row last read
             st.session_state["data.read_row"] = 0
-        position = st.selectbox(_("Row of the batch"), range(len(table)), key=choice("data.read_row"),
-                                format_func={index: f"#{index} · {name}"
-                                             for index, name in enumerate(table["label_name"])}.get)
-        chosen = table.iloc[min(position or 0, len(table) - 1)]
-        for field in fields:
-            st.markdown(f"**{field}**")
-            st.markdown(markdown_text(chosen[field]))
-        st.markdown("**" + _("decoded (tokenizer.decode)") + "**")
-        st.markdown(markdown_text(chosen["decoded"]))
+        position = st.selectbox(_("Row of the batch"), range(len(table)), key="data.read_row",
+                                format_func=lambda index: f"#{index}")
+        row = decoded.evidence["rows"][position]
+        st.caption(_("Row {index} of the split, labelled {label} ({name}).").format(
+            index=row["index"], label=row["label"], name=shown(row["label_name"])))
+        row_in_full(row)
 else:
     st.warning(shown(decoded.summary) if decoded else _("No batch could be built."))
 

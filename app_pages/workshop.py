@@ -51,7 +51,7 @@ for name, link in links.items():
         left.markdown(f"**{name}**: {_(scenario.title)}  \n" + _("**Symptom:** {symptom}").format(
             symptom=_(scenario.symptom)))
         expected = ", ".join(f"`{check}`" for check in scenario.expected_ids()) or _("nothing may fail")
-        left.caption(_("Flagged by {checks}; first seen on the {stage} page.").format(
+        left.caption(_("Its causes, by the checks that own them: {checks}; first seen on the {stage} page.").format(
             checks=expected, stage=_(STAGE_TITLES[stage])))
         done, total = warmth(link)
         right.page_link(STAGE_PAGES[stage], label=_("Open it"), icon=":material/open_in_new:", query_params=params)

@@ -102,7 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
     trace.add_argument("--then-train", action="store_true", help="after the checks, let fit train as the script asked")
     trace.add_argument("--fail-on", choices=("warn", "fail"), default="fail",
                        help="which statuses give exit 1: fail (default; also error), or warn and worse")
-    commands.add_parser("scenarios", help="list the workshop scenarios and the checks that must flag each",
+    commands.add_parser("scenarios", help="list the workshop scenarios and the checks owning the causes each injects",
                         parents=[language])
     checks = commands.add_parser("checks", help="list every check: id, stage, title and thresholds", parents=[language])
     checks.add_argument("--json", action="store_true", help="print the listing as JSON")
@@ -246,7 +246,7 @@ def scenarios_command() -> int:
     for scenario in SCENARIOS.values():
         flagged = scenario.caught(set())
         print(f"{scenario.name:<28} {_(scenario.title)}")
-        print(f"{'':<28} " + _("must be flagged by: {checks}").format(
+        print(f"{'':<28} " + _("its causes, by the checks that own them: {checks}").format(
             checks=", ".join(flagged) or _("nothing (no check may fail)")))
     return EXIT_OK
 

@@ -12,18 +12,20 @@ from typing import Any, Iterable
 import numpy as np
 
 from diagnostics import hooks, registry
+from diagnostics.causes import causes
 from diagnostics.context import RunContext
 from diagnostics.devices import outside_user_strategy
 from diagnostics.hyperparams import SweepSettings
-from diagnostics.i18n import localize, msg
+from diagnostics.fixes import CodeStyle, RateFix, code_style
+from diagnostics.i18n import N_, localize, msg
 from diagnostics.internals import fit_argument
 from diagnostics.own_code import Captured, build_run
 from diagnostics.overfit import DEFAULT_EPOCHS
 from diagnostics.pipeline import parse_stages, run_stages
 from diagnostics.runner import run_units
 from diagnostics.registry import STAGE_ORDER, STAGE_TITLES
-from diagnostics.report import STATUS_MARKS, build_report, checklist_lines, markdown_report
-from diagnostics.result import SEVERITY, CheckResult, Status, judge, worst_first
+from diagnostics.report import STATUS_MARKS, build_report, cause_lines, checklist_lines, markdown_report
+from diagnostics.result import CheckResult, Status, judge, worst_first
 
 FAILING = (Status.FAIL, Status.ERROR)
 # Evidence tables in the HTML report show this many rows each.
@@ -33,7 +35,8 @@ HTML_ROWS = 16
 class Report:
     """The results of `diagnose()`: the checklist with its evidence.
 
-    `report.failed` lists the failing checks (fail or error) and is empty when none fail; `report["data.columns"]`
+    `report.causes` names each cause once, by the check that owns it; `report.failed` lists the failing owners (fail
+    or error) and is empty when none fail; `report["data.columns"]`
     is one check's result; `to_json()`, `to_markdown()` and the HTML a notebook shows write the same report.
     """
 
@@ -45,7 +48,13 @@ class Report:
 
     @property
     def failed(self) -> list[CheckResult]:
-        return [result for result in self.results if result.status in FAILING]
+        """The failing checks that own their cause (a finding another check's cause explains is not counted)."""
+        return [result for result in self.results if result.status in FAILING and result.explained_by is None]
+
+    @property
+    def causes(self) -> list:
+        """Each cause once: its owner, status, summary, fix and the checks whose findings it explains."""
+        return causes(self.results)
 
     def __getitem__(self, check_id: str) -> CheckResult:
         for result in self.results:
@@ -66,12 +75,10 @@ class Report:
         return text
 
     def __repr__(self) -> str:
-        head = f"Report on {self.config.checkpoint}, {localize(self.config.task_title)}: "
-        counts = ", ".join(f"{sum(r.status is s for r in self.results)} {s.value}" for s in Status
-                           if any(r.status is s for r in self.results))
-        lines = [head + counts] + checklist_lines(self.results)
+        head = f"Report on {self.config.checkpoint}, {localize(self.config.task_title)}"
+        lines = [head] + cause_lines(self.results) + [""] + checklist_lines(self.results)
         lines += [f"  fix {r.id}: {localize(r.fix)}" for r in worst_first(self.results, STAGE_ORDER)
-                  if r.fix and r.status in (*FAILING, Status.WARN)]
+                  if r.fix and r.status in (*FAILING, Status.WARN) and r.explained_by is None]
         return "\n".join(lines + [f"note: {localize(note)}" for note in self.notes])
 
     def _repr_html_(self) -> str:
@@ -80,12 +87,15 @@ class Report:
         parts = [f"<h4>Training Pipeline Debugger: {html.escape(str(self.config.checkpoint))} on "
                  f"{html.escape(localize(self.config.task_title))}</h4>"]
         parts += [f"<p><i>{html.escape(localize(note))}</i></p>" for note in self.notes]
+        parts.append(f"<p><b>{html.escape(cause_lines(self.results)[0])}</b></p>")
         parts.append("<table><tr><th>status</th><th>stage</th><th>check</th><th>finding</th><th>fix</th></tr>")
         for result in worst_first(self.results, STAGE_ORDER):
+            explained = f" (explained by {result.explained_by})" if result.explained_by else ""
             parts.append(
-                f"<tr><td style='color:{colours[result.status]};font-weight:bold'>{STATUS_MARKS[result.status]}</td>"
+                f"<tr><td style='color:{colours[result.status] if not explained else '#656d76'};font-weight:bold'>"
+                f"{'SEE' if explained else STATUS_MARKS[result.status]}</td>"
                 f"<td>{STAGE_TITLES.get(result.stage, result.stage)}</td><td><code>{result.id}</code></td>"
-                f"<td style='text-align:left'>{html.escape(localize(result.summary))}</td>"
+                f"<td style='text-align:left'>{html.escape(localize(result.summary) + explained)}</td>"
                 f"<td style='text-align:left'><code>{html.escape(localize(result.fix or ''))}</code></td></tr>")
         parts.append("</table>")
         for result in worst_first(self.results, STAGE_ORDER):
@@ -123,7 +133,8 @@ def _cell(value) -> str:
 def capture(model, dataset, tokenizer=None, task: str | None = None, *, origin: str = "diagnose()") -> Captured:
     """What `diagnose` checks: the user's objects, with the `to_tf_dataset` call that made the dataset when seen."""
     found = hooks.provenance_of(dataset) if dataset is not None else None
-    captured = Captured(model=model, dataset=dataset, tokenizer=tokenizer, task=task, origin=origin)
+    captured = Captured(model=model, dataset=dataset, tokenizer=tokenizer, task=task, origin=origin,
+                        tokenization=hooks.tokenization())  # taken before any check tokenizes
     if found is None:
         return captured
     methods = ", ".join(hooks.method_names(found.steps))
@@ -305,14 +316,13 @@ class DiagnoseCallback(_tf_keras_callback()):
             self._print(f"DiagnoseCallback: cannot check this pipeline: {type(exc).__name__}: {exc}")
             return
         self.report = Report(self._run.config, results, self._notes)
-        failed = [r for r in self.report.results if r.status in FAILING or r.status is Status.WARN]
-        if not failed:
+        found = self.report.causes
+        if not found:
             self._print(f"DiagnoseCallback: {len(results)} quick checks pass.")
             return
-        lines = [f"DiagnoseCallback: {len(self.report.failed)} quick check(s) fail, "
-                 f"{sum(r.status is Status.WARN for r in results)} warn, before the first step:"]
-        lines += [line for line in checklist_lines(sorted(failed, key=lambda r: SEVERITY[r.status]))]
-        lines += [f"  fix {r.id}: {localize(r.fix)}" for r in failed if r.fix]
+        lines = ["DiagnoseCallback, before the first step: " + cause_lines(results)[0]]
+        lines += cause_lines(results)[1:]
+        lines += [f"  fix {cause.owner}: {localize(cause.fix)}" for cause in found if cause.fix]
         self._print("\n".join(lines))
         if self.strict and self.report.failed:
             self._unwatch()
@@ -346,7 +356,9 @@ class DiagnoseCallback(_tf_keras_callback()):
     def _report_at(self, step: int, name: str, drilldown, *, stopped: bool) -> None:
         """Run a drilldown, keep its report as `self.<name>` and print it; a drilldown that fails says why."""
         try:
-            setattr(self, name, drilldown(step))
+            self._run = self._run or self._build_run()
+            with code_style(CodeStyle.of(self._run.config)):  # fixes in the names the user's code uses
+                setattr(self, name, drilldown(step))
         except Exception as exc:  # the stop stands; the drilldown says why it could not look
             what = "became non-finite" if name == "nan_report" else "diverged"
             self._print(f"DiagnoseCallback: the loss {what} at step {step + 1}"
@@ -438,8 +450,7 @@ class DiagnoseCallback(_tf_keras_callback()):
                     "model.", step=step + 1, before=", ".join(f"{v:.3g}" for v in finite[-3:]) or "-",
                     broken=len(broken), examples=", ".join(broken[:2]) or "-",
                     rate=f"{rate:g}" if rate is not None else "?"),
-                f"model.compile(optimizer=tf_keras.optimizers.Adam(learning_rate={suggested:g}))  # or the sweep's "
-                f"best rate (python -m diagnostics run --stages hparams)"),
+                RateFix(suggested, N_("{code}  # or the sweep's: python -m diagnostics run --stages hparams"))),
         }, "")
         return Report(run.config, [result], extra={"nan_step": step + 1})
 

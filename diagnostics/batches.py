@@ -312,7 +312,9 @@ def sentence_segments(ids: list[int], tokenizer) -> list[list[int]]:
 
 
 def decoded_rows(batch: FirstBatch, tokenizer, task: GlueTask) -> list[dict[str, Any]]:
-    """Every batch row decoded with `tokenizer.decode`, beside its label id and name."""
+    """Every batch row decoded with `tokenizer.decode`, beside its label id and name and, where the split has them,
+    its text columns as written (`raw`: a WordPiece decode reads "isn't" as "isn ' t", which is what the model
+    reads, not a fault of the data)."""
     labels = batch.rows.get(LABEL, [None] * len(batch.indices))
     written = batch.rows.get(LABEL_AS_WRITTEN, [None] * len(batch.indices))
     with tokenizer_lock(tokenizer):
@@ -327,6 +329,8 @@ def decoded_rows(batch: FirstBatch, tokenizer, task: GlueTask) -> list[dict[str,
             "index": int(index),
             "decoded": decoded[position],
             "fields": fields[position],  # what the model reads of each text column, special tokens left out
+            **({"raw": {column: str(batch.rows[column][position]) for column in task.text_columns}}
+               if all(column in batch.rows for column in task.text_columns) else {}),
             "label": labels[position],
             "label_name": (_not_a_label(written[position], task) if labels[position] == UNUSABLE_LABEL
                            and LABEL_AS_WRITTEN in batch.rows else task.label_name(labels[position])),

@@ -7,8 +7,10 @@ several), so a cause is named once however its findings were computed.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
+from diagnostics.fixes import RateFix
 from diagnostics.i18n import Text
 from diagnostics.registry import CAUSES, CHECKS, Cause, Explains
 from diagnostics.result import SEVERITY, CheckResult, Status
@@ -83,13 +85,24 @@ def explain(results: list[CheckResult]) -> list[CheckResult]:
             check_id = up
         return check_id
 
+    best = sweep_rate(by_id)
     out = []
     for result in results:
         owner = result.explained_by or (root(result.id) if direct.get(result.id) else None)
         if owner is not None and result.explained_by is None:
             result = replace(result, explained_by=owner, fix=None, summary=without_reading(result.summary))
+        if best is not None and isinstance(result.fix, RateFix) and not math.isclose(result.fix.rate, best):
+            result = replace(result, fix=result.fix.with_rate(best))  # one rate, the sweep's, wherever one is named
         out.append(result)
     return out
+
+
+def sweep_rate(by_id: dict[str, CheckResult]) -> float | None:
+    """The rate the sweep recommends, when it ran and found one: the one rate every fix names."""
+    sweep = by_id.get("hparams.lr_sweep")
+    if sweep is None or sweep.status in (Status.SKIP, Status.ERROR):
+        return None
+    return (sweep.evidence or {}).get("best_rate")
 
 
 def without_reading(summary):

@@ -76,7 +76,7 @@ class Recipe:
 
 
 # Fields that only a user's own code fills (from what it built): no link, sidebar or command line sets them.
-CODE_ONLY_FIELDS = ("recipe", "user_optimizer", "task_candidates", "label_names")
+CODE_ONLY_FIELDS = ("recipe", "user_optimizer", "task_candidates", "label_names", "keras_name", "truncation")
 
 
 def task_title(task: str, candidates=()) -> Any:
@@ -111,6 +111,10 @@ class RunConfig:
         task_candidates: the tasks that fit a user's pipeline when its task is not known (`task` is the first);
             empty when it is known.
         label_names: the data's or the model's own label names, for a task that is not known.
+        keras_name: how the user's code names Keras (`tf_keras`, `tf.keras`, an alias), so fixes are written in it.
+        truncation: where `max_length` comes from for the user's code: "call" (their tokenizer call's max_length),
+            "model" (truncation=True without one: the tokenizer's maximum), "none" (no truncation: the longest row),
+            "unknown" (no tokenizer call seen: the longest row stored); "" for the debugger's own pipeline.
         recipe: the user's own `to_tf_dataset` call when the pipeline is the user's code (not part of equality).
         user_optimizer: the optimizer object the user's code compiled with: copies train with clones of it, every
             setting kept (never the object itself; not part of equality).
@@ -137,6 +141,8 @@ class RunConfig:
     shuffle_labels: bool = False
     task_candidates: tuple[str, ...] = ()
     label_names: tuple[str, ...] = ()
+    keras_name: str = "tf_keras"
+    truncation: str = ""
     recipe: Recipe | None = field(default=None, compare=False, repr=False)
     user_optimizer: Any = field(default=None, compare=False, repr=False)
 

@@ -513,31 +513,47 @@ def check_baselines(labels: np.ndarray, task: GlueTask, num_labels: int, *,
 TRUNCATION_ROWS = 5000
 
 
-def users_truncation(split, tokenizer, task: GlueTask, limit: int = TRUNCATION_ROWS) -> dict[str, Any] | None:
+def users_truncation(split, tokenizer, task: GlueTask, limit: int = TRUNCATION_ROWS, *,
+                     max_length: int | None = None, source: str = "unknown") -> dict[str, Any] | None:
     """What the user's own tokenization cut: the split's raw text re-tokenized without truncation against the token ids
-    the user's code stored (its first `limit` rows); None when the split lacks either."""
+    the user's code stored (its first `limit` rows); None when the split lacks either.
+
+    Args:
+        max_length / source: the length the user's tokenizer call truncates at and where it comes from
+            (`RunConfig.truncation`: "call", "model"); for "none" or "unknown", the longest row stored stands for it.
+    """
     if "input_ids" not in split.column_names or not all(column in split.column_names for column in task.text_columns):
         return None
     rows = split.select(range(min(len(split), limit))).to_dict()
     stored = np.asarray([len(ids) for ids in rows["input_ids"]])
     full = np.asarray([len(ids) for ids in tokenize(tokenizer, task, rows, None)["input_ids"]])
     cut = np.flatnonzero(full > stored)
+    measured = source in ("call", "model") and max_length
     return {"rows": int(len(stored)), "truncated": int(len(cut)), "truncated_rows": cut[:50].tolist(),
-            "cut_at": int(stored.max()) if len(stored) else 0, "longest": int(full.max()) if len(full) else 0}
+            "cut_at": int(max_length) if measured else int(stored.max()) if len(stored) else 0,
+            "cut_source": source if measured else "unknown" if len(cut) else source,
+            "longest": int(full.max()) if len(full) else 0}
 
 
-def truncation_figures(batch: FirstBatch, max_length: int, split_cut: dict[str, Any] | None = None) -> dict[str, Any]:
+def truncation_figures(batch: FirstBatch, max_length: int, split_cut: dict[str, Any] | None = None, *,
+                       unmeasured: bool = False) -> dict[str, Any]:
     """Share of rows cut at max_length and share of padding in the padded batch; with `split_cut`
-    (`users_truncation`), the rows the user's own tokenization cut across the split decide."""
+    (`users_truncation`), the rows the user's own tokenization cut across the split decide; `unmeasured`: the
+    user's rows have no raw text to re-tokenize, so only the padding is measured."""
     lengths = np.asarray(batch.full_lengths)
     kept = np.asarray([len(ids) for ids in batch.input_ids])
     padded = int(kept.max()) * len(kept) if len(kept) else 0
+    if unmeasured:
+        return {"max_length": max_length, "rows": int(len(lengths)), "truncated_rows": None, "truncated_share": None,
+                "padding_share": float(1 - kept.sum() / padded) if padded else 0.0, "lengths": lengths.tolist(),
+                "padded_length": int(kept.max()) if len(kept) else 0, "scope": "unmeasured"}
     if split_cut is not None:
         return {"max_length": split_cut["cut_at"], "rows": split_cut["rows"], "truncated_rows": split_cut["truncated"],
                 "truncated_share": split_cut["truncated"] / split_cut["rows"] if split_cut["rows"] else 0.0,
                 "padding_share": float(1 - kept.sum() / padded) if padded else 0.0, "lengths": lengths.tolist(),
                 "padded_length": int(kept.max()) if len(kept) else 0, "scope": "split",
-                "cut_rows": split_cut["truncated_rows"], "longest": split_cut["longest"]}
+                "cut_rows": split_cut["truncated_rows"], "longest": split_cut["longest"],
+                "cut_source": split_cut["cut_source"]}
     return {
         "max_length": max_length,
         "rows": int(len(lengths)),
@@ -560,13 +576,27 @@ def check_truncation(figures: dict[str, Any], *,
         warn_padding_share: share of padding tokens above which compute is wasted.
     """
     if figures.get("scope") == "split":
-        summary = msg("{cut:,} of {rows:,} rows of the split ({share:.0%}) lose tokens to your tokenization's "
-                      "truncation at {max_length} tokens (their text re-tokenized without it){where}; padding is "
-                      "{padding:.0%} of the padded batch ({length} tokens a row).", cut=figures["truncated_rows"],
-                      rows=figures["rows"], share=figures["truncated_share"], max_length=figures["max_length"],
-                      where=msg(", first rows {rows}", rows=", ".join(map(str, figures["cut_rows"][:8])))
+        # What the tokenization truncates at, as far as it was seen: the call's max_length, the tokenizer's maximum,
+        # no truncation at all, or (no call seen) only the longest row it stored.
+        at = {"call": msg(", which truncates at max_length={max_length} (your tokenizer call's)",
+                          max_length=figures["max_length"]),
+              "model": msg(", which truncates at {max_length} tokens (the tokenizer's maximum: truncation=True "
+                           "without max_length)", max_length=figures["max_length"]),
+              "none": msg(", which does not truncate (its longest row has {max_length} tokens)",
+                          max_length=figures["max_length"])}.get(
+            figures.get("cut_source"), msg(" (its tokenizer call was not seen; its longest stored row has {max_length} "
+                                           "tokens)", max_length=figures["max_length"]))
+        summary = msg("{cut:,} of {rows:,} rows of the split ({share:.0%}) lose tokens to your tokenization{at}, "
+                      "measured by re-tokenizing their text without truncation{where}; padding is {padding:.0%} of "
+                      "the padded batch ({length} tokens a row).", cut=figures["truncated_rows"],
+                      rows=figures["rows"], share=figures["truncated_share"], at=at,
+                      where=msg(" (first rows {rows})", rows=", ".join(map(str, figures["cut_rows"][:8])))
                       if figures["cut_rows"] else "",
                       padding=figures["padding_share"], length=figures["padded_length"])
+    elif figures.get("scope") == "unmeasured":
+        summary = msg("The split's raw text is not at hand (the rows were read back from the dataset given to fit), "
+                      "so what truncation cut cannot be counted; padding is {padding:.0%} of the padded batch "
+                      "({length} tokens a row).", padding=figures["padding_share"], length=figures["padded_length"])
     else:
         summary = msg("{cut} of {rows} rows ({share:.0%}) are cut at max_length={max_length}; padding is "
                       "{padding:.0%} of the padded batch ({length} tokens a row).", cut=figures["truncated_rows"],

@@ -101,7 +101,8 @@ class Truncation(TypedDict, total=False):
     rows: int
     truncated_rows: int
     truncated_share: float
-    scope: str  # "split": the user's own tokenization, re-measured on the split's raw text
+    scope: str  # "split": the user's own tokenization, re-measured on the split's raw text; "unmeasured": no raw text
+    cut_source: str  # where that tokenization's length comes from (RunConfig.truncation: "call", "model", ...)
     cut_rows: list[int]  # those rows (the first 50)
     longest: int  # the longest row without truncation
 

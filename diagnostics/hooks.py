@@ -1,9 +1,11 @@
 """Remembers where a `tf.data.Dataset` came from: the `datasets.Dataset` and arguments of the `to_tf_dataset` call
-that made it, so checks on a user's dataset can batch the user's own rows the user's own way.
+that made it, so checks on a user's dataset can batch the user's own rows the user's own way; and how the user's
+code last tokenized text (truncation, max_length, padding), so truncation is measured at the user's own length.
 
 Nothing is patched on import: only inside `with watch():` (which `diagnostics.watch` gives users, and the traced
-script's child opens for the whole script) is `datasets.Dataset.to_tf_dataset` wrapped; the wrapper passes
-everything through and returns what the call returns, and the last block to close puts the original back."""
+script's child opens for the whole script) are `datasets.Dataset.to_tf_dataset` and the tokenizers' `__call__`
+wrapped; the wrappers pass everything through and return what the call returns, and the last block to close puts
+the originals back."""
 
 from __future__ import annotations
 
@@ -20,8 +22,12 @@ _ORIGINS: "weakref.WeakKeyDictionary[Any, tuple[Any, dict]]" = weakref.WeakKeyDi
 _LOCK = threading.Lock()
 # The last call, kept when it raised too (the tracer diagnoses an error inside to_tf_dataset from it).
 last_call: dict[str, Any] = {}
-# The open watch() blocks, and the method they wrapped (put back when the last one closes).
-_OPEN = {"blocks": 0, "original": None, "wrapper": None}
+# The last tokenizer call on text: its truncation, max_length and padding arguments and the tokenizer's maximum
+# (`tokenization()` reads it; a copy is taken before the checks, which tokenize too).
+last_tokenization: dict[str, Any] = {}
+TOKENIZER_ARGUMENTS = ("truncation", "max_length", "padding")
+# The open watch() blocks, and the methods they wrapped (put back when the last one closes).
+_OPEN = {"blocks": 0, "original": None, "wrapper": None, "tokenizer_call": None, "tokenizer_wrapper": None}
 
 
 @contextlib.contextmanager
@@ -64,6 +70,30 @@ def _open() -> None:
 
         _OPEN["original"], _OPEN["wrapper"] = original, to_tf_dataset
         Dataset.to_tf_dataset = to_tf_dataset
+        _wrap_tokenizer_call()
+
+
+def _wrap_tokenizer_call() -> None:
+    """Record each tokenizer call on text (with the lock held)."""
+    from transformers import PreTrainedTokenizerBase
+
+    original = PreTrainedTokenizerBase.__call__
+
+    @functools.wraps(original)
+    def call(self, text=None, *args, **kwargs):
+        if isinstance(text, str) or (isinstance(text, (list, tuple)) and text and isinstance(text[0], str)):
+            last_tokenization.clear()
+            last_tokenization.update({name: kwargs.get(name) for name in TOKENIZER_ARGUMENTS},
+                                     model_max_length=getattr(self, "model_max_length", None))
+        return original(self, text, *args, **kwargs)
+
+    _OPEN["tokenizer_call"], _OPEN["tokenizer_wrapper"] = original, call
+    PreTrainedTokenizerBase.__call__ = call
+
+
+def tokenization() -> dict[str, Any] | None:
+    """A copy of the last tokenizer call on text seen inside a watch() block (None when none was)."""
+    return dict(last_tokenization) if last_tokenization else None
 
 
 def _close() -> None:
@@ -73,10 +103,14 @@ def _close() -> None:
         _OPEN["blocks"] -= 1
         if _OPEN["blocks"] > 0:
             return
-        # Put back only our own wrapper: a method someone replaced it with inside the block stays theirs.
+        # Put back only our own wrappers: a method someone replaced one with inside the block stays theirs.
         if Dataset.__dict__.get("to_tf_dataset") is _OPEN["wrapper"]:
             Dataset.to_tf_dataset = _OPEN["original"]
-        _OPEN["original"] = _OPEN["wrapper"] = None
+        from transformers import PreTrainedTokenizerBase
+
+        if PreTrainedTokenizerBase.__dict__.get("__call__") is _OPEN["tokenizer_wrapper"]:
+            PreTrainedTokenizerBase.__call__ = _OPEN["tokenizer_call"]
+        _OPEN.update(original=None, wrapper=None, tokenizer_call=None, tokenizer_wrapper=None)
 
 
 def origin_of(tf_dataset) -> tuple[Any, dict] | None:

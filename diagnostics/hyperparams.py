@@ -11,6 +11,7 @@ import numpy as np
 from diagnostics import limits
 from diagnostics.i18n import Text, joined, msg
 from diagnostics.config import RunConfig, usual_rate
+from diagnostics.fixes import RateFix, keras_name
 from diagnostics.glue import GlueTask
 from diagnostics.measurement import Forward, configured_loss_value
 from diagnostics.registry import WARN_DRIFT, threshold
@@ -67,17 +68,11 @@ def optimizer_summary(figures: dict[str, Any]) -> Text:
     defaulted = [row["setting"] for row in figures["settings"] if row["source"] == "Keras default"]
     chosen = [f"{row['setting']}={row['value']}" for row in figures["settings"]
               if row["source"] == "set" and row["setting"] != "learning_rate"]
-    given = msg("the string 'adam'") if figures["given_as"] == "adam" else figures["given_as"]
+    given = msg("The string 'adam'") if figures["given_as"] == "adam" else figures["given_as"]
     return msg("{given} builds {optimizer} with learning rate {rate:g}{chosen}; {count} settings are Keras defaults "
                "({settings}).", given=given, optimizer=figures["class"], rate=figures["learning_rate"],
                count=len(defaulted), chosen=msg(", {settings}", settings=", ".join(chosen)) if chosen else "",
                settings=", ".join(defaulted[:4]) + (", ..." if len(defaulted) > 4 else ""))
-
-
-def _named_rate_fix(rate: float) -> str:
-    """Compile with an explicit rate: the one this kind of checkpoint trains well at (config.usual_rate)."""
-    return (f"model.compile(optimizer=tf_keras.optimizers.Adam(learning_rate={rate:g}))  "
-            f"# or transformers.create_optimizer({rate:g}, ...)")
 
 
 def check_optimizer(figures: dict[str, Any], *, pretrained: bool = True,
@@ -99,7 +94,7 @@ def check_optimizer(figures: dict[str, Any], *, pretrained: bool = True,
                 summary=summary, rate=rate,
                 reading=msg(", above the {limit:g} a pretrained transformer tolerates", limit=warn_learning_rate)
                 if pretrained else msg(", whatever this checkpoint needs")),
-            _named_rate_fix(usual_rate(pretrained))),
+            RateFix(usual_rate(pretrained))),
         "random_weights": (
             msg("{summary} This checkpoint has random weights (the demo kit), so the 1e-4 ceiling for pretrained "
                 "transformers does not apply; the sweep shows which rates work.", summary=summary), None),
@@ -107,7 +102,7 @@ def check_optimizer(figures: dict[str, Any], *, pretrained: bool = True,
             msg("{summary} {rate:g} is above {limit:g}{reading}.", summary=summary, rate=rate,
                 limit=warn_learning_rate,
                 reading=msg(": fine-tuning a pretrained transformer at this rate tends to wreck its weights")),
-            _named_rate_fix(usual_rate(pretrained))),
+            RateFix(usual_rate(pretrained))),
     }, summary, thresholds={"warn_learning_rate": warn_learning_rate})
 
 
@@ -223,7 +218,7 @@ def _judge_loss(figures: dict[str, Any], *, warn_disagreement: float) -> CheckRe
                 "(from_logits=False): {shown}, so training follows a distorted loss and learns slowly.",
                 loss=repr(name), shown=shown()),
             msg("{code}  # or no loss= at all", code="model.compile(optimizer=optimizer, "
-                "loss=tf_keras.losses.SparseCategoricalCrossentropy(from_logits=True))")),
+                f"loss={keras_name()}.losses.SparseCategoricalCrossentropy(from_logits=True))")),
         "keras_loss_on_input_labels": lambda: (
             msg("Loss {loss} matches the model's output ({configured:.3f} on the batch), but the labels sit inside the "
                 "input dict with a Keras loss: Transformers {version}'s train_step moves them out and gives them to "
@@ -420,7 +415,7 @@ def check_lr_sweep(figures: dict[str, Any], configured_rate: float, *, pretraine
     summary = msg("After {steps} steps from the same weights, {best:.1e} gives {basis}, among rates that neither "
                   "diverge nor overwrite pretrained weights; flagged: {flagged}.", steps=len(figures["steps"]),
                   best=best, basis=basis, flagged=", ".join(flagged) or msg("none"))
-    fix = f"tf_keras.optimizers.Adam(learning_rate={best:.0e})"
+    fix = RateFix(best)
     consequence = (msg(" At that drift a few hundred steps overwrite what pretraining learned: real fine-tuning at "
                        "such rates ends at or near chance.") if pretrained and drift and drift > WARN_DRIFT else "")
     too_high = (msg("The configured rate {rate:g} is too high: {why}.{consequence} {summary}{thin}",

@@ -12,6 +12,7 @@ import numpy as np
 from diagnostics.i18n import N_, Text, msg, msgn
 from diagnostics.internals import LAYER_PREFIX, variable_path
 from diagnostics.config import RunConfig
+from diagnostics.fixes import RateFix
 from diagnostics.glue import GlueTask
 from diagnostics.loading import config_size
 from diagnostics.measurement import Forward
@@ -420,7 +421,8 @@ def check_weights_after_step(record: StepRecord, broken: list[str], learning_rat
         "non_finite_weights": (
             msg("After one optimizer step ({rate}), {count} weights hold NaN or Inf, first: {first}.",
                 rate=learning_rate_text, count=len(broken), first=", ".join(broken[:3])),
-            msg("Lower the learning rate (e.g. Adam(5e-5)) and fix non-finite losses (model.nan_rows).")),
+            msg("Lower the learning rate (hparams.lr_sweep measures which rates work) and fix non-finite losses "
+                "(model.nan_rows).")),
         "warmup_step": (
             msg("After one optimizer step ({rate}) on a copy, every weight is finite; the schedule's rate at step 0 is "
                 "0 (warmup starts there), so this step moves nothing by design.", rate=learning_rate_text), None),
@@ -649,9 +651,9 @@ def check_divergence(figures: dict[str, Any], *,
               "rate": f"{rate:g}" if rate is not None else "?"}
     at_start = figures.get("rows_loss_at_start")
     values["rows"] = f"{at_start:.3g}" if at_start is not None else "?"
-    rate_fix = (f"model.compile(optimizer=tf_keras.optimizers.Adam(learning_rate={suggested:g}))  "
-                + ("# the checkpoint's usual rate" if suggested == figures["usual_rate"] else "# a tenth of the rate")
-                + "; or the sweep's (python -m diagnostics run --stages hparams)")
+    rate_fix = RateFix(suggested, N_("{code}  # the checkpoint's usual rate; or the sweep's: python -m diagnostics run "
+                                      "--stages hparams") if suggested == figures["usual_rate"] else
+                       N_("{code}  # a tenth of the rate; or the sweep's: python -m diagnostics run --stages hparams"))
     # Either rule is a divergence; which one, and the rows' own loss on the starting weights, say what drove it.
     if at_start is not None and math.isfinite(at_start) and at_start > seen["limit"]:
         cause = (msg("At step {step} the loss is {recent:.3g}, {ratio}x its start ({start:.3g}), but the same rows "

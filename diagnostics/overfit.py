@@ -9,6 +9,7 @@ import numpy as np
 
 from diagnostics.i18n import Text, joined, msg
 from diagnostics.config import RunConfig, usual_rate
+from diagnostics.fixes import RateFix
 from diagnostics.batches import LABEL, FirstBatch, build_batch, decoded_rows, split_labels
 from diagnostics.glue import GlueTask
 from diagnostics.budget import check_deadline
@@ -133,10 +134,9 @@ def _run(figures: dict[str, Any]) -> Text:
     return run
 
 
-def _lower_rate_fix(rate: float, best_rate: float | None) -> Text:
+def _lower_rate_fix(rate: float, best_rate: float | None) -> RateFix:
     """The optimizer at a lower rate: the sweep's recommended one when lower, else a tenth of this one."""
-    lower = round_down_rate(best_rate) if best_rate and best_rate < rate else round_down_rate(rate / 10)
-    return msg("tf_keras.optimizers.Adam(learning_rate={rate:.0e})  # lower the rate", rate=lower)
+    return RateFix(round_down_rate(best_rate) if best_rate and best_rate < rate else round_down_rate(rate / 10))
 
 
 def _not_learning(shape: dict[str, Any], figures: dict[str, Any], best_rate: float | None, lower_fix):
@@ -150,8 +150,8 @@ def _not_learning(shape: dict[str, Any], figures: dict[str, Any], best_rate: flo
         cause = msg("The loss stayed near where it started{ln_k}: the learning rate is too low, or weights are frozen "
                     "or disconnected from the loss (see model.gradients).{rerun}",
                     ln_k=f" (ln K = {figures['ln_k']:.3f})" if figures.get("ln_k") else "", rerun=rerun)
-        fix = (f"tf_keras.optimizers.Adam(learning_rate={best_rate:.0e})" if best_rate else
-               "tf_keras.optimizers.Adam(learning_rate=...)  # a rate from the sweep") + "  # check layer.trainable"
+        fix = RateFix(best_rate) if best_rate else msg("Run the Hyperparameters sweep for a rate, and check that "
+                                                         "layer.trainable is True where it should be.")
     else:
         cause = msg("The loss fell too slowly or unevenly: the learning rate is too low, or the loss reads logits as "
                     "probabilities (from_logits=False, see hparams.loss).{rerun}", rerun=rerun)

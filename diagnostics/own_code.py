@@ -4,6 +4,7 @@ context every check already runs on. Nothing here changes the user's objects."""
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,6 +16,7 @@ from diagnostics.batches import COLLATOR_LABEL, LABEL, sentence_segments
 from diagnostics.config import Recipe, RunConfig
 from diagnostics.context import RunContext
 from diagnostics.errors import InputError
+from diagnostics.fixes import keras_name_in
 from diagnostics.glue import TASKS, get_task
 from diagnostics.internals import checkpoint_path, is_dummy_loss, optimizer_rate, uses_internal_loss
 from diagnostics.optimizers import clone_optimizer, plain_rate
@@ -40,6 +42,8 @@ class Captured:
         source_hint: the split behind a dataset whose batches were changed after `to_tf_dataset` (a `map` or a
             `batch`): the rows are read back, the task and label names still come from it.
         origin: where it came from, in words ("train.py", "diagnose()").
+        namespace: the global names of the code that built them (how it names Keras, for the fixes).
+        tokenization: the truncation, max_length and padding of the code's last tokenizer call on text, when seen.
     """
 
     model: Any = None
@@ -52,6 +56,8 @@ class Captured:
     source_hint: Any = None
     origin: str = "your code"
     notes: list[str] = field(default_factory=list)
+    namespace: dict | None = None  # the code's global names, to write fixes in its names (default: __main__'s)
+    tokenization: dict | None = None  # the code's last tokenizer call on text (`hooks.tokenization`)
 
 
 # ---------------------------------------------------------------- compile settings
@@ -389,9 +395,12 @@ def build_run(captured: Captured) -> RunContext:
         user_optimizer=_user_optimizer(model, captured), task_candidates=finding.candidates,
         label_names=finding.label_names,
         checkpoint=_checkpoint_name(model, tokenizer), task=finding.name, split=str(getattr(source, "split", None) or "train"),
-        data_source="code", num_labels=num_labels, batch_size=batch_size, max_length=_longest(source),
+        data_source="code", num_labels=num_labels, batch_size=batch_size,
+        **dict(zip(("max_length", "truncation"), _truncation(captured.tokenization, tokenizer, source))),
         columns=recipe.columns, labels_in="separate" if recipe.label_cols else "inputs", shuffle=shuffle,
-        recipe=recipe, **_compile_fields(captured),
+        recipe=recipe, keras_name=keras_name_in(captured.namespace if captured.namespace is not None else
+                                                vars(sys.modules["__main__"])),
+        **_compile_fields(captured),
     )
     if model is not None and getattr(model, "optimizer", None) is None and not captured.compile_args:
         captured.notes.append(msg("The model is not compiled (fit would raise): checked as {code} with the model's "
@@ -444,6 +453,25 @@ def _class_names(source) -> list[str] | None:
     """The names of a split's `ClassLabel` label column (None for plain numbers or text)."""
     feature = getattr(source, "features", {}).get(LABEL) if LABEL in source.column_names else None
     return list(feature.names) if getattr(feature, "names", None) else None
+
+
+def _truncation(call: dict | None, tokenizer, source) -> tuple[int, str]:
+    """(the length the user's tokenization truncates at, where it comes from: `RunConfig.truncation`), from the
+    code's own tokenizer call: its max_length ("call"; Transformers truncates at it even without truncation=True),
+    the tokenizer's maximum for truncation=True without one ("model"), else the split's longest row ("none": the
+    call does not truncate; "unknown": no call was seen)."""
+    from diagnostics.config import MAX_LENGTH
+
+    longest = _longest(source)
+    if call is None:
+        return longest, "unknown"
+    truncating = call.get("truncation") not in (False, "do_not_truncate")
+    if truncating and call.get("max_length"):
+        return min(int(call["max_length"]), MAX_LENGTH), "call"
+    maximum = call.get("model_max_length") or getattr(tokenizer, "model_max_length", None)
+    if call.get("truncation") not in (None, False, "do_not_truncate") and maximum and maximum <= MAX_LENGTH:
+        return int(maximum), "model"
+    return longest, "none"  # no truncation, or at a maximum no text reaches
 
 
 def _longest(source) -> int:

@@ -135,10 +135,15 @@ def data_decoded_samples(run: RunContext) -> CheckResult:
 
 
 def data_truncation(run: RunContext) -> CheckResult:
+    """For the user's own pipeline, what their tokenization cut of the split, at the length their tokenizer call
+    truncates at (only the padding when the rows have no raw text to re-tokenize)."""
     config = run.config
-    return check_truncation(truncation_figures(
-        run.first_batch, config.max_length,
-        split_cut=users_truncation(run.split, run.tokenizer, config.glue_task) if config.recipe else None))
+    if not config.recipe:
+        return check_truncation(truncation_figures(run.first_batch, config.max_length))
+    cut = users_truncation(run.split, run.tokenizer, config.glue_task, max_length=config.max_length,
+                           source=config.truncation)
+    return check_truncation(truncation_figures(run.first_batch, config.max_length, split_cut=cut,
+                                               unmeasured=cut is None))
 
 
 def _batch_labels(run: RunContext) -> list:

@@ -52,8 +52,9 @@ def token_length_figure(result: CheckResult) -> go.Figure:
     lengths = evidence["lengths"]
     figure = go.Figure()
     figure.add_bar(x=list(range(len(lengths))), y=lengths, name=_("tokens before truncation"), marker_color=SPLIT_COLOUR)
-    figure.add_hline(y=evidence["max_length"], line_dash="dash", line_color=LIMIT_COLOUR,
-                     annotation_text=f"max_length {evidence['max_length']}")
+    if evidence.get("cut_source") not in ("none", "unknown") and evidence.get("scope") != "unmeasured":
+        figure.add_hline(y=evidence["max_length"], line_dash="dash", line_color=LIMIT_COLOUR,
+                         annotation_text=f"max_length {evidence['max_length']}")
     return _layout(figure, _("Tokens per row of the first batch"), _("row of the batch"), _("tokens"))
 
 

@@ -138,7 +138,7 @@ def markdown_report(report: dict, results: list[CheckResult] | None = None) -> s
     return "\n".join(lines) + "\n"
 
 
-_CODE_START = re.compile(r"^(?:[A-Za-z_][\w.]*\s*(?:\(|=|\[)|(?:pip|python|import|from|export) )")
+_CODE_START = re.compile(r"^(?:[A-Za-z_][\w.]*(?:\s*,\s*[A-Za-z_]\w*)*\s*(?:\(|=|\[)|(?:pip|python|import|from|export) )")
 
 
 def fix_is_code(fix: str) -> bool:

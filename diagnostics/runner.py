@@ -18,6 +18,7 @@ from diagnostics.causes import explain
 from diagnostics.context import RunContext
 from diagnostics.batches import LABEL
 from diagnostics.errors import InputError
+from diagnostics.fixes import CodeStyle, code_style
 from diagnostics.hyperparams import SweepSettings
 from diagnostics.i18n import Text, joined, msg, msgn
 from diagnostics.measurement import configured_loss_value
@@ -102,7 +103,7 @@ def run_units(run: RunContext, names, settings: Settings = Settings(), progress=
     results: list[CheckResult] = []
     copies = SharedCopy()  # this call's own: the app's pages may run units of one context in several threads
     try:
-        with run_budget():
+        with run_budget(), code_style(CodeStyle.of(run.config)):  # fixes in the names the user's code uses
             for name in names:
                 results += run_unit(run, name, settings, progress, results, copies)
     finally:

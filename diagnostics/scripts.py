@@ -13,7 +13,7 @@ SCRIPTS_DIR = Path(__file__).resolve().parent / "demo_data" / "scripts"
 
 @dataclass(frozen=True)
 class CourseScript:
-    """One bundled script: what it is and what the checks must flag on it."""
+    """One bundled script: what it is, and the checks owning the causes the checks must name on it."""
 
     path: Path
     title: str
@@ -29,7 +29,7 @@ COURSE_SCRIPTS = {
     "course_script_repaired": CourseScript(
         SCRIPTS_DIR / "course_script_repaired.py", N_("Its first error repaired, the other bugs kept"),
         N_("A padding collator and 'label' get it to fit, where num_labels=2 on three labels, the string loss on "
-           "logits and the string 'adam' remain."), ("data.label_range", "hparams.loss", "hparams.optimizer")),
+           "logits and the string 'adam' remain."), ("model.config", "hparams.loss", "hparams.optimizer")),
     "course_script_fixed": CourseScript(
         SCRIPTS_DIR / "course_script_fixed.py", N_("The course's fixed script"),
         N_("num_labels=3, the model's internal loss, and Adam at a rate that suits the checkpoint: nothing may fail."),

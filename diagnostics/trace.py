@@ -276,10 +276,15 @@ class _Child:
     # ------------------------------------------------------------ hooks
 
     def install(self) -> None:
+        import datasets
         import tf_keras
         from transformers import modeling_tf_utils
 
         from diagnostics import hooks
+
+        # The script's own `map` calls run, rather than load a result an earlier run cached: its tokenizer call (its
+        # truncation and max_length) is then seen. The rows are the same; only the time to make them is spent again.
+        datasets.disable_caching()
 
         # Open for the whole script (the child process ends with it); held here, as a dropped block would close.
         self.watching = hooks.watch()
@@ -349,6 +354,7 @@ class _Child:
             captured = capture(model, x, self._tokenizer(frame, model), self.spec.get("task"),
                                origin=f"{Path(self.script).name}")
             captured.compile_args = self.compiled.get(model)
+            captured.namespace = frame.f_globals if frame else None
             run = build_run(captured)
             results = run_stages(run, parse_stages(self.spec.get("stages")), progress=self.checks_progress(),
                                  skip=parse_skip(self.spec.get("skip")))

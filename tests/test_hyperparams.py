@@ -26,9 +26,9 @@ def test_optimizer_string_adam_warns_with_0_001():
     result = hp.check_optimizer(hp.optimizer_settings(RunConfig(optimizer="adam")))
     assert result.status is Status.WARN
     assert "0.001" in result.summary and "'adam'" in result.summary
-    assert "Adam(learning_rate=5e-05)" in result.fix  # a pretrained checkpoint's rate
+    assert result.fix == "tf_keras.optimizers.Adam(learning_rate=5e-05)"  # a pretrained checkpoint's rate
     kit = hp.check_optimizer(hp.optimizer_settings(RunConfig(optimizer="adam")), pretrained=False)
-    assert "Adam(learning_rate=0.003)" in kit.fix  # the demo kit's random weights train well at 3e-3, not 5e-5
+    assert kit.fix == "tf_keras.optimizers.Adam(learning_rate=3e-03)"  # the demo kit's random weights: 3e-3, not 5e-5
     sources = {row["setting"]: row["source"] for row in result.evidence["settings"]}
     assert sources["learning_rate"] == "Keras default" and sources["beta_1"] == "Keras default"
 

@@ -169,6 +169,27 @@ def test_every_page_opens_in_each_language(language):
         assert at.selectbox(key="ui.lang").value == language
 
 
+def test_switching_language_on_each_page_from_a_language_link_then_opening_the_next_keeps_the_session():
+    """Opened from a ?lang= link with a scenario, the language is switched on every page in turn and the next page
+    opened: no page shows an exception, and the scenario, task and data source stay what the session chose (the
+    browser's own half of this, a choice's stale label, is tested in Chromium: tests/test_browser.py)."""
+    at = _app()
+    at.query_params["lang"] = "ru"
+    at.query_params["scenario"] = "num-labels-too-small"
+    at.run()
+    languages = ["en", "ko", "it", "zh", "ru", "en", "ko"]
+    for page, language, following in zip(PAGES, languages, PAGES[1:] + PAGES[:1]):
+        at.switch_page(page).run()
+        assert not at.exception, (page, at.exception)
+        at.selectbox(key="ui.lang").set_value(language).run()
+        assert not at.exception, (page, language, at.exception)
+        at.switch_page(following).run()
+        assert not at.exception, (following, language, at.exception)
+        assert at.session_state["run.scenario"] == "num-labels-too-small"
+        assert at.session_state["run.task"] == "mnli" and at.session_state["run.data_source"] == "demo"
+        assert at.selectbox(key="ui.lang").value == language
+
+
 def test_picking_a_language_keeps_every_setting_and_writes_it_into_the_link():
     at = _app().run()
     at.number_input(key="run.batch_size").set_value(8).run()

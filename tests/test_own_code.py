@@ -104,6 +104,36 @@ def test_diagnose_batches_the_users_own_to_tf_dataset_call(bert_checkpoint, bert
     assert [r.id for r in report.failed] == ["data.label_range"]
 
 
+@pytest.mark.parametrize("arguments, cut_at, source", [
+    ({"truncation": True, "max_length": 9}, 9, "call"),  # the call's own length, whether or not a row reaches it
+    ({"truncation": True, "max_length": 400}, 400, "call"),
+    ({"max_length": 9}, 9, "call"),  # Transformers truncates at max_length without truncation=True too
+    ({"truncation": True}, 512, "model"),  # the tokenizer's maximum
+    ({}, None, "none"),  # no truncation: the longest row stands for the length
+])
+def test_truncation_is_measured_at_the_length_the_users_tokenizer_call_gives(bert_checkpoint, bert_tokenizer,
+                                                                              mnli_split, arguments, cut_at, source):
+    from transformers import DataCollatorWithPadding
+
+    from diagnostics import diagnose
+
+    bert_tokenizer.model_max_length = 512
+    with watch():  # the user's own tokenization and to_tf_dataset call, remembered
+        tokenized = mnli_split.map(lambda rows: bert_tokenizer(rows["premise"], rows["hypothesis"], **arguments),
+                                   batched=True)
+        dataset = tokenized.to_tf_dataset(columns=["input_ids", "attention_mask", "label"], batch_size=4,
+                                          collate_fn=DataCollatorWithPadding(bert_tokenizer, return_tensors="np"))
+    report = diagnose(classifier(bert_checkpoint, 3), dataset, bert_tokenizer, stages="data")
+    truncation = report["data.truncation"]
+    assert truncation.evidence["scope"] == "split" and truncation.evidence["cut_source"] == source
+    longest = max(len(ids) for ids in tokenized["input_ids"])
+    assert truncation.evidence["max_length"] == (cut_at or longest) and report.config.truncation == source
+    full = [len(bert_tokenizer(row["premise"], row["hypothesis"])["input_ids"]) for row in mnli_split]
+    assert truncation.evidence["truncated_rows"] == sum(length > (cut_at or 10**6) for length in full)
+    if source == "call":
+        assert f"truncates at max_length={cut_at} (your tokenizer call's)" in truncation.summary
+
+
 def test_diagnose_says_what_it_cannot_judge(bert_checkpoint, bert_tokenizer, mnli_split):
     from diagnostics import diagnose
     from diagnostics.errors import InputError
@@ -183,7 +213,7 @@ def test_callback_catches_a_run_that_diverges_with_a_finite_loss(demo_inputs, se
     result = callback.divergence_report["model.divergence"]
     assert result.status is Status.FAIL and "the weights diverged" in result.summary
     assert "the learning rate 1 is too high" in result.summary
-    assert "learning_rate=0.003" in result.fix  # the kit's own rate, not a pretrained checkpoint's 5e-5
+    assert "learning_rate=3e-03" in result.fix  # the kit's own rate, not a pretrained checkpoint's 5e-5
     evidence = result.evidence
     step = callback.divergence_report.extra["divergence_step"]
     assert evidence["steps"] == step and len(evidence["losses"]) == step == len(evidence["weight_norms"]) - 1
@@ -205,7 +235,7 @@ def test_callback_tells_weights_that_turned_nan_from_bad_rows(demo_inputs, seed)
     assert callback.nan_report.extra["nan_step"] == 2
     result = callback.nan_report["model.nan_rows"]
     assert result.status is Status.FAIL and "the weights diverged" in result.summary
-    assert "learning rate inf" in result.summary and "learning_rate=0.003" in result.fix
+    assert "learning rate inf" in result.summary and "learning_rate=3e-03" in result.fix
     assert result.evidence["weights_now_non_finite"] and result.evidence["curve"][0] == pytest.approx(math.log(3), 0.1)
 
 
@@ -243,9 +273,11 @@ def test_callback_checks_before_the_first_step_and_strict_raises(bert_checkpoint
     model = classifier(bert_checkpoint, 2)
     model.compile(optimizer="adam")
     before = weights_of(model)
-    with pytest.raises(PipelineError, match="data.label_range"):
+    with pytest.raises(PipelineError, match="model.config") as raised:
         model.fit(dataset, epochs=1, callbacks=[DiagnoseCallback(strict=True)], verbose=0)
-    assert "quick check(s) fail" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "before the first step: " in out and "explains: data.label_range" in out  # the head's cause, named once
+    assert "data.label_range" not in [result.id for result in raised.value.report.failed]
     assert all(np.array_equal(a, b) for a, b in zip(before, weights_of(model)))  # no step was taken
 
 
@@ -286,11 +318,14 @@ def test_trace_the_repaired_course_script_flags_each_remaining_bug(tmp_path):
     assert code == 1
     assert report["script"]["reached_fit"] and report["script"]["fit_at"].startswith("course_script_repaired.py line")
     found = statuses(report)
-    assert found["data.label_range"] == "fail"  # num_labels=2 on three labels
-    assert found["hparams.loss"] == "fail"  # the string loss reads logits as probabilities
-    assert found["hparams.optimizer"] == "warn"  # the string "adam"
+    causes = {cause["owner"]: cause["status"] for cause in report["causes"]}
+    # num_labels=2 on MNLI's three labels (the head's cause: the rows labelled 2 point at it), the string loss that
+    # reads logits as probabilities, and the string "adam": each named once, by its owner.
+    assert causes == {"model.config": "fail", "hparams.loss": "fail", "hparams.optimizer": "warn"}
+    assert set(causes) == set(COURSE_SCRIPTS["course_script_repaired"].flagged)
+    by_id = {check["id"]: check for check in report["checks"]}
+    assert by_id["data.label_range"]["explained_by"] == "model.config"
     assert found["data.columns"] == "pass"
-    assert all(found[check] in ("warn", "fail") for check in COURSE_SCRIPTS["course_script_repaired"].flagged)
     assert report["run"]["recipe"]["collate_fn"] == "DataCollatorWithPadding"
 
 

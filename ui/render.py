@@ -154,10 +154,12 @@ def frame(rows: list[dict], columns: list[str] | None = None):
 
 
 def field_frame(rows: list[dict], columns: list[str]):
-    """Decoded rows as a table with one column for each text field (`fields`: what the model reads of each text
-    column) put before `decoded`; returns (the table, the field names)."""
-    fields = list((rows[0].get("fields") or {}) if rows else {})
-    flat = [{**{key: value for key, value in row.items() if key != "fields"}, **(row.get("fields") or {})}
+    """Decoded rows as a table with one column for each text field put before `decoded`: the text as the split holds
+    it (`raw`) where the rows carry it, else what the model reads of it (`fields`); returns (the table, the field
+    names)."""
+    key = "raw" if rows and rows[0].get("raw") else "fields"
+    fields = list((rows[0].get(key) or {}) if rows else {})
+    flat = [{**{name: value for name, value in row.items() if name not in ("fields", "raw")}, **(row.get(key) or {})}
             for row in rows]
     at = columns.index("decoded") if "decoded" in columns else len(columns)
     return frame(flat, columns[:at] + fields + columns[at:]), fields
@@ -168,7 +170,23 @@ def field_columns(fields: list[str], *, decoded_width: int = 300) -> dict:
     import streamlit as st
 
     return {**{field: st.column_config.TextColumn(field, width=360) for field in fields},
-            "decoded": st.column_config.TextColumn(_("decoded (tokenizer.decode)"), width=decoded_width)}
+            "decoded": st.column_config.TextColumn(_("what the model reads (tokenizer.decode)"), width=decoded_width)}
+
+
+def row_in_full(row: dict) -> None:
+    """One decoded row in full: each text field as the split holds it, then what the model reads of it (special
+    tokens left out), then `tokenizer.decode` of the whole row."""
+    raw, read = row.get("raw") or {}, row.get("fields") or {}
+    for field in dict.fromkeys([*raw, *read]):
+        st.markdown(f"**{field}**")
+        if field in raw:
+            st.caption(_("As the split holds it"))
+            st.markdown(markdown_text(raw[field]))
+        if field in read:
+            st.caption(_("What the model reads of it"))
+            st.markdown(markdown_text(read[field]))
+    st.markdown("**" + _("decoded (tokenizer.decode)") + "**")
+    st.markdown(markdown_text(row.get("decoded", "")))
 
 
 def by_id(results: list[CheckResult], check_id: str) -> CheckResult | None:

@@ -47,7 +47,8 @@ def script_source() -> tuple[Path | None, str | None, str | None]:
         path = COURSE_SCRIPTS[chosen].path
         script = COURSE_SCRIPTS[chosen]
         flagged = ", ".join(f"`{check}`" for check in script.flagged) or _("nothing (no check may fail)")
-        st.caption(_("{about} Must be flagged by: {checks}.").format(about=_(script.about), checks=flagged))
+        st.caption(_("{about} Its causes, by the checks that own them: {checks}.").format(about=_(script.about),
+                                                                                             checks=flagged))
         with st.expander(path.name):
             st.code(path.read_text(), language="python")
         return path, None, None

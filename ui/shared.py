@@ -166,7 +166,10 @@ def overfit_jobs(config) -> dict[str, Job]:
     for this session's epochs."""
     epochs = int(st.session_state.get(EPOCHS_KEY, DEFAULT_EPOCHS))
     best, broke = sweep_measured(config)
-    jobs = {"walk": overfit_job(config, epochs, None, best, broke)}
+    walk, before = overfit_job(config, epochs, None, best, broke), overfit_job(config, epochs)
+    if walk != before and kept(walk) is None and not under_way(walk) and kept(before) is not None:
+        walk = before  # run before the sweep, at the configured rate: it stands (what it found of the rate points there)
+    jobs = {"walk": walk}
     if best and not math.isclose(best, effective_rate(config), rel_tol=1e-6):
         jobs["rerun"] = overfit_job(config, epochs, best, best, broke)
     return jobs
