@@ -518,13 +518,15 @@ SUGGESTIONS: dict[str, Callable[[np.ndarray, np.ndarray], float]] = {
 
 
 def check_lr_range_test(figures: dict[str, Any], *, max_safe_rate: float | None = None,
+                        sweep_rate: float | None = None,
                         disagree_factor: float = threshold("hparams.lr_range_test", "disagree_factor"),
                         min_points: int = threshold("hparams.lr_range_test", "min_points"),
                         trim: int = threshold("hparams.lr_range_test", "trim")) -> CheckResult:
     """Suggest a rate from the smoothed range-test curve (first and last `trim` points left out), each rule side
     by side; say when the rules disagree. On a pretrained checkpoint the suggestion is capped at the highest
     rate its weights tolerate (`max_safe_rate`, from the sweep's drift), since the loss of a few steps cannot
-    show what a long run at a high rate does to them."""
+    show what a long run at a high rate does to them. With the sweep's recommended rate (`sweep_rate`) the range test
+    proposes no rate of its own: its curve's pick is evidence beside the sweep's, which is the one rate to use."""
     curve = figures.get("smoothed") or figures["losses"]
     lrs, losses = _finite(figures["learning_rates"], curve)
     dropped = len(figures["losses"]) - len(_finite(figures["learning_rates"], figures["losses"])[1])
@@ -556,6 +558,10 @@ def check_lr_range_test(figures: dict[str, Any], *, max_safe_rate: float | None 
             "{points} smoothed points: {rules}; {dropped} non-finite points dropped). The sweep's measured verdict on "
             "the rate stands (hparams.lr_sweep).", spread=spread, points=len(losses), rules=side_by_side,
             dropped=dropped), None)},
+        msg("The curve points at {chosen:.1e} from {points} smoothed points (its rules agree within {spread:.1f}x: "
+            "{rules}).{cap} The rate to use is the sweep's {best:.1e}, measured on held-out rows (hparams.lr_sweep).",
+            chosen=chosen, points=len(losses), spread=spread, rules=side_by_side, cap=cap_text, best=sweep_rate)
+        if sweep_rate else
         msg("Suggested rate {chosen:.1e} from {points} smoothed points; the rules agree within {spread:.1f}x: "
             "{rules}.{cap}", chosen=chosen, points=len(losses), spread=spread, rules=side_by_side, cap=cap_text),
         thresholds=thresholds)
@@ -625,8 +631,9 @@ def run_training_checks(config: RunConfig, model, batches: list, settings: Sweep
         lr_sweep(trainer(), settings, held, configured_rate=rate,
                  regression=task.regression, progress=lambda f, t: progress(0.7 * f, t)),
         rate, pretrained=pretrained)))
-    safe = results[-1].evidence.get("max_safe_rate") if results[-1].evidence else None
+    safe, best = ((results[-1].evidence or {}).get(key) for key in ("max_safe_rate", "best_rate"))
     results.append(run_check("hparams.lr_range_test", STAGE, lambda: check_lr_range_test(
-        lr_range_test(trainer(), settings, lambda f, t: progress(0.7 + 0.3 * f, t)), max_safe_rate=safe)))
+        lr_range_test(trainer(), settings, lambda f, t: progress(0.7 + 0.3 * f, t)), max_safe_rate=safe,
+        sweep_rate=best)))
     progress(1.0, msg("Done"))
     return results

@@ -235,6 +235,17 @@ def test_range_test_rules_that_disagree_say_the_curve_is_uninformative_and_defer
     assert result.evidence["uninformative"]  # the valley rule's rate stays in the evidence, proposed nowhere
 
 
+def test_range_test_with_the_sweeps_rate_proposes_none_of_its_own():
+    lrs, losses = _valley_curve()
+    figures = {"learning_rates": lrs, "losses": [None if math.isnan(v) else v for v in losses]}
+    alone = hp.check_lr_range_test(figures, disagree_factor=100.0)
+    beside = hp.check_lr_range_test(figures, disagree_factor=100.0, sweep_rate=2e-5)
+    assert alone.summary.startswith("Suggested rate") and "sweep" not in alone.summary
+    # One rate wherever one is proposed: the curve's pick is evidence, the rate to use the sweep's.
+    assert "The rate to use is the sweep's 2.0e-05" in beside.summary and beside.fix is None
+    assert beside.evidence["suggested"] == alone.evidence["suggested"]
+
+
 def test_range_test_stop_rule_ignores_one_noisy_step():
     noisy = [2.37, 0.83, 2.12, 3.54] + [1.0] * 20
     assert hp._range_stop(noisy, 4.0) is None

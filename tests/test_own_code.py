@@ -561,6 +561,24 @@ def test_watch_remembers_to_tf_datasets_made_inside_it_and_puts_the_method_back(
     assert source is tokenized and kwargs["batch_size"] == 4  # remembered for as long as the dataset lives
 
 
+def test_watch_remembers_the_last_tokenizer_call_on_text_and_puts_the_call_back(bert_tokenizer):
+    from transformers import PreTrainedTokenizerBase
+
+    from diagnostics import hooks
+
+    plain = PreTrainedTokenizerBase.__dict__["__call__"]
+    hooks.last_tokenization.clear()
+    bert_tokenizer(["outside the block"], truncation=True, max_length=7)
+    assert hooks.tokenization() is None
+    with watch():
+        bert_tokenizer(["a premise", "another"], ["a hypothesis", "more"], truncation=True, max_length=7)
+        bert_tokenizer.pad({"input_ids": [[1, 2], [3]]})  # not a call on text: the last one stands
+        assert PreTrainedTokenizerBase.__dict__["__call__"] is not plain
+    assert PreTrainedTokenizerBase.__dict__["__call__"] is plain
+    assert hooks.tokenization() == {"truncation": True, "max_length": 7, "padding": None,
+                                    "model_max_length": bert_tokenizer.model_max_length}
+
+
 def stsb_dataset(tokenizer, scores, batch_size=4):
     import tensorflow as tf
 

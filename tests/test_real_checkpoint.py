@@ -18,8 +18,9 @@ def run(tmp_path, real_checkpoint, task, *args, small=SMALL):
     report = tmp_path / f"{task}.json"
     code = main(["run", "--checkpoint", str(real_checkpoint), "--task", task, "--data-files", f"{split}={path}",
                  "--split", split, *small, *args, "--json", str(report)])
-    checks = {check["id"]: check for check in json.loads(report.read_text())["checks"]}
-    return code, checks
+    written = json.loads(report.read_text())
+    checks = {check["id"]: check for check in written["checks"]}
+    return code, checks, {cause["owner"]: cause["status"] for cause in written["causes"]}
 
 
 @pytest.mark.parametrize("task", ["mnli", "mrpc"])
@@ -30,7 +31,7 @@ def test_fixed_scenario_on_real_text_warns_of_nothing_a_healthy_run_does_not_hav
     # memorised about as fast as real ones), as it is on both these splits; MNLI leaves it out (50 s of training on
     # a CPU for that skip), MRPC keeps it, and the traced script in test_foreign_code passes it on real MRPC text.
     small = ["--batch-size", "8"] if task == "mrpc" else [*SMALL, "--skip", "data.learnability"]
-    code, checks = run(tmp_path, real_checkpoint, task, "--scenario", "fixed", "--fail-on", "warn", small=small)
+    code, checks, _ = run(tmp_path, real_checkpoint, task, "--scenario", "fixed", "--fail-on", "warn", small=small)
     failing = {check_id: check["summary"] for check_id, check in checks.items() if check["status"] in ("fail", "error")}
     assert failing == {}
     warned = {check_id: check["summary"] for check_id, check in checks.items() if check["status"] == "warn"}
@@ -45,9 +46,12 @@ def test_fixed_scenario_on_real_text_warns_of_nothing_a_healthy_run_does_not_hav
 
 
 def test_string_adam_is_flagged_by_a_measurement_with_a_good_rate_as_the_fix(tmp_path, real_checkpoint):
-    code, checks = run(tmp_path, real_checkpoint, "mnli", "--optimizer", "adam", "--stages", "hparams")
+    code, checks, causes = run(tmp_path, real_checkpoint, "mnli", "--optimizer", "adam", "--stages", "hparams")
     sweep = checks["hparams.lr_sweep"]
     assert sweep["status"] == "fail", sweep["summary"]
+    # One cause, the rate, named by the measurement: the string's own warning points at it with no rate of its own.
+    assert causes == {"hparams.lr_sweep": "fail"}, causes
+    assert checks["hparams.optimizer"]["explained_by"] == "hparams.lr_sweep" and checks["hparams.optimizer"]["fix"] is None
     assert "pretrained" in sweep["summary"]
     recommended = sweep["evidence"]["best_rate"]
     # Rates real fine-tuning calls good on this checkpoint (bench/lr_truth.py): 1e-5 to 1e-4.
@@ -60,13 +64,13 @@ def test_string_adam_is_flagged_by_a_measurement_with_a_good_rate_as_the_fix(tmp
 
 
 def test_course_script_bugs_on_real_text_are_each_flagged_by_their_own_check(tmp_path, real_checkpoint):
-    code, checks = run(tmp_path, real_checkpoint, "mnli", "--scenario", "course-script", "--stages",
-                       "data,model,hparams")
-    statuses = {check_id: check["status"] for check_id, check in checks.items()}
-    assert statuses["data.columns"] in ("warn", "fail")
-    assert statuses["model.config"] == "fail" and statuses["model.nan_rows"] == "fail"
-    assert statuses["hparams.optimizer"] == "warn"
-    assert statuses["hparams.loss"] == "fail"
+    code, checks, causes = run(tmp_path, real_checkpoint, "mnli", "--scenario", "course-script")
+    # Two failing causes and two warnings, each named once by its owner; the rest points at them.
+    assert causes == {"model.config": "fail", "hparams.loss": "fail", "data.columns": "warn",
+                      "hparams.optimizer": "warn"}, causes
+    for check_id in ("data.label_range", "model.forward", "model.nan_rows", "model.gradients"):
+        assert checks[check_id]["explained_by"] == "model.config", checks[check_id]
+    assert checks["overfit.one_batch"]["status"] == "skip" and "model.config" in checks["overfit.one_batch"]["summary"]
     assert "from_logits" in checks["hparams.loss"]["summary"] or "probabilities" in checks["hparams.loss"]["summary"]
     assert code == 1
 
@@ -91,7 +95,8 @@ def test_course_scripts_traced_on_the_real_checkpoint(tmp_path, real_checkpoint)
 
     code, traced, checks = trace_on_real(tmp_path, real_checkpoint, "course_script_repaired")
     assert code == 1 and traced["script"]["reached_fit"]
-    assert checks["data.label_range"]["status"] == "fail"
+    assert {cause["owner"] for cause in traced["causes"]} == {"model.config", "hparams.loss", "hparams.optimizer"}
+    assert checks["data.label_range"]["explained_by"] == "model.config"
     assert checks["hparams.loss"]["status"] == "fail", checks["hparams.loss"]["summary"]
     assert checks["hparams.optimizer"]["status"] == "warn"
     assert "above the 0.0001 a pretrained transformer tolerates" in checks["hparams.optimizer"]["summary"]
