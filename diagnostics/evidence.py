@@ -317,7 +317,8 @@ class Sweep(TypedDict, total=False):
     max_safe_rate: float | None
     diverged: list[float]
     pretrained: bool
-    ranked_by: str
+    ranked_by: str  # "held-out loss", "training loss", or "usual rate" (no rate moved either loss: the good one nearest it)
+    usual_rate: float  # the checkpoint's usual rate (config.usual_rate)
     reasons: dict[str, str]
     broke: list[bool]  # each rate's loss turned NaN or blew up
     # The configured rate's, read by the registry's rules (the runner reads configured_too_high too):

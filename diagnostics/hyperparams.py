@@ -360,13 +360,23 @@ def sweep_verdicts(figures: dict[str, Any], *, pretrained: bool,
         if pretrained and drift is not None and drift > warn_drift:
             why.append(msg("moves pretrained weights {drift:.1e} of their size a step", drift=drift))
         reasons.append(why)
-    good = [(score["loss"], curve[-1], rate)
+    good = [(score["loss"], curve[-1], rate, curve[0])
             for rate, score, curve, why in zip(figures["learning_rates"], figures["held_out"], figures["smoothed"], reasons)
             if not why]
     # After a few steps the held-out loss may not have moved at all (random weights learn nothing general that
-    # soon); then its differences are noise, and the loss on the batches trained on ranks the good rates instead.
+    # soon); then its differences are noise, and the loss on the batches trained on ranks the good rates instead,
+    # among those it fell for. When it fell for none either, the rates cannot be told apart in these steps: the good
+    # rate nearest the checkpoint's usual one (a rate real fine-tuning calls good) stands for them.
     separates = bool(good) and start is not None and start - min(good)[0] >= min_held_out_gain * start
-    ranked = sorted(good) if separates else sorted(good, key=lambda entry: entry[1])
+    falling = [entry for entry in good if entry[3] - entry[1] >= min_held_out_gain * entry[3]]
+    usual = usual_rate(pretrained)
+    if separates:
+        ranked, ranked_by = sorted(good), "held-out loss"
+    elif falling:
+        ranked, ranked_by = sorted(falling, key=lambda entry: entry[1]), "training loss"
+    else:
+        ranked = sorted(good, key=lambda entry: abs(math.log(entry[2] / usual)))
+        ranked_by = "usual rate"
     ratios = [drift / rate for rate, drift, broken in zip(figures["learning_rates"], figures["drift_per_step"], broke)
               if drift and not broken]
     return {
@@ -374,7 +384,8 @@ def sweep_verdicts(figures: dict[str, Any], *, pretrained: bool,
         "diverged": [bool(why) for why in reasons],
         "broke": broke,
         "best_rate": ranked[0][2] if ranked else None,
-        "ranked_by": "held-out loss" if separates else "training loss",
+        "ranked_by": ranked_by,
+        "usual_rate": usual,
         "max_safe_rate": float(warn_drift / np.median(ratios)) if pretrained and ratios else None,
     }
 
@@ -406,15 +417,20 @@ def check_lr_sweep(figures: dict[str, Any], configured_rate: float, *, pretraine
     best_score, start = figures["held_out"][rates.index(best)], figures["held_out_start"]
     thin = (msg(" The held-out rows are few ({rows}), so held-out differences are rough.",
                 rows=figures["held_out_rows"]) if figures["held_out_rows"] < thin_held_out_rows else "")
-    if verdicts["ranked_by"] == "held-out loss":
-        basis = msg("the lowest held-out loss ({best:.3f}, from {start:.3f} untrained)", best=best_score["loss"],
-                    start=start["loss"])
+    if verdicts["ranked_by"] == "usual rate":
+        summary = msg("After {steps} steps from the same weights no rate lowered the held-out or the training loss by "
+                      "1% of its start, too little to rank them: the recommendation is {best:.1e}, the rate nearest "
+                      "this checkpoint's usual {usual:g} that neither diverges nor overwrites pretrained weights; "
+                      "flagged: {flagged}.", steps=len(figures["steps"]), best=best, usual=verdicts["usual_rate"],
+                      flagged=", ".join(flagged) or msg("none"))
     else:
-        basis = msg("the lowest training loss; the held-out loss moved less than 1% of its start ({start:.3f}) at every "
-                    "rate, too little to rank them, so this rests on the rows trained on", start=start["loss"])
-    summary = msg("After {steps} steps from the same weights, {best:.1e} gives {basis}, among rates that neither "
-                  "diverge nor overwrite pretrained weights; flagged: {flagged}.", steps=len(figures["steps"]),
-                  best=best, basis=basis, flagged=", ".join(flagged) or msg("none"))
+        basis = msg("the lowest held-out loss ({best:.3f}, from {start:.3f} untrained)", best=best_score["loss"],
+                    start=start["loss"]) if verdicts["ranked_by"] == "held-out loss" else \
+            msg("the lowest training loss; the held-out loss moved less than 1% of its start ({start:.3f}) at every "
+                "rate, too little to rank them, so this rests on the rows trained on", start=start["loss"])
+        summary = msg("After {steps} steps from the same weights, {best:.1e} gives {basis}, among rates that neither "
+                      "diverge nor overwrite pretrained weights; flagged: {flagged}.", steps=len(figures["steps"]),
+                      best=best, basis=basis, flagged=", ".join(flagged) or msg("none"))
     fix = RateFix(best)
     consequence = (msg(" At that drift a few hundred steps overwrite what pretraining learned: real fine-tuning at "
                        "such rates ends at or near chance.") if pretrained and drift and drift > WARN_DRIFT else "")

@@ -304,6 +304,18 @@ def test_sweep_held_out_loss_that_did_not_move_ranks_by_training_loss():
     assert "too little to rank" in result.summary
 
 
+@pytest.mark.parametrize("pretrained, recommended", [(False, 1e-3), (True, 1e-4)])
+def test_sweep_that_moved_no_loss_recommends_the_good_rate_nearest_the_checkpoints_usual_one(pretrained, recommended):
+    # A few steps on random weights (or a hard task) move neither loss: the lowest training loss is then noise, and
+    # a rate it picked (1e-6 measured once on the kit) trains nothing; the usual rate is one real training calls good.
+    rates = [1e-6, 1e-5, 1e-4, 1e-3, 1e-2]
+    curves = [[0.693, 0.692], [0.693, 0.6925], [0.693, 0.6931], [0.693, 0.694], [0.693, 0.695]]
+    figures = sweep_figures(rates, [0.693] * 5, [1e-6] * 5, start=0.693, curves=curves)
+    result = hp.check_lr_sweep(figures, configured_rate=1e-3 if not pretrained else 1e-4, pretrained=pretrained)
+    assert result.evidence["ranked_by"] == "usual rate" and result.evidence["best_rate"] == recommended
+    assert "nearest this checkpoint's usual" in result.summary
+
+
 def test_rate_charts_write_rates_one_way_and_keep_the_legend_off_the_axis_title():
     from diagnostics.plots import range_test_figure, sweep_final_figure
     from diagnostics.result import CheckResult
