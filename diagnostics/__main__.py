@@ -265,6 +265,10 @@ def checks_command(as_json: bool) -> int:
             print(f"{'':<28}{condition['name']}{value}: {condition['meaning']}")
         if check["otherwise"] != "pass":
             print(f"{'':<28}" + _("no rule crossed: {status}").format(status=check["otherwise"]))
+        for cause in check["causes"]:
+            title, explained = cause["title"], dict.fromkeys(item["check"] for item in cause["explains"])
+            print(f"{'':<28}" + _("owns the cause {cause} ({title}), which explains {checks}").format(
+                cause=cause["name"], title=_(title), checks=", ".join(explained)))
     return EXIT_OK
 
 

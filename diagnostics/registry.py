@@ -605,5 +605,10 @@ def listing() -> list[dict]:
              "function": check.function, "otherwise": check.otherwise,
              "conditions": [{"name": c.name, "value": c.value, "meaning": c.meaning,
                              **({"rule": str(c.rule), "status": c.status} if c.rule else {})}
-                            for c in check.conditions]}
+                            for c in check.conditions],
+             "causes": [{"name": cause.name, "title": cause.title, "conditions": list(cause.conditions),
+                         "explains": [{"check": e.check, "conditions": list(e.conditions),
+                                       **({"when": str(e.when)} if e.when else {}),
+                                       **({"measured": True} if e.measured else {})} for e in cause.explains]}
+                        for cause in CAUSES.values() if cause.owner == check.id]}
             for check in CHECKS.values()]

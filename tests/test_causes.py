@@ -40,6 +40,23 @@ def test_every_declared_cause_names_conditions_its_owner_has_and_explains_only_d
             assert set(explains.conditions) <= {c.name for c in registry.CHECKS[explains.check].conditions}, explains
 
 
+def test_every_key_an_explanation_reads_is_declared_in_the_explained_checks_evidence():
+    from diagnostics.evidence import declared_keys
+
+    for cause in registry.CAUSES.values():
+        for explains in cause.explains:
+            if explains.when is not None:
+                assert set(explains.when.keys) <= declared_keys(explains.check), (cause.name, explains)
+
+
+def test_the_listing_gives_each_owner_its_causes():
+    listed = {check["id"]: check for check in registry.listing()}
+    assert [cause["name"] for cause in listed["model.config"]["causes"]] == ["head_short"]
+    head = listed["model.config"]["causes"][0]
+    assert {"check": "model.nan_rows", "conditions": ["max_non_finite_rows"], "when": "labels_cause"} in head["explains"]
+    assert listed["data.batch"]["causes"] == []
+
+
 def test_a_head_too_small_is_one_cause_and_the_findings_it_explains_point_at_it():
     explained = explain(HEAD_SHORT)
     found = causes(explained)
