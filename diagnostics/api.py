@@ -134,7 +134,7 @@ def capture(model, dataset, tokenizer=None, task: str | None = None, *, origin: 
     """What `diagnose` checks: the user's objects, with the `to_tf_dataset` call that made the dataset when seen."""
     found = hooks.provenance_of(dataset) if dataset is not None else None
     captured = Captured(model=model, dataset=dataset, tokenizer=tokenizer, task=task, origin=origin,
-                        tokenization=hooks.tokenization())  # taken before any check tokenizes
+                        tokenization=found.tokenization if found is not None else None)
     if found is None:
         return captured
     methods = ", ".join(hooks.method_names(found.steps))

@@ -23,7 +23,7 @@ _LOCK = threading.Lock()
 # The last call, kept when it raised too (the tracer diagnoses an error inside to_tf_dataset from it).
 last_call: dict[str, Any] = {}
 # The last tokenizer call on text: its truncation, max_length and padding arguments and the tokenizer's maximum
-# (`tokenization()` reads it; a copy is taken before the checks, which tokenize too).
+# (`tokenization()` reads it; each to_tf_dataset call keeps a copy, the call that made its token ids).
 last_tokenization: dict[str, Any] = {}
 TOKENIZER_ARGUMENTS = ("truncation", "max_length", "padding")
 # The open watch() blocks, and the methods they wrapped (put back when the last one closes).
@@ -62,8 +62,8 @@ def _open() -> None:
             last_call.clear()
             last_call.update(call)
             result = original(self, *args, **kwargs)
-            try:
-                _ORIGINS[result] = (self, call["kwargs"])
+            try:  # with the tokenizer call that came before it: the one that made these token ids
+                _ORIGINS[result] = (self, call["kwargs"], tokenization())
             except TypeError:  # not weak-referenceable: the checks read the dataset back instead
                 pass
             return result
@@ -115,6 +115,12 @@ def _close() -> None:
 
 def origin_of(tf_dataset) -> tuple[Any, dict] | None:
     """(the `datasets.Dataset`, the `to_tf_dataset` keyword arguments) that made this dataset, if seen."""
+    found = _found(tf_dataset)
+    return found[:2] if found is not None else None
+
+
+def _found(tf_dataset) -> tuple[Any, dict, dict | None] | None:
+    """What the watch kept of the call that made this dataset: its split, arguments and the tokenizer call before."""
     try:
         return _ORIGINS.get(tf_dataset)
     except TypeError:
@@ -134,6 +140,8 @@ class Provenance:
 
     Attributes:
         source / kwargs: the `datasets.Dataset` and the `to_tf_dataset` keyword arguments.
+        tokenization: the last tokenizer call on text before that `to_tf_dataset` call (`tokenization()`), None when
+            none was seen inside the watch.
         steps: the methods' dataset kinds from the origin on ("_OptionsDataset", "PrefetchDataset", ...).
         same_elements: the dataset given to fit yields batches of the origin's rows, structure and dtypes, so batches
             built from the split with those arguments are what fit gets (False after a `batch` or `unbatch` that
@@ -144,6 +152,7 @@ class Provenance:
     kwargs: dict
     steps: tuple[str, ...] = ()
     same_elements: bool = True
+    tokenization: dict | None = None
 
 
 def provenance_of(tf_dataset) -> Provenance | None:
@@ -153,12 +162,13 @@ def provenance_of(tf_dataset) -> Provenance | None:
     steps: list[str] = []
     current = tf_dataset
     for _ in range(MAX_STEPS_BACK):
-        found = origin_of(current)
+        found = _found(current)
         if found is not None:
-            source, kwargs = found
+            source, kwargs, tokenized = found
             steps.reverse()
             regrouped = any(step.lstrip("_").startswith(REGROUPING) for step in steps)
-            return Provenance(source, kwargs, tuple(steps), not regrouped and _same_elements(current, tf_dataset))
+            return Provenance(source, kwargs, tuple(steps), not regrouped and _same_elements(current, tf_dataset),
+                              tokenized)
         inputs = dataset_inputs(current)
         if inputs is None or len(inputs) != 1:  # not tf.data's; or a zip or concatenate: rows from several places
             return None

@@ -579,6 +579,20 @@ def test_watch_remembers_the_last_tokenizer_call_on_text_and_puts_the_call_back(
                                     "model_max_length": bert_tokenizer.model_max_length}
 
 
+def test_a_dataset_keeps_the_tokenizer_call_that_made_its_ids_and_one_made_outside_a_watch_none(bert_tokenizer,
+                                                                                                  mnli_split):
+    from diagnostics import hooks
+
+    with watch():
+        tokenized = mnli_split.map(lambda rows: bert_tokenizer(rows["premise"], rows["hypothesis"], truncation=True,
+                                                               max_length=11), batched=True)
+        inside = tokenized.to_tf_dataset(columns=["input_ids", "label"], batch_size=4)
+        bert_tokenizer(["a later call, for another pipeline"], max_length=99)
+    assert hooks.provenance_of(inside).tokenization["max_length"] == 11  # not the later call's
+    outside = tokenized.to_tf_dataset(columns=["input_ids", "label"], batch_size=4)
+    assert hooks.provenance_of(outside) is None  # a stale record of another pipeline is never read for it
+
+
 def stsb_dataset(tokenizer, scores, batch_size=4):
     import tensorflow as tf
 
