@@ -19,7 +19,8 @@ from diagnostics.hyperparams import SweepSettings
 from diagnostics.fixes import CodeStyle, RateFix, code_style
 from diagnostics.i18n import N_, localize, msg
 from diagnostics.internals import fit_argument
-from diagnostics.own_code import Captured, build_run
+from diagnostics.keras_model import call, class_ids, class_logits, head_of
+from diagnostics.own_code import Captured, arrays_as_dataset, build_run
 from diagnostics.overfit import DEFAULT_EPOCHS
 from diagnostics.pipeline import parse_stages, run_stages
 from diagnostics.runner import run_units
@@ -132,6 +133,8 @@ def _cell(value) -> str:
 
 def capture(model, dataset, tokenizer=None, task: str | None = None, *, origin: str = "diagnose()") -> Captured:
     """What `diagnose` checks: the user's objects, with the `to_tf_dataset` call that made the dataset when seen."""
+    if isinstance(dataset, tuple) and len(dataset) == 2 and not hasattr(dataset, "element_spec"):
+        dataset = arrays_as_dataset(*dataset)  # diagnose(model, (x, y)): the arrays fit(x, y) would get
     found = hooks.provenance_of(dataset) if dataset is not None else None
     captured = Captured(model=model, dataset=dataset, tokenizer=tokenizer, task=task, origin=origin,
                         tokenization=found.tokenization if found is not None else None)
@@ -156,9 +159,12 @@ def diagnose(model, dataset, tokenizer=None, task: str | None = None, stages: st
     """Run the debugger's checks on your own model and dataset, as the app runs them on its own pipeline.
 
     Args:
-        model: a TF Transformers sequence classifier, compiled or not (its loss and optimizer are read from it).
-        dataset: the `tf.data.Dataset` you pass to `fit` (`to_tf_dataset`'s, or any yielding dicts of token ids,
-            with the labels inside or as Keras `(x, y)`).
+        model: a TF Transformers sequence classifier, compiled or not (its loss and optimizer are read from it), or
+            any compiled Keras model (a functional or Sequential model around a Transformers encoder, with its own
+            head: logits, softmax or one sigmoid output).
+        dataset: what you pass to `fit`: a `tf.data.Dataset` (`to_tf_dataset`'s, or any yielding dicts of token
+            ids, with the labels inside or as Keras `(x, y)`), a `keras.utils.Sequence`, or `(x, y)` arrays; labels
+            as class ids, one-hot rows or one binary column.
         tokenizer: the tokenizer that made the token ids (default: the one saved with the model's checkpoint).
         task: the GLUE task (default: found from the split's columns or the rows).
         stages: "data", "model", "hparams", "overfit" (a list or a comma-separated string; default: all).
@@ -375,7 +381,7 @@ class DiagnoseCallback(_tf_keras_callback()):
 
     def _chance_loss(self) -> float | None:
         """ln K, a classifier's loss when it guesses; None for a regression head."""
-        labels = int(self.model.config.num_labels)
+        labels = head_of(self.model).num_labels
         return math.log(labels) if labels > 1 else None
 
     def _watched(self) -> dict[str, Any]:
@@ -406,7 +412,7 @@ class DiagnoseCallback(_tf_keras_callback()):
         run = self._run or self._build_run()
         task = run.config.glue_task
         inputs, labels = split_batch(batch)
-        labels = np.asarray(labels)
+        labels = class_ids(labels)
         ids = np.asarray(inputs["input_ids"])
         mask = np.asarray(inputs["attention_mask"]) if "attention_mask" in inputs else np.ones_like(ids)
         rows = FirstBatch(indices=list(range(len(ids))), rows={"label": labels.tolist()},
@@ -416,7 +422,7 @@ class DiagnoseCallback(_tf_keras_callback()):
         start = fresh_copy(self.model, inputs)
         for variable, value in zip(start.weights, self._start_weights):
             variable.assign(value)
-        logits = np.asarray(start(inputs, training=False).logits)
+        logits = class_logits(start, call(start, inputs))
         decoded = decoded_rows(rows, self.tokenizer or run.tokenizer, task)
         return run, task, inputs, labels, logits, per_sample_losses(logits, labels, task.regression), decoded
 
@@ -429,7 +435,7 @@ class DiagnoseCallback(_tf_keras_callback()):
 
         run, task, _, _, logits, losses, decoded = self._batch_rows()
         broken = non_finite_weights(self.model)
-        result = check_nan_rows(losses, logits, decoded, int(self.model.config.num_labels), task.regression)
+        result = check_nan_rows(losses, logits, decoded, head_of(self.model).num_labels, task.regression)
         watched = self._watched()
         finite = [loss for loss in self.losses[:-1] if math.isfinite(loss)]
         history = {"step": step + 1, "losses_before": finite[-10:], "weights_now_non_finite": broken[:20],

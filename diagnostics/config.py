@@ -25,6 +25,15 @@ LOSSES = {
     "SparseCategoricalCrossentropy(from_logits=False)": "compile(loss=SparseCategoricalCrossentropy(from_logits=False))",
     "mse": N_('compile(loss="mse"): mean squared error, for regression (stsb)'),
 }
+# Losses only a user's own code gives (a Keras model with its own head: one-hot labels, or one binary output).
+CODE_LOSSES = {
+    "categorical_crossentropy": 'compile(loss="categorical_crossentropy"): one-hot labels, from_logits=False',
+    "CategoricalCrossentropy(from_logits=True)": "compile(loss=CategoricalCrossentropy(from_logits=True))",
+    "CategoricalCrossentropy(from_logits=False)": "compile(loss=CategoricalCrossentropy(from_logits=False))",
+    "binary_crossentropy": 'compile(loss="binary_crossentropy"): from_logits=False',
+    "BinaryCrossentropy(from_logits=True)": "compile(loss=BinaryCrossentropy(from_logits=True))",
+    "BinaryCrossentropy(from_logits=False)": "compile(loss=BinaryCrossentropy(from_logits=False))",
+}
 # How the optimizer reaches model.compile: a string (Keras defaults) or an object with a learning rate.
 OPTIMIZERS = {
     "adam": N_('compile(optimizer="adam"): a string, Keras defaults'),
@@ -76,7 +85,8 @@ class Recipe:
 
 
 # Fields that only a user's own code fills (from what it built): no link, sidebar or command line sets them.
-CODE_ONLY_FIELDS = ("recipe", "user_optimizer", "task_candidates", "label_names", "keras_name", "truncation")
+CODE_ONLY_FIELDS = ("recipe", "user_optimizer", "task_candidates", "label_names", "keras_name", "truncation",
+                    "model_inputs")
 
 
 def task_title(task: str, candidates=()) -> Any:
@@ -112,6 +122,8 @@ class RunConfig:
             empty when it is known.
         label_names: the data's or the model's own label names, for a task that is not known.
         keras_name: how the user's code names Keras (`tf_keras`, `tf.keras`, an alias), so fixes are written in it.
+        model_inputs: the inputs a Keras model with named inputs takes (a functional model's), where they are not
+            the tokenizer's model_input_names.
         truncation: where `max_length` comes from for the user's code: "call" (their tokenizer call's max_length),
             "model" (truncation=True without one: the tokenizer's maximum), "none" (no truncation: the longest row),
             "unknown" (no tokenizer call seen: the longest row stored); "" for the debugger's own pipeline.
@@ -143,6 +155,7 @@ class RunConfig:
     label_names: tuple[str, ...] = ()
     keras_name: str = "tf_keras"
     truncation: str = ""
+    model_inputs: tuple[str, ...] | None = None
     recipe: Recipe | None = field(default=None, compare=False, repr=False)
     user_optimizer: Any = field(default=None, compare=False, repr=False)
 
@@ -215,7 +228,7 @@ class RunConfig:
                                 count=len(paths), paths=", ".join(paths)))
         if self.labels_in not in LABEL_PLACEMENTS:
             problems.append(msg("labels_in must be 'inputs' or 'separate', got {value}", value=repr(self.labels_in)))
-        if self.loss not in LOSSES:
+        if self.loss not in LOSSES and not (self.data_source == "code" and self.loss in CODE_LOSSES):
             problems.append(msg("loss must be one of {choices}, got {value}", choices=", ".join(LOSSES),
                                 value=repr(self.loss)))
         if self.optimizer not in OPTIMIZERS:

@@ -15,6 +15,7 @@ from diagnostics.batches import (LABEL, UNUSABLE_LABEL, FirstBatch, build_batch,
                                  invalid_labels, split_labels, text_cell_problems, training_batches)
 from diagnostics.config import RunConfig
 from diagnostics.errors import NotClassifierError
+from diagnostics.keras_model import head_of
 
 
 @dataclass(eq=False)
@@ -158,7 +159,7 @@ class RunContext:
         if model is None or batch is None:
             return None
         if not self.config.glue_task.regression:
-            batch, _ = labels_in_range(batch, int(model.config.num_labels), self.config.seed)
+            batch, _ = labels_in_range(batch, head_of(model).num_labels, self.config.seed)
         return one_train_step(fresh_copy(model, split_batch(batch)[0]), batch, self.config)
 
     @property

@@ -226,6 +226,7 @@ class Gradients(TypedDict, total=False):
     variables: int
     error: str
     out_of_range_labels: int  # labels of the batch outside [0, num_labels) (the step raises on them on CPU)
+    unused_by_output: list[str]  # variables the model's output never uses (no gradient whatever the loss)
 
 
 class WeightsAfterStep(TypedDict, total=False):
@@ -285,6 +286,8 @@ class Loss(TypedDict, total=False):
     classification_loss: bool  # a classification loss on a regression task
     regression_loss: bool  # mean squared error on class ids
     keras_loss_on_input_labels: bool  # a Keras loss with the labels inside the input dict
+    reads_probabilities_as_logits: bool  # a from_logits=True loss on a softmax or sigmoid output that it distorts
+    head: str | None  # a Keras model's own output layer ("Dense(2, softmax)"); None for a Transformers classifier
 
 
 class Schedule(TypedDict, total=False):

@@ -26,6 +26,8 @@ last_call: dict[str, Any] = {}
 # (`tokenization()` reads it; each to_tf_dataset call keeps a copy, the call that made its token ids).
 last_tokenization: dict[str, Any] = {}
 TOKENIZER_ARGUMENTS = ("truncation", "max_length", "padding")
+# How many tokenizer calls on text were seen (a caller tells a call made while it read a pipeline from an earlier one).
+seen_calls = {"count": 0}
 # The open watch() blocks, and the methods they wrapped (put back when the last one closes).
 _OPEN = {"blocks": 0, "original": None, "wrapper": None, "tokenizer_call": None, "tokenizer_wrapper": None}
 
@@ -83,6 +85,7 @@ def _wrap_tokenizer_call() -> None:
     def call(self, text=None, *args, **kwargs):
         if isinstance(text, str) or (isinstance(text, (list, tuple)) and text and isinstance(text[0], str)):
             last_tokenization.clear()
+            seen_calls["count"] += 1
             last_tokenization.update({name: kwargs.get(name) for name in TOKENIZER_ARGUMENTS},
                                      model_max_length=getattr(self, "model_max_length", None))
         return original(self, text, *args, **kwargs)

@@ -13,6 +13,7 @@ from diagnostics.i18n import Text, joined, msg
 from diagnostics.config import RunConfig, usual_rate
 from diagnostics.fixes import RateFix, keras_name
 from diagnostics.glue import GlueTask
+from diagnostics.keras_model import head_of
 from diagnostics.measurement import Forward, configured_loss_value
 from diagnostics.registry import WARN_DRIFT, threshold
 from diagnostics.result import CheckResult, judge, run_check
@@ -119,11 +120,15 @@ def loss_figures(model, tf_batch, labels: np.ndarray, config: RunConfig, task: G
             raises).
         step: the run's one train step with its labels drawn in range (`RunContext.in_range_step`).
     """
-    logits = forward.logits
-    figures: dict[str, Any] = {"loss": config.loss, "labels_in": config.labels_in, "regression": task.regression}
-    sums = logits.sum(axis=1)
-    figures["outputs_are_probabilities"] = bool((logits >= 0).all() and np.allclose(sums, 1.0, atol=1e-3))
-    figures["configured_value"] = configured_loss_value(config.loss, logits, labels, task.regression)
+    logits, head = forward.logits, head_of(model)
+    figures: dict[str, Any] = {"loss": config.loss, "labels_in": config.labels_in, "regression": task.regression,
+                               "head": None if head.transformers else head.describe()}
+    raw = forward.raw if forward.raw is not None else logits
+    raw = raw.reshape(len(raw), -1)
+    sums = raw.sum(axis=1)
+    figures["outputs_are_probabilities"] = bool(head.probabilities or (
+        (raw >= 0).all() and (np.allclose(sums, 1.0, atol=1e-3) if raw.shape[1] > 1 else (raw <= 1).all())))
+    figures["configured_value"] = configured_loss_value(config.loss, logits, labels, task.regression, head)
     figures["cross_entropy_from_logits"] = configured_loss_value("internal", logits, labels, task.regression)
     if not task.regression and logits.shape[1] > 1:
         # A fresh head's logits sit near zero, where a loss that reads them as probabilities can happen to agree
@@ -131,10 +136,10 @@ def loss_figures(model, tf_batch, labels: np.ndarray, config: RunConfig, task: G
         # head's start: cross-entropy from logits gives a modest loss, a probability reading a near-zero one.
         probe = np.where(np.arange(logits.shape[1])[None, :] == np.clip(labels.astype(int), 0, logits.shape[1] - 1)[:, None],
                          0.5, -1.0)
-        figures["probe_configured_value"] = configured_loss_value(config.loss, probe, labels, task.regression)
+        figures["probe_configured_value"] = configured_loss_value(config.loss, probe, labels, task.regression, head)
         figures["probe_cross_entropy"] = configured_loss_value("internal", probe, labels, task.regression)
     if not task.regression:
-        num_labels = int(model.config.num_labels)
+        num_labels = head_of(model).num_labels
         _, figures["labels_drawn_in_range"] = labels_in_range(tf_batch, num_labels, config.seed)
         # Who owns those labels: a head narrower than the task's classes (model.config), else the data.
         figures["labels_owner"] = "model.config" if task.known and num_labels < task.num_labels and bool(
@@ -171,6 +176,13 @@ def check_loss(figures: dict[str, Any], *,
     return result
 
 
+def _loss_class(name: str) -> str:
+    """The Keras loss class of a configured loss ("categorical_crossentropy" -> CategoricalCrossentropy)."""
+    base = name.split("(")[0]
+    return {"categorical_crossentropy": "CategoricalCrossentropy", "binary_crossentropy": "BinaryCrossentropy"}.get(
+        base, base if base[:1].isupper() else "SparseCategoricalCrossentropy")
+
+
 def _judge_loss(figures: dict[str, Any], *, warn_disagreement: float) -> CheckResult:
     name, labels_in, regression = figures["loss"], figures["labels_in"], figures["regression"]
     version = _installed_transformers()
@@ -184,6 +196,8 @@ def _judge_loss(figures: dict[str, Any], *, warn_disagreement: float) -> CheckRe
     figures["classification_loss"] = regression and name not in ("internal", "mse")
     figures["regression_loss"] = not regression and name == "mse"
     figures["keras_loss_on_input_labels"] = name != "internal" and labels_in == "inputs"
+    figures["reads_probabilities_as_logits"] = bool(figures["outputs_are_probabilities"] and "from_logits=True" in name
+                                                    and figures["disagreement"] > warn_disagreement)
     def shown() -> Text:  # how the configured loss misreads the logits: written only when it does
         if gap_of(configured, reference) > warn_disagreement:
             return msg("it gives {configured:.3f} where cross-entropy from the logits gives {reference:.3f}",
@@ -199,6 +213,9 @@ def _judge_loss(figures: dict[str, Any], *, warn_disagreement: float) -> CheckRe
                    "copies y into the input dict as labels, so the internal loss is used.", version=version)
     elif name == "internal":
         note = msg("the model's internal loss reads the labels from the input dict, as the course's fixed script does.")
+    elif figures.get("head") and figures.get("outputs_are_probabilities"):
+        note = msg("the Keras loss reads the probabilities of the model's {head} output and the separate labels.",
+                   head=figures["head"])
     else:
         note = msg("the Keras loss reads logits (from_logits=True) and the separate labels.")
     return judge("hparams.loss", figures, {
@@ -218,7 +235,15 @@ def _judge_loss(figures: dict[str, Any], *, warn_disagreement: float) -> CheckRe
                 "(from_logits=False): {shown}, so training follows a distorted loss and learns slowly.",
                 loss=repr(name), shown=shown()),
             msg("{code}  # or no loss= at all", code="model.compile(optimizer=optimizer, "
-                f"loss={keras_name()}.losses.SparseCategoricalCrossentropy(from_logits=True))")),
+                f"loss={keras_name()}.losses.{_loss_class(name)}(from_logits=True))") if figures.get("head") is None
+            else "model.compile(optimizer=optimizer, "
+                 f"loss={keras_name()}.losses.{_loss_class(name)}(from_logits=True))"),
+        "probabilities_as_logits": lambda: (
+            msg("The model outputs probabilities ({head}: its final activation), but loss {loss} reads them as "
+                "logits (from_logits=True): {shown}, so training follows a distorted loss and learns slowly.",
+                head=figures.get("head") or msg("rows sum to 1"), loss=repr(name), shown=shown()),
+            msg("{code}  # or drop the activation and keep from_logits=True", code="model.compile(optimizer=optimizer, "
+                f"loss={keras_name()}.losses.{_loss_class(name)}(from_logits=False))")),
         "keras_loss_on_input_labels": lambda: (
             msg("Loss {loss} matches the model's output ({configured:.3f} on the batch), but the labels sit inside the "
                 "input dict with a Keras loss: Transformers {version}'s train_step moves them out and gives them to "

@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from diagnostics.internals import variable_path
+from diagnostics.keras_model import (Head, as_output, call, class_logits, is_transformers_classifier, labels_for_loss,
+                                     raw_output)
 from diagnostics.training import (StepRecord, build_loss, decoupled_decay, first_line, fresh_copy, moved_variables,
                                   one_train_step, per_sample_losses, split_batch)
 
@@ -27,6 +29,7 @@ class Forward:
     """
 
     logits: np.ndarray | None = None
+    raw: np.ndarray | None = None  # the output as the loss reads it (probabilities for a softmax head)
     trace: list[tuple[str, np.ndarray]] = field(default_factory=list)
     error: str | None = None
     fit_call_error: str | None = None
@@ -37,17 +40,18 @@ def run_forward(model, tf_batch) -> Forward:
     inputs, _ = split_batch(tf_batch)
     record = Forward()
     try:
-        output = model(inputs, training=False, output_hidden_states=True)
+        output = call(model, inputs, hidden_states=True)
     except Exception as exc:
         record.error = f"{type(exc).__name__}: {first_line(exc)}"
         return record
-    record.logits = np.asarray(output.logits)
-    hidden = [np.asarray(state) for state in (output.hidden_states or ())]
+    record.raw = np.asarray(raw_output(output))
+    record.logits = class_logits(model, output).astype(record.raw.dtype)
+    hidden = [np.asarray(state) for state in (getattr(output, "hidden_states", None) or ())]
     if hidden:
         record.trace.append(("embeddings", hidden[0]))
         record.trace += [(f"encoder layer {i} of {len(hidden) - 1}", state) for i, state in enumerate(hidden[1:])]
     record.trace.append(("classification head (logits)", record.logits))
-    if not isinstance(tf_batch, tuple) and "labels" in tf_batch:
+    if not isinstance(tf_batch, tuple) and "labels" in tf_batch and is_transformers_classifier(model):
         try:
             model(dict(tf_batch), training=False)
         except Exception as exc:
@@ -94,8 +98,14 @@ def take_step(model, tf_batch, config) -> ModelStep:
     return ModelStep(record, broken, kept(run_forward(copy, tf_batch)) if broken else None, moved)
 
 
-def configured_loss_value(loss_name: str, logits: np.ndarray, labels: np.ndarray, regression: bool) -> float:
-    """Mean loss of the rows with a valid label, computed with the configured loss (the model's own, or Keras')."""
+def configured_loss_value(loss_name: str, logits: np.ndarray, labels: np.ndarray, regression: bool,
+                          head: Head | None = None) -> float:
+    """Mean loss of the rows with a valid label, computed with the configured loss (the model's own, or Keras').
+
+    Args:
+        logits: class logits (`keras_model.class_logits`); a Keras model's own head gets them back as it outputs
+            them (probabilities for a softmax head), with the labels as its loss takes them.
+    """
     import tf_keras
 
     labels = np.asarray(labels)
@@ -108,4 +118,7 @@ def configured_loss_value(loss_name: str, logits: np.ndarray, labels: np.ndarray
     if loss_name == "internal":
         return float(np.mean(per_sample_losses(logits[valid], labels[valid], regression)))
     loss = tf_keras.losses.get(build_loss(loss_name))
+    if head is not None and not regression:
+        return float(np.mean(np.asarray(loss(labels_for_loss(labels[valid], loss_name, head),
+                                             as_output(head, logits[valid]).astype(np.float32)))))
     return float(np.mean(np.asarray(loss(labels[valid], logits[valid]))))

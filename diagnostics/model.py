@@ -326,20 +326,24 @@ def check_initial_loss(value: float, expected: float, reference: float, loss_nam
 
 def gradient_figures(record: StepRecord) -> dict[str, Any]:
     """Global gradient norm, per-layer norms, and the variables with no or non-finite gradients."""
-    missing = [variable_path(name) for name, grad in record.gradients if grad is None]
+    unused = set(record.unused)
+    gradients = [(name, grad) for name, grad in record.gradients if name not in unused]
+    missing = [variable_path(name) for name, grad in gradients if grad is None]
     broken = [variable_path(name) for name, grad in record.gradients if grad is not None and not grad.finite]
     groups: dict[str, float] = {}
-    for name, grad in record.gradients:
+    for name, grad in gradients:
         if grad is not None:
             groups[layer_group(name)] = groups.get(layer_group(name), 0.0) + grad.sum_squares
     norms = [{"layer": layer, "norm": math.sqrt(total) if math.isfinite(total) else None} for layer, total in groups.items()]
     total = sum(v for v in groups.values())
     sizes = dict(zip((name for name, _ in record.gradients), record.sizes or [0] * len(record.gradients)))
-    zero = [name for name, grad in record.gradients if grad is not None and grad.finite and grad.zero]
-    dead = [name for name, grad in record.gradients if grad is None or (grad.finite and grad.zero)]
+    sizes = {name: size for name, size in sizes.items() if name not in unused}
+    zero = [name for name, grad in gradients if grad is not None and grad.finite and grad.zero]
+    dead = [name for name, grad in gradients if grad is None or (grad.finite and grad.zero)]
     weights = sum(sizes.values())
     return {
-        "variables": len(record.gradients),
+        "variables": len(gradients),
+        "unused_by_output": [variable_path(name) for name in record.unused],
         "no_gradient": missing,
         "zero_gradient": [variable_path(name) for name in zero],
         "dead_share": sum(sizes[name] for name in dead) / weights if weights else None,
@@ -396,7 +400,18 @@ def check_gradients(figures: dict[str, Any], config: RunConfig) -> CheckResult:
                 code="Adam(..., global_clipnorm=1.0)")),
     }, lambda: msg("All {count} trainable variables get a finite gradient (global norm {norm:.3g}) with loss {loss} "
                    "and labels {placement}.", count=total, norm=figures["global_norm"], loss=repr(config.loss),
-                   placement=placement))
+                   placement=placement) + _unused_text(figures.get("unused_by_output") or []))
+
+
+def _unused_text(unused: list[str]) -> Any:
+    """What a step says of the variables the model's output never uses (measured: no gradient of the output)."""
+    if not unused:
+        return ""
+    return " " + msgn("{count} more variable ({names}) is not used by the model's output at all, so it gets no "
+                      "gradient whatever the loss (Keras warns of it; it is the architecture, not a fault).",
+                      "{count} more variables ({names}) are not used by the model's output at all, so they get no "
+                      "gradient whatever the loss (Keras warns of them; it is the architecture, not a fault).",
+                      len(unused), names=", ".join(unused[:4]) + (", ..." if len(unused) > 4 else ""))
 
 
 # ---------------------------------------------------------------- model.weights_after_step

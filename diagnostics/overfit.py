@@ -12,6 +12,7 @@ from diagnostics.config import RunConfig, usual_rate
 from diagnostics.fixes import RateFix
 from diagnostics.batches import LABEL, FirstBatch, build_batch, decoded_rows, split_labels
 from diagnostics.glue import GlueTask
+from diagnostics.keras_model import call, class_logits, head_of
 from diagnostics.budget import check_deadline
 from diagnostics.registry import threshold
 from diagnostics.result import CheckResult, crossed, judge
@@ -66,7 +67,7 @@ def overfit_one_batch(model, batch: FirstBatch, config: RunConfig, epochs: int, 
         return {"epochs": epochs, "learning_rate": rate, "losses": [], "accuracies": None, "predictions": [],
                 "final_accuracy": None, "ln_k": None, "error": f"{type(exc).__name__}: {first_line(exc)}"}
     inputs, _ = split_batch(batch.tf_batch)
-    logits = np.asarray(trainer.model(inputs, training=False).logits)
+    logits = class_logits(trainer.model, call(trainer.model, inputs))
     drift = weight_drift(model, trainer.model) / epochs if is_pretrained(model) else None
     losses = [float(v) for v in history.history["loss"]]
     accuracies = [float(v) for v in history.history.get("accuracy", [])] or None
@@ -79,7 +80,7 @@ def overfit_one_batch(model, batch: FirstBatch, config: RunConfig, epochs: int, 
         "accuracies": accuracies,
         "predictions": predictions,
         "final_accuracy": None if task.regression else float(np.mean(np.asarray(predictions) == labels)),
-        "ln_k": None if task.regression else math.log(int(model.config.num_labels)),
+        "ln_k": None if task.regression else math.log(head_of(model).num_labels),
         "pretrained": is_pretrained(model),
         "drift_per_step": drift,
     }
@@ -261,7 +262,7 @@ def run_overfit_checks(config: RunConfig, model, tokenizer, split, *, epochs: in
         if rate is None:
             rate, source = configured, "configured"
     figures = overfit_one_batch(model, batch, config, epochs, rate=rate, progress=progress, copies=copies)
-    num_labels = int(model.config.num_labels)
+    num_labels = head_of(model).num_labels
     batch_labels = np.asarray(batch.rows[LABEL])
     figures.update(configured_rate=configured, rate_source=source, num_labels=num_labels,
                    at_configured_rate=math.isclose(figures["learning_rate"], configured, rel_tol=1e-6),

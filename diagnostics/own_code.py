@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from diagnostics import loading
+from diagnostics import hooks, keras_model, loading
 from diagnostics.i18n import joined, msg
 from diagnostics.batches import COLLATOR_LABEL, LABEL, sentence_segments
 from diagnostics.config import Recipe, RunConfig
@@ -18,6 +18,7 @@ from diagnostics.context import RunContext
 from diagnostics.errors import InputError
 from diagnostics.fixes import keras_name_in
 from diagnostics.glue import TASKS, get_task
+from diagnostics.keras_model import describe_model, head_of, is_transformers_classifier
 from diagnostics.internals import checkpoint_path, is_dummy_loss, optimizer_rate, uses_internal_loss
 from diagnostics.optimizers import clone_optimizer, plain_rate
 
@@ -27,7 +28,11 @@ READ_BACK_ROWS = 2048
 # When the model is not compiled, the checks assume the course's fixed setup, and say so.
 UNCOMPILED_RATE = 5e-5
 LOSS_STRINGS = {"sparse_categorical_crossentropy": "sparse_categorical_crossentropy", "mse": "mse",
-                "mean_squared_error": "mse"}
+                "mean_squared_error": "mse", "categorical_crossentropy": "categorical_crossentropy",
+                "binary_crossentropy": "binary_crossentropy"}
+# Keras loss classes (and their functions) read as `config.LOSSES`/`CODE_LOSSES` keys.
+LOSS_CLASSES = {"SparseCategoricalCrossentropy": "sparse_categorical_crossentropy",
+                "CategoricalCrossentropy": "categorical_crossentropy", "BinaryCrossentropy": "binary_crossentropy"}
 
 
 @dataclass
@@ -84,16 +89,16 @@ def read_loss(model, given: Any = None, *, seen: bool = False) -> str:
             return LOSS_STRINGS[given]
     else:
         name = type(given).__name__ if not callable(given) or hasattr(given, "get_config") else given.__name__
-        if name == "SparseCategoricalCrossentropy":
+        if name in LOSS_CLASSES:
             from_logits = bool(given.get_config().get("from_logits"))
-            return f"SparseCategoricalCrossentropy(from_logits={from_logits})"
-        if name == "sparse_categorical_crossentropy":
-            return "sparse_categorical_crossentropy"
+            return f"{name}(from_logits={from_logits})"
+        if name in LOSS_STRINGS:
+            return LOSS_STRINGS[name]
         if name in ("MeanSquaredError", "mean_squared_error"):
             return "mse"
     raise InputError(msg("compile(loss={loss}) is not a loss the debugger can judge: it reads the model's internal "
-                         "loss, sparse categorical cross-entropy (a string or an object, from logits or not) and mean "
-                         "squared error.", loss=repr(given)))
+                         "loss, sparse, categorical and binary cross-entropy (a string or an object, from logits or "
+                         "not) and mean squared error.", loss=repr(given)))
 
 
 def read_optimizer(model, given: Any = None, *, seen: bool = False) -> dict[str, Any]:
@@ -260,11 +265,16 @@ def task_choice_text(finding: TaskFinding) -> Any:
 # ---------------------------------------------------------------- a dataset read back
 
 
-def read_back(dataset, tokenizer, *, task: str | None, model_config=None, hint=None, limit: int = READ_BACK_ROWS):
-    """A `datasets.Dataset` of the rows a `tf.data.Dataset` yields (its first `limit` rows, padding removed, the
-    texts decoded into the task's columns), and the recipe that batches them as the user's dataset did.
+def read_back(dataset, tokenizer, *, task: str | None, model_config=None, hint=None, limit: int = READ_BACK_ROWS,
+              input_names: list[str] | None = None):
+    """A `datasets.Dataset` of the rows a dataset yields (its first `limit` rows, padding removed, the texts decoded
+    into the task's columns), and the recipe that batches them as the user's dataset did: padded per batch or to
+    one length, the labels sparse, one-hot or a column, as they came.
 
     Args:
+        dataset: what `fit` got: a `tf.data.Dataset`, a `keras.utils.Sequence`, or any iterable of batches (each
+            `(inputs, labels[, weights])` or a dict holding the labels), the inputs a dict of token ids or a list in
+            the model's input order (`input_names`).
         hint: the split the dataset was made from, when known but its batches were changed since (its columns and
             label names still tell the task).
 
@@ -272,36 +282,34 @@ def read_back(dataset, tokenizer, *, task: str | None, model_config=None, hint=N
         (split, recipe, TaskFinding, rows read, rows in the dataset or None, rows a batch)
     """
     from datasets import Dataset
-    from transformers import DataCollatorWithPadding
 
     columns: dict[str, list] = {}
     labels: list = []
     layout, read, batch_rows = None, 0, 0
-    for element in dataset:
-        if isinstance(element, tuple):
-            inputs, y = element[0], element[1] if len(element) > 1 else None
-            layout = "separate" if y is not None else "inputs"
-        else:
-            inputs, y = element, None
-            layout = "inputs"
-        inputs = dict(inputs)
-        if y is None:
-            label_key = next((key for key in (COLLATOR_LABEL, LABEL) if key in inputs), None)
-            y = inputs.pop(label_key) if label_key else None
+    shapes = LabelShape()
+    widths: list[tuple[int, int]] = []  # (a batch's padded width, its longest row)
+    for element in batches_of(dataset):
+        inputs, y, layout = _parts(element, input_names)
         if "input_ids" not in inputs:
             raise InputError(msg("The dataset's batches have no input_ids (they hold {inputs}): the checks need the "
                                  "token ids the model reads.", inputs=", ".join(inputs)))
         ids = np.asarray(inputs["input_ids"])
+        if ids.ndim != 2:
+            raise InputError(msg("The dataset's input_ids are not batches of rows (shape {shape}).",
+                                 shape=list(ids.shape)))
         batch_rows = batch_rows or ids.shape[0]
         mask = np.asarray(inputs["attention_mask"]) if "attention_mask" in inputs else \
             (ids != tokenizer.pad_token_id) if tokenizer.pad_token_id is not None else np.ones_like(ids)
+        lengths = mask.sum(axis=1).astype(int)
+        widths.append((ids.shape[1], int(lengths.max()) if len(lengths) else 0))
+        ys = shapes.read(y) if y is not None else None
         for row in range(ids.shape[0]):
-            length = int(mask[row].sum())
+            length = int(lengths[row])
             for key, value in inputs.items():
                 value = np.asarray(value)
                 columns.setdefault(key, []).append(value[row][:length].tolist() if value.ndim == 2 else value[row].item())
-            if y is not None:
-                labels.append(np.asarray(y)[row].item())
+            if ys is not None:
+                labels.append(ys[row])
             read += 1
         if read >= limit:
             break
@@ -322,16 +330,123 @@ def read_back(dataset, tokenizer, *, task: str | None, model_config=None, hint=N
         data[LABEL] = labels
     split = Dataset.from_dict(data)
     wanted = [key for key in columns] + ([LABEL] if labels and layout == "inputs" else [])
+    padded_to = fixed_width(widths)
     recipe = Recipe(columns=tuple(wanted), label_cols=(LABEL,) if labels and layout == "separate" else None,
-                    collate_fn=DataCollatorWithPadding(tokenizer, return_tensors="np"),
-                    origin="the tf.data.Dataset given to fit, read back")
+                    collate_fn=ReadBackCollator(tokenizer, padded_to, shapes if labels else None),
+                    origin="the dataset given to fit, read back")
     return split, recipe, finding, read, _rows_in(dataset, read, batch_rows), batch_rows
 
 
-def _rows_in(dataset, read: int, batch_rows: int) -> int | None:
-    """Rows in a batched `tf.data.Dataset`, where its cardinality is known."""
+def arrays_as_dataset(x, y, batch_size=None):
+    """`fit(x, y)` with in-memory arrays (or a dict of them) as the `tf.data.Dataset` Keras makes of them, batched
+    as `fit` batches them (32 rows unless batch_size= was given)."""
     import tensorflow as tf
 
+    inputs = dict(x) if hasattr(x, "keys") else x
+    return tf.data.Dataset.from_tensor_slices((inputs, np.asarray(y))).batch(int(batch_size or 32))
+
+
+def batches_of(data):
+    """The batches of what `fit` got, in order: a `tf.data.Dataset` or any iterable as it is, a
+    `keras.utils.Sequence` by index."""
+    if hasattr(data, "__getitem__") and hasattr(data, "__len__") and not isinstance(data, (dict, list, tuple)):
+        return (data[index] for index in range(len(data)))
+    return iter(data)
+
+
+def _parts(element, input_names: list[str] | None) -> tuple[dict, Any, str]:
+    """(the inputs as a dict of arrays, the labels or None, "separate" or "inputs") of one batch."""
+    if isinstance(element, (tuple, list)) and len(element) in (2, 3) and not _is_array(element[0]):
+        inputs, y = element[0], element[1]
+    elif isinstance(element, (tuple, list)) and len(element) in (2, 3) and input_names and len(input_names) == 1:
+        inputs, y = element[0], element[1]
+    else:
+        inputs, y = element, None
+    if isinstance(inputs, (tuple, list)):
+        names = input_names if input_names and len(input_names) == len(inputs) else \
+            ["input_ids", "attention_mask", "token_type_ids"][:len(inputs)]
+        inputs = dict(zip(names, inputs))
+    elif _is_array(inputs):
+        inputs = {"input_ids": inputs}
+    inputs = dict(inputs)
+    layout = "separate" if y is not None else "inputs"
+    if y is None:
+        label_key = next((key for key in (COLLATOR_LABEL, LABEL) if key in inputs), None)
+        y = inputs.pop(label_key) if label_key else None
+    return inputs, y, layout
+
+
+def _is_array(value) -> bool:
+    return hasattr(value, "shape") and hasattr(value, "dtype")
+
+
+@dataclass
+class LabelShape:
+    """How a pipeline's labels come: "ids" (one class id or score a row), "one_hot" (a row of K), or "column"
+    (an (n, 1) column), with their dtype; read back as class ids and written again the same way."""
+
+    kind: str = "ids"
+    width: int = 0
+    dtype: str = ""
+
+    def read(self, y) -> list:
+        """A batch's labels as ids (one-hot rows by their one), remembering how they came."""
+        values = np.asarray(y)
+        self.dtype = self.dtype or str(values.dtype)
+        if values.ndim == 2 and values.shape[1] > 1:
+            self.kind, self.width = "one_hot", int(values.shape[1])
+            return values.argmax(axis=1).tolist()
+        if values.ndim == 2:
+            self.kind = "column"
+            values = values[:, 0]
+        if np.issubdtype(values.dtype, np.floating) and values.size and np.all(np.mod(values[np.isfinite(values)], 1) == 0):
+            return [int(value) if np.isfinite(value) else float(value) for value in values]
+        return values.tolist()
+
+    def write(self, ids) -> np.ndarray:
+        """Class ids as the pipeline gave them."""
+        values = np.asarray(ids)
+        if self.kind == "one_hot":
+            return np.eye(self.width, dtype=self.dtype)[values.astype(int)]
+        values = values.astype(self.dtype) if self.dtype else values
+        return values[:, None] if self.kind == "column" else values
+
+
+def fixed_width(widths: list[tuple[int, int]]) -> int | None:
+    """The one length every batch was padded to, when the pipeline pads to a length (padding="max_length") rather
+    than to each batch's longest row; None for padding per batch."""
+    if not widths or len({width for width, _ in widths}) > 1:
+        return None
+    width = widths[0][0]
+    return width if any(longest < width for _, longest in widths) else None
+
+
+class ReadBackCollator:
+    """Batches rows read back as the user's pipeline made them: `DataCollatorWithPadding` per batch or to the one
+    length it padded to, and the labels written as it gave them (`LabelShape`)."""
+
+    def __init__(self, tokenizer, padded_to: int | None, labels: LabelShape | None):
+        from transformers import DataCollatorWithPadding
+
+        self.padded_to, self.labels = padded_to, labels
+        self.pad = DataCollatorWithPadding(tokenizer, return_tensors="np",
+                                           **({"padding": "max_length", "max_length": padded_to} if padded_to else {}))
+
+    def __call__(self, features):
+        batch = dict(self.pad(features))
+        if self.labels is not None and self.labels.kind != "ids":
+            for key in (COLLATOR_LABEL, LABEL):
+                if key in batch:
+                    batch[key] = self.labels.write(batch[key])
+        return batch
+
+
+def _rows_in(dataset, read: int, batch_rows: int) -> int | None:
+    """Rows in a batched `tf.data.Dataset` where its cardinality is known, or a `keras.utils.Sequence`."""
+    import tensorflow as tf
+
+    if not hasattr(dataset, "cardinality"):
+        return max(read, len(dataset) * batch_rows) if hasattr(dataset, "__len__") else None
     batches = int(dataset.cardinality())
     if batches in (int(tf.data.INFINITE_CARDINALITY), int(tf.data.UNKNOWN_CARDINALITY)):
         return None
@@ -365,9 +480,12 @@ def build_run(captured: Captured) -> RunContext:
         tokenizer = captured.tokenizer = load_tokenizer_for(model)
     if tokenizer.pad_token is None and tokenizer.eos_token is not None:
         captured.notes.append(msg("The tokenizer has no padding token (see data.batch)."))
-    num_labels = int(model.config.num_labels) if model is not None else None
+    compiled = _compile_fields(captured)
+    if model is not None:
+        _keras_model_fits(model, compiled["loss"])
+    num_labels = head_of(model, compiled["loss"]).num_labels if model is not None else None
     source, kwargs = captured.source, dict(captured.to_tf_dataset or {})
-    model_config = model.config if model is not None else None
+    model_config = keras_model.model_config(model) if model is not None else None
     if source is not None:
         finding = find_task(captured.task, columns=list(source.column_names), labels=_labels(source),
                             class_names=_class_names(source), model_config=model_config)
@@ -376,8 +494,13 @@ def build_run(captured: Captured) -> RunContext:
                         origin=captured.origin)
         batch_size, shuffle = int(kwargs.get("batch_size") or 8), bool(kwargs.get("shuffle", False))
     elif captured.dataset is not None:
-        source, recipe, finding, read, total, batch_size = read_back(
-            captured.dataset, tokenizer, task=captured.task, model_config=model_config, hint=captured.source_hint)
+        with hooks.watch():  # a pipeline that tokenizes as it yields (a Sequence, a generator) does so now
+            calls = hooks.seen_calls["count"]
+            source, recipe, finding, read, total, batch_size = read_back(
+                captured.dataset, tokenizer, task=captured.task, model_config=model_config,
+                hint=captured.source_hint, input_names=_input_names(model))
+            if captured.tokenization is None and hooks.seen_calls["count"] > calls:
+                captured.tokenization = hooks.tokenization()
         shuffle = False  # the rows as read, in the dataset's order
         if total is None or read < total:
             captured.notes.append(
@@ -398,14 +521,36 @@ def build_run(captured: Captured) -> RunContext:
         data_source="code", num_labels=num_labels, batch_size=batch_size,
         **dict(zip(("max_length", "truncation"), _truncation(captured.tokenization, tokenizer, source))),
         columns=recipe.columns, labels_in="separate" if recipe.label_cols else "inputs", shuffle=shuffle,
-        recipe=recipe, keras_name=keras_name_in(captured.namespace if captured.namespace is not None else
+        recipe=recipe, model_inputs=tuple(_input_names(model) or ()) or None, keras_name=keras_name_in(captured.namespace if captured.namespace is not None else
                                                 vars(sys.modules["__main__"])),
-        **_compile_fields(captured),
+        **compiled,
     )
+    if model is not None and not is_transformers_classifier(model):
+        captured.notes.append(msg("The model is a Keras model with its own head ({model}): the checks read its output "
+                                  "layer and train copies of it.", model=describe_model(model)))
     if model is not None and getattr(model, "optimizer", None) is None and not captured.compile_args:
         captured.notes.append(msg("The model is not compiled (fit would raise): checked as {code} with the model's "
                                   "internal loss.", code=f"compile(optimizer=Adam({UNCOMPILED_RATE:g}))"))
     return RunContext(config, tokenizer, source, _loader(model))
+
+
+def _keras_model_fits(model, loss: str) -> None:
+    """Refuse, with what to do, a Keras model the checks cannot read: no known output width, or no loss to train it
+    with (only a Transformers model computes its own).
+
+    Raises:
+        InputError: as said.
+    """
+    if is_transformers_classifier(model):
+        return
+    try:
+        head_of(model, loss)
+    except ValueError as exc:
+        raise InputError(msg("The model's output cannot be read: {reason}.", reason=exc)) from None
+    if loss == "internal":
+        raise InputError(msg("{model} has no loss of its own (only a Transformers model computes one): compile it "
+                             "with a loss, e.g. {code}.", model=describe_model(model),
+                             code='compile(optimizer=..., loss="sparse_categorical_crossentropy")'))
 
 
 def _compile_fields(captured: Captured) -> dict[str, Any]:
@@ -428,6 +573,12 @@ def _user_optimizer(model, captured: Captured):
         return None
     clone_optimizer(optimizer)  # one that cannot be rebuilt is said now, before any check trains
     return optimizer
+
+
+def _input_names(model) -> list[str] | None:
+    """A functional model's input names, in order (None for a model that takes a dict of any names)."""
+    names = [getattr(tensor, "name", "").split(":")[0] for tensor in (getattr(model, "inputs", None) or [])]
+    return names if names and all(names) and not is_transformers_classifier(model) else None
 
 
 def _loader(model):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from diagnostics import registry
+from diagnostics import keras_model, registry
 from diagnostics.i18n import msg
 from diagnostics.batches import LABEL, LABEL_AS_WRITTEN, decoded_rows, split_labels
 from diagnostics.config import usual_rate
@@ -121,7 +121,8 @@ def data_columns(run: RunContext) -> CheckResult:
         return missing_columns_result(columns, task, run.missing_columns)
     if run.text_problems:
         return check_text_cells(run.text_problems, task, len(run.split))
-    return check_columns(columns, task, run.first_batch, list(run.tokenizer.model_input_names))
+    inputs = run.config.model_inputs or run.tokenizer.model_input_names
+    return check_columns(columns, task, run.first_batch, list(inputs))
 
 
 def data_batch(run: RunContext) -> CheckResult:
@@ -190,11 +191,11 @@ def model_config(run: RunContext) -> CheckResult:
         return not_a_classifier(run.config.checkpoint, problem)
     task = run.config.glue_task
     labels = split_labels(run.split) if LABEL in run.split.column_names else None
-    return check_config(model.config, type(model).__name__, task, run.tokenizer, labels_present(labels, task))
+    return check_config(keras_model.model_config(model), keras_model.describe_model(model), task, run.tokenizer, labels_present(labels, task))
 
 
 def _num_labels(run: RunContext) -> int:
-    return int(run.classifier[0].config.num_labels)
+    return keras_model.head_of(run.classifier[0]).num_labels
 
 
 def _losses(run: RunContext):
@@ -220,7 +221,8 @@ def model_nan_rows(run: RunContext) -> CheckResult:
 def model_initial_loss(run: RunContext) -> CheckResult:
     config, logits, labels = run.config, run.forward.logits, run.first_labels
     regression = config.glue_task.regression
-    return check_initial_loss(configured_loss_value(config.loss, logits, labels, regression),
+    head = keras_model.head_of(run.classifier[0])
+    return check_initial_loss(configured_loss_value(config.loss, logits, labels, regression, head),
                               expected_loss(labels, config.glue_task, _num_labels(run)),
                               configured_loss_value("internal", logits, labels, regression), config.loss, regression)
 
@@ -245,7 +247,7 @@ def model_nan_origin(run: RunContext) -> CheckResult:
 def model_memory(run: RunContext) -> CheckResult:
     """At the batch fit builds: no more rows than the split has."""
     model, config, rows = run.classifier[0], run.config, len(run.split)
-    return check_memory({**memory_figures(model.count_params(), model.config, min(config.batch_size, rows) or
+    return check_memory({**memory_figures(model.count_params(), keras_model.model_config(model), min(config.batch_size, rows) or
                                           config.batch_size, config.max_length),
                          "configured_batch_size": config.batch_size})
 

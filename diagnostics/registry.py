@@ -393,6 +393,10 @@ CHECKS: dict[str, Check] = {check.id: check for check in (
         _C("warn_disagreement", 0.1, "fail when the model outputs logits and the configured loss and the loss from "
                                      "logits differ by more than this share (on the batch, or on probe logits)",
            All((Holds("outputs_are_probabilities", False), Above("disagreement"))), status="fail"),
+        _C("probabilities_as_logits", None, "fail when the model outputs probabilities (its final activation) and "
+                                            "a from_logits=True loss differs from cross-entropy by more than "
+                                            "warn_disagreement's share",
+           Holds("reads_probabilities_as_logits"), status="fail"),
         _C("keras_loss_on_input_labels", None, "warn when a Keras loss is given with the labels inside the input "
                                                "dict (it trains on this Transformers version only)",
            Holds("keras_loss_on_input_labels")))),
@@ -499,7 +503,7 @@ CAUSES: dict[str, Cause] = {cause.name: cause for cause in (
           N_("a head with fewer outputs than the task has labels"),
           (_E("data.label_range", ("labels_beyond_head",)),) + _LABELS_STOP),
     Cause("loss_mismatch", "hparams.loss", ("step_raises", "classification_loss", "regression_loss",
-                                            "warn_disagreement"),
+                                            "warn_disagreement", "probabilities_as_logits"),
           N_("a loss that does not match what the model outputs"),
           (_E("model.initial_loss"), _E("model.gradients", ("step_raises", "no_gradient", "zero_gradient")),
            _E("hparams.lr_sweep")) + _NOTHING_LEARNS),

@@ -21,6 +21,7 @@ from diagnostics.errors import InputError
 from diagnostics.fixes import CodeStyle, code_style
 from diagnostics.hyperparams import SweepSettings
 from diagnostics.i18n import Text, joined, msg, msgn
+from diagnostics.keras_model import head_of
 from diagnostics.measurement import configured_loss_value
 from diagnostics.overfit import DEFAULT_EPOCHS
 from diagnostics.result import CheckResult, error_result, run_check, skipped
@@ -305,7 +306,7 @@ def _forward(run: RunContext) -> Text | None:
 def _scored(run: RunContext) -> Text | None:
     config = run.config
     if not math.isfinite(configured_loss_value(config.loss, run.forward.logits, run.first_labels,
-                                               config.glue_task.regression)):
+                                               config.glue_task.regression, head_of(run.classifier[0]))):
         return msg("No row has a valid label and a finite loss, so there is no initial loss to judge (see "
                    "model.nan_rows).")
     return None

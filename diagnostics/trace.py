@@ -338,7 +338,7 @@ class _Child:
     def on_fit(self, model, args: tuple, kwargs: dict) -> None:
         from diagnostics.api import capture
         from diagnostics.errors import InputError
-        from diagnostics.own_code import build_run
+        from diagnostics.own_code import arrays_as_dataset, build_run
         from diagnostics.pipeline import parse_skip, parse_stages, run_stages
         from diagnostics.report import build_report
 
@@ -350,7 +350,7 @@ class _Child:
         info = {"path": self.script, "reached_fit": True, "fit_at": where, "error": None}
         try:
             if y is not None:
-                x = _as_dataset(x, y, kwargs.get("batch_size"))
+                x = arrays_as_dataset(x, y, kwargs.get("batch_size"))
             captured = capture(model, x, self._tokenizer(frame, model), self.spec.get("task"),
                                origin=f"{Path(self.script).name}")
             captured.compile_args = self.compiled.get(model)
@@ -534,13 +534,6 @@ def _find_model(frame):
             if isinstance(value, TFPreTrainedModel):
                 return value
     return None
-
-
-def _as_dataset(x, y, batch_size):
-    """`fit(x, y)` with in-memory arrays as the `tf.data.Dataset` Keras makes of them."""
-    import tensorflow as tf
-
-    return tf.data.Dataset.from_tensor_slices((dict(x) if hasattr(x, "keys") else x, y)).batch(batch_size or 32)
 
 
 def child_main(spec_path: str) -> int:

@@ -13,6 +13,8 @@ from diagnostics.config import RunConfig
 from diagnostics.devices import batch_rows, per_replica_dataset, training_strategy
 from diagnostics.budget import check_deadline
 from diagnostics.internals import is_pretrained_kernel
+from diagnostics.keras_model import (call, class_ids, class_logits, copy_weights, fresh_copy, head_of,  # noqa: F401 (re-exported)
+                                     model_config, pretrained_variables, unused_by_output)
 from diagnostics.optimizers import clone_optimizer, current_rate
 
 LABEL_KEYS = ("labels", "label")
@@ -24,8 +26,8 @@ def build_loss(name: str):
 
     if name == "internal":
         return "auto"
-    if name.startswith("SparseCategoricalCrossentropy("):
-        return tf_keras.losses.SparseCategoricalCrossentropy(from_logits="from_logits=True" in name)
+    if name.endswith(")") and "(from_logits=" in name:  # SparseCategoricalCrossentropy(from_logits=True)...
+        return getattr(tf_keras.losses, name.split("(")[0])(from_logits="from_logits=True" in name)
     return name
 
 
@@ -85,26 +87,6 @@ def labels_in_range(tf_batch, num_labels: int, seed: int = 0):
     return {**inputs, key: replaced}, int(bad.sum())
 
 
-def fresh_copy(model, inputs: dict):
-    """A new instance of the model with the same config and weights; the original is never touched.
-
-    `clone_model` does not work on Transformers' subclassed models, so the copy is built from the
-    config, called once to create its variables, then given the original's weights.
-    """
-    copy = type(model)(model.config)
-    copy(inputs, training=False)
-    copy_weights(model, copy)
-    return copy
-
-
-def copy_weights(source, target) -> None:
-    """`target.set_weights(source.get_weights())`, variable by variable, without a host copy of them all."""
-    if len(source.weights) != len(target.weights):
-        raise ValueError(f"cannot copy {len(source.weights)} weights into a model with {len(target.weights)}")
-    for to, of in zip(target.weights, source.weights):
-        to.assign(of)
-
-
 @dataclass(frozen=True)
 class GradientStats:
     """One variable's gradient, summarised where it is computed (a full copy would double the memory)."""
@@ -141,6 +123,7 @@ class StepRecord:
     sizes: list[int] = field(default_factory=list)
     rate: float | None = None
     error: str | None = None
+    unused: list[str] = field(default_factory=list)  # variables without gradient that the output never uses
 
 
 def one_train_step(copy, tf_batch, config: RunConfig) -> StepRecord:
@@ -170,6 +153,9 @@ def one_train_step(copy, tf_batch, config: RunConfig) -> StepRecord:
         record.error = f"{type(exc).__name__}: {first_line(exc)}"
     finally:
         optimizer.apply_gradients = apply
+    if any(grad is None for _, grad in record.gradients):
+        unused = unused_by_output(copy, split_batch(tf_batch)[0])
+        record.unused = [name for name, grad in record.gradients if grad is None and name in unused]
     return record
 
 
@@ -227,7 +213,7 @@ def first_line(exc: BaseException) -> str:
 
 def is_pretrained(model) -> bool:
     """False for checkpoints with random weights (the demo kit), where drift from the start means nothing."""
-    return not getattr(model.config, "demo_kit", False)
+    return not getattr(model_config(model), "demo_kit", False)
 
 
 def weight_drift(source, copy) -> float:
@@ -236,10 +222,11 @@ def weight_drift(source, copy) -> float:
     import tensorflow as tf
 
     ratios = []
+    encoder = pretrained_variables(source)  # a Keras model's Transformers part, when it is not a Transformers model
     for original, trained in zip(source.trainable_variables, copy.trainable_variables):
         # The task head's variables, which from_pretrained initialises at random, say nothing of what pretraining
         # learned: drift is measured on every other kernel.
-        if not is_pretrained_kernel(original):
+        if not is_pretrained_kernel(original) or (encoder is not None and id(original) not in encoder):
             continue
         size = float(tf.norm(original))
         if size > 0:
@@ -272,8 +259,8 @@ def held_out_figures(model, batch, regression: bool) -> dict[str, Any]:
     Rows whose label is outside the head's range are left out (they have no loss to measure).
     """
     inputs, labels = split_batch(batch)
-    logits = np.asarray(model(inputs, training=False).logits, dtype=np.float64)
-    labels = np.asarray(labels)
+    logits = class_logits(model, call(model, inputs))
+    labels = class_ids(labels)
     losses = per_sample_losses(logits, labels, regression)
     if regression:
         return {"loss": _finite_mean(losses), "accuracy": None, "commonest_share": None, "rows": int(len(labels))}

@@ -1,0 +1,292 @@
+"""What Keras sees of a model: any Keras model, a Transformers sequence classifier or a functional, Sequential or
+subclassed model with a Transformers encoder (or none) inside.
+
+The checks read a model through here: how many outputs its output layer has and whether they are logits or
+probabilities (its final activation, confirmed by behaviour), the class logits of a batch, a config for the head
+(the Transformers model's own, or one written from the output layer and the encoder found among the layers), and
+a fresh copy to train. Nothing here changes the user's model.
+"""
+
+from __future__ import annotations
+
+import copy as copying
+import weakref
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+# Probabilities are clipped as Keras's cross-entropy clips them before their log (backend.epsilon()).
+EPSILON = 1e-7
+# Final activations whose outputs are probabilities.
+PROBABILITIES = ("softmax", "sigmoid")
+
+_HEADS: "weakref.WeakKeyDictionary[Any, Head]" = weakref.WeakKeyDictionary()
+_CONFIGS: "weakref.WeakKeyDictionary[Any, Any]" = weakref.WeakKeyDictionary()
+
+
+@dataclass(frozen=True)
+class Head:
+    """A model's output layer as the checks read it.
+
+    Attributes:
+        outputs: the output layer's width (1 for a binary sigmoid head or a regression head).
+        activation: its final activation ("softmax", "sigmoid", "linear" for logits, or another name).
+        transformers: a Transformers sequence classifier (outputs `.logits`, may compute its own loss).
+        binary: one output read as two classes (a sigmoid head, or a binary cross-entropy loss on one logit).
+        encoder: the Transformers model or main layer among the layers (None when there is none).
+    """
+
+    outputs: int
+    activation: str = "linear"
+    transformers: bool = True
+    binary: bool = False
+    encoder: Any = None
+
+    @property
+    def num_labels(self) -> int:
+        """The classes the head tells apart (2 for one binary output)."""
+        return 2 if self.binary else self.outputs
+
+    @property
+    def probabilities(self) -> bool:
+        return self.activation in PROBABILITIES
+
+    def describe(self) -> str:
+        """The head in words, for a model that is not a Transformers classifier ("Dense(2, softmax)")."""
+        return f"Dense({self.outputs}, {self.activation})"
+
+
+def is_transformers_classifier(model) -> bool:
+    from transformers import TFPreTrainedModel
+
+    return isinstance(model, TFPreTrainedModel) and hasattr(getattr(model, "config", None), "num_labels")
+
+
+def head_of(model, loss: str | None = None) -> Head:
+    """The model's head, read once per model (a loss given the first time says whether one output is binary)."""
+    if model in _HEADS:
+        return _HEADS[model]
+    head = _read_head(model, loss)
+    _HEADS[model] = head
+    return head
+
+
+def _read_head(model, loss: str | None) -> Head:
+    if is_transformers_classifier(model):
+        return Head(int(model.config.num_labels), "linear", True, False, model)
+    outputs = getattr(model, "outputs", None) or []
+    width = None
+    if outputs:
+        shape = outputs[0].shape
+        width = int(shape[-1]) if shape.rank and shape[-1] is not None else None
+    last = _output_layer(model)
+    activation = getattr(getattr(last, "activation", None), "__name__", None) or "linear"
+    if width is None:
+        width = int(getattr(last, "units", 0) or 0) or None
+    if width is None:
+        raise ValueError("the model's output layer has no known width: build or call the model before fit")
+    binary = width == 1 and (activation == "sigmoid" or bool(loss and "binary" in loss.lower()))
+    return Head(width, activation, False, binary, transformers_part(model))
+
+
+def _output_layer(model):
+    """The layer whose output is the model's (a functional model's last), or the last layer of the list."""
+    history = getattr((getattr(model, "outputs", None) or [None])[0], "_keras_history", None)
+    if history is not None:
+        return history.layer
+    layers = getattr(model, "layers", None) or []
+    return layers[-1] if layers else None
+
+
+def transformers_part(model):
+    """The Transformers model or main layer inside a Keras model (its config, tokenizer and encoder), or None."""
+    from transformers import PretrainedConfig
+
+    seen: set[int] = set()
+    stack = list(getattr(model, "layers", None) or [])
+    while stack:
+        layer = stack.pop(0)
+        if id(layer) in seen:
+            continue
+        seen.add(id(layer))
+        if isinstance(getattr(layer, "config", None), PretrainedConfig):
+            return layer
+        stack += list(getattr(layer, "layers", None) or [])
+    return None
+
+
+def model_config(model):
+    """A config for the checks: a Transformers classifier's own; for any other Keras model, the encoder's config
+    (a copy) with `num_labels` from the output layer, or a bare one when there is no Transformers part. The copy
+    carries `keras_head` (the Head), so the checks word their fixes for a Keras head."""
+    if is_transformers_classifier(model):
+        return model.config
+    if model in _CONFIGS:
+        return _CONFIGS[model]
+    from transformers import PretrainedConfig
+
+    head = head_of(model)
+    encoder = head.encoder
+    config = copying.deepcopy(encoder.config) if encoder is not None else PretrainedConfig()
+    config.num_labels = head.num_labels
+    config.problem_type = None
+    config.architectures = [describe_model(model)]
+    config.keras_head = head
+    _CONFIGS[model] = config
+    return config
+
+
+def describe_model(model) -> str:
+    """"Functional around TFBertModel, Dense(2, softmax)", or a Transformers classifier's class name."""
+    if is_transformers_classifier(model):
+        return type(model).__name__
+    head = head_of(model)
+    inside = f" around {type(head.encoder).__name__}" if head.encoder is not None else ""
+    return f"{type(model).__name__}{inside}, {head.describe()}"
+
+
+def raw_output(output):
+    """What the loss reads of a model's output: `.logits` of a Transformers output, else the (first) tensor."""
+    if hasattr(output, "logits"):
+        return output.logits
+    if isinstance(output, dict):
+        return next(iter(output.values()))
+    if isinstance(output, (list, tuple)):
+        return output[0]
+    return output
+
+
+def class_logits(model, output) -> np.ndarray:
+    """A batch's output as (rows, classes) logits, whatever the head: logits as they are, log-probabilities for a
+    softmax head (softmax gives the probabilities back), [0, logit] for one binary output."""
+    head = head_of(model)
+    values = np.asarray(raw_output(output), dtype=np.float64)
+    if values.ndim == 1:
+        values = values[:, None]
+    with np.errstate(all="ignore"):
+        if head.activation == "softmax" or (head.activation != "sigmoid" and head.activation not in ("linear", None)
+                                            and _rows_are_probabilities(values)):
+            values = np.log(np.clip(values, EPSILON, 1.0))
+        elif head.activation == "sigmoid":
+            clipped = np.clip(values, EPSILON, 1 - EPSILON)
+            values = np.log(clipped) - np.log1p(-clipped)
+    if head.binary:
+        values = np.concatenate([np.zeros_like(values[:, :1]), values[:, :1]], axis=1)
+    return values
+
+
+def as_output(head: Head, logits: np.ndarray) -> np.ndarray:
+    """Class logits back as the head outputs them (the inverse of `class_logits`), for a loss to read."""
+    logits = np.asarray(logits, dtype=np.float64)
+    if head.binary:
+        logits = logits[:, 1:2] - logits[:, :1]
+    if head.activation == "softmax":
+        shifted = logits - logits.max(axis=1, keepdims=True)
+        return np.exp(shifted) / np.exp(shifted).sum(axis=1, keepdims=True)
+    if head.activation == "sigmoid":
+        return 1.0 / (1.0 + np.exp(-logits))
+    return logits
+
+
+def _rows_are_probabilities(values: np.ndarray) -> bool:
+    return bool(values.size and (values >= 0).all() and np.allclose(values.sum(axis=1), 1.0, atol=1e-3))
+
+
+def call(model, inputs, *, hidden_states: bool = False):
+    """The model on a batch's inputs, as in inference; a Transformers model also gives its hidden states when
+    asked (other Keras models take no such argument)."""
+    if hidden_states and is_transformers_classifier(model):
+        return model(inputs, training=False, output_hidden_states=True)
+    return model(_fed(model, inputs), training=False)
+
+
+def _fed(model, inputs):
+    """A batch's input dict as a functional model takes it: only the inputs it names, in its order when it takes a
+    list."""
+    names = [getattr(tensor, "name", "").split(":")[0] for tensor in (getattr(model, "inputs", None) or [])]
+    if not isinstance(inputs, dict) or not names or not all(name in inputs for name in names):
+        return inputs
+    return {name: inputs[name] for name in names}
+
+
+def fresh_copy(model, inputs):
+    """A new instance of the model with the same architecture and weights; the original is never touched.
+
+    A Transformers classifier is rebuilt from its config (`clone_model` does not take Transformers' subclassed
+    models); a functional or Sequential model by `clone_model` (its Transformers layers rebuilt from their configs).
+    Both are called once to create their variables, then given the original's weights.
+
+    Raises:
+        ValueError: a subclassed Keras model, which cannot be rebuilt without its code.
+    """
+    import tf_keras
+
+    if is_transformers_classifier(model):
+        copy = type(model)(model.config)
+    elif isinstance(model, tf_keras.Sequential) or getattr(model, "_is_graph_network", False):
+        copy = tf_keras.models.clone_model(model)
+    else:
+        raise ValueError(f"a subclassed Keras model ({type(model).__name__}) cannot be copied to train without "
+                         "its code: build it with the functional API or Sequential to have it trained on a copy")
+    call(copy, inputs)
+    copy_weights(model, copy)
+    if model in _HEADS:
+        _HEADS[copy] = _HEADS[model]
+    return copy
+
+
+def unused_by_output(model, inputs) -> set[str]:
+    """Names of the trainable variables the model's output does not depend on at all (a Transformers encoder's
+    pooler under a head that reads the hidden states): Keras leaves them as they are, which is the architecture,
+    not a loss that misses them."""
+    import tensorflow as tf
+
+    variables = list(model.trainable_variables)
+    with tf.GradientTape() as tape:
+        output = tf.cast(raw_output(call(model, inputs)), tf.float32)
+        total = tf.reduce_sum(output)
+    gradients = tape.gradient(total, variables, unconnected_gradients=tf.UnconnectedGradients.NONE)
+    return {variable.name for variable, gradient in zip(variables, gradients) if gradient is None}
+
+
+def copy_weights(source, target) -> None:
+    """`target.set_weights(source.get_weights())`, variable by variable, without a host copy of them all."""
+    if len(source.weights) != len(target.weights):
+        raise ValueError(f"cannot copy {len(source.weights)} weights into a model with {len(target.weights)}")
+    for to, of in zip(target.weights, source.weights):
+        to.assign(of)
+
+
+def pretrained_variables(model) -> set[int] | None:
+    """ids of the variables of the Transformers encoder inside a Keras model (None for a Transformers classifier,
+    whose variable names say which are its head's)."""
+    if is_transformers_classifier(model):
+        return None
+    encoder = head_of(model).encoder
+    return {id(variable) for variable in encoder.weights} if encoder is not None else set()
+
+
+def class_ids(labels) -> np.ndarray:
+    """Labels as `fit` got them, as class ids: one-hot rows by their one, a column of one label flattened; others
+    (ids, scores) as they are."""
+    values = np.asarray(labels)
+    if values.ndim == 2 and values.shape[1] > 1:
+        return values.argmax(axis=1)
+    if values.ndim == 2:
+        return values[:, 0]
+    return values
+
+
+def labels_for_loss(labels: np.ndarray, loss: str, head: Head):
+    """Class ids as the configured loss takes them: one-hot rows for a categorical cross-entropy, a float column
+    for a binary cross-entropy on one output, the ids themselves otherwise."""
+    labels = np.asarray(labels)
+    lowered = loss.lower()
+    if "categorical" in lowered and "sparse" not in lowered:
+        return np.eye(head.num_labels, dtype=np.float32)[labels.astype(int)]
+    if "binary" in lowered:
+        if head.outputs == 1:
+            return labels.astype(np.float32)[:, None]
+        return np.eye(head.num_labels, dtype=np.float32)[labels.astype(int)]
+    return labels
