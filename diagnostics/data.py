@@ -295,9 +295,11 @@ def _out_of_range(split_labels_: np.ndarray, in_split: dict, task: GlueTask, num
                     names=names, num_labels=num_labels, rows=_rows(rows))
     elif task.known:
         names = ", ".join(f"{index} {name}" for index, name in enumerate(task.label_names))
+        rows = np.flatnonzero(np.isin(labels, [label for label in in_split if isinstance(label, (int, np.integer))]))
+        evidence["rows"] = rows[:50].tolist()
         fix = msg("Drop or relabel these rows ({task}'s labels: {names}).", task=task.name, names=names)
-        cause = msg("{task} has {count} classes ({names}), so these rows get a NaN loss on GPU and an error on CPU",
-                    task=task.name, count=task.num_labels, names=names)
+        cause = msg("{task} has {count} classes ({names}), so these rows get a NaN loss on GPU and an error on CPU "
+                    "(rows {rows})", task=task.name, count=task.num_labels, names=names, rows=_rows(rows))
     else:
         needed = max(int(label) for label in in_split if isinstance(label, int)) + 1 if in_split else num_labels
         fix = (f"TFAutoModelForSequenceClassification.from_pretrained(checkpoint, num_labels={needed})"
@@ -542,16 +544,18 @@ def truncation_figures(batch: FirstBatch, max_length: int, split_cut: dict[str, 
     user's rows have no raw text to re-tokenize, so only the padding is measured."""
     lengths = np.asarray(batch.full_lengths)
     kept = np.asarray([len(ids) for ids in batch.input_ids])
-    padded = int(kept.max()) * len(kept) if len(kept) else 0
+    longest = int(kept.max()) if len(kept) else 0
+    width = max(_batch_width(batch) or longest, longest)  # the batch as the pipeline builds it, padding included
+    padded = width * len(kept)
+    padding = {"padding_share": float(1 - kept.sum() / padded) if padded else 0.0, "padded_length": width,
+               "fixed_padding": width > longest}
     if unmeasured:
         return {"max_length": max_length, "rows": int(len(lengths)), "truncated_rows": None, "truncated_share": None,
-                "padding_share": float(1 - kept.sum() / padded) if padded else 0.0, "lengths": lengths.tolist(),
-                "padded_length": int(kept.max()) if len(kept) else 0, "scope": "unmeasured"}
+                "lengths": lengths.tolist(), "scope": "unmeasured", **padding}
     if split_cut is not None:
         return {"max_length": split_cut["cut_at"], "rows": split_cut["rows"], "truncated_rows": split_cut["truncated"],
                 "truncated_share": split_cut["truncated"] / split_cut["rows"] if split_cut["rows"] else 0.0,
-                "padding_share": float(1 - kept.sum() / padded) if padded else 0.0, "lengths": lengths.tolist(),
-                "padded_length": int(kept.max()) if len(kept) else 0, "scope": "split",
+                "lengths": lengths.tolist(), "scope": "split", **padding,
                 "cut_rows": split_cut["truncated_rows"], "longest": split_cut["longest"],
                 "cut_source": split_cut["cut_source"]}
     return {
@@ -559,10 +563,19 @@ def truncation_figures(batch: FirstBatch, max_length: int, split_cut: dict[str, 
         "rows": int(len(lengths)),
         "truncated_rows": int((lengths > max_length).sum()),
         "truncated_share": float((lengths > max_length).mean()) if len(lengths) else 0.0,
-        "padding_share": float(1 - kept.sum() / padded) if padded else 0.0,
         "lengths": lengths.tolist(),
-        "padded_length": int(kept.max()) if len(kept) else 0,
+        **padding,
     }
+
+
+def _batch_width(batch: FirstBatch) -> int | None:
+    """The token width of the batch `fit` gets (its input_ids' second dimension), when it was built."""
+    if batch.tf_batch is None:
+        return None
+    inputs = batch.tf_batch[0] if isinstance(batch.tf_batch, tuple) else batch.tf_batch
+    ids = inputs.get("input_ids") if hasattr(inputs, "get") else None
+    shape = getattr(ids, "shape", None)
+    return int(shape[1]) if shape is not None and len(shape) == 2 else None
 
 
 def check_truncation(figures: dict[str, Any], *,

@@ -59,7 +59,7 @@ class LabelRange(TypedDict, total=False):
     valid_range: list[float]
     count: int
     label: Any
-    rows: list[int]  # rows whose label the head takes but the task does not have
+    rows: list[int]  # rows whose label is not one of the known task's classes (the first 50)
     stray_rows: list[int]  # task not known: the rows of a label value far rarer than the others
     invalid_labels: int  # labels outside the range, in the split and in the first batch
     beyond_head: bool  # rows hold labels of the task that the head has no output for (num_labels below its classes)
@@ -98,6 +98,7 @@ class Truncation(TypedDict, total=False):
     max_length: int
     padded_length: int
     padding_share: float
+    fixed_padding: bool  # the batch is padded past its longest row (padding="max_length"), not per batch
     rows: int
     truncated_rows: int
     truncated_share: float

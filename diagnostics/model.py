@@ -79,7 +79,14 @@ def check_config(model_config, model_class: str, task: GlueTask, tokenizer,
     proper_fix = task.head_fix()
     described = msg("{model_class} ({model_type}) with num_labels={num_labels}", model_class=model_class,
                     model_type=model_config.model_type, num_labels=num_labels)
-    naming = msg("generic names LABEL_0..") if generic else msg("the task's label names")
+    own = [str(id2label.get(i)) for i in range(num_labels)]
+    # Names are compared as names: the task's names in another order is a wrong order; other words for the classes
+    # (Invalid/Valid for CoLA's unacceptable/acceptable) are read in the model's order, which is the ids' own.
+    same_words = sorted(name.strip().lower() for name in own) == sorted(name.lower() for name in task.label_names)
+    naming = msg("generic names LABEL_0..") if generic else msg("the task's label names") \
+        if own == list(task.label_names) else msg("its own names ({names}) for {task}'s ({task_names}), by id",
+                                                  names=", ".join(own), task=task.name,
+                                                  task_names=", ".join(task.label_names))
     names = ", ".join(task.label_names)
     evidence["labels_present"] = {str(value): count for value, count in sorted(present.items())} \
         if present is not None else None
@@ -89,8 +96,8 @@ def check_config(model_config, model_class: str, task: GlueTask, tokenizer,
                                                           not in (None, "regression")),
                     head_short=not regression and (model_config.problem_type == "regression"
                                                    or num_labels < task.num_labels),
-                    names_out_of_order=not regression and not generic
-                    and [id2label.get(i) for i in range(num_labels)] != list(task.label_names))
+                    names_out_of_order=not regression and not generic and same_words
+                    and [name.strip().lower() for name in own] != [name.lower() for name in task.label_names])
     if not task.known and not regression:  # the head against the labels the data holds, nothing else
         return _config_against_data(described, num_labels, present, task, evidence)
     extra = list(range(task.num_labels, num_labels)) if not regression else []

@@ -274,8 +274,9 @@ CHECKS: dict[str, Check] = {check.id: check for check in (
           requires=("texts", "tokenizes"), measure=_WALK + "data_truncation", conditions=(
         _C("warn_truncated_share", 0.1, "warn when more than this share of the rows are truncated",
            Above("truncated_share")),
-        _C("warn_padding_share", 0.6, "warn when more than this share of the batch's tokens are padding",
-           Above("padding_share")))),
+        _C("warn_padding_share", 0.6, "warn when the pipeline pads every batch to one length and more than this share "
+                                      "of the batch's tokens are padding (padding per batch is the fix, not a finding)",
+           All((Holds("fixed_padding"), Above("padding_share")))))),
     Check("data.duplicates", N_("duplicate and conflicting rows of the split"), unit="duplicates",
           measure=_WALK + "data_duplicates", conditions=(
         _C("max_conflicting_rows", 0, "warn when more rows than this share a text with a different label",

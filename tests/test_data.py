@@ -326,6 +326,18 @@ def test_truncation_exactly_at_max_length_is_not_cut_pass():
     assert data.check_truncation(_figures([32, 32], [32, 32], 32)).status is Status.PASS
 
 
+def test_padding_is_a_finding_only_when_the_pipeline_pads_to_one_length():
+    """Padding per batch (DataCollatorWithPadding) is the fix, never the finding, however uneven the rows; a batch
+    padded to max_length past its longest row warns with that fix."""
+    per_batch = {**_figures([4, 4, 4, 40], [4, 4, 4, 40], 64), "fixed_padding": False}
+    assert per_batch["padding_share"] > 0.6
+    assert data.check_truncation(per_batch).status is Status.PASS
+    fixed = {**_figures([4, 4, 4, 10], [4, 4, 4, 10], 64), "padding_share": 1 - 22 / 256, "padded_length": 64,
+             "fixed_padding": True}
+    result = data.check_truncation(fixed)
+    assert result.status is Status.WARN and "DataCollatorWithPadding" in str(result.fix)
+
+
 def test_truncation_measured_on_the_real_batch(tokenizer, mnli_split):
     result = results_by_id(RunConfig(batch_size=12, max_length=10, shuffle=False), mnli_split, tokenizer)["data.truncation"]
     assert result.evidence["truncated_rows"] == sum(length > 10 for length in result.evidence["lengths"])

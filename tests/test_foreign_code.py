@@ -233,6 +233,17 @@ def test_a_label_outside_the_known_tasks_classes_fails_with_its_rows_whatever_th
     assert "num_labels=2" in str(result.fix)
 
 
+def test_a_label_outside_a_known_tasks_classes_with_a_head_that_fits_names_its_rows_and_no_bigger_head():
+    from diagnostics import data
+    from diagnostics.glue import TASKS
+
+    labels = np.array([0, 1] * 20 + [2] * 3 + [0, 1] * 5)
+    result = data.check_label_range(labels, [0, 1], TASKS["cola"], 2, "train")
+    assert result.status is Status.FAIL
+    assert result.evidence["rows"] == [40, 41, 42] and "rows 40, 41, 42" in result.summary
+    assert "num_labels" not in str(result.fix)
+
+
 def test_with_the_task_unknown_a_rare_label_value_is_a_warning_naming_its_rows():
     from diagnostics import data
     from diagnostics.glue import GlueTask

@@ -126,7 +126,12 @@ def test_a_functional_softmax_model_on_a_sequence_with_one_hot_labels_passes_cle
     model = functional(checkpoint)
     model.compile(optimizer=keras.optimizers.Adam(3e-3), loss="categorical_crossentropy", metrics=["accuracy"])
     report = diagnose(model, pair_sequence(tokenizer, kit_rows()), tokenizer, task="rte", stages="data,model")
-    assert not_passing(report) == {}
+    # The kit's short template rows padded to MAX_LENGTH: most of each batch is padding, measured on the batches the
+    # Sequence really builds (padding per batch would be no finding).
+    found = not_passing(report)
+    assert set(found) == {"data.truncation"}, found
+    padding = report["data.truncation"].evidence
+    assert padding["fixed_padding"] and padding["padded_length"] == MAX_LENGTH and padding["padding_share"] > 0.6
     config = report["model.config"].evidence
     assert config["num_labels"] == 2 and config["model_class"].startswith("Functional around TFDistilBertModel")
     batch = report["data.batch"].summary
@@ -177,7 +182,7 @@ def test_a_binary_sigmoid_head_on_numpy_arrays_with_y_passes_clean(kit):
     # The kit's random encoder starts a fresh sigmoid head wherever it lands, so model.initial_loss may warn here
     # (a measurement, not a verdict on the kit): the loss it measured is Keras's own on the same rows.
     found = not_passing(report)
-    assert set(found) <= {"model.initial_loss"}, found
+    assert set(found) <= {"model.initial_loss", "data.truncation"}, found
     first = report["model.initial_loss"].evidence
     assert report.config.batch_size == 32  # fit(x, y)'s batches, as Keras makes them
     expected = keras.losses.binary_crossentropy(y[:32, None], model({k: v[:32] for k, v in x.items()}, training=False))
@@ -271,3 +276,47 @@ def test_trace_a_from_logits_loss_on_a_softmax_head_is_one_cause_on_the_real_che
     assert checks["hparams.loss"]["condition"] == "probabilities_as_logits"
     assert "CategoricalCrossentropy(from_logits=False)" in checks["hparams.loss"]["fix"]
     assert outcome.exit_code == 1
+
+
+# ---------------------------------------------------------------- errors the stack causes, named with their fix
+
+
+def raised(call):
+    try:
+        call()
+    except Exception as exc:
+        return exc
+    raise AssertionError("it did not raise")
+
+
+def test_a_datasets_column_given_to_the_tokenizer_is_named_with_its_fix(kit):
+    from datasets import Dataset
+
+    from diagnostics.trace import stack_change
+
+    _, tokenizer = kit
+    split = Dataset.from_dict({"sentence1": ["a b", "c d"], "sentence2": ["e", "f"], "label": [0, 1]})
+    exc = raised(lambda: tokenizer(split["sentence1"], split["sentence2"], truncation=True))
+    finding, fix = stack_change(exc)
+    assert "lazy Column" in str(finding) and "list(dataset['sentence1'])" in fix
+    # The same message on a value that is not a Column is not this change.
+    assert stack_change(raised(lambda: tokenizer(3.5))) is None
+
+
+def test_removed_tokenizer_and_fit_arguments_and_keras_3_objects_are_named_with_their_fix(kit):
+    import keras
+    import tf_keras
+    from transformers import TFAutoModelForSequenceClassification
+
+    from diagnostics.trace import stack_change
+
+    checkpoint, tokenizer = kit
+    finding, fix = stack_change(raised(lambda: tokenizer(["a b"], pad_to_max_length=True, max_length=8)))
+    assert "pad_to_max_length" in str(finding) and "padding='max_length'" in fix
+    small = tf_keras.Sequential([tf_keras.layers.Dense(2)])
+    small.compile(loss="mse")
+    finding, fix = stack_change(raised(lambda: small.fit(np.ones((4, 3)), np.ones((4, 2)), workers=-1, verbose=0)))
+    assert "workers=-1" in str(finding) and "workers=1" in fix
+    model = TFAutoModelForSequenceClassification.from_pretrained(str(checkpoint), num_labels=2)
+    finding, fix = stack_change(raised(lambda: model.compile(optimizer=keras.optimizers.Adam(1e-3))))
+    assert "Keras 3" in str(finding) and fix.startswith("import tf_keras as keras")

@@ -317,3 +317,20 @@ def test_memory_counts_the_rows_a_batch_really_holds_and_suggests_only_a_smaller
     small = {**model_checks.memory_figures(demo_model.count_params(), demo_model.config, 8, 64),
              "available_ram_bytes": 1, "gpu_bytes": None}
     assert "distilbert-base-cased" not in str(model_checks.check_memory(small).fix)  # the kit is smaller than it
+
+
+@pytest.mark.parametrize("id2label, status, words", [
+    ({0: "Invalid", 1: "Valid"}, Status.PASS, "its own names (Invalid, Valid) for cola's (unacceptable, acceptable)"),
+    ({0: "unacceptable", 1: "acceptable"}, Status.PASS, "the task's label names"),
+    ({0: "Acceptable", 1: "Unacceptable"}, Status.WARN, "differs from cola's label order"),
+])
+def test_id2label_names_are_compared_as_names(id2label, status, words, tokenizer):
+    """Other words for the task's classes are read by id (at most a note); the task's own names in another order
+    are a wrong order."""
+    from transformers import BertConfig
+
+    from diagnostics.glue import get_task
+
+    config = BertConfig(num_labels=2, id2label=id2label, label2id={v: k for k, v in id2label.items()})
+    result = model_checks.check_config(config, "TFBertForSequenceClassification", get_task("cola"), tokenizer)
+    assert result.status is status and words in str(result.summary), result.summary

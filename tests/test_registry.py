@@ -358,14 +358,15 @@ def test_rules_read_declared_evidence_and_are_listed_with_their_status(capsys):
     assert main(["checks", "--json"]) == 0
     listed = {check["id"]: check for check in json.loads(capsys.readouterr().out)}
     truncation = {condition["name"]: condition for condition in listed["data.truncation"]["conditions"]}
-    assert truncation["warn_padding_share"]["rule"] == "padding_share > threshold"
+    assert truncation["warn_padding_share"]["rule"] == "fixed_padding and padding_share > threshold"
     assert truncation["warn_padding_share"]["status"] == "warn"
 
 
 @pytest.mark.parametrize("check_id, evidence, crossed", [
     ("data.truncation", {"truncated_share": 0.11, "padding_share": 0.0}, "warn_truncated_share"),
-    ("data.truncation", {"truncated_share": 0.1, "padding_share": 0.61}, "warn_padding_share"),
-    ("data.truncation", {"truncated_share": 0.1, "padding_share": 0.6}, None),
+    ("data.truncation", {"truncated_share": 0.1, "padding_share": 0.61, "fixed_padding": True}, "warn_padding_share"),
+    ("data.truncation", {"truncated_share": 0.1, "padding_share": 0.61, "fixed_padding": False}, None),
+    ("data.truncation", {"truncated_share": 0.1, "padding_share": 0.6, "fixed_padding": True}, None),
     ("data.duplicates", {"duplicate_rows": 5, "rows_scanned": 100, "conflicting_rows": 1}, "max_conflicting_rows"),
     ("data.duplicates", {"duplicate_rows": 6, "rows_scanned": 100, "conflicting_rows": 0}, "warn_duplicate_share"),
     ("data.duplicates", {"duplicate_rows": 5, "rows_scanned": 100, "conflicting_rows": 0}, None),
