@@ -213,7 +213,11 @@ def first_line(exc: BaseException) -> str:
 
 def is_pretrained(model) -> bool:
     """False for checkpoints with random weights (the demo kit), where drift from the start means nothing."""
-    return not getattr(model_config(model), "demo_kit", False)
+    config = model_config(model)
+    keras_head = getattr(config, "keras_head", None)
+    if keras_head is not None and keras_head.encoder is None:
+        return False  # a Keras model with no Transformers part: nothing here was pretrained
+    return not getattr(config, "demo_kit", False)
 
 
 def weight_drift(source, copy) -> float:

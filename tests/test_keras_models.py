@@ -192,6 +192,26 @@ def test_a_binary_sigmoid_head_on_numpy_arrays_with_y_passes_clean(kit):
     assert "matches rte's 2 labels" in str(report["model.config"].summary)
 
 
+def test_a_keras_model_with_no_transformers_part_is_checked_as_not_pretrained(kit):
+    import tf_keras as keras
+
+    from diagnostics import diagnose
+    from diagnostics.training import is_pretrained
+
+    _, tokenizer = kit
+    model = keras.Sequential([keras.Input(shape=(MAX_LENGTH,), dtype="int32", name="input_ids"),
+                              keras.layers.Embedding(len(tokenizer), 16), keras.layers.GlobalAveragePooling1D(),
+                              keras.layers.Dense(2)])
+    model.compile(optimizer=keras.optimizers.Adam(1e-3),
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    sequence = pair_sequence(tokenizer, kit_rows(), one_hot=False)
+    report = diagnose(model, sequence, tokenizer, task="rte", stages="model")
+    assert not is_pretrained(model)
+    assert report["model.config"].status is Status.PASS and "Sequential, Dense(2, linear)" in str(
+        report["model.config"].summary)
+    assert report["model.gradients"].status is Status.PASS, report["model.gradients"].summary
+
+
 def test_an_uncompiled_functional_model_is_refused_with_what_to_do(kit):
     from diagnostics import diagnose
     from diagnostics.errors import InputError
