@@ -201,10 +201,17 @@ def call(model, inputs, *, hidden_states: bool = False):
     return model(_fed(model, inputs), training=False)
 
 
+def input_names(model) -> list[str] | None:
+    """A functional or Sequential model's input names, in order (None for a model that takes a dict of any names,
+    a Transformers classifier's)."""
+    names = [getattr(tensor, "name", "").split(":")[0] for tensor in (getattr(model, "inputs", None) or [])]
+    return names if names and all(names) and not is_transformers_classifier(model) else None
+
+
 def _fed(model, inputs):
     """A batch's input dict as a functional model takes it: only the inputs it names, in its order when it takes a
     list."""
-    names = [getattr(tensor, "name", "").split(":")[0] for tensor in (getattr(model, "inputs", None) or [])]
+    names = input_names(model)
     if not isinstance(inputs, dict) or not names or not all(name in inputs for name in names):
         return inputs
     return {name: inputs[name] for name in names}

@@ -18,7 +18,7 @@ from diagnostics.context import RunContext
 from diagnostics.errors import InputError
 from diagnostics.fixes import keras_name_in
 from diagnostics.glue import TASKS, get_task
-from diagnostics.keras_model import describe_model, head_of, is_transformers_classifier
+from diagnostics.keras_model import class_ids, describe_model, head_of, input_names, is_transformers_classifier
 from diagnostics.internals import checkpoint_path, is_dummy_loss, optimizer_rate, uses_internal_loss
 from diagnostics.optimizers import clone_optimizer, plain_rate
 
@@ -393,12 +393,11 @@ class LabelShape:
         """A batch's labels as ids (one-hot rows by their one), remembering how they came."""
         values = np.asarray(y)
         self.dtype = self.dtype or str(values.dtype)
-        if values.ndim == 2 and values.shape[1] > 1:
-            self.kind, self.width = "one_hot", int(values.shape[1])
-            return values.argmax(axis=1).tolist()
         if values.ndim == 2:
-            self.kind = "column"
-            values = values[:, 0]
+            self.kind, self.width = ("one_hot", int(values.shape[1])) if values.shape[1] > 1 else ("column", 0)
+            if self.kind == "one_hot":
+                return class_ids(values).tolist()
+        values = class_ids(values)
         if np.issubdtype(values.dtype, np.floating) and values.size and np.all(np.mod(values[np.isfinite(values)], 1) == 0):
             return [int(value) if np.isfinite(value) else float(value) for value in values]
         return values.tolist()
@@ -498,7 +497,7 @@ def build_run(captured: Captured) -> RunContext:
             calls = hooks.seen_calls["count"]
             source, recipe, finding, read, total, batch_size = read_back(
                 captured.dataset, tokenizer, task=captured.task, model_config=model_config,
-                hint=captured.source_hint, input_names=_input_names(model))
+                hint=captured.source_hint, input_names=input_names(model) if model is not None else None)
             if captured.tokenization is None and hooks.seen_calls["count"] > calls:
                 captured.tokenization = hooks.tokenization()
         shuffle = False  # the rows as read, in the dataset's order
@@ -521,7 +520,7 @@ def build_run(captured: Captured) -> RunContext:
         data_source="code", num_labels=num_labels, batch_size=batch_size,
         **dict(zip(("max_length", "truncation"), _truncation(captured.tokenization, tokenizer, source))),
         columns=recipe.columns, labels_in="separate" if recipe.label_cols else "inputs", shuffle=shuffle,
-        recipe=recipe, model_inputs=tuple(_input_names(model) or ()) or None, keras_name=keras_name_in(captured.namespace if captured.namespace is not None else
+        recipe=recipe, model_inputs=tuple((input_names(model) if model is not None else None) or ()) or None, keras_name=keras_name_in(captured.namespace if captured.namespace is not None else
                                                 vars(sys.modules["__main__"])),
         **compiled,
     )
@@ -573,12 +572,6 @@ def _user_optimizer(model, captured: Captured):
         return None
     clone_optimizer(optimizer)  # one that cannot be rebuilt is said now, before any check trains
     return optimizer
-
-
-def _input_names(model) -> list[str] | None:
-    """A functional model's input names, in order (None for a model that takes a dict of any names)."""
-    names = [getattr(tensor, "name", "").split(":")[0] for tensor in (getattr(model, "inputs", None) or [])]
-    return names if names and all(names) and not is_transformers_classifier(model) else None
 
 
 def _loader(model):
