@@ -204,7 +204,8 @@ def trace_command(args) -> int:
     from diagnostics.pipeline import parse_skip, parse_stages
     from diagnostics.report import cause_lines, checklist_lines, junit_report
     from diagnostics.result import CheckResult
-    from diagnostics.trace import EXIT_OK as TRACE_OK, script_fix, script_notes, trace_script
+    from diagnostics.trace import (EXIT_OK as TRACE_OK, fit_reports, phase_title, script_finding, script_fix,
+                                   script_notes, trace_script)
 
     parse_stages(args.stages)
     parse_skip(args.skip)
@@ -222,22 +223,34 @@ def trace_command(args) -> int:
         print(f"  {error['where']}: {error['code']}" if error["code"] else f"  at {error['where']}")
         if error.get("fix"):
             print("  " + _("fix: {fix}").format(fix=localize(script_fix(error))))
-    results = [CheckResult.from_dict(check) for check in report["checks"]]
-    if report.get("run"):
-        run = report["run"]
-        print(_("Checked {checkpoint} on {task}/{split} (your script's pipeline)").format(
-            checkpoint=run["checkpoint"], task=localize(task_title(run["task"], run.get("task_candidates") or ())),
-            split=run["split"]))
-        for line in cause_lines(results) + [""]:
+    fits = fit_reports(report)
+    every = []
+    for fit in fits:
+        if report.get("script", {}).get("reached_fit"):
+            print("")
+            print("== " + localize(phase_title(fit, len(fits))))
+        fit_error = fit.get("error") if fit is not report else None
+        if fit_error:
+            print("  " + localize(script_finding(fit_error)))
+        results = [CheckResult.from_dict(check) for check in fit.get("checks", [])]
+        every += results
+        if fit.get("run"):
+            run = fit["run"]
+            print(_("Checked {checkpoint} on {task}/{split} (your script's pipeline)").format(
+                checkpoint=run["checkpoint"], task=localize(task_title(run["task"], run.get("task_candidates") or ())),
+                split=run["split"]))
+            for line in cause_lines(results) + [""]:
+                print(line)
+        for line in checklist_lines(results):
             print(line)
-    for line in checklist_lines(results):
-        print(line)
-    for note in script_notes(report):
+        for note in script_notes(fit):
+            print(_("note: {note}").format(note=localize(note)))
+    for note in script_notes(report.get("script") or {}):
         print(_("note: {note}").format(note=localize(note)))
     write_reports(((args.json, lambda: json.dumps(report, indent=2)), (args.junit, lambda: junit_report(report))))
     if outcome.exit_code != TRACE_OK or args.fail_on != "warn":
         return outcome.exit_code
-    return exit_code(causes(results), args.fail_on)
+    return exit_code(causes(every), args.fail_on)
 
 
 def scenarios_command() -> int:

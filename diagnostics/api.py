@@ -19,7 +19,7 @@ from diagnostics.hyperparams import SweepSettings
 from diagnostics.fixes import CodeStyle, RateFix, code_style
 from diagnostics.i18n import N_, localize, msg
 from diagnostics.internals import fit_argument
-from diagnostics.keras_model import call, class_ids, class_logits, head_of
+from diagnostics.keras_model import call, class_ids, class_logits, encoder_variables, head_of, what_trains
 from diagnostics.own_code import Captured, arrays_as_dataset, build_run
 from diagnostics.overfit import DEFAULT_EPOCHS
 from diagnostics.pipeline import parse_stages, run_stages
@@ -155,7 +155,8 @@ def capture(model, dataset, tokenizer=None, task: str | None = None, *, origin: 
 
 
 def diagnose(model, dataset, tokenizer=None, task: str | None = None, stages: str | Iterable[str] | None = None, *,
-             sweep: SweepSettings = SweepSettings(), epochs: int = DEFAULT_EPOCHS, progress=None) -> Report:
+             loss=None, optimizer=None, sweep: SweepSettings = SweepSettings(), epochs: int = DEFAULT_EPOCHS,
+             progress=None) -> Report:
     """Run the debugger's checks on your own model and dataset, as the app runs them on its own pipeline.
 
     Args:
@@ -168,12 +169,19 @@ def diagnose(model, dataset, tokenizer=None, task: str | None = None, stages: st
         tokenizer: the tokenizer that made the token ids (default: the one saved with the model's checkpoint).
         task: the GLUE task (default: found from the split's columns or the rows).
         stages: "data", "model", "hparams", "overfit" (a list or a comma-separated string; default: all).
+        loss / optimizer: what a custom training loop (a `tf.GradientTape` loop, no `compile`) trains with: the
+            loss it calls (a Keras loss, a string Keras knows, or None for a Transformers model's own loss) and
+            its optimizer (default: what the model was compiled with).
 
     Raises:
         InputError: the objects cannot be checked (no token ids, an optimizer or loss the checks cannot judge).
     """
     names = parse_stages(stages if isinstance(stages, str) or stages is None else ",".join(stages))
     captured = capture(model, dataset, tokenizer, task)
+    if loss is not None or optimizer is not None:  # a custom loop's, given as compile would have been
+        compiled = getattr(model, "optimizer", None) is not None
+        captured.compile_args = {"optimizer": optimizer if optimizer is not None else getattr(model, "optimizer", None),
+                                 "loss": loss if loss is not None else getattr(model, "loss", None) if compiled else None}
     run = build_run(captured)
     results = run_stages(run, names, sweep=sweep, progress=progress, epochs=epochs)
     return Report(run.config, results, captured.notes)
@@ -217,8 +225,11 @@ class DiagnoseCallback(_tf_keras_callback()):
                  quick: bool = True, out=None):
         super().__init__()
         self.tokenizer, self.task, self.dataset, self.strict, self.quick = tokenizer, task, dataset, strict, quick
+        self._given = dataset  # None: each fit's own data
         self.out = out
-        self.report: Report | None = None
+        self.report: Report | None = None  # the last fit's quick checks
+        self.reports: list[Report] = []  # each fit's, in order (freeze-then-fine-tune: one a phase)
+        self.fits = 0
         self.nan_report: Report | None = None
         self.divergence_report: Report | None = None
         self.losses: list[float] = []
@@ -239,8 +250,8 @@ class DiagnoseCallback(_tf_keras_callback()):
 
     def set_model(self, model):
         super().set_model(model)
-        if self.dataset is None:
-            self.dataset = fit_argument(model, "x")  # callbacks are not handed the data
+        if self._given is None:
+            self.dataset = _fit_data(model)
 
     def _watch_batches(self, model) -> None:
         """Keep each step's batch on the device (in variables of no fixed shape) so the drilldowns read the very
@@ -303,6 +314,10 @@ class DiagnoseCallback(_tf_keras_callback()):
             self._restore = None
 
     def on_train_begin(self, logs=None):
+        self.fits += 1
+        if self._given is None:  # this fit's data (set_model also runs for evaluate and predict)
+            self.dataset = _fit_data(self.model)
+        self._run = None  # each fit is checked on what it trains, with its optimizer and rate
         self.losses, self.weight_norms = [], []
         self.nan_report = self.divergence_report = None
         self._diverged = False
@@ -322,11 +337,13 @@ class DiagnoseCallback(_tf_keras_callback()):
             self._print(f"DiagnoseCallback: cannot check this pipeline: {type(exc).__name__}: {exc}")
             return
         self.report = Report(self._run.config, results, self._notes)
+        self.reports.append(self.report)
         found = self.report.causes
+        which = f"fit {self.fits}, " if self.fits > 1 else ""
         if not found:
-            self._print(f"DiagnoseCallback: {len(results)} quick checks pass.")
+            self._print(f"DiagnoseCallback, {which}{_trains(self.model)}: {len(results)} quick checks pass.")
             return
-        lines = ["DiagnoseCallback, before the first step: " + cause_lines(results)[0]]
+        lines = [f"DiagnoseCallback, {which}{_trains(self.model)}, before the first step: " + cause_lines(results)[0]]
         lines += cause_lines(results)[1:]
         lines += [f"  fix {cause.owner}: {localize(cause.fix)}" for cause in found if cause.fix]
         self._print("\n".join(lines))
@@ -386,9 +403,8 @@ class DiagnoseCallback(_tf_keras_callback()):
 
     def _watched(self) -> dict[str, Any]:
         """What the watch saw so far: the curve, the weights' norms and movement, the rate and the usual one."""
-        from diagnostics.config import usual_rate
         from diagnostics.optimizers import current_rate
-        from diagnostics.training import is_pretrained
+        from diagnostics.training import usual_rate_of
 
         trainable = {id(v) for v in self.model.trainable_weights}
         moved = start = 0.0
@@ -398,7 +414,7 @@ class DiagnoseCallback(_tf_keras_callback()):
                 start += float(np.sum(np.asarray(before, np.float64) ** 2))
         return {"losses": [float(loss) for loss in self.losses], "weight_norms": list(self.weight_norms),
                 "chance_loss": self._chance_loss(), "learning_rate": current_rate(self.model),
-                "usual_rate": usual_rate(is_pretrained(self.model)),
+                "usual_rate": usual_rate_of(self.model),
                 "weights_moved": math.sqrt(moved / start) if start > 0 else None}
 
     def _batch_rows(self):
@@ -467,7 +483,7 @@ class DiagnoseCallback(_tf_keras_callback()):
         from diagnostics.training import per_sample_losses
 
         run, task, inputs, labels, _, at_start, decoded = self._batch_rows()
-        now = per_sample_losses(np.asarray(self.model(inputs, training=False).logits), labels, task.regression)
+        now = per_sample_losses(class_logits(self.model, call(self.model, inputs)), labels, task.regression)
         rows = [{"position": i, "index": row["index"], "decoded": row["decoded"], "label": row["label"],
                  "label_name": row["label_name"], "loss_at_start": float(at_start[i]), "loss_now": float(now[i])}
                 for i, row in enumerate(decoded)]
@@ -476,6 +492,22 @@ class DiagnoseCallback(_tf_keras_callback()):
                                    "rows_loss_at_start": float(np.mean(at_start)),
                                    "rows_loss_now": float(np.mean(now))})
         return Report(run.config, [result], extra={"divergence_step": step + 1})
+
+
+def _fit_data(model):
+    """What the `fit` running now got: its x, or (x, y) when it was given y (callbacks are not handed the data)."""
+    x, y = fit_argument(model, "x"), fit_argument(model, "y")
+    if y is None or x is None:
+        return x
+    return arrays_as_dataset(x, y, fit_argument(model, "batch_size"))  # batched as this fit batches them
+
+
+def _trains(model) -> str:
+    """"training the head only" or "training the encoder and the head", for the callback's lines."""
+    counts, encoder = what_trains(model), encoder_variables(model)
+    if not encoder:
+        return f"training {counts['other']:,} weights"
+    return "training the encoder and the head" if counts["encoder"] else "training the head only (the encoder is frozen)"
 
 
 class _Watch:

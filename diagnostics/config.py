@@ -86,7 +86,7 @@ class Recipe:
 
 # Fields that only a user's own code fills (from what it built): no link, sidebar or command line sets them.
 CODE_ONLY_FIELDS = ("recipe", "user_optimizer", "task_candidates", "label_names", "keras_name", "truncation",
-                    "model_inputs")
+                    "model_inputs", "stale_train_step")
 
 
 def task_title(task: str, candidates=()) -> Any:
@@ -127,6 +127,8 @@ class RunConfig:
         truncation: where `max_length` comes from for the user's code: "call" (their tokenizer call's max_length),
             "model" (truncation=True without one: the tokenizer's maximum), "none" (no truncation: the longest row),
             "unknown" (no tokenizer call seen: the longest row stored); "" for the debugger's own pipeline.
+        stale_train_step: (the fit that built it, the weights it trains, the weights the layers mark trainable) when
+            the traced script's fit reuses a train step Keras built before `trainable` changed (no compile since).
         recipe: the user's own `to_tf_dataset` call when the pipeline is the user's code (not part of equality).
         user_optimizer: the optimizer object the user's code compiled with: copies train with clones of it, every
             setting kept (never the object itself; not part of equality).
@@ -156,6 +158,7 @@ class RunConfig:
     keras_name: str = "tf_keras"
     truncation: str = ""
     model_inputs: tuple[str, ...] | None = None
+    stale_train_step: tuple[int, int, int] | None = None
     recipe: Recipe | None = field(default=None, compare=False, repr=False)
     user_optimizer: Any = field(default=None, compare=False, repr=False)
 
@@ -289,8 +292,16 @@ def parse_data_files(text: str) -> tuple[tuple[str, str], ...]:
     return tuple(pairs)
 
 
-def usual_rate(pretrained: bool) -> float:
-    """The rate a checkpoint trains well at: 5e-5 for a pretrained one, the demo kit's 3e-3 for its random weights."""
+# A new head trained on a frozen pretrained encoder: Keras's Adam default, the rate of the head-only phase of
+# freeze-then-fine-tune (the Keras transfer-learning guide's; a head of a few thousand weights learns slowly at 5e-5).
+HEAD_ONLY_RATE = 1e-3
+
+
+def usual_rate(pretrained: bool, head_only: bool = False) -> float:
+    """The rate a fit trains well at: 5e-5 when it trains pretrained weights, 1e-3 when it trains a new head on a
+    frozen pretrained encoder, the demo kit's 3e-3 for its random weights."""
+    if head_only:
+        return HEAD_ONLY_RATE
     return RunConfig.learning_rate if pretrained else DEMO_LEARNING_RATE
 
 

@@ -24,15 +24,23 @@ STAGE = "data"
 
 
 def check_columns(
-    split_columns: list[str], task: GlueTask, batch: FirstBatch, model_input_names: list[str]
+    split_columns: list[str], task: GlueTask, batch: FirstBatch, model_input_names: list[str], *,
+    read_back: bool = False
 ) -> CheckResult:
-    """The task's text and label columns exist, and every column requested from `to_tf_dataset` does."""
+    """The task's text and label columns exist, and every column requested from `to_tf_dataset` does.
+
+    Args:
+        read_back: the batches are those of data given to fit, read back (no `to_tf_dataset` call to fix).
+    """
     needed = list(task.text_columns) + [LABEL]
     missing_in_split = [column for column in needed if column not in split_columns]
     available = batch.available_columns
     requested = batch.requested_columns + (batch.label_columns or [])
     missing_requested = [column for column in requested if column not in available]
-    left_out = [name for name in model_input_names if name not in batch.requested_columns]
+    # What leaving an input out costs: no attention mask, attention to padding; no segment ids, a sentence pair read
+    # as one segment (a single sentence is segment 0 anyway). Other inputs default to what the model would build.
+    costly = ["attention_mask"] + (["token_type_ids"] if len(task.text_columns) > 1 else [])
+    left_out = [name for name in model_input_names if name not in batch.requested_columns and name in costly]
     evidence = {
         "split_columns": split_columns,
         "needed": needed,
@@ -54,11 +62,13 @@ def check_columns(
                 missing=", ".join(missing_requested), found=", ".join(available)),
             f"to_tf_dataset(columns={suggested!r}, collate_fn=DataCollatorWithPadding(tokenizer, return_tensors='np'), "
             "...)"),
-        "inputs_left_out": (
-            msgn("columns= leaves out the model input {inputs}, so the model attends to padding (and sees no "
-                 "segment ids).", "columns= leaves out the model inputs {inputs}, so the model attends to padding (and "
-                 "sees no segment ids).", len(left_out), inputs=", ".join(left_out)),
-            f"to_tf_dataset(columns={suggested!r}, ...)"),
+        "inputs_left_out": lambda: (
+            msg("{what} leaves out {costs}.", what=msg("columns=") if not read_back else msg("The data given to fit"),
+                costs=joined([msg("attention_mask, so the model attends to padding") if name == "attention_mask" else
+                              msg("token_type_ids, so both sentences of each pair read as the first segment")
+                              for name in left_out], "; ")),
+            f"to_tf_dataset(columns={suggested!r}, ...)" if not read_back else
+            msg("Give the model every input the tokenizer returns for it: {names}.", names=", ".join(model_input_names))),
     }, msg("All {count} requested columns exist ({columns}), and the split has every column {task} needs.",
            count=len(requested), columns=", ".join(requested), task=task.name))
 

@@ -238,6 +238,10 @@ class WeightsAfterStep(TypedDict, total=False):
     unmoved: list[str]
     max_change: float
     variables: int  # trainable variables (when the moves were measured)
+    stale_train_step: bool  # a traced fit reuses a train step built before trainable changed
+    train_step_built_at_fit: int  # that step's fit, the weights it trains, the weights marked trainable now
+    train_step_trains: int
+    marked_trainable: int
 
 
 class NanOrigin(TypedDict, total=False):
@@ -266,7 +270,7 @@ class Memory(TypedDict, total=False):
 
 # Functional form: "class" is a keyword. settings: setting, value, source of each optimizer setting.
 Optimizer = TypedDict("Optimizer", {"settings": Rows, "class": str, "learning_rate": float, "given_as": str,
-                                    "pretrained": bool, "string_adam": bool}, total=False)
+                                    "pretrained": bool, "head_only": bool, "string_adam": bool}, total=False)
 
 
 class Loss(TypedDict, total=False):

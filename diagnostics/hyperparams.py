@@ -18,8 +18,8 @@ from diagnostics.measurement import Forward, configured_loss_value
 from diagnostics.registry import WARN_DRIFT, threshold
 from diagnostics.result import CheckResult, judge, run_check
 from diagnostics.training import (SharedCopy, StepRecord, Trainer, build_optimizer, effective_rate,
-                                  held_out_figures, is_pretrained, labels_in_range, round_down_rate, smoothed,
-                                  weight_drift)
+                                  head_only, held_out_figures, labels_in_range, round_down_rate, smoothed,
+                                  trains_pretrained, weight_drift)
 
 STAGE = "hparams"
 
@@ -76,17 +76,21 @@ def optimizer_summary(figures: dict[str, Any]) -> Text:
                settings=", ".join(defaulted[:4]) + (", ..." if len(defaulted) > 4 else ""))
 
 
-def check_optimizer(figures: dict[str, Any], *, pretrained: bool = True,
+def check_optimizer(figures: dict[str, Any], *, pretrained: bool = True, frozen_encoder: bool = False,
                     warn_learning_rate: float = threshold("hparams.optimizer", "warn_learning_rate")) -> CheckResult:
     """The effective optimizer; warn when it was given as a string (every setting silently defaulted) or when
     the learning rate is too high for fine-tuning a pretrained transformer.
 
     Args:
         pretrained: False for a checkpoint with random weights (the demo kit), where the rate rule does not apply.
+        frozen_encoder: the pretrained encoder is frozen (`training.head_only`): the fit trains a new head, and the
+            rate rule for pretrained weights does not apply either.
     """
     rate = figures["learning_rate"]
     summary = optimizer_summary(figures)
-    figures = {**figures, "pretrained": pretrained, "string_adam": figures["given_as"] == "adam"}
+    usual = usual_rate(pretrained and not frozen_encoder, frozen_encoder)
+    figures = {**figures, "pretrained": pretrained and not frozen_encoder, "head_only": frozen_encoder,
+               "string_adam": figures["given_as"] == "adam"}
     # What the rules below read into the rate is a rule of thumb: hparams.lr_sweep measures the rate, and once it has,
     # this finding points there (`registry.CAUSES`) and is said without its reading.
     return judge("hparams.optimizer", figures, {
@@ -94,8 +98,12 @@ def check_optimizer(figures: dict[str, Any], *, pretrained: bool = True,
             msg("{summary} The string hides its learning rate: 'adam' always means {rate:g}{reading}.",
                 summary=summary, rate=rate,
                 reading=msg(", above the {limit:g} a pretrained transformer tolerates", limit=warn_learning_rate)
-                if pretrained else msg(", whatever this checkpoint needs")),
-            RateFix(usual_rate(pretrained))),
+                if figures["pretrained"] else msg(", whatever this fit needs")),
+            RateFix(usual)),
+        "head_only": (
+            msg("{summary} This fit trains only the head (the pretrained encoder is frozen), so the {limit:g} ceiling "
+                "for fine-tuning pretrained weights does not apply; the sweep measures the rate.", summary=summary,
+                limit=warn_learning_rate), None),
         "random_weights": (
             msg("{summary} This checkpoint has random weights (the demo kit), so the 1e-4 ceiling for pretrained "
                 "transformers does not apply; the sweep shows which rates work.", summary=summary), None),
@@ -103,7 +111,7 @@ def check_optimizer(figures: dict[str, Any], *, pretrained: bool = True,
             msg("{summary} {rate:g} is above {limit:g}{reading}.", summary=summary, rate=rate,
                 limit=warn_learning_rate,
                 reading=msg(": fine-tuning a pretrained transformer at this rate tends to wreck its weights")),
-            RateFix(usual_rate(pretrained))),
+            RateFix(usual)),
     }, summary, thresholds={"warn_learning_rate": warn_learning_rate})
 
 
@@ -356,7 +364,7 @@ def _finite_or_none(value: float) -> float | None:
     return float(value) if value is not None and math.isfinite(value) else None
 
 
-def sweep_verdicts(figures: dict[str, Any], *, pretrained: bool,
+def sweep_verdicts(figures: dict[str, Any], *, pretrained: bool, head_only: bool = False,
                    blowup_factor: float = threshold("hparams.lr_sweep", "blowup_factor"),
                    held_out_rise: float = threshold("hparams.lr_sweep", "held_out_rise"),
                    warn_drift: float = threshold("hparams.lr_sweep", "warn_drift"),
@@ -394,7 +402,7 @@ def sweep_verdicts(figures: dict[str, Any], *, pretrained: bool,
     # rate nearest the checkpoint's usual one (a rate real fine-tuning calls good) stands for them.
     separates = bool(good) and start is not None and start - min(good)[0] >= min_held_out_gain * start
     falling = [entry for entry in good if entry[3] - entry[1] >= min_held_out_gain * entry[3]]
-    usual = usual_rate(pretrained)
+    usual = usual_rate(pretrained, head_only)
     if separates:
         ranked, ranked_by = sorted(good), "held-out loss"
     elif falling:
@@ -415,7 +423,7 @@ def sweep_verdicts(figures: dict[str, Any], *, pretrained: bool,
     }
 
 
-def check_lr_sweep(figures: dict[str, Any], configured_rate: float, *, pretrained: bool = True,
+def check_lr_sweep(figures: dict[str, Any], configured_rate: float, *, pretrained: bool = True, head_only: bool = False,
                    warn_decades: float = threshold("hparams.lr_sweep", "warn_decades"),
                    fail_drift: float = threshold("hparams.lr_sweep", "fail_drift"),
                    thin_held_out_rows: int = threshold("hparams.lr_sweep", "thin_held_out_rows")) -> CheckResult:
@@ -424,7 +432,7 @@ def check_lr_sweep(figures: dict[str, Any], configured_rate: float, *, pretraine
     Fails when the configured rate diverged or moves pretrained weights by more than `fail_drift` a step;
     warns when it is merely too high, or more than `warn_decades` powers of ten below the recommended rate.
     """
-    verdicts = sweep_verdicts(figures, pretrained=pretrained)
+    verdicts = sweep_verdicts(figures, pretrained=pretrained, head_only=head_only)
     rates, best = figures["learning_rates"], verdicts["best_rate"]
     index = min(range(len(rates)), key=lambda i: abs(math.log(rates[i] / configured_rate)))  # the configured rate's
     why, drift = verdicts["reasons"][index], figures["drift_per_step"][index]
@@ -657,7 +665,7 @@ def run_training_checks(config: RunConfig, model, batches: list, settings: Sweep
         held: a batch of rows the sweep never trains on (the sweep scores each rate on it).
     """
     task = config.glue_task
-    pretrained = is_pretrained(model)
+    pretrained, head = trains_pretrained(model), head_only(model)  # the rules for what this fit trains
     results = []
     holder: list[Trainer] = []
 
@@ -671,7 +679,7 @@ def run_training_checks(config: RunConfig, model, batches: list, settings: Sweep
     results.append(run_check("hparams.lr_sweep", STAGE, lambda: check_lr_sweep(
         lr_sweep(trainer(), settings, held, configured_rate=rate,
                  regression=task.regression, progress=lambda f, t: progress(0.7 * f, t)),
-        rate, pretrained=pretrained)))
+        rate, pretrained=pretrained, head_only=head)))
     safe, best = ((results[-1].evidence or {}).get(key) for key in ("max_safe_rate", "best_rate"))
     results.append(run_check("hparams.lr_range_test", STAGE, lambda: check_lr_range_test(
         lr_range_test(trainer(), settings, lambda f, t: progress(0.7 + 0.3 * f, t)), max_safe_rate=safe,

@@ -237,10 +237,22 @@ def fresh_copy(model, inputs):
         raise ValueError(f"a subclassed Keras model ({type(model).__name__}) cannot be copied to train without "
                          "its code: build it with the functional API or Sequential to have it trained on a copy")
     call(copy, inputs)
+    copy_trainable(model, copy)  # first: Keras lists a model's weights trainable first, so the flags set the order
     copy_weights(model, copy)
     if model in _HEADS:
         _HEADS[copy] = _HEADS[model]
     return copy
+
+
+def copy_trainable(source, target) -> None:
+    """The source's `trainable` flags on the copy's layers (a frozen encoder stays frozen: the copy trains what fit
+    trains), layer by layer in the order Keras walks them, parents before their sublayers."""
+    sources, targets = list(source._flatten_layers()), list(target._flatten_layers())
+    if len(sources) != len(targets):
+        return
+    for of, to in zip(sources, targets):
+        if to.trainable != of.trainable:
+            to.trainable = of.trainable
 
 
 def unused_by_output(model, inputs) -> set[str]:
@@ -272,6 +284,26 @@ def pretrained_variables(model) -> set[int] | None:
         return None
     encoder = head_of(model).encoder
     return {id(variable) for variable in encoder.weights} if encoder is not None else set()
+
+
+def encoder_variables(model) -> set[int]:
+    """ids of the variables of the pretrained encoder: a Transformers classifier's main layer (its
+    `base_model_prefix` attribute), or the Transformers part inside a Keras model (empty when there is none)."""
+    if is_transformers_classifier(model):
+        encoder = getattr(model, getattr(model, "base_model_prefix", "") or "", None)
+    else:
+        encoder = head_of(model).encoder
+    return {id(variable) for variable in encoder.weights} if encoder is not None else set()
+
+
+def what_trains(model) -> dict[str, int]:
+    """The trainable weights a fit of the model as it stands updates, counted: {"encoder": ..., "other": ...}
+    (the encoder's, and the head's with anything else around it)."""
+    encoder = encoder_variables(model)
+    counts = {"encoder": 0, "other": 0}
+    for variable in model.trainable_variables:
+        counts["encoder" if id(variable) in encoder else "other"] += int(np.prod(variable.shape))
+    return counts
 
 
 def class_ids(labels) -> np.ndarray:

@@ -425,14 +425,19 @@ def _unused_text(unused: list[str]) -> Any:
 
 
 def check_weights_after_step(record: StepRecord, broken: list[str], learning_rate_text: str,
-                             moved: dict[str, Any] | None = None) -> CheckResult:
+                             moved: dict[str, Any] | None = None, *, stale: tuple[int, int, int] | None = None
+                             ) -> CheckResult:
     """After one optimizer step on a copy (one that ran: the runner's "stepped" need), every weight is still finite
-    and the step moved weights.
+    and the step moved weights; and the traced fit's own train step trains what the layers mark trainable.
 
     Args:
         moved: `training.moved_variables` of the step (None when it was not measured).
+        stale: `RunConfig.stale_train_step`: the fit reuses a train step built before `trainable` changed.
     """
     evidence = {"non_finite": broken, "loss": record.loss, "rate_at_step": record.rate,
+                "stale_train_step": stale is not None,
+                **({"train_step_built_at_fit": stale[0], "train_step_trains": stale[1], "marked_trainable": stale[2]}
+                   if stale else {}),
                 **({"moved": moved["moved"], "unmoved": [variable_path(name) for name in moved["unmoved"]][:50],
                     "max_change": moved["max_change"]} if moved else {})}
     if moved:
@@ -440,6 +445,11 @@ def check_weights_after_step(record: StepRecord, broken: list[str], learning_rat
     moved_text = msg(" and moved {moved} of {count} trainable variables", moved=moved["moved"],
                      count=moved["variables"]) if moved else ""
     return judge("model.weights_after_step", evidence, {
+        "stale_train_step": lambda: (
+            msg("This fit reuses the train step Keras built at fit {fit}, which updates {trained:,} weights, while "
+                "the layers now mark {marked:,} trainable: trainable was changed after that fit without compiling "
+                "again, so the weights it unfroze stay as they are.", fit=stale[0], trained=stale[1], marked=stale[2]),
+            "model.compile(optimizer=..., loss=...)  # again after changing trainable, before this fit"),
         "non_finite_weights": (
             msg("After one optimizer step ({rate}), {count} weights hold NaN or Inf, first: {first}.",
                 rate=learning_rate_text, count=len(broken), first=", ".join(broken[:3])),

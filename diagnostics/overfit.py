@@ -8,7 +8,7 @@ from typing import Any, Callable
 import numpy as np
 
 from diagnostics.i18n import Text, joined, msg
-from diagnostics.config import RunConfig, usual_rate
+from diagnostics.config import RunConfig
 from diagnostics.fixes import RateFix
 from diagnostics.batches import LABEL, FirstBatch, build_batch, decoded_rows, split_labels
 from diagnostics.glue import GlueTask
@@ -16,7 +16,7 @@ from diagnostics.keras_model import call, class_logits, head_of
 from diagnostics.budget import check_deadline
 from diagnostics.registry import threshold
 from diagnostics.result import CheckResult, crossed, judge
-from diagnostics.training import (SharedCopy, effective_rate, first_line, is_pretrained,
+from diagnostics.training import (SharedCopy, effective_rate, first_line, is_pretrained, usual_rate_of,
                                   round_down_rate, split_batch, smoothed, weight_drift)
 
 STAGE = "overfit"
@@ -257,7 +257,7 @@ def run_overfit_checks(config: RunConfig, model, tokenizer, split, *, epochs: in
     if rate is None and configured_broke:
         # The checkpoint's usual rate, a rate real fine-tuning calls good (the sweep's own pick, from a few steps,
         # can be noisy); the sweep's pick when the usual rate is the one it flagged.
-        usual = usual_rate(is_pretrained(model))
+        usual = usual_rate_of(model)
         rate, source = (usual, "usual") if not math.isclose(usual, configured, rel_tol=1e-6) else (best_rate, "sweep")
         if rate is None:
             rate, source = configured, "configured"

@@ -63,6 +63,7 @@ class Captured:
     notes: list[str] = field(default_factory=list)
     namespace: dict | None = None  # the code's global names, to write fixes in its names (default: __main__'s)
     tokenization: dict | None = None  # the code's last tokenizer call on text (`hooks.tokenization`)
+    stale_train_step: tuple[int, int, int] | None = None  # `RunConfig.stale_train_step`, seen by the trace
 
 
 # ---------------------------------------------------------------- compile settings
@@ -113,7 +114,7 @@ def read_optimizer(model, given: Any = None, *, seen: bool = False) -> dict[str,
             return {"optimizer": "adam"}
         raise InputError(msg("compile(optimizer={optimizer}): the debugger models Adam ('adam', Adam, AdamW or "
                              "transformers.create_optimizer); other optimizers are not judged.", optimizer=repr(given)))
-    optimizer = getattr(model, "optimizer", None)
+    optimizer = _optimizer_of(model, given)
     if optimizer is None:
         return {"optimizer": "Adam", "learning_rate": UNCOMPILED_RATE}
     name = type(optimizer).__name__
@@ -132,6 +133,15 @@ def read_optimizer(model, given: Any = None, *, seen: bool = False) -> dict[str,
         return {"optimizer": "Adam", "learning_rate": value}
     raise InputError(msg("compile(optimizer={optimizer}): the debugger models Adam ('adam', Adam, AdamW or "
                          "transformers.create_optimizer); other optimizers are not judged.", optimizer=f"{name}(...)"))
+
+
+def _optimizer_of(model, given: Any = None):
+    """The optimizer the model trains with: the one it was compiled with, else one given as an object (a custom
+    loop's, given to `diagnose(optimizer=)` or seen at its first `apply_gradients`)."""
+    optimizer = getattr(model, "optimizer", None) if model is not None else None
+    if optimizer is None and given is not None and not isinstance(given, str):
+        return given
+    return optimizer
 
 
 def _schedule(rate) -> dict[str, Any] | None:
@@ -445,11 +455,15 @@ def _rows_in(dataset, read: int, batch_rows: int) -> int | None:
     import tensorflow as tf
 
     if not hasattr(dataset, "cardinality"):
-        return max(read, len(dataset) * batch_rows) if hasattr(dataset, "__len__") else None
-    batches = int(dataset.cardinality())
-    if batches in (int(tf.data.INFINITE_CARDINALITY), int(tf.data.UNKNOWN_CARDINALITY)):
-        return None
-    return max(read, batches * batch_rows)
+        if not hasattr(dataset, "__len__"):
+            return None
+        batches = len(dataset)
+    else:
+        batches = int(dataset.cardinality())
+        if batches in (int(tf.data.INFINITE_CARDINALITY), int(tf.data.UNKNOWN_CARDINALITY)):
+            return None
+    # More rows read than all batches but the last hold: every batch was read, the last one short.
+    return read if read > (batches - 1) * batch_rows else batches * batch_rows
 
 
 # ---------------------------------------------------------------- the run
@@ -520,8 +534,9 @@ def build_run(captured: Captured) -> RunContext:
         data_source="code", num_labels=num_labels, batch_size=batch_size,
         **dict(zip(("max_length", "truncation"), _truncation(captured.tokenization, tokenizer, source))),
         columns=recipe.columns, labels_in="separate" if recipe.label_cols else "inputs", shuffle=shuffle,
-        recipe=recipe, model_inputs=tuple((input_names(model) if model is not None else None) or ()) or None, keras_name=keras_name_in(captured.namespace if captured.namespace is not None else
-                                                vars(sys.modules["__main__"])),
+        recipe=recipe, model_inputs=tuple((input_names(model) if model is not None else None) or ()) or None,
+        keras_name=keras_name_in(captured.namespace if captured.namespace is not None else vars(sys.modules["__main__"])),
+        stale_train_step=captured.stale_train_step,
         **compiled,
     )
     if model is not None and not is_transformers_classifier(model):
@@ -557,8 +572,7 @@ def _compile_fields(captured: Captured) -> dict[str, Any]:
     seen = given is not None
     if model is None and not seen:
         return {"loss": "internal", "optimizer": "Adam"}
-    fields_ = read_optimizer(model, (given or {}).get("optimizer"), seen=seen and isinstance(
-        (given or {}).get("optimizer"), str))
+    fields_ = read_optimizer(model, (given or {}).get("optimizer"), seen=seen)
     fields_["loss"] = read_loss(model, (given or {}).get("loss"), seen=seen)
     return fields_
 
@@ -567,7 +581,7 @@ def _user_optimizer(model, captured: Captured):
     """The optimizer object the user compiled with, for copies to clone (None for a string, which Keras builds with
     its defaults as the configuration does, or for no optimizer)."""
     given = (captured.compile_args or {}).get("optimizer")
-    optimizer = getattr(model, "optimizer", None) if model is not None else None
+    optimizer = _optimizer_of(model, given)
     if optimizer is None or isinstance(given, str):
         return None
     clone_optimizer(optimizer)  # one that cannot be rebuilt is said now, before any check trains

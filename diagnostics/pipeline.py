@@ -8,7 +8,6 @@ import numpy as np
 from diagnostics import keras_model, registry
 from diagnostics.i18n import msg
 from diagnostics.batches import LABEL, LABEL_AS_WRITTEN, decoded_rows, split_labels
-from diagnostics.config import usual_rate
 from diagnostics.context import RunContext
 from diagnostics.data import (check_baselines, check_batch, check_columns, check_decoded_samples, check_duplicates,
                               check_label_balance, check_label_range, check_text_cells, check_tokenizing,
@@ -27,7 +26,7 @@ from diagnostics.model import (check_config, check_forward, check_gradients, che
 from diagnostics.overfit import DEFAULT_EPOCHS, run_overfit_checks
 from diagnostics.result import CheckResult, run_check
 from diagnostics.runner import Settings, run_units
-from diagnostics.training import is_pretrained, per_sample_losses, split_batch
+from diagnostics.training import head_only, is_pretrained, per_sample_losses, split_batch, usual_rate_of
 
 __all__ = ["STAGES", "parse_stages", "parse_skip", "run_stages", "data_stage",
            "learnability_stage", "model_stage", "hparams_stage", "overfit_stage"]
@@ -122,7 +121,9 @@ def data_columns(run: RunContext) -> CheckResult:
     if run.text_problems:
         return check_text_cells(run.text_problems, task, len(run.split))
     inputs = run.config.model_inputs or run.tokenizer.model_input_names
-    return check_columns(columns, task, run.first_batch, list(inputs))
+    recipe = run.config.recipe
+    return check_columns(columns, task, run.first_batch, list(inputs),
+                         read_back=recipe is not None and type(recipe.collate_fn).__name__ == "ReadBackCollator")
 
 
 def data_batch(run: RunContext) -> CheckResult:
@@ -177,7 +178,7 @@ def measure_learnability(run: RunContext, *, copies) -> list[CheckResult]:
     """At the checkpoint's usual rate, whatever the configured one (the rate is the sweep's question)."""
     model = run.classifier[0]
     return [run_check(LEARNABILITY, "data", lambda: check_learnability(learnability_figures(
-        model, run.tokenizer, run.config, run.split, rate=usual_rate(is_pretrained(model)), copies=copies)))]
+        model, run.tokenizer, run.config, run.split, rate=usual_rate_of(model), copies=copies)))]
 
 
 # The Model checks measure alone too; they share the run context's forward pass and train step (`RunContext.forward`,
@@ -234,7 +235,8 @@ def model_gradients(run: RunContext) -> CheckResult:
 
 def model_weights_after_step(run: RunContext) -> CheckResult:
     step = run.batch_step
-    return check_weights_after_step(step.record, step.broken, learning_rate_text(run.config), step.moved)
+    return check_weights_after_step(step.record, step.broken, learning_rate_text(run.config), step.moved,
+                                    stale=run.config.stale_train_step)
 
 
 def model_nan_origin(run: RunContext) -> CheckResult:
@@ -263,7 +265,9 @@ def _batches(run: RunContext, sweep: SweepSettings):
 # step with labels in range.
 
 def hparams_optimizer(run: RunContext) -> CheckResult:
-    return check_optimizer(optimizer_settings(run.config), pretrained=is_pretrained(run.classifier[0]))
+    model = run.classifier[0]
+    return check_optimizer(optimizer_settings(run.config), pretrained=is_pretrained(model),
+                           frozen_encoder=head_only(model))
 
 
 def hparams_loss(run: RunContext) -> CheckResult:

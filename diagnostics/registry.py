@@ -347,6 +347,9 @@ CHECKS: dict[str, Check] = {check.id: check for check in (
     Check("model.weights_after_step", N_("weights stay finite and move after one step"), trains=True,
           requires=_AFTER_FORWARD + ("stepped",), measure=_WALK + "model_weights_after_step", conditions=(
         # Judged in this order.
+        _C("stale_train_step", None, "fail when a traced fit reuses the train step Keras built at an earlier fit, "
+                                     "before trainable changed (no compile since): the weights unfrozen since stay "
+                                     "as they are", Holds("stale_train_step"), status="fail"),
         _C("non_finite_weights", None, "fail when a weight holds NaN or Inf after the step", Holds("non_finite"),
            status="fail"),
         _C("warmup_step", 0.0, "pass a step whose scheduled rate is at most this (warmup's first step moves nothing "
@@ -377,6 +380,9 @@ CHECKS: dict[str, Check] = {check.id: check for check in (
         # Judged in this order.
         _C("string_adam", None, "warn when the optimizer is given as the string 'adam' (every setting, the rate "
                                 "1e-3 included, silently a Keras default)", Holds("string_adam")),
+        _C("head_only", None, "pass any rate on a fit that trains only a head on a frozen pretrained encoder: the "
+                              "ceiling is for pretrained weights, and the sweep measures the rest", Holds("head_only"),
+           status="pass"),
         _C("random_weights", None, "pass any rate on a checkpoint with random weights (the demo kit): the ceiling is "
                                    "for pretrained ones, and the sweep measures the rest", Holds("pretrained", False),
            status="pass"),
@@ -518,6 +524,12 @@ CAUSES: dict[str, Cause] = {cause.name: cause for cause in (
     # (and its verdict on the configured rate, short of a loss that broke) says nothing about the rate.
     Cause("random_labels", "data.learnability", ("random_weights",), N_("labels that do not match their texts"),
           (_E("hparams.lr_sweep", ("too_high", "warn_decades", "no_good_rate"), Holds("configured_broke", False)),)),
+    # A fit that reuses the train step of an earlier fit trains what that step trained, with that step's optimizer:
+    # what the rate rules read into the rate for the weights unfrozen since is for after the compile that fixes it.
+    Cause("stale_train_step", "model.weights_after_step", ("stale_train_step",),
+          N_("trainable changed without compiling again"),
+          (_E("hparams.optimizer", ("warn_learning_rate", "string_adam")), _E("hparams.lr_sweep"),
+           _E("hparams.lr_range_test"), _E("overfit.one_batch"))),
     Cause("rate", "hparams.lr_sweep", ("broke", "fail_drift", "too_high", "warn_decades"), N_("the learning rate"),
           (_E("hparams.optimizer", ("warn_learning_rate",), measured=True), _E("hparams.optimizer", ("string_adam",)),
            _E("model.weights_after_step", ("non_finite_weights",)),

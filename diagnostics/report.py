@@ -155,29 +155,33 @@ def junit_report(report: dict) -> str:
     from xml.etree import ElementTree as ET
 
     root = ET.Element("testsuites", name="Training Pipeline Debugger")
-    run = report["run"]
-    for stage in STAGE_ORDER:
-        checks = [check for check in report["checks"] if check["stage"] == stage]
-        if not checks:
-            continue
-        failing = [check for check in checks if check["status"] in ("fail", "error") and not check.get("explained_by")]
-        suite = ET.SubElement(root, "testsuite", name=stage, tests=str(len(checks)), failures=str(len(failing)),
-                              errors="0", skipped=str(sum(c["status"] == "skip" for c in checks)))
-        properties = ET.SubElement(suite, "properties")
-        for name in ("checkpoint", "task", "split"):
-            ET.SubElement(properties, "property", name=name, value=str(run.get(name, "")))
-        for check in checks:
-            case = ET.SubElement(suite, "testcase", name=check["id"], classname=f"diagnostics.{stage}")
-            ET.SubElement(ET.SubElement(case, "properties"), "property", name="status", value=check["status"])
-            text = check["summary"] + (f"\n\nFix:\n{check['fix']}" if check["fix"] else "")
-            if check.get("explained_by"):
-                ET.SubElement(case, "system-out").text = f"EXPLAINED by {check['explained_by']}: {check['summary']}"
-            elif check["status"] in ("fail", "error"):
-                ET.SubElement(case, "failure", message=check["summary"], type=check["status"]).text = text
-            elif check["status"] == "skip":
-                ET.SubElement(case, "skipped", message=check["summary"])
-            elif check["status"] == "warn":
-                ET.SubElement(case, "system-out").text = f"WARN: {text}"
+    fits = [report, *(report.get("later_fits") or [])]  # a traced script's checked fits, a suite set each
+    for number, fit in enumerate(fits, 1):
+        run = fit.get("run") or {}
+        for stage in STAGE_ORDER:
+            checks = [check for check in fit.get("checks", []) if check["stage"] == stage]
+            if not checks:
+                continue
+            failing = [check for check in checks if check["status"] in ("fail", "error")
+                       and not check.get("explained_by")]
+            name = stage if len(fits) == 1 else f"fit{(fit.get('phase') or {}).get('fit', number)}.{stage}"
+            suite = ET.SubElement(root, "testsuite", name=name, tests=str(len(checks)), failures=str(len(failing)),
+                                  errors="0", skipped=str(sum(c["status"] == "skip" for c in checks)))
+            properties = ET.SubElement(suite, "properties")
+            for key in ("checkpoint", "task", "split"):
+                ET.SubElement(properties, "property", name=key, value=str(run.get(key, "")))
+            for check in checks:
+                case = ET.SubElement(suite, "testcase", name=check["id"], classname=f"diagnostics.{name}")
+                ET.SubElement(ET.SubElement(case, "properties"), "property", name="status", value=check["status"])
+                text = check["summary"] + (f"\n\nFix:\n{check['fix']}" if check["fix"] else "")
+                if check.get("explained_by"):
+                    ET.SubElement(case, "system-out").text = f"EXPLAINED by {check['explained_by']}: {check['summary']}"
+                elif check["status"] in ("fail", "error"):
+                    ET.SubElement(case, "failure", message=check["summary"], type=check["status"]).text = text
+                elif check["status"] == "skip":
+                    ET.SubElement(case, "skipped", message=check["summary"])
+                elif check["status"] == "warn":
+                    ET.SubElement(case, "system-out").text = f"WARN: {text}"
     error = (report.get("script") or {}).get("error")
     if error:  # a traced script that stopped before fit
         suite = ET.SubElement(root, "testsuite", name="script", tests="1", failures="1", errors="0", skipped="0")

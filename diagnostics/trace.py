@@ -1,9 +1,11 @@
 """`python -m diagnostics trace SCRIPT`: run a user's training script in a child process with `fit` intercepted.
 
-At the first `fit` call the child captures the model, the dataset, the compile settings and the tokenizer the script
-built, runs the checks instead of training, writes the report and exits (`then_train` lets `fit` go on). When the
-script fails before `fit`, the exception itself is diagnosed. The parent (`trace_script`) waits for the child
-under a time limit, relays its progress, and reads the report back.
+At each `fit` call the child captures the model, the dataset, the compile settings and the tokenizer the script
+built and runs the checks on them (a fit that trains the same weights with the same optimizer and rate as one
+checked before is not checked again), then lets that fit train a few steps so the script goes on to its next fit:
+freeze-then-fine-tune is checked phase by phase. `then_train` lets every fit train in full. When the script fails
+before `fit`, the exception itself is diagnosed. The parent (`trace_script`) waits for the child under a time limit,
+relays its progress, and reads the report back.
 """
 
 from __future__ import annotations
@@ -34,6 +36,11 @@ from diagnostics.internals import is_missing_column_error
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 DEFAULT_TIMEOUT = 600.0
+# After its checks a fit trains this many steps (and evaluate and predict run this many), so that a script goes on
+# to its next fit (freeze-then-fine-tune's second phase) in seconds.
+BRIEF_STEPS = 2
+# At most this many fits are checked a trace (a hyperparameter search fits many models).
+MAX_CHECKED_FITS = 4
 
 
 # ---------------------------------------------------------------- the parent
@@ -110,7 +117,7 @@ def trace_script(script: str | Path, script_args: list[str] | None = None, *, st
             output = output_file.read()[-20000:]
             output_file.close()
         report_path = Path(spec["report"])
-        report = _read_report(report_path) if not timed_out else None
+        report = _read_report(report_path)  # after a time-out too: the fits checked before it stand
     return _judged(path.name, report, timed_out=timed_out, timeout=timeout, status=child.returncode, output=output,
                    seen=seen)
 
@@ -118,37 +125,54 @@ def trace_script(script: str | Path, script_args: list[str] | None = None, *, st
 def _judged(name: str, report: dict | None, *, timed_out: bool, timeout: float, status: int | None, output: str,
             seen: list[str]) -> TraceOutcome:
     """What a finished trace comes to: the child's report with its exit code and one-line finding."""
-    if timed_out:
-        reached = msg(" after reaching fit, while the checks ran") if any("reached fit" in line for line in seen) \
+    reached = report is not None and report.get("script", {}).get("reached_fit")
+    if timed_out and not reached:
+        where = msg(" after reaching fit, while the checks ran") if any("reached fit" in line for line in seen) \
             else msg(" before reaching fit (a loop that never ends, or training without model.fit?)")
         return TraceOutcome(None, EXIT_BAD_INPUT, msg("{name} was stopped after {timeout:g} s{reached}; give a longer "
                                                       "--timeout if it is just slow.", name=name, timeout=timeout,
-                                                      reached=reached), output, seen)
+                                                      reached=where), output, seen)
     if report is None:
         return TraceOutcome(None, EXIT_BAD_INPUT, msg("{name} ended (exit status {status}) without a report: the "
                                                       "tracer itself failed; its output above says why.", name=name,
                                                       status=status), output, seen)
     script_info = report.get("script", {})
-    # Counted by cause: a finding another check's cause explains counts once, at its owner.
-    found_causes = report.get("causes") or []
-    failing = any(cause["status"] in ("fail", "error") for cause in found_causes)
-    if script_info.get("error"):
+    if script_info.get("error") and not reached:
         error = script_info["error"]
         return TraceOutcome(report, EXIT_FAILED, msg("{name} stopped before fit at {where}: {finding}", name=name,
                                                      where=error["where"], finding=script_finding(error)), output,
                             seen)
-    if not script_info.get("reached_fit"):
+    if not reached:
         return TraceOutcome(report, EXIT_BAD_INPUT, msg("{name} ended without calling fit: nothing to check.",
                                                         name=name), output, seen)
-    counts = {status: sum(cause["status"] == status for cause in found_causes) for status in ("fail", "error", "warn")}
-    failed, warned = counts["fail"] + counts["error"], counts["warn"]
-    found = joined([part for part in (
-        msgn("{count} cause fails", "{count} causes fail", failed) if failed else None,
-        msgn("{count} cause warns", "{count} causes warn", warned) if warned else None)
-        if part is not None]) if failed or warned else msg("no check fails")
-    return TraceOutcome(report, EXIT_FAILED if failing else EXIT_OK,
-                        msg("{name} reached fit at {where}; checked what it built: {found}.", name=name,
-                            where=script_info["fit_at"], found=found), output, seen)
+    fits = fit_reports(report)
+    failing, parts = False, []
+    for fit in fits:
+        # Counted by cause: a finding another check's cause explains counts once, at its owner.
+        found_causes = fit.get("causes") or []
+        error = fit.get("error") or (script_info.get("error") if fit is report else None)
+        failing = failing or bool(error) or any(cause["status"] in ("fail", "error") for cause in found_causes)
+        counts = {state: sum(cause["status"] == state for cause in found_causes) for state in ("fail", "error", "warn")}
+        failed, warned = counts["fail"] + counts["error"], counts["warn"]
+        found = script_finding(error) if error else joined([part for part in (
+            msgn("{count} cause fails", "{count} causes fail", failed) if failed else None,
+            msgn("{count} cause warns", "{count} causes warn", warned) if warned else None)
+            if part is not None]) if failed or warned else msg("no check fails")
+        parts.append(found if len(fits) == 1 else msg("fit {number} at {where}: {found}", found=found,
+                                                       number=fit["phase"]["fit"], where=fit["phase"]["at"]))
+    if script_info.get("loop"):
+        message = msg("{name} reached the first apply_gradients of its training loop at {where}; checked what it "
+                      "built: {found}.", name=name, where=script_info["fit_at"], found=parts[0])
+    elif len(fits) == 1:
+        message = msg("{name} reached fit at {where}; checked what it built: {found}.", name=name,
+                      where=script_info["fit_at"], found=parts[0])
+    else:
+        message = msg("{name} reached fit {count} times; checked what each trains: {found}.", name=name,
+                      count=script_info.get("fits", len(fits)), found=joined(parts, "; "))
+    if timed_out:
+        message = msg("{message} It was stopped after {timeout:g} s: these are the checks it finished.",
+                      message=message, timeout=timeout)
+    return TraceOutcome(report, EXIT_FAILED if failing else EXIT_OK, message, output, seen)
 
 
 def _read_report(path: Path) -> dict | None:
@@ -240,11 +264,6 @@ def _tie_to_parent(parent: int) -> None:
 # ---------------------------------------------------------------- the child
 
 
-class _Traced(BaseException):
-    """Raised from the intercepted `fit` once the report is written: ends the script (a BaseException, so the
-    script's own `except Exception` cannot swallow it)."""
-
-
 class _Child:
     """The child's state: the spec, compile calls seen, and the report once written."""
 
@@ -253,6 +272,15 @@ class _Child:
         self.script = spec["script"]
         self.compiled: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()
         self.reported = False
+        self.fits = 0  # the script's fit calls so far
+        self.checked_keys: list[tuple] = []  # what each checked fit trained, with what optimizer and rate
+        self.reports: list[dict] = []  # each checked fit's report, in order
+        self.unchecked: list[int] = []  # fits past MAX_CHECKED_FITS that train something new
+        self.briefly: set[str] = set()  # the methods run briefly after the checks
+        self.in_fit = 0  # fits running now (their apply_gradients calls are theirs)
+        self.looped = False  # a custom loop's first apply_gradients was seen
+        # Per model, the train step Keras built (at its first fit after a compile): (fit, trainable ids, weights).
+        self.steps_built: "weakref.WeakKeyDictionary[Any, tuple]" = weakref.WeakKeyDictionary()
         self.checking = False  # the checks' own fit and compile calls (on copies) pass straight through
         self._compiling = threading.local()
 
@@ -293,22 +321,189 @@ class _Child:
         keras_fit = tf_keras.Model.fit
 
         def fit(model, *args, **kwargs):
-            if child.reported or child.checking:
+            if child.checking:
                 return keras_fit(model, *args, **kwargs)
-            child.checking = True
+            child.fits += 1
+            builds = getattr(model, "train_function", None) is None  # this fit builds the train step Keras runs
+            trainable = [id(variable) for variable in model.trainable_variables]
+            if child.to_check(model):
+                child.checking = True
+                try:
+                    with _quiet_checks():
+                        child.on_fit(model, args, kwargs, stale=None if builds else child.stale_step(model, trainable))
+                finally:
+                    child.checking = False
+            if builds:
+                child.steps_built[model] = (child.fits, trainable, _count(model.trainable_variables))
+            child.in_fit += 1  # the optimizer's apply_gradients inside fit is fit's, not a custom loop's
             try:
-                with _quiet_checks():
-                    child.on_fit(model, args, kwargs)
+                if child.spec.get("then_train"):
+                    child.say(msg("Checks done: training goes on (--then-train)"))
+                    return keras_fit(model, *args, **kwargs)
+                return child.brief(keras_fit, model, args, kwargs, "fit")
             finally:
-                child.checking = False
-            if child.spec.get("then_train"):
-                child.say("Checks done: training goes on (--then-train)")
-                return keras_fit(model, *args, **kwargs)
-            raise _Traced()
+                child.in_fit -= 1
 
         tf_keras.Model.fit = fit
+        for method in ("evaluate", "predict"):
+            self._bound(tf_keras.Model, method)
         for owner in (modeling_tf_utils.TFPreTrainedModel, tf_keras.Model):
             self._wrap_compile(owner)
+        for owner in (tf_keras.optimizers.Optimizer, tf_keras.optimizers.legacy.Optimizer):
+            self._wrap_apply_gradients(owner)
+
+    def _wrap_apply_gradients(self, owner) -> None:
+        """A custom training loop (a `tf.GradientTape` loop, no fit) is checked at its first `apply_gradients`:
+        the model whose weights it updates, the data and the loss found among the script's objects, the
+        optimizer itself. The script then ends (`--then-train` lets it go on)."""
+        original = owner.apply_gradients
+        child = self
+
+        @functools.wraps(original)
+        def apply_gradients(optimizer, grads_and_vars, *args, **kwargs):
+            if child.in_fit or child.checking or child.looped or child.reports:
+                return original(optimizer, grads_and_vars, *args, **kwargs)
+            pairs = list(grads_and_vars)
+            child.looped = True
+            frame = child._script_frame(sys._getframe(1))
+            # What the checks need, held while the script's frames unwind: the checks run once they are gone (a
+            # loop's tf.function may be tracing this call, where nothing can run eagerly).
+            loop = {"optimizer": optimizer, "variables": [variable for _, variable in pairs],
+                    "where": f"{Path(child.script).name} line {frame.f_lineno}" if frame else Path(child.script).name,
+                    "scopes": [dict(scope) for scope in child._scopes(frame)],
+                    "namespace": frame.f_globals if frame else None}
+            if not child.spec.get("then_train"):
+                raise _LoopChecked(loop)
+            child.check_loop(loop)
+            return original(optimizer, pairs, *args, **kwargs)
+
+        owner.apply_gradients = apply_gradients
+
+    def check_loop(self, loop: dict) -> None:
+        self.checking = True
+        try:
+            with _quiet_checks():
+                self.on_loop(**loop)
+        finally:
+            self.checking = False
+
+    def on_loop(self, optimizer, variables: list, where: str, scopes: list[dict], namespace) -> None:
+        """The checks on a custom loop's first update, as the report of its one checked step."""
+        from diagnostics.api import capture
+        from diagnostics.errors import InputError
+        from diagnostics.own_code import build_run
+        from diagnostics.pipeline import parse_skip, parse_stages, run_stages
+        from diagnostics.report import build_report
+
+        self.say(msg("The script's training loop reached apply_gradients at {where}: running the checks on what it "
+                     "built", where=where))
+        model = _owner_of(variables, scopes)
+        phase = {"fit": 1, "at": where, "loop": True, **(_phase(model) if model is not None else {})}
+        try:
+            if model is None:
+                raise InputError(msg("No Keras model among the script's objects holds the weights apply_gradients "
+                                     "updates."))
+            data, loss = _loop_data(scopes), _loop_loss(scopes)
+            if data is None:
+                raise InputError(msg("No dataset among the script's objects (a tf.data.Dataset, a "
+                                     "keras.utils.Sequence): check the loop with diagnose(model, dataset, loss=..., "
+                                     "optimizer=...)."))
+            captured = capture(model, data, self._tokenizer_in(scopes), self.spec.get("task"),
+                               origin=Path(self.script).name)
+            captured.compile_args = {"optimizer": optimizer, "loss": loss}
+            captured.namespace = namespace
+            captured.notes.append(
+                msg("A custom training loop: checked at its first apply_gradients with its optimizer and the loss "
+                    "{loss} found among its objects.", loss=_describe_loss(loss)) if loss is not None else
+                msg("A custom training loop: checked at its first apply_gradients with its optimizer and the model's "
+                    "own loss (no Keras loss among its objects; diagnose(model, dataset, loss=...) takes the one it "
+                    "computes)."))
+            run = build_run(captured)
+            results = run_stages(run, parse_stages(self.spec.get("stages")), progress=self.checks_progress(),
+                                 skip=parse_skip(self.spec.get("skip")))
+            report = build_report(run.config, results)
+            report.update(_notes(captured.notes))
+        except Exception as exc:  # what the checks cannot take is said, never a traceback
+            finding = message_of(exc) if isinstance(exc, InputError) else \
+                msg("The checks could not run on what the script built: {error}: {message}",
+                    error=type(exc).__name__, message=str(exc))
+            report = {"run": {}, "checks": [], "notes": [], "counts": {},
+                      "error": {"kind": "input", "type": type(exc).__name__, "message": str(exc)[:2000],
+                                "where": where, "code": "", **_said("finding", finding), "fix": None,
+                                "traceback": "".join(traceback.format_exception(exc))[-8000:]}}
+        report["phase"] = phase
+        self.reports.append(report)
+        self.write_fits()
+
+    def _scopes(self, frame) -> list[dict]:
+        """The script's local and global names, innermost frame first."""
+        scopes = []
+        while frame is not None:
+            if os.path.abspath(frame.f_code.co_filename) == self.script:
+                scopes += [frame.f_locals, frame.f_globals]
+            frame = frame.f_back
+        return scopes
+
+    def stale_step(self, model, trainable: list[int]) -> tuple[int, int, int] | None:
+        """(the fit that built it, the weights it trains, the weights marked trainable now) when this fit reuses a
+        train step built before `trainable` changed: Keras traced it with the trainable weights of then."""
+        built = self.steps_built.get(model)
+        if built is None or built[1] == trainable:
+            return None
+        return built[0], built[2], _count(model.trainable_variables)
+
+    def to_check(self, model) -> bool:
+        """Whether this fit is checked: the first, and each later one that trains other weights, with another
+        optimizer or at another rate (freeze-then-fine-tune's second phase); a fit that repeats a checked one (a
+        loop of fits, one epoch each) is not checked again, and after MAX_CHECKED_FITS none is."""
+        from diagnostics.optimizers import current_rate
+
+        try:
+            rate = current_rate(model)
+        except Exception:
+            rate = None
+        key = (id(model), tuple(id(variable) for variable in model.trainable_variables),
+               id(getattr(model, "optimizer", None)), rate)
+        if key in self.checked_keys or len(self.checked_keys) >= MAX_CHECKED_FITS:
+            if len(self.checked_keys) >= MAX_CHECKED_FITS and key not in self.checked_keys:
+                self.unchecked.append(self.fits)
+            return False
+        self.checked_keys.append(key)
+        return True
+
+    def brief(self, original, model, args: tuple, kwargs: dict, method: str):
+        """A fit, evaluate or predict after the checks, run for BRIEF_STEPS steps (one epoch, no callbacks) so the
+        script goes on to what follows (its next fit) in seconds rather than the whole run it asked for."""
+        bound = inspect.signature(original).bind(model, *args, **kwargs)
+        arguments = dict(bound.arguments)
+        arguments.pop("self", None)
+        arguments.update(kwargs)  # **kwargs as given
+        arguments.pop("kwargs", None)
+        arguments["callbacks"] = None
+        arguments["verbose"] = 0
+        if method == "fit":
+            arguments.update(epochs=1, initial_epoch=0, steps_per_epoch=_bounded(arguments.get("steps_per_epoch")))
+            if arguments.get("validation_data") is not None:
+                arguments["validation_steps"] = _bounded(arguments.get("validation_steps"))
+            self.briefly.add(method)
+        else:
+            arguments["steps"] = _bounded(arguments.get("steps"))
+            self.briefly.add(method)
+        self.write_fits()
+        return original(model, **arguments)
+
+    def _bound(self, owner, method: str) -> None:
+        """After the checks, the script's evaluate and predict run briefly too (`brief`), unless --then-train."""
+        original = getattr(owner, method)
+        child = self
+
+        @functools.wraps(original)
+        def bounded(model, *args, **kwargs):
+            if child.checking or not child.reports or child.spec.get("then_train"):
+                return original(model, *args, **kwargs)
+            return child.brief(original, model, args, kwargs, method)
+
+        setattr(owner, method, bounded)
 
     def _wrap_compile(self, owner) -> None:
         original = owner.__dict__["compile"]
@@ -335,7 +530,8 @@ class _Child:
 
     # ------------------------------------------------------------ fit reached
 
-    def on_fit(self, model, args: tuple, kwargs: dict) -> None:
+    def on_fit(self, model, args: tuple, kwargs: dict, *, stale: tuple[int, int, int] | None = None) -> None:
+        """Run the checks on what this fit got, as the fit's report (the report file holds every checked fit's)."""
         from diagnostics.api import capture
         from diagnostics.errors import InputError
         from diagnostics.own_code import arrays_as_dataset, build_run
@@ -344,16 +540,20 @@ class _Child:
 
         frame = self._script_frame(sys._getframe(1))
         where = f"{Path(self.script).name} line {frame.f_lineno}" if frame else Path(self.script).name
-        self.say(msg("The script reached fit at {where}: running the checks on what it built", where=where))
+        number = len(self.reports) + 1
+        self.say(msg("The script reached fit at {where}: running the checks on what it built", where=where)
+                 if number == 1 else msg("The script reached fit {number} at {where}: running the checks on what it "
+                                         "trains", number=number, where=where))
         x = args[0] if args else kwargs.get("x")
         y = args[1] if len(args) > 1 else kwargs.get("y")
-        info = {"path": self.script, "reached_fit": True, "fit_at": where, "error": None}
+        phase = {"fit": self.fits, "at": where, **_phase(model, stale)}
         try:
             if y is not None:
                 x = arrays_as_dataset(x, y, kwargs.get("batch_size"))
             captured = capture(model, x, self._tokenizer(frame, model), self.spec.get("task"),
                                origin=f"{Path(self.script).name}")
             captured.compile_args = self.compiled.get(model)
+            captured.stale_train_step = stale
             workers = kwargs.get("workers")
             if isinstance(workers, int) and workers < 1:  # fit would raise this before training (tf-keras 2.20)
                 captured.notes.append(msg("{finding} Fix: {fix}", finding=msg(
@@ -366,20 +566,50 @@ class _Child:
             report = build_report(run.config, results)
             report.update(_notes(captured.notes))
         except Exception as exc:  # what the checks cannot take is said, never a traceback
-            report = {"run": {}, "checks": [], "notes": [], "counts": {}}
             finding = message_of(exc) if isinstance(exc, InputError) else \
                 msg("The checks could not run on what the script built: {error}: {message}",
                     error=type(exc).__name__, message=str(exc))
-            info["error"] = {"kind": "input", "type": type(exc).__name__, "message": str(exc)[:2000], "where": where,
-                             "code": "", **_said("finding", finding), "fix": None,
-                             "traceback": "".join(traceback.format_exception(exc))[-8000:]}
+            report = {"run": {}, "checks": [], "notes": [], "counts": {},
+                      "error": {"kind": "input", "type": type(exc).__name__, "message": str(exc)[:2000],
+                                "where": where, "code": "", **_said("finding", finding), "fix": None,
+                                "traceback": "".join(traceback.format_exception(exc))[-8000:]}}
+        report["phase"] = phase
+        self.reports.append(report)
+        self.write_fits()
+
+    def write_fits(self, after: BaseException | None = None) -> None:
+        """The report file: the first checked fit's report, the later ones under "later_fits", what the script did
+        after the checks, and where it stopped."""
+        if not self.reports:
+            return
+        first = self.reports[0]
+        info = {"path": self.script, "reached_fit": True, "fit_at": first["phase"]["at"], "fits": self.fits,
+                "loop": bool(first["phase"].get("loop")), "error": first.get("error")}
+        report = {key: value for key, value in first.items() if key != "error"}
+        report["later_fits"] = [{key: value for key, value in later.items()} for later in self.reports[1:]]
+        notes = []
+        if self.briefly and not self.spec.get("then_train"):
+            notes.append(msg("After the checks, each {methods} ran {steps} steps (no callbacks), not what the script "
+                             "asked for, so the script went on to its next fit; --then-train runs them in full.",
+                             methods="/".join(sorted(self.briefly)), steps=BRIEF_STEPS))
+        if self.unchecked:
+            notes.append(msg("Fits {fits} were not checked: at most {count} fits are checked a trace.",
+                             fits=", ".join(map(str, self.unchecked)), count=MAX_CHECKED_FITS))
+        if after is not None:
+            notes.append(msg("After the checks the script raised {error}: {message}", error=type(after).__name__,
+                             message=(str(after).strip().splitlines() or [""])[0][:300]))
+        info.update(_notes(notes))  # the trace's own notes; each fit's are in its report
         report["script"] = info
         self.write(report)
 
     def write(self, report: dict) -> None:
+        """Write the report whole or not at all (a parent that stops the child mid-write reads the last one)."""
         from diagnostics.result import to_json
 
-        Path(self.spec["report"]).write_text(json.dumps(to_json(report), indent=2))
+        path = Path(self.spec["report"])
+        partial = path.with_suffix(".partial")
+        partial.write_text(json.dumps(to_json(report), indent=2))
+        os.replace(partial, path)
         self.reported = True
 
     def _script_frame(self, frame):
@@ -392,17 +622,16 @@ class _Child:
 
     def _tokenizer(self, frame, model=None):
         """The tokenizer the script built: --tokenizer, else one among the script's objects (or its collator's)."""
+        return self._tokenizer_in(self._scopes(frame))
+
+    def _tokenizer_in(self, scopes: list[dict]):
+        """The tokenizer among these names (or a collator's), or --tokenizer's."""
         if self.spec.get("tokenizer"):
             from diagnostics import loading
 
             return loading.load_tokenizer(self.spec["tokenizer"])
         from transformers import PreTrainedTokenizerBase
 
-        scopes = []
-        while frame is not None:
-            if os.path.abspath(frame.f_code.co_filename) == self.script:
-                scopes += [frame.f_locals, frame.f_globals]
-            frame = frame.f_back
         for scope in scopes:
             for value in list(scope.values()):
                 if isinstance(value, PreTrainedTokenizerBase):
@@ -485,6 +714,104 @@ def _quiet_checks():
         transformers_logging.set_verbosity(level)
         if bars:
             datasets.enable_progress_bars()
+
+
+def _count(variables) -> int:
+    """The weights in these variables."""
+    return sum(math.prod(int(size) for size in variable.shape) for variable in variables)
+
+
+def _bounded(steps) -> int:
+    return min(int(steps), BRIEF_STEPS) if isinstance(steps, int) and steps > 0 else BRIEF_STEPS
+
+
+def _phase(model, stale: tuple[int, int, int] | None = None) -> dict:
+    """What a fit trains, in words and counts: the encoder and the head, the head alone (the encoder frozen), or a
+    model with no Transformers encoder; for a fit that reuses an older train step, what that step trains."""
+    from diagnostics.keras_model import encoder_variables, what_trains
+
+    try:
+        counts, has_encoder = what_trains(model), bool(encoder_variables(model))
+    except Exception:  # a model the checks cannot read says so in its own report
+        return {"trains": None, "trains_encoder": None}
+    if stale is not None:
+        trains = msg("trains what fit {fit} trained ({count:,} weights), not what the layers now mark trainable (see "
+                     "model.weights_after_step)", fit=stale[0], count=stale[1])
+        return {"trains": str(trains), "trains_sentence": to_data(trains), "trains_encoder": None, **counts}
+    if not has_encoder:
+        trains = msg("trains {count:,} weights (no Transformers encoder)", count=counts["other"])
+    elif counts["encoder"]:
+        trains = msg("trains the encoder and the head ({count:,} weights)", count=counts["encoder"] + counts["other"])
+    else:
+        trains = msg("trains the head only ({count:,} weights; the encoder is frozen)", count=counts["other"])
+    return {"trains": str(trains), "trains_sentence": to_data(trains),
+            "trains_encoder": bool(counts["encoder"]) if has_encoder else None, **counts}
+
+
+def fit_reports(report: dict) -> list[dict]:
+    """Each checked fit's report, in order: the first (the report's own keys) and the later ones."""
+    return [report, *(report.get("later_fits") or [])]
+
+
+def phase_title(fit: dict, count: int):
+    """"fit 2 at train.py line 40: trains the head only (...)", or just where for a script with one fit."""
+    phase = fit.get("phase") or {}
+    trains = from_data(phase.get("trains_sentence"))
+    trains = trains if trains is not None and str(trains) == phase.get("trains") else phase.get("trains")
+    if count == 1:
+        return msg("{where}: {trains}", where=phase.get("at", "?"), trains=trains) if trains else phase.get("at", "?")
+    return msg("fit {number} at {where}: {trains}", number=phase.get("fit", "?"), where=phase.get("at", "?"),
+               trains=trains or "?")
+
+
+class _LoopChecked(BaseException):
+    """Raised from a custom loop's first apply_gradients once its report is written: ends the script (a
+    BaseException, so the script's own `except Exception` cannot swallow it)."""
+
+
+def _owner_of(variables: list, scopes: list[dict]):
+    """The Keras model among the script's objects whose trainable weights include those apply_gradients updates."""
+    import tf_keras
+
+    wanted = {id(variable) for variable in variables}
+    for scope in scopes:
+        for value in list(scope.values()):
+            if isinstance(value, tf_keras.Model) and wanted & {id(v) for v in value.trainable_variables}:
+                return value
+    return None
+
+
+def _loop_data(scopes: list[dict]):
+    """The data a custom loop trains on: a batched tf.data.Dataset or a keras.utils.Sequence among the script's
+    objects, innermost first, a training split's before others."""
+    import tensorflow as tf
+    import tf_keras
+
+    found = [(name, value) for scope in scopes for name, value in list(scope.items())
+             if isinstance(value, (tf.data.Dataset, tf_keras.utils.Sequence))]
+    training = [value for name, value in found if "train" in name.lower()]
+    return (training or [value for _, value in found] or [None])[0]
+
+
+def _loop_loss(scopes: list[dict]):
+    """The Keras loss a custom loop computes: a loss object (or a loss function of Keras's) among its objects."""
+    import tf_keras
+
+    for scope in scopes:
+        for value in list(scope.values()):
+            if isinstance(value, tf_keras.losses.Loss):
+                return value
+            if callable(value) and getattr(value, "__module__", "").startswith("tf_keras.src.losses") and \
+                    not isinstance(value, type):
+                return value
+    return None
+
+
+def _describe_loss(loss) -> str:
+    if isinstance(loss, type) or not hasattr(loss, "get_config"):
+        return getattr(loss, "__name__", repr(loss))
+    settings = {key: value for key, value in loss.get_config().items() if key == "from_logits"}
+    return f"{type(loss).__name__}({', '.join(f'{key}={value}' for key, value in settings.items())})"
 
 
 def _notes(notes: list) -> dict:
@@ -616,19 +943,22 @@ def _run_child(spec: dict) -> int:
     sys.path.insert(0, str(Path(spec["script"]).parent))
     try:
         runpy.run_path(spec["script"], run_name="__main__")
-    except _Traced:
-        return 0
+    except _LoopChecked as checked:
+        child.check_loop(checked.args[0])
     except SystemExit as exc:
-        if not child.reported and exc.code not in (None, 0):
+        if not child.reports and exc.code not in (None, 0):
             child.on_error(RuntimeError(f"the script exited with status {exc.code} before fit"))
     except Exception as exc:
-        if child.reported:  # a failure after the checks ran (--then-train): the report stands
+        if child.reports:  # a failure after the checks ran: their reports stand, with a note of it
             traceback.print_exc()
+            child.write_fits(after=exc)
             return 0
         child.say(msg("The script raised {error} before fit: diagnosing it", error=type(exc).__name__))
         child.on_error(exc)
         return 0
-    if not child.reported:
+    if child.reports:
+        child.write_fits()
+    elif not child.reported:
         child.write({"run": {}, "checks": [], "notes": [], "counts": {},
                      "script": {"path": spec["script"], "reached_fit": False, "fit_at": None, "error": None}})
     return 0

@@ -9,12 +9,13 @@ from typing import Any
 
 import numpy as np
 
-from diagnostics.config import RunConfig
+from diagnostics.config import RunConfig, usual_rate
 from diagnostics.devices import batch_rows, per_replica_dataset, training_strategy
 from diagnostics.budget import check_deadline
 from diagnostics.internals import is_pretrained_kernel
 from diagnostics.keras_model import (call, class_ids, class_logits, copy_weights, fresh_copy, head_of,  # noqa: F401 (re-exported)
-                                     model_config, pretrained_variables, unused_by_output)
+                                     encoder_variables, model_config, pretrained_variables,
+                                     unused_by_output)
 from diagnostics.optimizers import clone_optimizer, current_rate
 
 LABEL_KEYS = ("labels", "label")
@@ -218,6 +219,26 @@ def is_pretrained(model) -> bool:
     if keras_head is not None and keras_head.encoder is None:
         return False  # a Keras model with no Transformers part: nothing here was pretrained
     return not getattr(config, "demo_kit", False)
+
+
+def trains_pretrained(model) -> bool:
+    """Whether a fit of the model as it stands trains pretrained weights: False for random weights and for a frozen
+    encoder under a head of its own (the first phase of freeze-then-fine-tune), where the rules for fine-tuning
+    pretrained weights do not apply."""
+    if not is_pretrained(model):
+        return False
+    encoder = encoder_variables(model)
+    return any(id(variable) in encoder for variable in model.trainable_variables) if encoder else True
+
+
+def head_only(model) -> bool:
+    """A pretrained encoder left frozen: the fit trains only what sits on it."""
+    return is_pretrained(model) and not trains_pretrained(model)
+
+
+def usual_rate_of(model) -> float:
+    """The rate a fit of the model as it stands trains well at (`config.usual_rate`)."""
+    return usual_rate(trains_pretrained(model), head_only(model))
 
 
 def weight_drift(source, copy) -> float:

@@ -60,7 +60,8 @@ def pytest_collection_modifyitems(config, items):
         for fixture in getattr(item, "fixturenames", ()):
             names.update(FIXTURE_MARKS.get(fixture, ()))
         if ("trace" in item.name or "tracing" in item.name) and item.module.__name__ in (
-                "test_own_code", "test_i18n", "test_cli", "test_script_page", "test_foreign_code"):
+                "test_own_code", "test_i18n", "test_cli", "test_script_page", "test_foreign_code", "test_every_fit",
+                "test_keras_models"):
             names.add("subprocess")
         for name in sorted(names):
             item.add_marker(getattr(pytest.mark, name))
@@ -72,8 +73,8 @@ def pytest_collection_modifyitems(config, items):
 
 # Seconds each file took on one worker of a full run (2 cores): about 420, 400, 200, 170, 130 and 160, then 60 or
 # less each. pytest.ini turns off xdist's own order (the files of most tests first), which would start these last.
-LONGEST_FIRST = ["test_real_checkpoint", "test_foreign_code", "test_browser", "test_own_code", "test_distribute",
-                 "test_scenarios"]
+LONGEST_FIRST = ["test_real_checkpoint", "test_foreign_code", "test_browser", "test_own_code", "test_every_fit",
+                 "test_distribute", "test_scenarios"]
 
 
 def rendered(markdown: str) -> str:

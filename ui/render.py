@@ -206,7 +206,10 @@ def traced_results(stage: str) -> list[CheckResult] | None:
     if not st.session_state.get(ACTIVE_KEY) or not traced or not traced.get("report"):
         return None
     script = traced["report"].get("script", {})
-    where = _("fit at {line}").format(line=script["fit_at"]) if script.get("reached_fit") else _("stopped before fit")
+    later = len(traced["report"].get("later_fits") or [])
+    where = (_("fit at {line}").format(line=script["fit_at"]) + (
+        _("; the first of {count} checked fits, each on the Your script page").format(count=later + 1)
+        if later else "")) if script.get("reached_fit") else _("stopped before fit")
     st.info(_("Results traced from your script **{name}** ({where}). The sidebar's pipeline is not used here until "
               "you switch back on the **Your script** page or in the sidebar.").format(name=markdown_text(traced["name"]),
                                                                                     where=markdown_text(where)),

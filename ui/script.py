@@ -13,7 +13,7 @@ from diagnostics.loading import safe_file_name
 from diagnostics.registry import STAGE_ORDER, STAGE_TITLES
 from diagnostics.result import CheckResult
 from diagnostics.scripts import COURSE_SCRIPTS
-from diagnostics.trace import DEFAULT_TIMEOUT, script_fix, script_notes
+from diagnostics.trace import DEFAULT_TIMEOUT, fit_reports, phase_title, script_finding, script_fix, script_notes
 from ui.render import ACTIVE_KEY, checklist, choice, markdown_text, shown, status_line
 
 # The task choice: found from the data and the model, or named.
@@ -115,15 +115,25 @@ def show_trace(traced: dict) -> None:
             if error.get("fix"):
                 st.markdown("**" + _("Fix") + "**")
                 st.code(localize(script_fix(error)), language="python")
-        for note in script_notes(report):
+        for note in script_notes(report.get("script") or {}):
             st.caption(shown(note))
         # Not a widget key: a widget's state is dropped on pages that do not draw it, and this one is read everywhere.
         st.session_state[ACTIVE_KEY] = st.toggle(_("Show these results on the walk's pages and in the Report"),
                                                  value=bool(st.session_state.get(ACTIVE_KEY)))
-        results = [CheckResult.from_dict(check) for check in report.get("checks", [])]
-        if results:
-            status_line(results)
-            checklist(results)
+        fits = fit_reports(report)
+        for fit in fits:
+            if len(fits) > 1:
+                st.markdown("#### " + markdown_text(localize(phase_title(fit, len(fits)))))
+            elif report.get("script", {}).get("reached_fit") and (fit.get("phase") or {}).get("trains"):
+                st.caption(shown(phase_title(fit, 1)))
+            if fit is not report and fit.get("error"):
+                st.error(shown(script_finding(fit["error"])))
+            for note in script_notes(fit):
+                st.caption(shown(note))
+            results = [CheckResult.from_dict(check) for check in fit.get("checks", [])]
+            if results:
+                status_line(results)
+                checklist(results)
     if traced.get("output"):
         with st.expander(_("The script's output")):
             st.code(traced["output"][-6000:], language="text")
