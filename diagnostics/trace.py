@@ -391,15 +391,13 @@ class _Child:
         """The checks on a custom loop's first update, as the report of its one checked step."""
         from diagnostics.api import capture
         from diagnostics.errors import InputError
-        from diagnostics.own_code import build_run
-        from diagnostics.pipeline import parse_skip, parse_stages, run_stages
-        from diagnostics.report import build_report
 
         self.say(msg("The script's training loop reached apply_gradients at {where}: running the checks on what it "
                      "built", where=where))
         model = _owner_of(variables, scopes)
         phase = {"fit": 1, "at": where, "loop": True, **(_phase(model) if model is not None else {})}
-        try:
+
+        def captured():
             if model is None:
                 raise InputError(msg("No Keras model among the script's objects holds the weights apply_gradients "
                                      "updates."))
@@ -408,32 +406,19 @@ class _Child:
                 raise InputError(msg("No dataset among the script's objects (a tf.data.Dataset, a "
                                      "keras.utils.Sequence): check the loop with diagnose(model, dataset, loss=..., "
                                      "optimizer=...)."))
-            captured = capture(model, data, self._tokenizer_in(scopes), self.spec.get("task"),
-                               origin=Path(self.script).name)
-            captured.compile_args = {"optimizer": optimizer, "loss": loss}
-            captured.namespace = namespace
-            captured.notes.append(
+            found = capture(model, data, self._tokenizer_in(scopes), self.spec.get("task"),
+                            origin=Path(self.script).name)
+            found.compile_args = {"optimizer": optimizer, "loss": loss}
+            found.namespace = namespace
+            found.notes.append(
                 msg("A custom training loop: checked at its first apply_gradients with its optimizer and the loss "
                     "{loss} found among its objects.", loss=_describe_loss(loss)) if loss is not None else
                 msg("A custom training loop: checked at its first apply_gradients with its optimizer and the model's "
                     "own loss (no Keras loss among its objects; diagnose(model, dataset, loss=...) takes the one it "
                     "computes)."))
-            run = build_run(captured)
-            results = run_stages(run, parse_stages(self.spec.get("stages")), progress=self.checks_progress(),
-                                 skip=parse_skip(self.spec.get("skip")))
-            report = build_report(run.config, results)
-            report.update(_notes(captured.notes))
-        except Exception as exc:  # what the checks cannot take is said, never a traceback
-            finding = message_of(exc) if isinstance(exc, InputError) else \
-                msg("The checks could not run on what the script built: {error}: {message}",
-                    error=type(exc).__name__, message=str(exc))
-            report = {"run": {}, "checks": [], "notes": [], "counts": {},
-                      "error": {"kind": "input", "type": type(exc).__name__, "message": str(exc)[:2000],
-                                "where": where, "code": "", **_said("finding", finding), "fix": None,
-                                "traceback": "".join(traceback.format_exception(exc))[-8000:]}}
-        report["phase"] = phase
-        self.reports.append(report)
-        self.write_fits()
+            return found
+
+        self.checked(where, phase, captured)
 
     def _scopes(self, frame) -> list[dict]:
         """The script's local and global names, innermost frame first."""
@@ -533,10 +518,7 @@ class _Child:
     def on_fit(self, model, args: tuple, kwargs: dict, *, stale: tuple[int, int, int] | None = None) -> None:
         """Run the checks on what this fit got, as the fit's report (the report file holds every checked fit's)."""
         from diagnostics.api import capture
-        from diagnostics.errors import InputError
-        from diagnostics.own_code import arrays_as_dataset, build_run
-        from diagnostics.pipeline import parse_skip, parse_stages, run_stages
-        from diagnostics.report import build_report
+        from diagnostics.own_code import arrays_as_dataset
 
         frame = self._script_frame(sys._getframe(1))
         where = f"{Path(self.script).name} line {frame.f_lineno}" if frame else Path(self.script).name
@@ -547,25 +529,41 @@ class _Child:
         x = args[0] if args else kwargs.get("x")
         y = args[1] if len(args) > 1 else kwargs.get("y")
         phase = {"fit": self.fits, "at": where, **_phase(model, stale)}
-        try:
+
+        def captured():
+            nonlocal x
             if y is not None:
                 x = arrays_as_dataset(x, y, kwargs.get("batch_size"))
-            captured = capture(model, x, self._tokenizer(frame, model), self.spec.get("task"),
-                               origin=f"{Path(self.script).name}")
-            captured.compile_args = self.compiled.get(model)
-            captured.stale_train_step = stale
+            found = capture(model, x, self._tokenizer(frame, model), self.spec.get("task"),
+                            origin=f"{Path(self.script).name}")
+            found.compile_args = self.compiled.get(model)
+            found.stale_train_step = stale
             workers = kwargs.get("workers")
             if isinstance(workers, int) and workers < 1:  # fit would raise this before training (tf-keras 2.20)
-                captured.notes.append(msg("{finding} Fix: {fix}", finding=msg(
+                found.notes.append(msg("{finding} Fix: {fix}", finding=msg(
                     "fit(workers=-1) is refused by tf-keras {version} (older Keras read it as every core).",
                     version=_versions()["tf-keras"]), fix="model.fit(..., workers=1)  # or leave workers out"))
-            captured.namespace = frame.f_globals if frame else None
-            run = build_run(captured)
+            found.namespace = frame.f_globals if frame else None
+            return found
+
+        self.checked(where, phase, captured)
+
+    def checked(self, where: str, phase: dict, captured: Callable[[], Any]) -> None:
+        """Run the checks on what `captured()` finds (a fit's or a loop's objects) as one checked fit's report, and
+        write the report file; what the checks cannot take is said, never a traceback."""
+        from diagnostics.errors import InputError
+        from diagnostics.own_code import build_run
+        from diagnostics.pipeline import parse_skip, parse_stages, run_stages
+        from diagnostics.report import build_report
+
+        try:
+            found = captured()
+            run = build_run(found)
             results = run_stages(run, parse_stages(self.spec.get("stages")), progress=self.checks_progress(),
                                  skip=parse_skip(self.spec.get("skip")))
             report = build_report(run.config, results)
-            report.update(_notes(captured.notes))
-        except Exception as exc:  # what the checks cannot take is said, never a traceback
+            report.update(_notes(found.notes))
+        except Exception as exc:
             finding = message_of(exc) if isinstance(exc, InputError) else \
                 msg("The checks could not run on what the script built: {error}: {message}",
                     error=type(exc).__name__, message=str(exc))
