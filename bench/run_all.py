@@ -1,4 +1,4 @@
-"""Runs every bench and rewrites the README's performance table from what they print.
+"""Runs every bench and rewrites the performance table of docs/performance.md from what they print.
 
     python bench/run_all.py                    run every bench, keep their output, rewrite the table
     python bench/run_all.py --only sweep_overhead split_scan    run these, keep the others' last output
@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 from scripts.readme_tables import replace_between  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results.json"
-README = ROOT / "README.md"
+PERFORMANCE_DOC = ROOT / "docs" / "performance.md"
 
 
 @dataclass(frozen=True)
@@ -115,7 +115,7 @@ def main() -> int:
             results[name] = run(name)
             print("  " + ", ".join(f"{k} = {v}" for k, v in results[name]["figures"].items()), flush=True)
             RESULTS.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
-    README.write_text(replace_between(README.read_text(), "performance", table(results)))
+    PERFORMANCE_DOC.write_text(replace_between(PERFORMANCE_DOC.read_text(), "performance", table(results)))
     return 0
 
 

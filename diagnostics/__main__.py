@@ -87,9 +87,11 @@ def build_parser() -> argparse.ArgumentParser:
                      "explicitly override its settings")
     trace = commands.add_parser(
         "trace", help="run your training script with fit intercepted and check what it built",
-        description="Runs SCRIPT in a child process. At its first model.fit the model, dataset, compile settings and "
-        "tokenizer it built are checked instead of trained (--then-train lets fit go on); an error before fit "
-        "is itself diagnosed. Put the script's own arguments after --.", parents=[language])
+        description="Runs SCRIPT in a child process. At each model.fit that trains something new the model, "
+        "dataset, compile settings and tokenizer it built are checked, then that fit trains 2 steps so the script "
+        "reaches its next fit (--then-train trains in full); a training loop without fit is checked at its first "
+        "apply_gradients; an error before fit is itself diagnosed. Put the script's own arguments after --.",
+        parents=[language])
     trace.add_argument("script", type=Path, help="the training script")
     trace.add_argument("--json", type=Path, metavar="PATH", help="write the JSON report here")
     trace.add_argument("--junit", type=Path, metavar="PATH", help="write a JUnit XML report here")

@@ -5,7 +5,7 @@ other checks' outputs it reads.
 The one runner (`diagnostics.runner`) runs units from here: it orders them by what they read, skips a unit whose
 needs are not met with the reason its owning check gives, and calls its function inside the guard. The command
 line, `diagnose()`, the trace and the app's pages (through their shared store) all run checks through it. The
-Report's order, `python -m diagnostics checks` and the README's check table read this module too. A check function
+Report's order, `python -m diagnostics checks` and the check table of docs/checks.md read this module too. A check function
 takes its thresholds as keyword arguments whose defaults come from here (`threshold(id, name)`), so a threshold is
 changed in one place and listed with what it means.
 """
@@ -616,7 +616,7 @@ def threshold(check_id: str, name: str) -> float:
 
 
 def listing() -> list[dict]:
-    """Every check as plain data, for `python -m diagnostics checks --json` and the README's table."""
+    """Every check as plain data, for `python -m diagnostics checks --json` and docs/checks.md's table."""
     return [{"id": check.id, "stage": check.stage, "stage_title": STAGE_TITLES[check.stage], "title": check.title,
              "needs": list(check.needs), "trains": check.trains, "part": check.part, "unit": check.runs_in,
              "function": check.function, "otherwise": check.otherwise,

@@ -7,7 +7,7 @@ import re
 from importlib import metadata
 
 from diagnostics.causes import Found, causes
-from diagnostics.config import RunConfig
+from diagnostics.config import RunConfig, task_title
 from diagnostics.i18n import N_, _, current_language, localize, msg, msgn
 from diagnostics.registry import STAGE_ORDER
 from diagnostics.result import CheckResult, Status, rank, worst_first
@@ -98,7 +98,8 @@ def markdown_report(report: dict, results: list[CheckResult] | None = None) -> s
         "# " + _("Training Pipeline Debugger report"),
         "",
         f"- {_('Checkpoint')}: `{run['checkpoint']}`",
-        f"- {_('GLUE task')} / {_('Split')}: `{run['task']}` / `{run['split']}` ({_('Data')}: {run['data_source']})",
+        f"- {_('GLUE task')} / {_('Split')}: `{localize(task_title(run['task'], run.get('task_candidates') or ()))}` / "
+        f"`{run['split']}` ({_('Data')}: {run['data_source']})",
         f"- num_labels: {run['effective_num_labels']}, {_('Batch size')}: {run['batch_size']}, "
         f"{_('Max length')}: {run['max_length']}",
         "",
@@ -168,8 +169,9 @@ def junit_report(report: dict) -> str:
             suite = ET.SubElement(root, "testsuite", name=name, tests=str(len(checks)), failures=str(len(failing)),
                                   errors="0", skipped=str(sum(c["status"] == "skip" for c in checks)))
             properties = ET.SubElement(suite, "properties")
-            for key in ("checkpoint", "task", "split"):
-                ET.SubElement(properties, "property", name=key, value=str(run.get(key, "")))
+            for key in ("checkpoint", "task", "split"):  # a task not known is said so, never its first candidate
+                value = task_title(run.get(key, ""), run.get("task_candidates") or ()) if key == "task" else run.get(key, "")
+                ET.SubElement(properties, "property", name=key, value=str(value))
             for check in checks:
                 case = ET.SubElement(suite, "testcase", name=check["id"], classname=f"diagnostics.{name}")
                 ET.SubElement(ET.SubElement(case, "properties"), "property", name="status", value=check["status"])

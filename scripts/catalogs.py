@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import io
 import sys
+from datetime import datetime, timezone
 from pathlib import Path
 
 from babel.messages.catalog import Catalog
@@ -28,11 +29,13 @@ from diagnostics.i18n import DEFAULT_LANGUAGE, DOMAIN, LANGUAGES, LOCALE_DIR, pl
 SOURCES = ("diagnostics", "ui", "app_pages")
 KEYWORDS = {"_": None, "N_": None, "msg": None, "msgn": (1, 2)}
 TEMPLATE = LOCALE_DIR / f"{DOMAIN}.pot"
+CREATED = datetime(2026, 1, 1, tzinfo=timezone.utc)
 
 
 def extract() -> Catalog:
     """Every message of the code, with where it is used."""
-    catalog = Catalog(project="Training Pipeline Debugger", domain=DOMAIN, charset="utf-8")
+    # A fixed creation date: the header changes only when the project does, not each time the catalogs are made.
+    catalog = Catalog(project="Training Pipeline Debugger", domain=DOMAIN, charset="utf-8", creation_date=CREATED)
     found = [(ROOT / source, extract_from_dir(ROOT / source, keywords=KEYWORDS,
                                               directory_filter=lambda path: "__pycache__" not in path))
              for source in SOURCES]
@@ -55,7 +58,9 @@ def read(path: Path, language: str | None = None) -> Catalog:
 
 def _po_bytes(catalog: Catalog) -> bytes:
     buffer = io.BytesIO()
-    write_po(buffer, catalog, width=120, omit_header=False, sort_output=True, include_previous=False)
+    # Files without line numbers: a code edit moves lines, and would rewrite every location of every catalog.
+    write_po(buffer, catalog, width=120, omit_header=False, sort_output=True, include_previous=False,
+             include_lineno=False)
     return buffer.getvalue()
 
 

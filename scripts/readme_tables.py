@@ -1,9 +1,11 @@
-"""Writes the README's table of every check from the check registry (`diagnostics/registry.py`).
+"""Writes the reference parts of docs/ from the code: the table of every check in docs/checks.md from the check
+registry (`diagnostics/registry.py`), and the command line's options in docs/command-line.md from its `--help`.
 
-    python scripts/readme_tables.py            rewrite the table between its markers in README.md
-    python scripts/readme_tables.py --check    exit 1 when README.md's table is not what the registry gives
+    python scripts/readme_tables.py            rewrite them between their markers
+    python scripts/readme_tables.py --check    exit 1 when one is not what the code gives
 
-The performance table is written by `bench/run_all.py` from the benches' output, between markers of its own.
+The performance table (docs/performance.md) is written by `bench/run_all.py` from the benches' output, between
+markers of its own.
 """
 
 from __future__ import annotations
@@ -18,14 +20,15 @@ sys.path.insert(0, str(ROOT))
 
 from diagnostics.registry import listing  # noqa: E402
 
-README = ROOT / "README.md"
+CHECKS_DOC = ROOT / "docs" / "checks.md"
+CLI_DOC = ROOT / "docs" / "command-line.md"
 
 
 def replace_between(text: str, name: str, body: str) -> str:
     """`text` with what lies between `<!-- name:start -->` and `<!-- name:end -->` replaced by `body`."""
     pattern = re.compile(rf"(<!-- {name}:start[^>]*-->\n).*?(<!-- {name}:end -->)", re.S)
     if not pattern.search(text):
-        raise SystemExit(f"README.md has no <!-- {name}:start --> ... <!-- {name}:end --> markers")
+        raise SystemExit(f"no <!-- {name}:start --> ... <!-- {name}:end --> markers")
     return pattern.sub(lambda match: match.group(1) + body + match.group(2), text, count=1)
 
 
@@ -44,18 +47,33 @@ def checks_table() -> str:
     return "\n".join(lines) + "\n"
 
 
+def cli_help() -> str:
+    """`run --help` and `trace --help`, at a fixed width."""
+    import os
+
+    os.environ["COLUMNS"] = "110"
+    from diagnostics.__main__ import build_parser
+
+    parser = build_parser()
+    commands = next(action for action in parser._actions if action.__class__.__name__ == "_SubParsersAction")
+    return "".join(f"```text\n{commands.choices[name].format_help()}```\n\n" for name in ("run", "trace")).rstrip() + "\n"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="only say whether README.md is up to date")
+    parser.add_argument("--check", action="store_true", help="only say whether docs/checks.md is up to date")
     args = parser.parse_args()
-    text = README.read_text()
-    updated = replace_between(text, "checks", checks_table())
-    if args.check:
+    stale = []
+    for path, name, body in ((CHECKS_DOC, "checks", checks_table()), (CLI_DOC, "cli", cli_help())):
+        text = path.read_text()
+        updated = replace_between(text, name, body)
         if updated != text:
-            print("README.md's check table is out of date: run python scripts/readme_tables.py")
-            return 1
-        return 0
-    README.write_text(updated)
+            stale.append(path.relative_to(ROOT))
+            if not args.check:
+                path.write_text(updated)
+    if args.check and stale:
+        print(f"out of date: {', '.join(map(str, stale))}: run python scripts/readme_tables.py")
+        return 1
     return 0
 
 
