@@ -13,9 +13,11 @@ from ui.render import ACTIVE_KEY, TRACED_KEY, markdown_text, shown
 from ui.script import run_options, script_source, show_trace
 
 st.title(_("Your script"))
-st.caption(_("Your own TensorFlow training script, run in a separate process until its first `model.fit`: there the "
-             "checks run on the model, dataset, compile settings and tokenizer it built, instead of training. An "
-             "error before `fit` is diagnosed too. The same as `python -m diagnostics trace train.py`."))
+st.caption(_("Your own TensorFlow training script, run in a separate process: at each `model.fit` the checks run on "
+             "the model, dataset, compile settings and tokenizer it built, then that fit trains two steps so the "
+             "script reaches its next one (freeze, then fine-tune: each phase is checked); a training loop without "
+             "`fit` is checked at its first `apply_gradients`. An error before `fit` is diagnosed too. The same as "
+             "`python -m diagnostics trace train.py`."))
 if limits.hosted():
     st.info(_("This hosted app never runs code it is given, so tracing a script is not offered here. On your own "
               "machine, run `python -m diagnostics trace train.py`, or start this app with `streamlit run app.py` "

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import html
 import json
+import inspect
 import math
 import sys
 from typing import Any, Iterable
@@ -138,6 +139,9 @@ def capture(model, dataset, tokenizer=None, task: str | None = None, *, origin: 
     found = hooks.provenance_of(dataset) if dataset is not None else None
     captured = Captured(model=model, dataset=dataset, tokenizer=tokenizer, task=task, origin=origin,
                         tokenization=found.tokenization if found is not None else None)
+    if inspect.isgenerator(dataset) or inspect.isasyncgen(dataset):
+        captured.notes.append(msg("The data is a generator: reading its batches back uses them up, so give fit a new "
+                                  "one (call the function that makes it again)."))
     if found is None:
         return captured
     methods = ", ".join(hooks.method_names(found.steps))

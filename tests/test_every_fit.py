@@ -12,11 +12,12 @@ SCRIPT = ROOT / "tests" / "scripts" / "freeze_then_fine_tune.py"
 FAST = dict(task="mrpc", stages="data,model,hparams", skip="data.learnability,hparams.lr_sweep,hparams.lr_range_test")
 
 
-def trace(tmp_path, checkpoint, *script_args):
+def trace(tmp_path, checkpoint, *script_args, stages=FAST["stages"]):
     from diagnostics.trace import fit_reports, trace_script
 
     outcome = trace_script(SCRIPT, [str(checkpoint), str(ROOT / "tests" / "data" / "mrpc" / "validation.tsv"),
-                                    *script_args], cwd=tmp_path, capture_output=True, timeout=900, **FAST)
+                                    *script_args], cwd=tmp_path, capture_output=True, timeout=900,
+                           **{**FAST, "stages": stages})
     assert outcome.report is not None and outcome.report["script"]["reached_fit"], outcome.message + outcome.output[-3000:]
     fits = fit_reports(outcome.report)
     assert [fit["phase"]["fit"] for fit in fits] == [1, 2], outcome.message
@@ -47,7 +48,7 @@ def test_trace_a_healthy_freeze_then_fine_tune_script_is_checked_fit_by_fit_and_
 
 
 def test_trace_a_rate_too_high_for_the_fine_tuning_phase_is_named_in_that_fit_alone(tmp_path, real_checkpoint):
-    outcome, (head, whole) = trace(tmp_path, real_checkpoint, "--fine_tune_lr", "1e-3")
+    outcome, (head, whole) = trace(tmp_path, real_checkpoint, "--fine_tune_lr", "1e-3", stages="hparams")
     assert outcome.exit_code == 0  # a warning: the sweep, left out here, is what fails a rate
     assert flagged(head) == {}
     assert [(cause["owner"], cause["status"]) for cause in whole["causes"]] == [("hparams.optimizer", "warn")]
@@ -56,7 +57,7 @@ def test_trace_a_rate_too_high_for_the_fine_tuning_phase_is_named_in_that_fit_al
 
 
 def test_trace_unfreezing_without_compiling_again_is_named_once_by_weights_after_step(tmp_path, real_checkpoint):
-    outcome, (head, whole) = trace(tmp_path, real_checkpoint, "--recompile", "0")
+    outcome, (head, whole) = trace(tmp_path, real_checkpoint, "--recompile", "0", stages="model,hparams")
     assert outcome.exit_code == 1
     assert flagged(head) == {}
     causes = [(cause["owner"], cause["status"], cause["cause"]) for cause in whole["causes"]]
@@ -199,3 +200,33 @@ def test_diagnose_takes_a_custom_loops_loss_and_optimizer(kit_model):
     assert [cause.owner for cause in report.causes if cause.status.value == "fail"] == ["hparams.loss"]
     with pytest.raises(InputError):
         diagnose(model, data, tokenizer, "rte", stages="hparams", optimizer=keras.optimizers.SGD(0.1))
+
+
+def test_diagnose_reads_a_generator_back_and_says_it_is_used_up(kit_model):
+    import json
+
+    import tf_keras as keras
+
+    from diagnostics.api import diagnose
+    from diagnostics.keras_model import fresh_copy
+    from diagnostics.loading import load_tokenizer
+
+    tokenizer = load_tokenizer("demo")
+    rows = [json.loads(line) for line in (ROOT / "diagnostics" / "demo_data" / "rte" / "train.jsonl")
+            .read_text().splitlines()][:32]
+
+    def batches():  # a tutorial's generator: it tokenizes 8 rows a batch as fit asks for them
+        for start in range(0, len(rows), 8):
+            chunk = rows[start:start + 8]
+            encoded = tokenizer([row["sentence1"] for row in chunk], [row["sentence2"] for row in chunk],
+                                truncation=True, padding="max_length", max_length=48, return_tensors="np")
+            yield dict(encoded), np.array([row["label"] for row in chunk])
+
+    model = fresh_copy(kit_model, {"input_ids": np.ones((2, 8), np.int32)})
+    model.compile(optimizer=keras.optimizers.Adam(3e-3),
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    data = batches()
+    report = diagnose(model, data, tokenizer, "rte", stages="data")
+    assert report["data.batch"].evidence["rows"] == 8 and report["data.label_range"].status.value == "pass"
+    assert any("generator" in str(note) and "new one" in str(note) for note in report.notes)
+    assert next(data, None) is None  # used up, as the note says

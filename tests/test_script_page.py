@@ -117,3 +117,25 @@ def test_an_uploaded_data_files_name_is_only_a_base_name(tmp_path):
 
     path = keep_upload("../../x\x00.csv", b"premise,hypothesis,label\na,b,0\n", root=tmp_path)
     assert path.name == "x.csv" and path.resolve().is_relative_to(tmp_path.resolve())
+
+
+def test_tracing_a_two_fit_script_shows_each_fit_with_what_it_trains(monkeypatch):
+    from diagnostics.loading import demo_checkpoint_dir
+
+    monkeypatch.delenv(limits.HOSTED_ENV, raising=False)
+    at = AppTest.from_file(APP, default_timeout=300).run()
+    at.switch_page(PAGE).run()
+    at.radio(key="script.source").set_value("path").run()
+    at.text_input(key="script.path").set_value(str(ROOT / "tests" / "scripts" / "freeze_then_fine_tune.py")).run()
+    at.text_input(key="script.args").set_value(
+        f"{demo_checkpoint_dir()} {ROOT / 'tests' / 'data' / 'mrpc' / 'validation.tsv'}").run()
+    at.multiselect(key="script.stages").set_value(["data", "model"]).run()
+    at.button(key="script.run").click().run()
+    assert not at.exception
+    headings = [rendered(md.value) for md in at.markdown if md.value.startswith("#### ")]
+    assert len(headings) == 2, headings
+    assert "fit 1 at freeze_then_fine_tune.py line" in headings[0] and "trains the head only" in headings[0]
+    assert "fit 2 at freeze_then_fine_tune.py line" in headings[1] and "trains the encoder and the head" in headings[1]
+    assert any("reached fit 2 times" in rendered(item.value) for item in list(at.success) + list(at.error))
+    at.switch_page("app_pages/2_model.py").run()
+    assert any("the first of 2 checked fits" in rendered(info.value) for info in at.info)
