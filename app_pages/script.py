@@ -2,6 +2,7 @@
 kit) in a child process, then show what it built on the walk's four pages and in the Report."""
 
 import tempfile
+import time
 from pathlib import Path
 
 import streamlit as st
@@ -36,9 +37,13 @@ if st.button(_("Trace the script"), type="primary", key="script.run",
             path.write_text(code)
         with st.status(_("Tracing {name}…").format(name=markdown_text(path.name)), expanded=True) as box:
             line = st.empty()
+            started = time.monotonic()
             outcome = trace_script(path, capture_output=True, progress=lambda text: line.write(shown(text)),
                                    **options)
-            box.update(label=shown(outcome.message), state="complete" if outcome.exit_code == 0 else "error")
+            # What it found is said once, below; the box keeps the progress lines and how long it took.
+            box.update(label=_("Traced {name} in {seconds:.0f} s").format(name=markdown_text(path.name),
+                                                                         seconds=time.monotonic() - started),
+                       state="complete" if outcome.exit_code == 0 else "error", expanded=False)
     st.session_state[TRACED_KEY] = {"name": path.name, "report": outcome.report, "message": outcome.message,
                                     "exit_code": outcome.exit_code, "output": outcome.output}
     st.session_state[ACTIVE_KEY] = outcome.report is not None

@@ -169,7 +169,7 @@ class RunConfig:
         if not self.task_candidates:
             return get_task(self.task)
         first = get_task(self.task_candidates[0])
-        return GlueTask(" or ".join(self.task_candidates), first.text_columns, tuple(self.label_names), first.splits,
+        return GlueTask("/".join(self.task_candidates), first.text_columns, tuple(self.label_names), first.splits,
                         regression=first.regression, known=False)
 
     @property

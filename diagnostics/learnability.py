@@ -74,8 +74,8 @@ def check_learnability(figures: dict[str, Any], *,
     warn; on a pretrained one the run cannot tell: inconclusive (skip), with the numbers.
     """
     given, control = figures["given"], figures["shuffled"]
-    run = msg("{steps} steps on {rows} rows at rate {rate:g} (this checkpoint's usual rate: the configured rate is "
-              "hparams.lr_sweep's to judge), scored on {held} held-out rows", steps=figures["steps"],
+    run = msg("{steps} steps on {rows} rows at rate {rate:g} (the usual rate for the weights it trains: the "
+              "configured rate is hparams.lr_sweep's to judge), scored on {held} held-out rows", steps=figures["steps"],
               rows=figures["train_rows"], rate=figures["learning_rate"], held=figures["held_rows"])
     evidence = {**figures, "fit_gain": 1 - given["final_train_loss"] / control["final_train_loss"]
                 if control["final_train_loss"] else None}

@@ -130,7 +130,7 @@ def _run(figures: dict[str, Any]) -> Text:
     if figures.get("rate_source") in ("usual", "sweep"):
         return msg("{run} ({which}: hparams.lr_sweep measured the loss at the configured {configured:g} turning NaN or "
                    "blowing up, so this test does not train at it)", run=run, configured=figures["configured_rate"],
-                   which=msg("this checkpoint's usual rate") if figures["rate_source"] == "usual" else
+                   which=msg("the usual rate for the weights it trains") if figures["rate_source"] == "usual" else
                    msg("the sweep's recommended rate"))
     return run
 
