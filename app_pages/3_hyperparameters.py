@@ -2,11 +2,11 @@
 
 import streamlit as st
 
-from diagnostics.errors import InputError
-from diagnostics.hyperparams import SweepSettings
+from diagnostics.core.errors import InputError
+from diagnostics.checks.hyperparams import SweepSettings
 from diagnostics.i18n import _, message_of
-from diagnostics.plots import range_test_figure, schedule_figure, sweep_curves_figure, sweep_final_figure
-from diagnostics.shared import Job, training_job
+from diagnostics.report.plots import range_test_figure, schedule_figure, sweep_curves_figure, sweep_final_figure
+from diagnostics.serve.store import Job, training_job
 from ui.render import by_id, checklist, frame, shown, status_line, traced_results
 from ui.shared import computed, explained_here, freshness, wanted
 from ui.session import current_config

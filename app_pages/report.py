@@ -5,11 +5,11 @@ import json
 import streamlit as st
 
 from diagnostics.i18n import _
-from diagnostics.pipeline import STAGES
-from diagnostics.causes import causes
-from diagnostics.registry import STAGE_TITLES
-from diagnostics.report import build_report, markdown_report
-from diagnostics.result import CheckResult
+from diagnostics.checks.units import STAGES
+from diagnostics.core.causes import causes
+from diagnostics.core.registry import STAGE_TITLES
+from diagnostics.report.formats import build_report, markdown_report
+from diagnostics.core.result import CheckResult
 from ui.render import TRACED_KEY, causes_block, checklist, shown, status_line, traced_results
 from ui.shared import computed, overfit_jobs, recalled, recalled_all, kept, stage_jobs
 from ui.session import current_config

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import streamlit as st
 
-from diagnostics import limits
+from diagnostics.config import limits
 from diagnostics.i18n import _
-from diagnostics.trace import trace_script
+from diagnostics.usercode.trace import trace_script
 from ui.render import ACTIVE_KEY, TRACED_KEY, markdown_text, shown
 from ui.script import run_options, script_source, show_trace
 

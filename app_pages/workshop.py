@@ -4,8 +4,8 @@ so a room's first clicks are answered from the shared results."""
 import streamlit as st
 
 from diagnostics.i18n import _
-from diagnostics.registry import STAGE_TITLES
-from diagnostics.scenarios import SCENARIOS
+from diagnostics.core.registry import STAGE_TITLES
+from diagnostics.config.scenarios import SCENARIOS
 from ui.links import link_params
 from ui.render import STAGE_PAGES, choice, markdown_text
 from ui.shared import STAGE_PATHS, WARM_CHOICES, computed, computed_with, first_stage, scenario_link, \

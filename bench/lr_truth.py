@@ -32,10 +32,10 @@ sys.path.insert(0, str(ROOT / "scripts"))
 import numpy as np  # noqa: E402
 
 import diagnostics  # noqa: E402,F401
-from diagnostics import loading  # noqa: E402
-from diagnostics.config import RunConfig  # noqa: E402
-from diagnostics.batches import LABEL, build_batch  # noqa: E402
-from diagnostics.training import Trainer, split_batch  # noqa: E402
+from diagnostics.keras import loading  # noqa: E402
+from diagnostics.config.run import RunConfig  # noqa: E402
+from diagnostics.keras.batches import LABEL, build_batch  # noqa: E402
+from diagnostics.keras.training import Trainer, split_batch  # noqa: E402
 
 DATA = {"mrpc": ("validation", ROOT / "tests/data/mrpc/validation.tsv"),
         "mnli": ("validation_matched", ROOT / "tests/data/mnli/validation_matched.jsonl")}

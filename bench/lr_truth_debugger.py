@@ -11,13 +11,13 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from diagnostics import loading
-from diagnostics.config import RunConfig
-from diagnostics.batches import build_batch, held_out_indices, training_batches
-from diagnostics.hyperparams import (SweepSettings, check_lr_range_test, check_lr_sweep, lr_range_test, lr_sweep,
+from diagnostics.keras import loading
+from diagnostics.config.run import RunConfig
+from diagnostics.keras.batches import build_batch, held_out_indices, training_batches
+from diagnostics.checks.hyperparams import (SweepSettings, check_lr_range_test, check_lr_sweep, lr_range_test, lr_sweep,
                                      sweep_verdicts)
-from diagnostics.overfit import run_overfit_checks
-from diagnostics.training import Trainer, is_pretrained
+from diagnostics.checks.overfit import run_overfit_checks
+from diagnostics.keras.training import Trainer, is_pretrained
 
 FLAGGED = {"warn", "fail"}
 

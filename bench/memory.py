@@ -39,7 +39,7 @@ def build_checkpoint(directory: Path) -> int:
     code = f"""
 import diagnostics, tf_keras
 from transformers import DistilBertConfig, TFDistilBertForSequenceClassification
-from diagnostics.loading import load_tokenizer
+from diagnostics.keras.loading import load_tokenizer
 tf_keras.utils.set_random_seed(0)
 model = TFDistilBertForSequenceClassification(DistilBertConfig(num_labels=3))
 model(model.dummy_inputs)

@@ -17,11 +17,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import diagnostics  # noqa: E402,F401
-from diagnostics import loading  # noqa: E402
-from diagnostics.config import DEMO_LEARNING_RATE, RunConfig  # noqa: E402
-from diagnostics.batches import build_first_batch  # noqa: E402
-from diagnostics.overfit import overfit_one_batch  # noqa: E402
-from diagnostics.training import build_loss, fresh_copy, split_batch, sweep_optimizer  # noqa: E402
+from diagnostics.keras import loading  # noqa: E402
+from diagnostics.config.run import DEMO_LEARNING_RATE, RunConfig  # noqa: E402
+from diagnostics.keras.batches import build_first_batch  # noqa: E402
+from diagnostics.checks.overfit import overfit_one_batch  # noqa: E402
+from diagnostics.keras.training import build_loss, fresh_copy, split_batch, sweep_optimizer  # noqa: E402
 
 
 def plain_fit(model, batch, config, epochs) -> float:

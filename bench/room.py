@@ -24,10 +24,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import diagnostics  # noqa: E402,F401
-from diagnostics.config import DEMO_LEARNING_RATE, RunConfig  # noqa: E402
-from diagnostics.hyperparams import SweepSettings  # noqa: E402
-from diagnostics.scenarios import SCENARIOS  # noqa: E402
-from diagnostics.shared import SharedResults, training_job  # noqa: E402
+from diagnostics.config.run import DEMO_LEARNING_RATE, RunConfig  # noqa: E402
+from diagnostics.checks.hyperparams import SweepSettings  # noqa: E402
+from diagnostics.config.scenarios import SCENARIOS  # noqa: E402
+from diagnostics.serve.store import SharedResults, training_job  # noqa: E402
 from ui.caches import open_run  # noqa: E402
 
 

@@ -28,9 +28,9 @@ import pyarrow.compute as pc  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
 import diagnostics  # noqa: E402,F401
-from diagnostics import loading  # noqa: E402
-from diagnostics.config import RunConfig  # noqa: E402
-from diagnostics.data import (check_duplicates, check_label_balance, check_label_range, duplicate_figures,  # noqa: E402
+from diagnostics.keras import loading  # noqa: E402
+from diagnostics.config.run import RunConfig  # noqa: E402
+from diagnostics.checks.data import (check_duplicates, check_label_balance, check_label_range, duplicate_figures,  # noqa: E402
                               split_labels)
 
 

@@ -25,12 +25,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import diagnostics  # noqa: E402,F401
-from diagnostics import loading  # noqa: E402
-from diagnostics.config import RunConfig  # noqa: E402
-from diagnostics.context import RunContext  # noqa: E402
-from diagnostics.devices import per_replica_dataset  # noqa: E402
-from diagnostics.hyperparams import SweepSettings, lr_sweep  # noqa: E402
-from diagnostics.training import Trainer, build_loss  # noqa: E402
+from diagnostics.keras import loading  # noqa: E402
+from diagnostics.config.run import RunConfig  # noqa: E402
+from diagnostics.core.context import RunContext  # noqa: E402
+from diagnostics.keras.devices import per_replica_dataset  # noqa: E402
+from diagnostics.checks.hyperparams import SweepSettings, lr_sweep  # noqa: E402
+from diagnostics.keras.training import Trainer, build_loss  # noqa: E402
 
 
 def timed(function) -> float:

@@ -1,8 +1,8 @@
 """Training Pipeline Debugger: checks for TensorFlow + Transformers fine-tuning on GLUE.
 
-`from diagnostics import diagnose, DiagnoseCallback` runs the checks on your own model and dataset (see api.py);
+`from diagnostics import diagnose, DiagnoseCallback` runs the checks on your own model and dataset (see usercode/api.py);
 they import TensorFlow on first use, not with the package. `with diagnostics.watch():` around your `to_tf_dataset`
-calls lets the checks batch your rows with your own call (hooks.py). Importing the package patches no library.
+calls lets the checks batch your rows with your own call (usercode/hooks.py). Importing the package patches no library.
 
 Importing the package selects Keras 2 (`tf-keras`), which Transformers' TF models need,
 and quiets TensorFlow's C++ logging, Transformers' warnings and `datasets`' progress bars before they are first
@@ -33,11 +33,11 @@ _API = ("diagnose", "DiagnoseCallback", "Report", "PipelineError")
 
 def __getattr__(name):
     if name == "watch":
-        from diagnostics.hooks import watch
+        from diagnostics.usercode.hooks import watch
 
         return watch
     if name in _API:
-        from diagnostics import api
+        from diagnostics.usercode import api
 
         return getattr(api, name)
     raise AttributeError(f"module 'diagnostics' has no attribute {name!r}")

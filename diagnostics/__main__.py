@@ -18,11 +18,11 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from diagnostics.config import RunConfig, default_config, task_title
-from diagnostics.settings import EPOCHS, SETTINGS, SWEEP_SETTINGS, cli_overrides, sweep_from_args
-from diagnostics.errors import InputError
+from diagnostics.config.run import RunConfig, default_config, task_title
+from diagnostics.config.settings import EPOCHS, SETTINGS, SWEEP_SETTINGS, cli_overrides, sweep_from_args
+from diagnostics.core.errors import InputError
 from diagnostics.i18n import DEFAULT_LANGUAGE, LANGUAGES, Text, _, localize, message_of, msg, set_language
-from diagnostics.result import Status
+from diagnostics.core.result import Status
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -46,7 +46,7 @@ def _argument(parse):
 
 
 def add_setting_flags(parser: argparse.ArgumentParser) -> None:
-    """The run configuration's flags, from the settings table (`diagnostics/settings.py`)."""
+    """The run configuration's flags, from the settings table (`diagnostics/config/settings.py`)."""
     for setting in SETTINGS:
         if setting.flag is None:
             continue
@@ -112,12 +112,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def config_from_args(args) -> RunConfig:
-    from diagnostics.loading import hub_reachable
+    from diagnostics.keras.loading import hub_reachable
 
     overrides = cli_overrides(args)
     base = default_config(hub_reachable(), **{k: v for k, v in overrides.items() if k == "checkpoint"})
     if args.scenario:
-        from diagnostics.scenarios import get_scenario
+        from diagnostics.config.scenarios import get_scenario
 
         base = get_scenario(args.scenario).apply(replace(base, task=overrides.get("task", base.task)))
     return replace(base, **overrides).validated()
@@ -161,12 +161,12 @@ def write_reports(outputs) -> None:
 
 
 def run_command(args) -> int:
-    from diagnostics import loading
-    from diagnostics.overfit import DEFAULT_EPOCHS
-    from diagnostics.context import RunContext
-    from diagnostics.pipeline import parse_skip, parse_stages, run_stages
-    from diagnostics.causes import causes, owners
-    from diagnostics.report import build_report, cause_lines, checklist_lines, junit_report, markdown_report
+    from diagnostics.keras import loading
+    from diagnostics.checks.overfit import DEFAULT_EPOCHS
+    from diagnostics.core.context import RunContext
+    from diagnostics.checks.units import parse_skip, parse_stages, run_stages
+    from diagnostics.core.causes import causes, owners
+    from diagnostics.report.formats import build_report, cause_lines, checklist_lines, junit_report, markdown_report
 
     config = config_from_args(args)
     stages, skip = parse_stages(args.stages), parse_skip(args.skip)
@@ -180,7 +180,7 @@ def run_command(args) -> int:
     for line in cause_lines(results) + [""] + checklist_lines(results):
         print(line)
     if args.scenario:
-        from diagnostics.scenarios import get_scenario
+        from diagnostics.config.scenarios import get_scenario
 
         scenario, named = get_scenario(args.scenario), owners(results)
         verdicts = [(_("{check} caught it") if ok else _("{check} did NOT catch it")).format(check=check)
@@ -202,11 +202,11 @@ def exit_code(found, fail_on: str) -> int:
 
 
 def trace_command(args) -> int:
-    from diagnostics.causes import causes
-    from diagnostics.pipeline import parse_skip, parse_stages
-    from diagnostics.report import cause_lines, checklist_lines, junit_report
-    from diagnostics.result import CheckResult
-    from diagnostics.trace import (EXIT_OK as TRACE_OK, fit_reports, phase_title, script_finding, script_fix,
+    from diagnostics.core.causes import causes
+    from diagnostics.checks.units import parse_skip, parse_stages
+    from diagnostics.report.formats import cause_lines, checklist_lines, junit_report
+    from diagnostics.core.result import CheckResult
+    from diagnostics.usercode.trace import (EXIT_OK as TRACE_OK, fit_reports, phase_title, script_finding, script_fix,
                                    script_notes, trace_script)
 
     parse_stages(args.stages)
@@ -256,7 +256,7 @@ def trace_command(args) -> int:
 
 
 def scenarios_command() -> int:
-    from diagnostics.scenarios import SCENARIOS
+    from diagnostics.config.scenarios import SCENARIOS
 
     for scenario in SCENARIOS.values():
         flagged = scenario.caught(set())
@@ -267,7 +267,7 @@ def scenarios_command() -> int:
 
 
 def checks_command(as_json: bool) -> int:
-    from diagnostics.registry import listing
+    from diagnostics.core.registry import listing
 
     checks = listing()
     if as_json:

@@ -10,7 +10,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import diagnostics  # noqa: E402,F401  (selects Keras 2 before TensorFlow loads)
-from diagnostics.loading import demo_checkpoint_dir, load_model, load_tokenizer  # noqa: E402
+from diagnostics.keras.loading import demo_checkpoint_dir, load_model, load_tokenizer  # noqa: E402
 
 
 def main() -> int:

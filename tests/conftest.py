@@ -121,7 +121,7 @@ def make_split(task: str, rows: list[tuple]):
     """A datasets.Dataset in the GLUE schema of `task` from (text..., label) tuples."""
     from datasets import Dataset
 
-    from diagnostics.glue import get_task
+    from diagnostics.config.tasks import get_task
 
     columns = list(get_task(task).text_columns) + ["label"]
     data = {column: [row[i] for row in rows] for i, column in enumerate(columns)}
@@ -145,7 +145,7 @@ def sst2_split():
 
 @pytest.fixture(scope="session")
 def bert_tokenizer(bert_checkpoint):
-    from diagnostics.loading import load_tokenizer
+    from diagnostics.keras.loading import load_tokenizer
 
     return load_tokenizer(str(bert_checkpoint))
 
@@ -153,7 +153,7 @@ def bert_tokenizer(bert_checkpoint):
 @pytest.fixture(scope="session")
 def cached_bert(bert_checkpoint):
     """A three-label classifier loaded once and shared, like the app's cached model: tests must not change it."""
-    from diagnostics.loading import load_model
+    from diagnostics.keras.loading import load_model
 
     return load_model(str(bert_checkpoint), 3)
 
@@ -183,7 +183,7 @@ def nan_checkpoint(tmp_path_factory, bert_checkpoint) -> Path:
     """The tiny BERT classifier with every weight NaN, written by save_pretrained: every loss is NaN."""
     import numpy as np
 
-    from diagnostics.loading import load_model, load_tokenizer
+    from diagnostics.keras.loading import load_model, load_tokenizer
 
     directory = tmp_path_factory.mktemp("bert-nan")
     model = load_model(str(bert_checkpoint), 3)
@@ -207,7 +207,7 @@ def t5_config_checkpoint(tmp_path_factory, vocab_file) -> Path:
 @pytest.fixture(scope="session")
 def demo_model():
     """The demo checkpoint as a three-label classifier, loaded once and shared: tests must not change it."""
-    from diagnostics.loading import load_model
+    from diagnostics.keras.loading import load_model
 
     return load_model("demo", 3)
 
@@ -218,7 +218,7 @@ def seeded_models():
     for each and shared: tests must not change them."""
     import functools
 
-    from diagnostics.loading import load_model
+    from diagnostics.keras.loading import load_model
 
     return functools.cache(lambda checkpoint, num_labels, seed: load_model(str(checkpoint), num_labels, seed))
 
@@ -226,8 +226,8 @@ def seeded_models():
 @pytest.fixture(scope="session")
 def demo_inputs():
     """The demo tokenizer and the bundled MNLI train split."""
-    from diagnostics.config import RunConfig
-    from diagnostics.loading import load_split, load_tokenizer
+    from diagnostics.config.run import RunConfig
+    from diagnostics.keras.loading import load_split, load_tokenizer
 
     return load_tokenizer("demo"), load_split(RunConfig())
 

@@ -9,8 +9,8 @@ from streamlit.testing.v1 import AppTest
 
 from conftest import ROOT, rendered
 from diagnostics.__main__ import main
-from diagnostics.evidence import declared_keys
-from diagnostics.glue import TASKS
+from diagnostics.core.evidence import declared_keys
+from diagnostics.config.tasks import TASKS
 
 APP = str(ROOT / "app.py")
 KEPT_SEED = 7  # set before each bad input; it must survive it

@@ -7,13 +7,13 @@ from xml.etree import ElementTree
 
 import pytest
 
-from diagnostics import registry
-from diagnostics.causes import causes, explain, owners
-from diagnostics.config import RunConfig
-from diagnostics.fixes import CodeStyle, RateFix, code_style, keras_name_in, optimizer_code
+from diagnostics.core import registry
+from diagnostics.core.causes import causes, explain, owners
+from diagnostics.config.run import RunConfig
+from diagnostics.core.fixes import CodeStyle, RateFix, code_style, keras_name_in, optimizer_code
 from diagnostics.i18n import msg
-from diagnostics.report import build_report, cause_lines, checklist_lines, junit_report, markdown_report
-from diagnostics.result import CheckResult, Status
+from diagnostics.report.formats import build_report, cause_lines, checklist_lines, junit_report, markdown_report
+from diagnostics.core.result import CheckResult, Status
 
 
 def result(check_id, status, condition=None, fix=None, **evidence):
@@ -41,7 +41,7 @@ def test_every_declared_cause_names_conditions_its_owner_has_and_explains_only_d
 
 
 def test_every_key_an_explanation_reads_is_declared_in_the_explained_checks_evidence():
-    from diagnostics.evidence import declared_keys
+    from diagnostics.core.evidence import declared_keys
 
     for cause in registry.CAUSES.values():
         for explains in cause.explains:

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from conftest import ROOT
-from diagnostics import registry
+from diagnostics.core import registry
 from diagnostics.__main__ import main
 
 
@@ -179,7 +179,7 @@ def test_directory_without_config_exits_2(tmp_path, capsys):
 
 
 def test_scenarios_command_lists_every_scenario(capsys):
-    from diagnostics.scenarios import SCENARIOS
+    from diagnostics.config.scenarios import SCENARIOS
 
     assert main(["scenarios"]) == 0
     out = capsys.readouterr().out

@@ -6,10 +6,10 @@ import numpy as np
 from streamlit.testing.v1 import AppTest
 
 from conftest import ROOT
-from diagnostics.config import RunConfig
-from diagnostics.hyperparams import SweepSettings
-from diagnostics.context import RunContext
-from diagnostics.pipeline import hparams_stage, overfit_stage
+from diagnostics.config.run import RunConfig
+from diagnostics.checks.hyperparams import SweepSettings
+from diagnostics.core.context import RunContext
+from diagnostics.checks.units import hparams_stage, overfit_stage
 from ui.caches import cached_model, load_inputs
 
 APP = str(ROOT / "app.py")
@@ -118,8 +118,8 @@ def test_a_heavy_check_in_one_session_does_not_block_another_sessions_page(demo_
 
 def test_one_tokenizer_shared_by_sessions_is_never_borrowed_twice(demo_inputs):
     """A fast tokenizer raises "Already borrowed" when two threads call it at once; the app's calls take turns."""
-    from diagnostics import batches as data
-    from diagnostics.glue import get_task
+    from diagnostics.keras import batches as data
+    from diagnostics.config.tasks import get_task
 
     tokenizer, split = demo_inputs
     task = get_task("mnli")

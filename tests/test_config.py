@@ -1,7 +1,7 @@
 import pytest
 
-from diagnostics.config import RunConfig, default_config
-from diagnostics.errors import InputError
+from diagnostics.config.run import RunConfig, default_config
+from diagnostics.core.errors import InputError
 
 
 @pytest.mark.parametrize(
@@ -49,7 +49,7 @@ def test_settings_follow_the_checkpoint_whether_or_not_the_hub_answers(hub):
 
 
 def test_command_line_demo_checkpoint_gets_the_kit_with_the_hub_reachable(monkeypatch):
-    from diagnostics import loading
+    from diagnostics.keras import loading
     from diagnostics.__main__ import build_parser, config_from_args
 
     monkeypatch.setattr(loading, "hub_reachable", lambda timeout=3.0: True)

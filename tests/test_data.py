@@ -4,18 +4,19 @@ import numpy as np
 import pytest
 
 from conftest import make_split
-from diagnostics import batches, data
-from diagnostics.config import RunConfig
-from diagnostics.glue import TASKS
-from diagnostics.result import Status
+from diagnostics.keras import batches
+from diagnostics.checks import data
+from diagnostics.config.run import RunConfig
+from diagnostics.config.tasks import TASKS
+from diagnostics.core.result import Status
 
 MNLI, SST2, STSB, MRPC = TASKS["mnli"], TASKS["sst2"], TASKS["stsb"], TASKS["mrpc"]
 
 
 def data_results(config, split, tokenizer):
     """The Data stage's checks but learnability (which trains), through the one runner, as every caller runs them."""
-    from diagnostics.context import RunContext
-    from diagnostics.pipeline import data_stage
+    from diagnostics.core.context import RunContext
+    from diagnostics.checks.units import data_stage
 
     return data_stage(RunContext(config.validated(), tokenizer, split))
 
@@ -217,7 +218,7 @@ def test_label_balance_without_a_first_batch_judges_the_split_and_says_there_was
 
 
 def test_label_balance_figure_draws_the_first_batch_only_when_there_is_one():
-    from diagnostics.plots import label_balance_figure
+    from diagnostics.report.plots import label_balance_figure
 
     with_batch = label_balance_figure(data.check_label_balance(np.array([0, 1, 2] * 4), [0, 1, 2, 0], MNLI, 3))
     without = label_balance_figure(data.check_label_balance(np.array([0, 1, 2] * 4), [], MNLI, 3))
@@ -291,8 +292,8 @@ def test_baselines_regression_variance_pass():
 @pytest.mark.parametrize("task, labels", [("mnli", [-1, -1]), ("mnli", [7, 9]), ("stsb", [float("nan"), 6.0])])
 def test_baselines_and_balance_no_label_in_range_skip_naming_label_range(demo_inputs, task, labels):
     """The runner skips what counts labels when none lies in range (its "counted" need); data.label_range names why."""
-    from diagnostics.context import RunContext
-    from diagnostics.runner import run_units
+    from diagnostics.core.context import RunContext
+    from diagnostics.core.runner import run_units
 
     tokenizer, _ = demo_inputs
     split = make_split(task, [("a cat", "a dog", label) for label in labels])

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from conftest import ROOT, SEEDS
-from diagnostics.devices import DEVICES_ENV, training_strategy
+from diagnostics.keras.devices import DEVICES_ENV, training_strategy
 
 # Logical devices must be configured before TensorFlow starts, so this runs in a fresh process.
 SCRIPT = """
@@ -17,12 +17,12 @@ import diagnostics
 import tensorflow as tf
 cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
-from diagnostics import loading
-from diagnostics.config import RunConfig
-from diagnostics.batches import build_first_batch, training_batches
-from diagnostics.learnability import learnability_figures
-from diagnostics.overfit import overfit_one_batch
-from diagnostics.training import SharedCopy
+from diagnostics.keras import loading
+from diagnostics.config.run import RunConfig
+from diagnostics.keras.batches import build_first_batch, training_batches
+from diagnostics.checks.learnability import learnability_figures
+from diagnostics.checks.overfit import overfit_one_batch
+from diagnostics.keras.training import SharedCopy
 
 out = {}
 for seed in json.loads(sys.argv[1]):
@@ -93,8 +93,9 @@ cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
 import tf_keras
 from transformers import TFAutoModelForSequenceClassification
-from diagnostics import diagnose, loading, watch
-from diagnostics.config import RunConfig
+from diagnostics import diagnose, watch
+from diagnostics.keras import loading
+from diagnostics.config.run import RunConfig
 
 tokenizer, split = loading.load_tokenizer("demo"), loading.load_split(RunConfig(batch_size=8).validated())
 tokenized = split.map(lambda rows: tokenizer(rows["premise"], rows["hypothesis"], truncation=True), batched=True)

@@ -13,7 +13,7 @@ FAST = dict(task="mrpc", stages="data,model,hparams", skip="data.learnability,hp
 
 
 def trace(tmp_path, checkpoint, *script_args, stages=FAST["stages"]):
-    from diagnostics.trace import fit_reports, trace_script
+    from diagnostics.usercode.trace import fit_reports, trace_script
 
     outcome = trace_script(SCRIPT, [str(checkpoint), str(ROOT / "tests" / "data" / "mrpc" / "validation.tsv"),
                                     *script_args], cwd=tmp_path, capture_output=True, timeout=900,
@@ -73,7 +73,7 @@ def test_trace_unfreezing_without_compiling_again_is_named_once_by_weights_after
 
 @pytest.fixture(scope="module")
 def kit_model():
-    from diagnostics.loading import demo_checkpoint_dir
+    from diagnostics.keras.loading import demo_checkpoint_dir
     from transformers import TFAutoModelForSequenceClassification
 
     model = TFAutoModelForSequenceClassification.from_pretrained(str(demo_checkpoint_dir()), num_labels=2)
@@ -82,8 +82,8 @@ def kit_model():
 
 
 def test_what_a_fit_trains_and_its_usual_rate_follow_the_frozen_layers(kit_model, monkeypatch):
-    from diagnostics import training
-    from diagnostics.keras_model import fresh_copy, what_trains
+    from diagnostics.keras import training
+    from diagnostics.keras.keras_model import fresh_copy, what_trains
 
     inputs = {"input_ids": np.ones((2, 8), np.int32)}
     encoder = kit_model.layers[0]
@@ -117,9 +117,9 @@ def test_the_callback_checks_each_fit_on_its_own_data_and_says_what_it_trains(ki
 
     import tf_keras as keras
 
-    from diagnostics.api import DiagnoseCallback
-    from diagnostics.keras_model import fresh_copy
-    from diagnostics.loading import load_tokenizer
+    from diagnostics.usercode.api import DiagnoseCallback
+    from diagnostics.keras.keras_model import fresh_copy
+    from diagnostics.keras.loading import load_tokenizer
 
     tokenizer = load_tokenizer("demo")
     rows = [json.loads(line) for line in (ROOT / "diagnostics" / "demo_data" / "rte" / "train.jsonl")
@@ -150,7 +150,7 @@ def test_the_callback_checks_each_fit_on_its_own_data_and_says_what_it_trains(ki
 
 
 def trace_loop(tmp_path, checkpoint, *script_args):
-    from diagnostics.trace import trace_script
+    from diagnostics.usercode.trace import trace_script
 
     outcome = trace_script(ROOT / "tests" / "scripts" / "tape_loop.py",
                            [str(checkpoint), str(ROOT / "tests" / "data" / "mrpc" / "validation.tsv"), *script_args],
@@ -182,10 +182,10 @@ def test_diagnose_takes_a_custom_loops_loss_and_optimizer(kit_model):
 
     import tf_keras as keras
 
-    from diagnostics.api import diagnose
-    from diagnostics.errors import InputError
-    from diagnostics.keras_model import fresh_copy
-    from diagnostics.loading import load_tokenizer
+    from diagnostics.usercode.api import diagnose
+    from diagnostics.core.errors import InputError
+    from diagnostics.keras.keras_model import fresh_copy
+    from diagnostics.keras.loading import load_tokenizer
 
     tokenizer = load_tokenizer("demo")
     rows = [json.loads(line) for line in (ROOT / "diagnostics" / "demo_data" / "rte" / "train.jsonl")
@@ -207,9 +207,9 @@ def test_diagnose_reads_a_generator_back_and_says_it_is_used_up(kit_model):
 
     import tf_keras as keras
 
-    from diagnostics.api import diagnose
-    from diagnostics.keras_model import fresh_copy
-    from diagnostics.loading import load_tokenizer
+    from diagnostics.usercode.api import diagnose
+    from diagnostics.keras.keras_model import fresh_copy
+    from diagnostics.keras.loading import load_tokenizer
 
     tokenizer = load_tokenizer("demo")
     rows = [json.loads(line) for line in (ROOT / "diagnostics" / "demo_data" / "rte" / "train.jsonl")

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from conftest import ROOT, make_split
-from diagnostics.hooks import watch
-from diagnostics.result import Status
+from diagnostics.usercode.hooks import watch
+from diagnostics.core.result import Status
 
 
 def classifier(checkpoint, num_labels):
@@ -55,7 +55,7 @@ def test_tracing_leaves_the_scripts_logging_and_progress_settings_as_they_were(t
     import subprocess
     import sys
 
-    from diagnostics.trace import trace_script
+    from diagnostics.usercode.trace import trace_script
 
     script = tmp_path / "settings.py"
     script.write_text(
@@ -83,7 +83,7 @@ def test_copies_train_with_every_setting_of_the_users_optimizer(bert_checkpoint,
     from transformers import create_optimizer
 
     from diagnostics import diagnose
-    from diagnostics.training import Trainer, build_optimizer, sweep_optimizer
+    from diagnostics.keras.training import Trainer, build_optimizer, sweep_optimizer
 
     model = classifier(bert_checkpoint, 3)
     optimizer, _ = create_optimizer(init_lr=2e-3, num_train_steps=40, num_warmup_steps=4, adam_epsilon=1e-8,
@@ -133,7 +133,7 @@ TRANSFORMS = {
 
 @pytest.mark.parametrize("method", TRANSFORMS)
 def test_a_dataset_keeps_its_split_through_tf_data_methods(method, bert_checkpoint, bert_tokenizer, mnli_split):
-    from diagnostics import hooks
+    from diagnostics.usercode import hooks
 
     model = classifier(bert_checkpoint, 3)
     source = tokenized_mnli(mnli_split, bert_tokenizer)
@@ -149,7 +149,9 @@ def test_a_batch_after_to_tf_dataset_keeps_the_split_for_the_task_and_reads_the_
         bert_checkpoint, bert_tokenizer, mnli_split):
     from datasets import ClassLabel
 
-    from diagnostics import diagnose, hooks
+    from diagnostics import diagnose
+
+    from diagnostics.usercode import hooks
 
     model = classifier(bert_checkpoint, 3)
     source = tokenized_mnli(mnli_split, bert_tokenizer).cast_column(
@@ -173,7 +175,7 @@ def test_a_batch_after_to_tf_dataset_keeps_the_split_for_the_task_and_reads_the_
 def test_the_task_comes_from_the_user_the_split_or_the_model_and_is_never_guessed():
     from transformers import BertConfig
 
-    from diagnostics.own_code import find_task
+    from diagnostics.usercode.own_code import find_task
 
     pairs, labels = ["sentence1", "sentence2", "label"], np.array([0, 1] * 10)
     assert find_task("RTE", columns=pairs, labels=labels).name == "rte"
@@ -222,8 +224,8 @@ def test_an_unknown_task_shows_labels_by_their_own_names_and_judges_nothing_agai
 
 
 def test_a_label_outside_the_known_tasks_classes_fails_with_its_rows_whatever_the_head():
-    from diagnostics import data
-    from diagnostics.glue import TASKS
+    from diagnostics.checks import data
+    from diagnostics.config.tasks import TASKS
 
     labels = np.array([0, 1] * 95 + [2] * 10)
     result = data.check_label_range(labels, [0, 1, 2], TASKS["rte"], 3, "train")
@@ -234,8 +236,8 @@ def test_a_label_outside_the_known_tasks_classes_fails_with_its_rows_whatever_th
 
 
 def test_a_label_outside_a_known_tasks_classes_with_a_head_that_fits_names_its_rows_and_no_bigger_head():
-    from diagnostics import data
-    from diagnostics.glue import TASKS
+    from diagnostics.checks import data
+    from diagnostics.config.tasks import TASKS
 
     labels = np.array([0, 1] * 20 + [2] * 3 + [0, 1] * 5)
     result = data.check_label_range(labels, [0, 1], TASKS["cola"], 2, "train")
@@ -245,8 +247,8 @@ def test_a_label_outside_a_known_tasks_classes_with_a_head_that_fits_names_its_r
 
 
 def test_with_the_task_unknown_a_rare_label_value_is_a_warning_naming_its_rows():
-    from diagnostics import data
-    from diagnostics.glue import GlueTask
+    from diagnostics.checks import data
+    from diagnostics.config.tasks import GlueTask
 
     unknown = GlueTask("mrpc or rte", ("sentence1", "sentence2"), ("label 0", "label 1", "label 2"), ("train",),
                        known=False)
@@ -258,8 +260,8 @@ def test_with_the_task_unknown_a_rare_label_value_is_a_warning_naming_its_rows()
 def test_model_config_counts_what_it_says_about_outputs_from_the_data(bert_checkpoint, bert_tokenizer):
     from transformers import AutoConfig
 
-    from diagnostics.glue import TASKS
-    from diagnostics.model import check_config
+    from diagnostics.config.tasks import TASKS
+    from diagnostics.checks.model import check_config
 
     config = AutoConfig.from_pretrained(str(bert_checkpoint), num_labels=3)
     fed = check_config(config, "TFBert", TASKS["rte"], bert_tokenizer, {0: 95, 1: 95, 2: 10})
@@ -294,7 +296,7 @@ def kit_rows(split):
 def trace_classifier(tmp_path, checkpoint, train_rows, *, rate, extra=(), task=None, stages=None,
                      validation_rows=None):
     """Trace the script on csv files of these rows; (the outcome, {check: result dict})."""
-    from diagnostics.trace import trace_script
+    from diagnostics.usercode.trace import trace_script
 
     train = write_csv(tmp_path / "train.csv", train_rows)
     validation = write_csv(tmp_path / "validation.csv", validation_rows or train_rows[:16])
@@ -316,7 +318,7 @@ def named_elsewhere(checks, words, owner):
 
 
 def test_trace_a_healthy_script_of_a_new_shape_on_the_kit_fails_nothing_and_warns_on_no_guess(tmp_path):
-    from diagnostics.loading import demo_checkpoint_dir
+    from diagnostics.keras.loading import demo_checkpoint_dir
 
     outcome, checks = trace_classifier(tmp_path, demo_checkpoint_dir(), kit_rows("train"), rate=3e-3,
                                        validation_rows=kit_rows("validation"))
@@ -332,7 +334,7 @@ def test_trace_a_healthy_script_of_a_new_shape_on_the_kit_fails_nothing_and_warn
 
 @pytest.mark.parametrize("task", [None, "rte"])
 def test_trace_a_stray_label_is_named_with_its_rows_by_data_label_range_alone(tmp_path, task):
-    from diagnostics.loading import demo_checkpoint_dir
+    from diagnostics.keras.loading import demo_checkpoint_dir
 
     rows = [dict(row, label=2 if index % 12 == 5 and index < 120 else row["label"])
             for index, row in enumerate(kit_rows("train"))]
@@ -351,7 +353,7 @@ def test_trace_a_stray_label_is_named_with_its_rows_by_data_label_range_alone(tm
 
 
 def test_trace_truncation_by_the_scripts_own_tokenizer_is_measured_on_the_raw_text(tmp_path):
-    from diagnostics.loading import demo_checkpoint_dir, load_tokenizer
+    from diagnostics.keras.loading import demo_checkpoint_dir, load_tokenizer
 
     rows = kit_rows("train")
     tokenizer = load_tokenizer("demo")
@@ -371,7 +373,7 @@ def test_trace_truncation_by_the_scripts_own_tokenizer_is_measured_on_the_raw_te
 
 
 def test_trace_truncation_is_said_at_the_scripts_max_length_when_no_row_reaches_it(tmp_path):
-    from diagnostics.loading import demo_checkpoint_dir, load_tokenizer
+    from diagnostics.keras.loading import demo_checkpoint_dir, load_tokenizer
 
     rows = kit_rows("train")
     tokenizer = load_tokenizer("demo")
@@ -385,7 +387,7 @@ def test_trace_truncation_is_said_at_the_scripts_max_length_when_no_row_reaches_
 
 
 def test_trace_a_loss_that_stops_the_gradients_is_named_once_and_blocks_the_measurements(tmp_path):
-    from diagnostics.loading import demo_checkpoint_dir
+    from diagnostics.keras.loading import demo_checkpoint_dir
 
     _, checks = trace_classifier(tmp_path, demo_checkpoint_dir(), kit_rows("train"), rate=3e-3,
                                  extra=("--probability_loss", "True"))
@@ -447,15 +449,15 @@ def test_trace_a_rate_real_fine_tuning_calls_bad_is_named_by_the_sweep_alone(tmp
 
 
 def record_of(grads, sizes, rate=1e-3):
-    from diagnostics.training import GradientStats, StepRecord
+    from diagnostics.keras.training import GradientStats, StepRecord
 
     return StepRecord(loss=0.69, gradients=[(f"bert/layer_{i}/kernel:0", None if grad is None else GradientStats.of(
         np.asarray(grad, dtype=np.float32))) for i, grad in enumerate(grads)], sizes=sizes, rate=rate)
 
 
 def test_model_gradients_fails_on_all_zero_or_partly_zero_gradients_naming_their_share():
-    from diagnostics.config import RunConfig
-    from diagnostics.model import check_gradients, gradient_figures
+    from diagnostics.config.run import RunConfig
+    from diagnostics.checks.model import check_gradients, gradient_figures
 
     dead = check_gradients(gradient_figures(record_of([np.zeros(6), np.zeros(2)], [6, 2])),
                            RunConfig(loss="SparseCategoricalCrossentropy(from_logits=False)"))
@@ -468,7 +470,7 @@ def test_model_gradients_fails_on_all_zero_or_partly_zero_gradients_naming_their
 
 
 def test_model_weights_after_step_fails_when_nothing_moved_and_passes_a_warmups_zero_first_rate():
-    from diagnostics.model import check_weights_after_step
+    from diagnostics.checks.model import check_weights_after_step
 
     still = {"variables": 2, "moved": 0, "unmoved": ["a:0", "b:0"], "max_change": 0.0}
     assert check_weights_after_step(record_of([np.zeros(2)], [2]), [], "Adam", still).status is Status.FAIL
@@ -481,7 +483,7 @@ def test_model_weights_after_step_fails_when_nothing_moved_and_passes_a_warmups_
 def test_weight_decay_alone_is_not_a_step_that_moved(bert_checkpoint, bert_tokenizer, mnli_split):
     import tf_keras
 
-    from diagnostics.training import fresh_copy, moved_variables
+    from diagnostics.keras.training import fresh_copy, moved_variables
 
     model = classifier(bert_checkpoint, 3)
     inputs = dict(bert_tokenizer(["the cat sat"], return_tensors="tf"))
@@ -494,9 +496,9 @@ def test_weight_decay_alone_is_not_a_step_that_moved(bert_checkpoint, bert_token
 
 
 def test_one_cause_one_owner_the_sweep_names_a_bad_rate_and_the_others_point_at_it():
-    from diagnostics.causes import causes, explain
+    from diagnostics.core.causes import causes, explain
     from diagnostics.i18n import msg
-    from diagnostics.result import CheckResult
+    from diagnostics.core.result import CheckResult
 
     settings = [{"setting": "learning_rate", "value": "0.001", "source": "set"}]
     ceiling = msg("{summary} {rate:g} is above {limit:g}{reading}.", summary="Adam builds Adam", rate=1e-3, limit=1e-4,

@@ -4,15 +4,16 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from conftest import ROOT, rendered
-from diagnostics import limits, loading
+from diagnostics.config import limits
+from diagnostics.keras import loading
 from diagnostics.__main__ import main
-from diagnostics.config import RunConfig
-from diagnostics.errors import InputError
-from diagnostics.hyperparams import SweepSettings
-from diagnostics.context import RunContext
-from diagnostics.pipeline import hparams_stage, overfit_stage
-from diagnostics.runner import validate_epochs
-from diagnostics.result import Status
+from diagnostics.config.run import RunConfig
+from diagnostics.core.errors import InputError
+from diagnostics.checks.hyperparams import SweepSettings
+from diagnostics.core.context import RunContext
+from diagnostics.checks.units import hparams_stage, overfit_stage
+from diagnostics.core.runner import validate_epochs
+from diagnostics.core.result import Status
 
 
 @pytest.fixture

@@ -3,14 +3,14 @@ import math
 import numpy as np
 import pytest
 
-from diagnostics import hyperparams as hp
-from diagnostics.config import RunConfig
-from diagnostics.batches import training_batches
-from diagnostics.context import RunContext
-from diagnostics.errors import InputError
-from diagnostics.pipeline import hparams_stage
-from diagnostics.result import Status
-from diagnostics.training import Trainer
+from diagnostics.checks import hyperparams as hp
+from diagnostics.config.run import RunConfig
+from diagnostics.keras.batches import training_batches
+from diagnostics.core.context import RunContext
+from diagnostics.core.errors import InputError
+from diagnostics.checks.units import hparams_stage
+from diagnostics.core.result import Status
+from diagnostics.keras.training import Trainer
 
 SMALL = hp.SweepSettings(min_rate=1e-5, max_rate=1e-1, rates=3, steps=3, range_steps=12)
 
@@ -185,7 +185,7 @@ def test_trainer_reset_starts_again_from_the_first_batch(mnli_split, bert_tokeni
 
 
 def test_a_shared_copy_is_made_once_and_remade_only_when_it_cannot_serve(mnli_split, bert_tokenizer, cached_bert):
-    from diagnostics.training import SharedCopy
+    from diagnostics.keras.training import SharedCopy
 
     config = RunConfig(batch_size=4)
     batches = training_batches(mnli_split, bert_tokenizer, config, count=2)
@@ -317,8 +317,8 @@ def test_sweep_that_moved_no_loss_recommends_the_good_rate_nearest_the_checkpoin
 
 
 def test_rate_charts_write_rates_one_way_and_keep_the_legend_off_the_axis_title():
-    from diagnostics.plots import range_test_figure, sweep_final_figure
-    from diagnostics.result import CheckResult
+    from diagnostics.report.plots import range_test_figure, sweep_final_figure
+    from diagnostics.core.result import CheckResult
 
     lrs = np.geomspace(1e-6, 1e-1, 12).tolist()
     ranged = range_test_figure(CheckResult("hparams.lr_range_test", "hparams", Status.PASS, "", evidence={

@@ -218,7 +218,7 @@ def test_an_unknown_language_in_a_link_is_named_and_the_page_stays_in_english():
 
 @pytest.mark.parametrize("language", TRANSLATED)
 def test_a_checks_finding_is_said_in_each_language_with_its_numbers(language):
-    from diagnostics.data import check_duplicates
+    from diagnostics.checks.data import check_duplicates
 
     result = check_duplicates({"rows_scanned": 1234, "duplicate_rows": 56, "conflicting_rows": 7,
                                "conflict_examples": []})
@@ -237,10 +237,10 @@ def test_a_checks_finding_is_said_in_each_language_with_its_numbers(language):
 def test_every_finding_of_a_failing_scenario_can_be_translated(tmp_path):
     """Every summary (and prose fix) the Data, Model and setup checks give on the course's script is a sentence the
     catalogs know, so no finding stays English on a translated page."""
-    from diagnostics.context import RunContext
-    from diagnostics.pipeline import data_stage, hparams_stage, model_stage
-    from diagnostics.scenarios import SCENARIOS
-    from diagnostics.config import RunConfig
+    from diagnostics.core.context import RunContext
+    from diagnostics.checks.units import data_stage, hparams_stage, model_stage
+    from diagnostics.config.scenarios import SCENARIOS
+    from diagnostics.config.run import RunConfig
 
     config = SCENARIOS["course-script"].apply(RunConfig(checkpoint="demo", split="validation_matched"))
     run = RunContext.open(config)
@@ -277,9 +277,9 @@ def test_a_bad_link_is_explained_in_the_pages_language():
 def test_a_report_read_back_from_json_can_still_be_translated():
     import numpy as np
 
-    from diagnostics.model import check_forward, check_nan_rows
-    from diagnostics.result import CheckResult
-    from diagnostics.measurement import Forward
+    from diagnostics.checks.model import check_forward, check_nan_rows
+    from diagnostics.core.result import CheckResult
+    from diagnostics.keras.measurement import Forward
 
     results = [
         check_nan_rows(np.array([0.5, np.nan]), np.zeros((2, 2)), [
@@ -296,7 +296,7 @@ def test_a_report_read_back_from_json_can_still_be_translated():
 
 
 def test_a_report_without_sentences_reads_back_as_english():
-    from diagnostics.result import CheckResult
+    from diagnostics.core.result import CheckResult
 
     data = {"id": "data.batch", "stage": "data", "status": "pass", "summary": "Fine.", "fix": None, "evidence": {}}
     assert CheckResult.from_dict(data).summary == "Fine."
@@ -307,9 +307,9 @@ def test_a_report_without_sentences_reads_back_as_english():
 def test_a_traced_script_is_reported_in_the_chosen_language(tmp_path):
     """The child writes English with its sentences; the parent says the outcome, the error's finding and fix, the
     progress lines and every check in another language."""
-    from diagnostics.result import CheckResult
-    from diagnostics.scripts import COURSE_SCRIPTS
-    from diagnostics.trace import script_finding, trace_script
+    from diagnostics.core.result import CheckResult
+    from diagnostics.usercode.course_scripts import COURSE_SCRIPTS
+    from diagnostics.usercode.trace import script_finding, trace_script
 
     lines = []
     outcome = trace_script(COURSE_SCRIPTS["course_script"].path, stages="data", timeout=300, progress=lines.append,

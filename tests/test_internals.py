@@ -1,4 +1,4 @@
-"""Each private or version-dependent read of diagnostics/internals.py, on the pinned versions: when an upgrade moves
+"""Each private or version-dependent read of diagnostics/keras/internals.py, on the pinned versions: when an upgrade moves
 one, the test that fails names it (and what to look at), instead of a check quietly judging wrongly."""
 
 from importlib.metadata import version
@@ -7,13 +7,13 @@ import numpy as np
 import pytest
 
 from conftest import make_split
-from diagnostics import internals
+from diagnostics.keras import internals
 
 
 @pytest.mark.parametrize("package", sorted(internals.MEASURED_ON))
 def test_the_reads_were_measured_on_the_installed_versions(package):
     assert version(package) == internals.MEASURED_ON[package], (
-        f"{package} {version(package)} is installed; diagnostics/internals.py was measured on "
+        f"{package} {version(package)} is installed; diagnostics/keras/internals.py was measured on "
         f"{internals.MEASURED_ON[package]}: run tests/test_internals.py and update MEASURED_ON when all pass")
 
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from conftest import ROOT
-from diagnostics.result import Status
+from diagnostics.core.result import Status
 
 MAX_LENGTH = 48
 
@@ -22,7 +22,7 @@ def kit_rows(split="train"):
 @pytest.fixture(scope="module")
 def kit():
     """(encoder checkpoint, tokenizer) of the kit."""
-    from diagnostics.loading import demo_checkpoint_dir, load_tokenizer
+    from diagnostics.keras.loading import demo_checkpoint_dir, load_tokenizer
 
     return demo_checkpoint_dir(), load_tokenizer("demo")
 
@@ -75,7 +75,7 @@ def not_passing(report):
 
 
 def test_the_head_is_read_from_the_output_layer_and_outputs_become_class_logits(kit):
-    from diagnostics.keras_model import as_output, class_logits, describe_model, head_of, model_config
+    from diagnostics.keras.keras_model import as_output, class_logits, describe_model, head_of, model_config
 
     checkpoint, tokenizer = kit
     softmax = functional(checkpoint, 3)
@@ -101,7 +101,7 @@ def test_the_head_is_read_from_the_output_layer_and_outputs_become_class_logits(
 def test_a_copy_of_a_functional_model_trains_apart_from_it(kit):
     import tensorflow as tf
 
-    from diagnostics.keras_model import fresh_copy
+    from diagnostics.keras.keras_model import fresh_copy
 
     checkpoint, tokenizer = kit
     model = functional(checkpoint)
@@ -158,9 +158,9 @@ def test_a_loss_that_reads_a_softmax_output_as_logits_is_named_once_by_hparams_l
                   loss=keras.losses.CategoricalCrossentropy(from_logits=True))
     report = diagnose(model, pair_sequence(tokenizer, kit_rows()), tokenizer, task="rte", stages="model")
     # The loss check alone (the Hyperparameters stage would also sweep rates, the real-checkpoint trace's part).
-    from diagnostics.api import capture
-    from diagnostics.own_code import build_run
-    from diagnostics.pipeline import hparams_loss
+    from diagnostics.usercode.api import capture
+    from diagnostics.usercode.own_code import build_run
+    from diagnostics.checks.units import hparams_loss
 
     run = build_run(capture(model, pair_sequence(tokenizer, kit_rows()), tokenizer, "rte"))
     result = hparams_loss(run)
@@ -201,7 +201,7 @@ def test_a_keras_model_with_no_transformers_part_is_checked_as_not_pretrained(ki
     import tf_keras as keras
 
     from diagnostics import diagnose
-    from diagnostics.training import is_pretrained
+    from diagnostics.keras.training import is_pretrained
 
     _, tokenizer = kit
     model = keras.Sequential([keras.Input(shape=(MAX_LENGTH,), dtype="int32", name="input_ids"),
@@ -219,7 +219,7 @@ def test_a_keras_model_with_no_transformers_part_is_checked_as_not_pretrained(ki
 
 def test_an_uncompiled_functional_model_is_refused_with_what_to_do(kit):
     from diagnostics import diagnose
-    from diagnostics.errors import InputError
+    from diagnostics.core.errors import InputError
 
     checkpoint, tokenizer = kit
     with pytest.raises(InputError, match="has no loss of its own"):
@@ -271,7 +271,7 @@ model.fit(PairBatches(frame), epochs=3)
 
 
 def trace_functional(tmp_path, checkpoint, loss_name):
-    from diagnostics.trace import trace_script
+    from diagnostics.usercode.trace import trace_script
 
     script = tmp_path / "pairs.py"
     script.write_text(SCRIPT)
@@ -317,7 +317,7 @@ def raised(call):
 def test_a_datasets_column_given_to_the_tokenizer_is_named_with_its_fix(kit):
     from datasets import Dataset
 
-    from diagnostics.trace import stack_change
+    from diagnostics.usercode.trace import stack_change
 
     _, tokenizer = kit
     split = Dataset.from_dict({"sentence1": ["a b", "c d"], "sentence2": ["e", "f"], "label": [0, 1]})
@@ -333,7 +333,7 @@ def test_removed_tokenizer_and_fit_arguments_and_keras_3_objects_are_named_with_
     import tf_keras
     from transformers import TFAutoModelForSequenceClassification
 
-    from diagnostics.trace import stack_change
+    from diagnostics.usercode.trace import stack_change
 
     checkpoint, tokenizer = kit
     finding, fix = stack_change(raised(lambda: tokenizer(["a b"], pad_to_max_length=True, max_length=8)))

@@ -1,7 +1,7 @@
 import pytest
 
-from diagnostics.learnability import check_learnability
-from diagnostics.result import Status
+from diagnostics.checks.learnability import check_learnability
+from diagnostics.core.result import Status
 
 
 def figures(given_score, control_score, given_fit, control_fit, *, pretrained=True, chance=0.4):
@@ -43,7 +43,7 @@ def test_learnability_ten_points_above_the_majority_on_few_rows_is_not_a_win():
 
 
 def test_learnability_binomial_tail():
-    from diagnostics.learnability import chance_of_at_least
+    from diagnostics.checks.learnability import chance_of_at_least
 
     assert chance_of_at_least(0, 32, 0.4) == pytest.approx(1.0)
     assert chance_of_at_least(16, 32, 0.5) == pytest.approx(0.5700, abs=1e-4)

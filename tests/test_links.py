@@ -7,9 +7,9 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from conftest import ROOT, rendered
-from diagnostics.config import RunConfig
-from diagnostics.hyperparams import SweepSettings
-from diagnostics.scenarios import SCENARIOS
+from diagnostics.config.run import RunConfig
+from diagnostics.checks.hyperparams import SweepSettings
+from diagnostics.config.scenarios import SCENARIOS
 from ui.links import CONFIG_PARAMS, Link, base_config, config_fields, link_params, parse_link
 
 APP = str(ROOT / "app.py")

@@ -4,10 +4,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from diagnostics import loading
-from diagnostics.config import RunConfig
-from diagnostics.errors import InputError
-from diagnostics.glue import TASKS
+from diagnostics.keras import loading
+from diagnostics.config.run import RunConfig
+from diagnostics.core.errors import InputError
+from diagnostics.config.tasks import TASKS
 
 
 def test_save_pretrained_directory_round_trips(bert_checkpoint):

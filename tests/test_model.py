@@ -4,13 +4,15 @@ import numpy as np
 import pytest
 
 from conftest import make_split
-from diagnostics import loading, model as model_checks, registry
-from diagnostics.config import RunConfig
-from diagnostics.batches import build_first_batch
-from diagnostics.context import RunContext
-from diagnostics.pipeline import model_stage
-from diagnostics.result import Status
-from diagnostics.training import GradientStats, per_sample_losses
+from diagnostics.keras import loading
+from diagnostics.checks import model as model_checks
+from diagnostics.core import registry
+from diagnostics.config.run import RunConfig
+from diagnostics.keras.batches import build_first_batch
+from diagnostics.core.context import RunContext
+from diagnostics.checks.units import model_stage
+from diagnostics.core.result import Status
+from diagnostics.keras.training import GradientStats, per_sample_losses
 
 
 def stage(config, split, tokenizer, model=None, loader=None):
@@ -304,9 +306,9 @@ def test_divergence_suggests_the_usual_rate_or_a_tenth_of_one_already_below_it(r
 
 
 def test_memory_counts_the_rows_a_batch_really_holds_and_suggests_only_a_smaller_model(demo_model):
-    from diagnostics.config import RunConfig
-    from diagnostics.context import RunContext
-    from diagnostics.pipeline import model_stage
+    from diagnostics.config.run import RunConfig
+    from diagnostics.core.context import RunContext
+    from diagnostics.checks.units import model_stage
 
     config = RunConfig(batch_size=1024).validated()
     run = RunContext.open(config, model_loader=lambda *args: demo_model)
@@ -329,7 +331,7 @@ def test_id2label_names_are_compared_as_names(id2label, status, words, tokenizer
     are a wrong order."""
     from transformers import BertConfig
 
-    from diagnostics.glue import get_task
+    from diagnostics.config.tasks import get_task
 
     config = BertConfig(num_labels=2, id2label=id2label, label2id={v: k for k, v in id2label.items()})
     result = model_checks.check_config(config, "TFBertForSequenceClassification", get_task("cola"), tokenizer)

@@ -2,12 +2,12 @@ import numpy as np
 import pytest
 
 from conftest import make_split
-from diagnostics import overfit
-from diagnostics.config import DEMO_LEARNING_RATE, RunConfig
-from diagnostics.context import RunContext
-from diagnostics.glue import TASKS
-from diagnostics.result import Status
-from diagnostics.runner import run_units
+from diagnostics.checks import overfit
+from diagnostics.config.run import DEMO_LEARNING_RATE, RunConfig
+from diagnostics.core.context import RunContext
+from diagnostics.config.tasks import TASKS
+from diagnostics.core.result import Status
+from diagnostics.core.runner import run_units
 
 
 def run(config, model, inputs, **kwargs):

@@ -9,9 +9,9 @@ import pytest
 
 from conftest import ROOT, make_split
 from diagnostics.__main__ import main
-from diagnostics.hooks import watch
-from diagnostics.result import Status
-from diagnostics.scripts import COURSE_SCRIPTS
+from diagnostics.usercode.hooks import watch
+from diagnostics.core.result import Status
+from diagnostics.usercode.course_scripts import COURSE_SCRIPTS
 
 SCRIPTS = ROOT / "diagnostics" / "demo_data" / "scripts"
 
@@ -136,7 +136,7 @@ def test_truncation_is_measured_at_the_length_the_users_tokenizer_call_gives(ber
 
 def test_diagnose_says_what_it_cannot_judge(bert_checkpoint, bert_tokenizer, mnli_split):
     from diagnostics import diagnose
-    from diagnostics.errors import InputError
+    from diagnostics.core.errors import InputError
 
     model = classifier(bert_checkpoint, 3)
     model.compile(optimizer="sgd")
@@ -193,7 +193,7 @@ def demo_mnli_dataset(demo_inputs, batch_size=16):
 def demo_classifier(rate):
     import tf_keras
 
-    from diagnostics.loading import demo_checkpoint_dir
+    from diagnostics.keras.loading import demo_checkpoint_dir
 
     model = classifier(demo_checkpoint_dir(), 3)
     model.compile(optimizer=tf_keras.optimizers.Adam(learning_rate=rate))
@@ -438,7 +438,7 @@ def test_trace_time_limit_must_be_a_positive_number(tmp_path, capsys, timeout):
 
 
 def test_trace_a_report_cut_short_reads_as_none(tmp_path):
-    from diagnostics.trace import _read_report
+    from diagnostics.usercode.trace import _read_report
 
     whole = tmp_path / "report.json"
     whole.write_text(json.dumps({"checks": [], "script": {"reached_fit": True}}))
@@ -483,7 +483,7 @@ def family_script(tmp_path, then: str):
 def test_trace_leaves_no_process_behind(tmp_path, then, timeout):
     import time
 
-    from diagnostics.trace import trace_script
+    from diagnostics.usercode.trace import trace_script
 
     script, pids = family_script(tmp_path, then)
     outcome = trace_script(script, timeout=timeout, capture_output=True)
@@ -498,7 +498,7 @@ def test_trace_leaves_no_process_behind(tmp_path, then, timeout):
 def test_trace_interrupted_by_its_caller_leaves_no_process_behind(tmp_path):
     import time
 
-    from diagnostics.trace import trace_script
+    from diagnostics.usercode.trace import trace_script
 
     script, pids = family_script(tmp_path, "time.sleep(600)")
 
@@ -523,7 +523,7 @@ before = {name: owner.__dict__.get(attr) for name, (owner, attr) in {
     "to_tf_dataset": (datasets.Dataset, "to_tf_dataset"), "fit": (tf_keras.Model, "fit"),
     "compile": (tf_keras.Model, "compile"), "train_step": (tf_keras.Model, "train_step"),
     "tf_train_step": (transformers.TFPreTrainedModel, "train_step")}.items()}
-import diagnostics, diagnostics.api, diagnostics.pipeline, diagnostics.trace, diagnostics.hooks
+import diagnostics, diagnostics.usercode.api, diagnostics.checks.units, diagnostics.usercode.trace, diagnostics.usercode.hooks
 from diagnostics import DiagnoseCallback, diagnose, watch
 after = {name: owner.__dict__.get(attr) for name, (owner, attr) in {
     "to_tf_dataset": (datasets.Dataset, "to_tf_dataset"), "fit": (tf_keras.Model, "fit"),
@@ -546,7 +546,7 @@ def test_importing_the_package_changes_no_library():
 def test_watch_remembers_to_tf_datasets_made_inside_it_and_puts_the_method_back(bert_tokenizer, mnli_split):
     from datasets import Dataset
 
-    from diagnostics.hooks import origin_of, watching
+    from diagnostics.usercode.hooks import origin_of, watching
 
     tokenized = mnli_split.map(lambda rows: bert_tokenizer(rows["premise"], rows["hypothesis"]), batched=True)
     plain = Dataset.__dict__["to_tf_dataset"]
@@ -564,7 +564,7 @@ def test_watch_remembers_to_tf_datasets_made_inside_it_and_puts_the_method_back(
 def test_watch_remembers_the_last_tokenizer_call_on_text_and_puts_the_call_back(bert_tokenizer):
     from transformers import PreTrainedTokenizerBase
 
-    from diagnostics import hooks
+    from diagnostics.usercode import hooks
 
     plain = PreTrainedTokenizerBase.__dict__["__call__"]
     hooks.last_tokenization.clear()
@@ -581,7 +581,7 @@ def test_watch_remembers_the_last_tokenizer_call_on_text_and_puts_the_call_back(
 
 def test_a_dataset_keeps_the_tokenizer_call_that_made_its_ids_and_one_made_outside_a_watch_none(bert_tokenizer,
                                                                                                   mnli_split):
-    from diagnostics import hooks
+    from diagnostics.usercode import hooks
 
     with watch():
         tokenized = mnli_split.map(lambda rows: bert_tokenizer(rows["premise"], rows["hypothesis"], truncation=True,

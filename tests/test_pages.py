@@ -68,7 +68,7 @@ def test_untouched_settings_follow_the_checkpoint_and_set_ones_stay(app, bert_ch
 
 
 def test_with_the_hub_reachable_the_demo_checkpoint_still_gets_the_kit(monkeypatch):
-    from diagnostics import loading
+    from diagnostics.keras import loading
     from ui import caches
 
     monkeypatch.setattr(loading, "hub_reachable", lambda timeout=3.0: True)
@@ -233,8 +233,8 @@ def test_the_start_text_goes_away_when_dismissed(app):
 
 
 def test_decoded_rows_show_the_raw_text_beside_what_the_model_reads_and_read_in_full(app):
-    from diagnostics.config import RunConfig
-    from diagnostics.loading import load_split
+    from diagnostics.config.run import RunConfig
+    from diagnostics.keras.loading import load_split
 
     table = app.dataframe[0].value
     assert {"premise", "hypothesis", "decoded"} <= set(table.columns)  # MNLI's two sentences, each in its own column
@@ -254,8 +254,8 @@ def test_the_sidebar_draws_every_settings_row_and_follows_its_conditions():
     """Each row of the settings table with a widget is drawn under its session key, holding the session's value;
     a row shown only for one optimizer or data source is drawn only then, and one enabled only for some is disabled
     otherwise."""
-    from diagnostics.settings import BY_FIELD, SETTINGS, widget_values
-    from diagnostics.config import RunConfig
+    from diagnostics.config.settings import BY_FIELD, SETTINGS, widget_values
+    from diagnostics.config.run import RunConfig
 
     everything = RunConfig(checkpoint="demo", data_source="files", data_files=(("dev", "nowhere/dev.tsv"),),
                            split="dev", optimizer="create_optimizer", weight_decay=0.01, train_steps=500,

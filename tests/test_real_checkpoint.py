@@ -8,7 +8,7 @@ import pytest
 
 from conftest import REAL_DATA
 from diagnostics.__main__ import main
-from diagnostics.hooks import watch
+from diagnostics.usercode.hooks import watch
 
 SMALL = ["--batch-size", "8", "--max-length", "64"]
 

@@ -8,34 +8,44 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
-from diagnostics import registry
+from diagnostics.core import registry
 from diagnostics.__main__ import main
-from diagnostics.config import RunConfig
-from diagnostics.context import RunContext
-from diagnostics.hyperparams import SweepSettings
-from diagnostics.pipeline import STAGES, run_stages
-from diagnostics.result import Status
-from diagnostics.scenarios import SCENARIOS
+from diagnostics.config.run import RunConfig
+from diagnostics.core.context import RunContext
+from diagnostics.checks.hyperparams import SweepSettings
+from diagnostics.checks.units import STAGES, run_stages
+from diagnostics.core.result import Status
+from diagnostics.config.scenarios import SCENARIOS
 
-STAGE_MODULES = {"data", "learnability", "model", "hyperparams", "overfit"}
+STAGE_MODULES = {"checks.data", "checks.learnability", "checks.model", "checks.hyperparams", "checks.overfit"}
 SMALL = SweepSettings(rates=2, steps=2, range_steps=5)
+PACKAGE = ROOT / "diagnostics"
+
+
+def module_name(path) -> str:
+    """"checks.data" for diagnostics/checks/data.py, "i18n" for diagnostics/i18n/__init__.py."""
+    parts = path.relative_to(PACKAGE).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {module_name(path): path for path in PACKAGE.rglob("*.py") if "demo_data" not in path.parts}
 
 
 def imports_of(path) -> set[str]:
-    """The diagnostics modules a module imports, at the top or inside a function."""
+    """The diagnostics modules a module imports, at the top or inside a function ("checks.data", "core.registry")."""
     names = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("diagnostics"):
-            if node.module == "diagnostics":
-                names |= {alias.name for alias in node.names}
-            else:
-                names.add(node.module.split(".")[1])
+            base = node.module[len("diagnostics."):] if node.module != "diagnostics" else ""
+            for alias in node.names:  # `from diagnostics.checks import data` imports the module checks.data
+                inner = f"{base}.{alias.name}" if base else alias.name
+                names.add(inner if inner in MODULES else base)
         elif isinstance(node, ast.Import):
-            names |= {alias.name.split(".")[1] for alias in node.names if alias.name.startswith("diagnostics.")}
-    return names
+            names |= {alias.name[len("diagnostics."):] for alias in node.names if alias.name.startswith("diagnostics.")}
+    return {name for name in names if name in MODULES}
 
 
-GRAPH = {path.stem: imports_of(path) - {path.stem} for path in (ROOT / "diagnostics").glob("*.py")}
+GRAPH = {name: imports_of(path) - {name} for name, path in MODULES.items()}
 
 
 def test_checks_json_lists_every_check_with_its_stage_title_and_thresholds(capsys):
@@ -64,7 +74,15 @@ def test_thresholds_are_the_check_functions_defaults():
     """A check function's threshold keyword defaults to the registry's value, so the listing says what runs."""
     import inspect
 
-    from diagnostics import data, hyperparams, learnability, model, overfit
+    from diagnostics.checks import data
+
+    from diagnostics.checks import hyperparams
+
+    from diagnostics.checks import learnability
+
+    from diagnostics.checks import model
+
+    from diagnostics.checks import overfit
 
     found = 0
     for module in (data, hyperparams, learnability, model, overfit):
@@ -161,7 +179,7 @@ def test_a_first_batch_that_raises_is_data_batchs_failure_and_every_check_needin
 
 
 def test_a_decode_that_raises_is_an_error_for_the_checks_that_decode(run, monkeypatch):
-    from diagnostics import pipeline
+    from diagnostics.checks import units as pipeline
 
     monkeypatch.setattr(pipeline, "decoded_rows", burn)
     results = run_stages(run, ("data", "model"))
@@ -179,14 +197,14 @@ def test_training_batches_that_raise_are_errors_of_the_checks_that_train_on_them
 
 
 def test_an_overfit_run_that_raises_is_an_error(run, monkeypatch):
-    from diagnostics import pipeline
+    from diagnostics.checks import units as pipeline
 
     monkeypatch.setattr(pipeline, "run_overfit_checks", burn)
     assert_errors(run_stages(run, ("overfit",)), ["overfit.one_batch"])
 
 
 def test_the_command_line_prints_the_one_line_finding_and_keeps_the_traceback_in_json(tmp_path, monkeypatch, capsys):
-    from diagnostics import pipeline
+    from diagnostics.checks import units as pipeline
 
     monkeypatch.setattr(pipeline, "decoded_rows", burn)
     path = tmp_path / "report.json"
@@ -198,20 +216,20 @@ def test_the_command_line_prints_the_one_line_finding_and_keeps_the_traceback_in
 
 
 def test_the_run_context_builds_the_first_batch_once_for_every_stage(run, monkeypatch):
-    from diagnostics import context
+    from diagnostics.core import context
 
     calls = []
     real = context.build_first_batch
     monkeypatch.setattr(context, "build_first_batch", lambda *args: calls.append(1) or real(*args))
     run_stages(run, ("data", "model"))
-    from diagnostics.pipeline import hparams_stage
+    from diagnostics.checks.units import hparams_stage
 
     hparams_stage(run, parts=("setup",))
     assert len(calls) == 1
 
 
 def test_a_model_copy_that_raises_is_an_error_of_the_checks_that_train_it(run, monkeypatch):
-    from diagnostics import measurement
+    from diagnostics.keras import measurement
 
     monkeypatch.setattr(measurement, "fresh_copy", burn)
     results = run_stages(run, ("model",))
@@ -235,13 +253,13 @@ def test_the_docs_check_table_is_the_registry():
 
 
 def test_every_check_declares_its_evidence():
-    from diagnostics.evidence import EVIDENCE
+    from diagnostics.core.evidence import EVIDENCE
 
     assert set(EVIDENCE) == set(registry.CHECKS)
 
 
 def test_a_full_run_puts_only_declared_keys_in_evidence(full_demo_run):
-    from diagnostics.evidence import HeldOut, RunScore, declared_keys
+    from diagnostics.core.evidence import HeldOut, RunScore, declared_keys
 
     _, report, _ = full_demo_run
     for check in report["checks"]:
@@ -270,9 +288,9 @@ def _keys_read(tree, name: str) -> set[str]:
 
 
 def test_each_chart_reads_only_keys_its_evidence_declares():
-    from diagnostics import evidence as shapes
+    from diagnostics.core import evidence as shapes
 
-    tree = ast.parse((ROOT / "diagnostics" / "plots.py").read_text())
+    tree = ast.parse((ROOT / "diagnostics" / "report" / "plots.py").read_text())
     checked = 0
     for function in (node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name.endswith("_figure")):
         casts = [node.args[0].id for node in ast.walk(function) if isinstance(node, ast.Call)
@@ -286,7 +304,7 @@ def test_each_chart_reads_only_keys_its_evidence_declares():
 
 
 def test_pages_read_only_declared_evidence_keys():
-    from diagnostics.evidence import EVIDENCE
+    from diagnostics.core.evidence import EVIDENCE
 
     declared = set().union(*(shape.__annotations__ for shape in EVIDENCE.values()))
     reading = 0
@@ -310,7 +328,7 @@ def test_a_command_line_run_loads_its_model_once_for_every_stage(demo_inputs, de
 # ---------------------------------------------------------------- conditions that judge
 
 def test_conditions_with_a_rule_judge_in_declared_order_and_take_their_threshold_by_name(monkeypatch):
-    from diagnostics.result import judge
+    from diagnostics.core.result import judge
 
     check = registry.Check("data.example", "an example", ("split",), conditions=(
         registry.Condition("fail_share", 0.5, "fail above it", registry.Above("share"), status="fail"),
@@ -343,7 +361,7 @@ def test_conditions_with_a_rule_judge_in_declared_order_and_take_their_threshold
 
 
 def test_rules_read_declared_evidence_and_are_listed_with_their_status(capsys):
-    from diagnostics.evidence import EVIDENCE
+    from diagnostics.core.evidence import EVIDENCE
 
     ruled = 0
     for check in registry.CHECKS.values():
@@ -500,7 +518,7 @@ def test_each_rule_is_crossed_by_the_measurement_it_names_and_no_other(check_id,
 
 def test_every_verdict_is_judged_by_the_registrys_rules():
     """No module writes a check's status by hand: a result is `judge`d from the registry's conditions (or is the
-    guard's error or the runner's skip, both in diagnostics/result.py)."""
+    guard's error or the runner's skip, both in diagnostics/core/result.py)."""
     written = []
     for path in sorted((Path(registry.__file__).parent).glob("*.py")):
         if path.name == "result.py":

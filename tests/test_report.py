@@ -1,8 +1,8 @@
 import json
 
-from diagnostics.config import RunConfig
-from diagnostics.report import build_report, checklist_lines, markdown_report
-from diagnostics.result import CheckResult, Status
+from diagnostics.config.run import RunConfig
+from diagnostics.report.formats import build_report, checklist_lines, markdown_report
+from diagnostics.core.result import CheckResult, Status
 
 RESULTS = [
     CheckResult("data.columns", "data", Status.PASS, "All columns exist."),
@@ -29,7 +29,7 @@ def test_checklist_and_markdown_put_failures_first():
 
 
 def test_a_fix_that_is_code_is_shown_as_code_and_a_sentence_as_a_sentence():
-    from diagnostics.report import fix_is_code
+    from diagnostics.report.formats import fix_is_code
 
     for code in ("model.compile(optimizer=optimizer)  # no loss", "tokenizer.pad_token = tokenizer.eos_token",
                  "to_tf_dataset(..., shuffle=True)", "pip install datasets",

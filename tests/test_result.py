@@ -2,7 +2,7 @@ import math
 
 import numpy as np
 
-from diagnostics.result import CheckResult, Status, run_check, to_json, worst_first
+from diagnostics.core.result import CheckResult, Status, run_check, to_json, worst_first
 
 
 def _boom():

@@ -9,15 +9,17 @@ from dataclasses import replace
 
 import pytest
 
-from diagnostics import registry, runner
+from diagnostics.core import registry
+
+from diagnostics.core import runner
 from diagnostics.__main__ import main
-from diagnostics.config import RunConfig
-from diagnostics.context import RunContext
-from diagnostics.errors import InputError
-from diagnostics.evidence import EVIDENCE
-from diagnostics.hyperparams import SweepSettings
-from diagnostics.result import CheckResult, Status
-from diagnostics.training import SharedCopy, Trainer
+from diagnostics.config.run import RunConfig
+from diagnostics.core.context import RunContext
+from diagnostics.core.errors import InputError
+from diagnostics.core.evidence import EVIDENCE
+from diagnostics.checks.hyperparams import SweepSettings
+from diagnostics.core.result import CheckResult, Status
+from diagnostics.keras.training import SharedCopy, Trainer
 
 SMALL = runner.Settings(sweep=SweepSettings(rates=2, steps=2, range_steps=5), epochs=2)
 
@@ -181,7 +183,7 @@ def test_the_label_and_duplicate_units_are_skipped_by_the_runner_with_the_owning
     """A split without its label column: data.columns names it; the label checks and the duplicate scan are skipped
     by their units' declared needs, not by branches of their own."""
     from conftest import make_split
-    from diagnostics.pipeline import data_stage
+    from diagnostics.checks.units import data_stage
 
     split = make_split("sst2", [("a great film", 1), ("an awful book", 0)] * 4).remove_columns("label")
     found = {result.id: result for result in data_stage(RunContext(RunConfig(task="sst2", batch_size=4).validated(),
@@ -262,7 +264,7 @@ def test_the_model_checks_that_read_a_failed_forward_pass_or_step_are_skipped_na
 def test_weights_after_a_train_step_that_raised_are_skipped_naming_model_gradients(demo_inputs):
     """Label 2 for a two-label head: the forward pass runs, the train step raises on CPU (model.gradients' finding)."""
     from conftest import make_split
-    from diagnostics.loading import load_model
+    from diagnostics.keras.loading import load_model
 
     tokenizer, _ = demo_inputs
     split = make_split("mnli", [("a cat sat", "a dog ran", label) for label in (0, 1, 2, 2)])
@@ -290,7 +292,7 @@ def test_a_check_added_to_a_unit_of_checks_that_measure_alone_is_one_function_an
 
 def test_the_initial_loss_of_a_batch_without_a_valid_label_is_skipped_naming_model_nan_rows(demo_inputs):
     from conftest import make_split
-    from diagnostics.loading import load_model
+    from diagnostics.keras.loading import load_model
 
     tokenizer, _ = demo_inputs
     split = make_split("mnli", [("a cat sat", "a dog ran", 2)] * 4)

@@ -8,13 +8,13 @@ import functools
 
 import pytest
 
-from diagnostics.causes import causes, owners
-from diagnostics.config import default_config
-from diagnostics.hyperparams import SweepSettings
-from diagnostics.context import RunContext
-from diagnostics.pipeline import run_stages
-from diagnostics.result import Status
-from diagnostics.scenarios import SCENARIOS, get_scenario
+from diagnostics.core.causes import causes, owners
+from diagnostics.config.run import default_config
+from diagnostics.checks.hyperparams import SweepSettings
+from diagnostics.core.context import RunContext
+from diagnostics.checks.units import run_stages
+from diagnostics.core.result import Status
+from diagnostics.config.scenarios import SCENARIOS, get_scenario
 
 SWEEP = SweepSettings(rates=4, steps=8, range_steps=20)
 

@@ -5,7 +5,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from conftest import ROOT, rendered
-from diagnostics import limits
+from diagnostics.config import limits
 
 APP = str(ROOT / "app.py")
 PAGE = "app_pages/script.py"
@@ -74,7 +74,7 @@ def test_the_task_chosen_on_the_page_is_the_one_the_trace_judges_against(monkeyp
     import csv
     import json
 
-    from diagnostics.loading import demo_checkpoint_dir
+    from diagnostics.keras.loading import demo_checkpoint_dir
     from ui.script import FOUND
 
     monkeypatch.delenv(limits.HOSTED_ENV, raising=False)
@@ -113,14 +113,14 @@ def test_an_uploaded_scripts_name_is_only_a_base_name(tmp_path, name, kept):
 
 
 def test_an_uploaded_data_files_name_is_only_a_base_name(tmp_path):
-    from diagnostics.loading import keep_upload
+    from diagnostics.keras.loading import keep_upload
 
     path = keep_upload("../../x\x00.csv", b"premise,hypothesis,label\na,b,0\n", root=tmp_path)
     assert path.name == "x.csv" and path.resolve().is_relative_to(tmp_path.resolve())
 
 
 def test_tracing_a_two_fit_script_shows_each_fit_with_what_it_trains(monkeypatch):
-    from diagnostics.loading import demo_checkpoint_dir
+    from diagnostics.keras.loading import demo_checkpoint_dir
 
     monkeypatch.delenv(limits.HOSTED_ENV, raising=False)
     at = AppTest.from_file(APP, default_timeout=300).run()

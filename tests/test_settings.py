@@ -6,9 +6,9 @@ from dataclasses import replace
 import pytest
 
 from diagnostics.__main__ import build_parser, config_from_args
-from diagnostics.config import RunConfig
-from diagnostics.errors import InputError
-from diagnostics.settings import BY_FIELD, SETTINGS, config_from_widgets, widget_values
+from diagnostics.config.run import RunConfig
+from diagnostics.core.errors import InputError
+from diagnostics.config.settings import BY_FIELD, SETTINGS, config_from_widgets, widget_values
 from ui.links import Link, config_fields, link_params, parse_link
 
 # A configuration with every setting away from its default.
@@ -85,8 +85,8 @@ def test_a_settings_parser_names_what_is_wrong(field, text, message):
 
 
 def test_the_pages_own_settings_round_trip_through_the_session_a_link_and_the_command_line():
-    from diagnostics.hyperparams import SweepSettings
-    from diagnostics.settings import EPOCHS, SWEEP_SETTINGS, sweep_from_widgets, sweep_widget_values
+    from diagnostics.checks.hyperparams import SweepSettings
+    from diagnostics.config.settings import EPOCHS, SWEEP_SETTINGS, sweep_from_widgets, sweep_widget_values
 
     sweep = SweepSettings(min_rate=2e-6, max_rate=3e-3, rates=5, steps=6, range_steps=30)
     assert sweep_from_widgets(sweep_widget_values(sweep)) == sweep
@@ -95,7 +95,7 @@ def test_the_pages_own_settings_round_trip_through_the_session_a_link_and_the_co
     assert problems == [] and (link.sweep, link.epochs) == (sweep, 12)
     flags = [text for setting in SWEEP_SETTINGS for text in (setting.flag, str(getattr(sweep, setting.field)))]
     args = build_parser().parse_args(["run", *flags, EPOCHS.flag, "12"])
-    from diagnostics.settings import sweep_from_args
+    from diagnostics.config.settings import sweep_from_args
 
     assert sweep_from_args(args) == sweep and args.epochs == 12
     # The range test's own bounds are fixed (1e-7 to 1): no page, link or flag sets them.

@@ -5,10 +5,10 @@ import time
 
 import pytest
 
-from diagnostics.config import RunConfig
-from diagnostics.errors import InputError
-from diagnostics.hyperparams import SweepSettings
-from diagnostics.shared import Entry, Job, SharedResults, overfit_job, training_job
+from diagnostics.config.run import RunConfig
+from diagnostics.core.errors import InputError
+from diagnostics.checks.hyperparams import SweepSettings
+from diagnostics.serve.store import Entry, Job, SharedResults, overfit_job, training_job
 from test_concurrency import at_once
 
 
@@ -205,7 +205,7 @@ def test_light_computations_never_wait_for_a_heavy_slot():
 
 
 def test_a_session_may_queue_only_so_many_heavy_computations():
-    from diagnostics.shared import Busy
+    from diagnostics.serve.store import Busy
 
     store = SharedResults(heavy_slots=1, per_session=2)
     gate = threading.Event()
@@ -219,7 +219,7 @@ def test_a_session_may_queue_only_so_many_heavy_computations():
 
 
 def test_results_cut_short_by_the_budget_are_shown_but_not_kept(monkeypatch):
-    from diagnostics.budget import BudgetExceeded, check_deadline
+    from diagnostics.core.budget import BudgetExceeded, check_deadline
 
     monkeypatch.setenv("DEBUGGER_HOSTED", "1")
     monkeypatch.setenv("DEBUGGER_RUN_BUDGET_S", "0.2")
@@ -238,7 +238,7 @@ def test_results_cut_short_by_the_budget_are_shown_but_not_kept(monkeypatch):
 
 
 def test_the_budget_starts_when_a_heavy_computation_is_admitted(monkeypatch):
-    from diagnostics.budget import check_deadline
+    from diagnostics.core.budget import check_deadline
 
     monkeypatch.setenv("DEBUGGER_HOSTED", "1")
     monkeypatch.setenv("DEBUGGER_RUN_BUDGET_S", "0.5")
@@ -289,7 +289,7 @@ def test_a_stuck_heavy_computation_frees_its_slot():
 def test_a_long_computation_estimates_the_time_it_has_left_from_its_pace():
     import time as clock
 
-    from diagnostics.shared import Flight
+    from diagnostics.serve.store import Flight
 
     flight = Flight()
     assert flight.remaining() is None  # nothing done yet: no estimate
@@ -302,7 +302,7 @@ def test_a_long_computation_estimates_the_time_it_has_left_from_its_pace():
 
 
 def test_time_left_is_said_in_seconds_then_minutes_in_the_readers_language():
-    from diagnostics.budget import time_left, time_left_text
+    from diagnostics.core.budget import time_left, time_left_text
     from diagnostics.i18n import localize
 
     assert time_left(1.0, 0.5) is None and time_left(10.0, 0.01) is None and time_left(10.0, 1.0) is None

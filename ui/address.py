@@ -6,9 +6,9 @@ from urllib.parse import urlencode
 
 import streamlit as st
 
-from diagnostics.hyperparams import SweepSettings
+from diagnostics.checks.hyperparams import SweepSettings
 from diagnostics.i18n import _
-from diagnostics.settings import sweep_widget_values, widget_values
+from diagnostics.config.settings import sweep_widget_values, widget_values
 from ui.caches import hub_reachable
 from ui.links import Link, link_params, parse_link
 from ui.render import shown

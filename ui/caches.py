@@ -6,9 +6,9 @@ from __future__ import annotations
 import streamlit as st
 
 import diagnostics  # noqa: F401  (selects Keras 2 before TensorFlow loads)
-from diagnostics import loading
-from diagnostics.config import RunConfig
-from diagnostics.context import RunContext
+from diagnostics.keras import loading
+from diagnostics.config.run import RunConfig
+from diagnostics.core.context import RunContext
 
 
 @st.cache_resource(show_spinner=False)

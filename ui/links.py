@@ -7,15 +7,15 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from typing import Any, Callable
 
-from diagnostics.config import CODE_ONLY_FIELDS, RunConfig, default_config
-from diagnostics.errors import InputError
-from diagnostics.glue import get_task
-from diagnostics.hyperparams import SweepSettings
+from diagnostics.config.run import CODE_ONLY_FIELDS, RunConfig, default_config
+from diagnostics.core.errors import InputError
+from diagnostics.config.tasks import get_task
+from diagnostics.checks.hyperparams import SweepSettings
 from diagnostics.i18n import DEFAULT_LANGUAGE, LANGUAGES, message_of, msg
-from diagnostics.overfit import DEFAULT_EPOCHS
-from diagnostics.runner import validate_epochs
-from diagnostics.scenarios import SCENARIOS
-from diagnostics.settings import EPOCHS, LINKED, SWEEP_SETTINGS
+from diagnostics.checks.overfit import DEFAULT_EPOCHS
+from diagnostics.core.runner import validate_epochs
+from diagnostics.config.scenarios import SCENARIOS
+from diagnostics.config.settings import EPOCHS, LINKED, SWEEP_SETTINGS
 
 RESERVED = {"embed", "embed_options"}  # Streamlit's own
 

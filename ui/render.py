@@ -7,12 +7,12 @@ from typing import Callable
 
 import streamlit as st
 
-from diagnostics.causes import Found
-from diagnostics.errors import InputError
+from diagnostics.core.causes import Found
+from diagnostics.core.errors import InputError
 from diagnostics.i18n import _, localize, message_of
-from diagnostics.registry import CHECKS, STAGE_ORDER, STAGE_TITLES
-from diagnostics.report import EXPLAINED_MARK, STATUS_MARKS, causes_headline, fix_is_code
-from diagnostics.result import CheckResult, Status, worst_first
+from diagnostics.core.registry import CHECKS, STAGE_ORDER, STAGE_TITLES
+from diagnostics.report.formats import EXPLAINED_MARK, STATUS_MARKS, causes_headline, fix_is_code
+from diagnostics.core.result import CheckResult, Status, worst_first
 
 STATUS_ICONS = {
     Status.PASS: ":material/check_circle:",

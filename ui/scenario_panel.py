@@ -7,15 +7,15 @@ from dataclasses import replace
 
 import streamlit as st
 
-from diagnostics import limits
-from diagnostics.config import default_config
+from diagnostics.config import limits
+from diagnostics.config.run import default_config
 from diagnostics.i18n import _
-from diagnostics.scenarios import SCENARIOS
-from diagnostics.settings import BY_FIELD
+from diagnostics.config.scenarios import SCENARIOS
+from diagnostics.config.settings import BY_FIELD
 from ui.caches import hub_reachable
 from ui.render import choice
 from ui.session import CONFIG_KEY, NO_SCENARIO
-from diagnostics.causes import owners
+from diagnostics.core.causes import owners
 from ui.shared import recalled_all
 
 # The settings a scenario may set (its data source only when it is not the user's own files).

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import streamlit as st
 
-from diagnostics.glue import TASKS
+from diagnostics.config.tasks import TASKS
 from diagnostics.i18n import N_, _, localize, said
-from diagnostics.loading import safe_file_name
-from diagnostics.registry import STAGE_ORDER, STAGE_TITLES
-from diagnostics.result import CheckResult
-from diagnostics.scripts import COURSE_SCRIPTS
-from diagnostics.trace import DEFAULT_TIMEOUT, fit_reports, phase_title, script_finding, script_fix, script_notes
+from diagnostics.keras.loading import safe_file_name
+from diagnostics.core.registry import STAGE_ORDER, STAGE_TITLES
+from diagnostics.core.result import CheckResult
+from diagnostics.usercode.course_scripts import COURSE_SCRIPTS
+from diagnostics.usercode.trace import DEFAULT_TIMEOUT, fit_reports, phase_title, script_finding, script_fix, script_notes
 from ui.render import ACTIVE_KEY, checklist, choice, markdown_text, shown, status_line
 
 # The task choice: found from the data and the model, or named.

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import streamlit as st
 
-from diagnostics import loading
-from diagnostics.config import RunConfig, default_config
-from diagnostics.hyperparams import SweepSettings
+from diagnostics.keras import loading
+from diagnostics.config.run import RunConfig, default_config
+from diagnostics.checks.hyperparams import SweepSettings
 from diagnostics.i18n import DEFAULT_LANGUAGE, LANGUAGES, N_, _, language_from_locale, set_language
-from diagnostics.overfit import DEFAULT_EPOCHS
-from diagnostics.settings import (EPOCHS, SWEEP_SETTINGS, config_from_widgets, sweep_from_widgets, sweep_widget_values,
+from diagnostics.checks.overfit import DEFAULT_EPOCHS
+from diagnostics.config.settings import (EPOCHS, SWEEP_SETTINGS, config_from_widgets, sweep_from_widgets, sweep_widget_values,
                                   widget_values)
 from ui.caches import hub_reachable
 from ui.render import CHOICE_KEYS, shown

@@ -7,18 +7,18 @@ import math
 
 import streamlit as st
 
-from diagnostics.budget import time_left_text
-from diagnostics.causes import explain
-from diagnostics.errors import InputError
-from diagnostics.hyperparams import SweepSettings
+from diagnostics.core.budget import time_left_text
+from diagnostics.core.causes import explain
+from diagnostics.core.errors import InputError
+from diagnostics.checks.hyperparams import SweepSettings
 from diagnostics.i18n import _, localize, msgn
-from diagnostics.overfit import DEFAULT_EPOCHS
-from diagnostics.registry import CHECKS, STAGE_ORDER, UNITS, units_of
-from diagnostics.result import CheckResult
-from diagnostics.scenarios import SCENARIOS
-from diagnostics.shared import KINDS, NEEDS_MODEL, Entry, Flight, Job, SharedResults, overfit_job, training_job
+from diagnostics.checks.overfit import DEFAULT_EPOCHS
+from diagnostics.core.registry import CHECKS, STAGE_ORDER, UNITS, units_of
+from diagnostics.core.result import CheckResult
+from diagnostics.config.scenarios import SCENARIOS
+from diagnostics.serve.store import KINDS, NEEDS_MODEL, Entry, Flight, Job, SharedResults, overfit_job, training_job
 from ui.links import Link, parse_link
-from diagnostics.training import effective_rate
+from diagnostics.keras.training import effective_rate
 from ui.render import STAGE_PAGES, run_stage, shown
 from ui.caches import hub_reachable, open_run
 from ui.session import EPOCHS_KEY, sweep_from_state

@@ -1,4 +1,4 @@
-"""The shared sidebar: one widget per setting, drawn from its row of `diagnostics/settings.py`; uploads kept as
+"""The shared sidebar: one widget per setting, drawn from its row of `diagnostics/config/settings.py`; uploads kept as
 data files, a new checkpoint's defaults, and the configuration the widgets make."""
 
 from __future__ import annotations
@@ -7,13 +7,15 @@ from typing import Any, Callable
 
 import streamlit as st
 
-from diagnostics import limits, loading
-from diagnostics.config import DEMO_CHECKPOINT, RunConfig, default_config, parse_data_files
-from diagnostics.errors import InputError
-from diagnostics.glue import get_task
+from diagnostics.config import limits
+
+from diagnostics.keras import loading
+from diagnostics.config.run import DEMO_CHECKPOINT, RunConfig, default_config, parse_data_files
+from diagnostics.core.errors import InputError
+from diagnostics.config.tasks import get_task
 from diagnostics.i18n import _, localize, message_of, msg, said
-from diagnostics.settings import BY_FIELD, SETTINGS, Setting
-from diagnostics.training import effective_rate
+from diagnostics.config.settings import BY_FIELD, SETTINGS, Setting
+from diagnostics.keras.training import effective_rate
 from ui.address import link_copy, link_problems
 from ui.caches import hub_reachable
 from ui.render import choice, markdown_text, shown

@@ -25,7 +25,7 @@ args = parser.parse_args()
 if args.checkpoint:
     model_checkpoint = args.checkpoint
 else:
-    from diagnostics.loading import demo_checkpoint_dir
+    from diagnostics.keras.loading import demo_checkpoint_dir
 
     model_checkpoint = str(demo_checkpoint_dir())
 

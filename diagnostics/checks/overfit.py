@@ -1,0 +1,278 @@
+"""Overfit stage: train a copy on one batch holding every label; a pipeline that cannot memorise one batch is broken."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+import numpy as np
+
+from diagnostics.i18n import Text, joined, msg
+from diagnostics.config.run import RunConfig
+from diagnostics.core.fixes import RateFix
+from diagnostics.keras.batches import LABEL, FirstBatch, build_batch, decoded_rows, split_labels
+from diagnostics.config.tasks import GlueTask
+from diagnostics.keras.keras_model import call, class_logits, head_of
+from diagnostics.core.budget import check_deadline
+from diagnostics.core.registry import threshold
+from diagnostics.core.result import CheckResult, crossed, judge
+from diagnostics.keras.training import (SharedCopy, effective_rate, first_line, is_pretrained, usual_rate_of,
+                                  round_down_rate, split_batch, smoothed, weight_drift)
+
+STAGE = "overfit"
+DEFAULT_EPOCHS = 20
+
+
+def every_label_indices(labels: np.ndarray, task: GlueTask, batch_size: int, seed: int) -> tuple[list[int], list[str]]:
+    """Rows for one batch holding every label of the task (round-robin over labels, seeded).
+
+    Returns:
+        the row indices, and the names of task labels the split cannot supply.
+    """
+    rng = np.random.default_rng(seed)
+    if task.regression:
+        return rng.permutation(len(labels))[:batch_size].tolist(), []
+    pools = [rng.permutation(np.flatnonzero(labels == label)).tolist() for label in range(task.num_labels)]
+    missing = [task.label_names[label] for label, pool in enumerate(pools) if not pool]
+    chosen: list[int] = []
+    while len(chosen) < batch_size and any(pools):
+        for pool in pools:
+            if pool and len(chosen) < batch_size:
+                chosen.append(pool.pop())
+    return chosen, missing
+
+
+def overfit_one_batch(model, batch: FirstBatch, config: RunConfig, epochs: int, *, rate: float | None = None,
+                      progress: Callable[[float, str], None] = lambda fraction, text: None,
+                      copies: SharedCopy | None = None) -> dict[str, Any]:
+    """Train a copy of the model on one batch for `epochs` epochs with plain `model.fit`; the model is untouched.
+    `copies` gives the copy (one shared with other training checks; a new one when None).
+
+    Returns:
+        losses and accuracies after every step (None for regression), the rate, and the copy's final
+        predictions for each row.
+    """
+    import tf_keras
+
+    task = config.glue_task
+    rate = effective_rate(config) if rate is None else rate
+    trainer = (copies or SharedCopy()).trainer(model, [batch.tf_batch], config)
+    trainer.reset(rate)
+    report = tf_keras.callbacks.LambdaCallback(
+        on_epoch_begin=lambda epoch, logs: check_deadline(f"at epoch {epoch + 1} of {epochs} of the overfit test"),
+        on_epoch_end=lambda epoch, logs: progress((epoch + 1) / epochs, msg("Epoch {epoch} of {epochs}: loss {loss:.4f}", epoch=epoch + 1, epochs=epochs, loss=logs["loss"])))
+    try:
+        history = trainer.fit(batch.tf_batch, epochs, callbacks=[report])
+    except Exception as exc:  # what model.fit itself raises is the finding (e.g. a label out of range on CPU)
+        return {"epochs": epochs, "learning_rate": rate, "losses": [], "accuracies": None, "predictions": [],
+                "final_accuracy": None, "ln_k": None, "error": f"{type(exc).__name__}: {first_line(exc)}"}
+    inputs, _ = split_batch(batch.tf_batch)
+    logits = class_logits(trainer.model, call(trainer.model, inputs))
+    drift = weight_drift(model, trainer.model) / epochs if is_pretrained(model) else None
+    losses = [float(v) for v in history.history["loss"]]
+    accuracies = [float(v) for v in history.history.get("accuracy", [])] or None
+    labels = np.asarray(batch.rows[LABEL])
+    predictions = logits[:, 0].tolist() if task.regression else logits.argmax(axis=1).tolist()
+    return {
+        "epochs": epochs,
+        "learning_rate": rate,
+        "losses": [v if math.isfinite(v) else None for v in losses],
+        "accuracies": accuracies,
+        "predictions": predictions,
+        "final_accuracy": None if task.regression else float(np.mean(np.asarray(predictions) == labels)),
+        "ln_k": None if task.regression else math.log(head_of(model).num_labels),
+        "pretrained": is_pretrained(model),
+        "drift_per_step": drift,
+    }
+
+
+def curve_shape(losses: list[float | None]) -> dict[str, Any]:
+    """What an overfit curve shows, for the registry's rules to judge: how much of the starting loss it shed, its
+    largest spike, whether it mostly falls, how many epochs ended on a non-finite loss.
+
+    A spike is a rise above the lowest loss reached so far: a large one (the `spike_share` rule) means the optimizer
+    threw away what it had learned (a rate too high), which batch noise on one fixed batch never does.
+    """
+    values = [v for v in losses if v is not None]
+    first, final = values[0], values[-1]
+    lowest, spike, spike_at = math.inf, 0.0, None
+    for epoch, value in enumerate(values, start=1):
+        if value - lowest > spike:
+            spike, spike_at = value - lowest, epoch
+        lowest = min(lowest, value)
+    trend = smoothed(values, 0.5)
+    falls = sum(later <= earlier for earlier, later in zip(trend, trend[1:])) / max(1, len(trend) - 1)
+    return {"first_loss": first, "final_loss": final, "lowest_loss": min(values),
+            "progress": (first - final) / first if first else 0.0, "spike": spike, "spike_at": spike_at,
+            "falling_share": falls, "non_finite_epochs": sum(v is None for v in losses)}
+
+
+def _no_curve(figures: dict[str, Any], evidence: dict[str, Any]) -> CheckResult | None:
+    """overfit.one_batch's verdict when training gave no curve to judge (fit raised, or the loss was NaN at once)."""
+    if not figures.get("error") and figures["losses"] and figures["losses"][0] is not None:
+        return None
+    evidence["nan_from_start"] = not figures.get("error")
+    labels = msg(" {count} of the batch's labels lie outside [0, {num_labels}).", count=evidence["out_of_range_labels"],
+                 num_labels=evidence.get("num_labels")) if evidence.get("out_of_range_labels") else ""
+    return judge("overfit.one_batch", evidence, {
+        "fit_raises": (msg("model.fit on the batch raised {error} (on a GPU this shows as loss: nan instead).{labels}",
+                           error=figures.get("error"), labels=labels),
+                       msg("Run model.fit on this batch with run_eagerly=True to see where it raises.")),
+        "no_finite_start": (msg("After {run} the loss was NaN from the first epoch.{labels}", run=_run(figures),
+                                labels=labels),
+                            msg("Fix model.nan_rows and model.weights_after_step first.")),
+    }, "")
+
+
+def _run(figures: dict[str, Any]) -> Text:
+    """How the copy was trained: epochs and rate, and why at that rate when it is not the configured one."""
+    run = msg("{epochs} epochs at learning rate {rate:g}", epochs=figures["epochs"], rate=figures["learning_rate"])
+    if figures.get("rate_source") in ("usual", "sweep"):
+        return msg("{run} ({which}: hparams.lr_sweep measured the loss at the configured {configured:g} turning NaN or "
+                   "blowing up, so this test does not train at it)", run=run, configured=figures["configured_rate"],
+                   which=msg("the usual rate for the weights it trains") if figures["rate_source"] == "usual" else
+                   msg("the sweep's recommended rate"))
+    return run
+
+
+def _lower_rate_fix(rate: float, best_rate: float | None) -> RateFix:
+    """The optimizer at a lower rate: the sweep's recommended one when lower, else a tenth of this one."""
+    return RateFix(round_down_rate(best_rate) if best_rate and best_rate < rate else round_down_rate(rate / 10))
+
+
+def _not_learning(shape: dict[str, Any], figures: dict[str, Any], best_rate: float | None, lower_fix):
+    """(what the curve says, fix) when the batch was neither memorised nor steadily learned."""
+    rerun = (msg(" The sweep recommends {rate:.1e}: rerun at it.", rate=best_rate)
+             if best_rate and not math.isclose(best_rate, figures["learning_rate"], rel_tol=1e-6) else "")
+    if shape["final_loss"] > shape["first_loss"]:
+        cause = msg("The loss rose: the learning rate is too high.{rerun}", rerun=rerun)
+        fix = lower_fix
+    elif shape["final_loss"] >= 0.9 * shape["first_loss"]:
+        cause = msg("The loss stayed near where it started{ln_k}: the learning rate is too low, or weights are frozen "
+                    "or disconnected from the loss (see model.gradients).{rerun}",
+                    ln_k=f" (ln K = {figures['ln_k']:.3f})" if figures.get("ln_k") else "", rerun=rerun)
+        fix = RateFix(best_rate) if best_rate else msg("Run the Hyperparameters sweep for a rate, and check that "
+                                                         "layer.trainable is True where it should be.")
+    else:
+        cause = msg("The loss fell too slowly or unevenly: the learning rate is too low, or the loss reads logits as "
+                    "probabilities (from_logits=False, see hparams.loss).{rerun}", rerun=rerun)
+        fix = msg("More epochs or a higher rate; {code}",
+                  code="loss=SparseCategoricalCrossentropy(from_logits=True) or the internal loss")
+    return cause, fix
+
+
+def check_overfit(figures: dict[str, Any], rows: list[dict[str, Any]], *,
+                  missing_labels: list[str] | None = None, best_rate: float | None = None,
+                  memorised_share: float = threshold("overfit.one_batch", "memorised_share"),
+                  memorised_value: float = threshold("overfit.one_batch", "memorised_value"),
+                  learning_progress: float = threshold("overfit.one_batch", "learning_progress"),
+                  learning_falls: float = threshold("overfit.one_batch", "learning_falls"),
+                  spike_share: float = threshold("overfit.one_batch", "spike_share"),
+                  warn_drift: float = threshold("overfit.one_batch", "warn_drift")) -> CheckResult:
+    """Judge the overfit run by its curve with the registry's rules, in their order (a run with no curve:
+    `_no_curve`).
+
+    Fail when an epoch's loss is not finite or the loss spikes (see `curve_shape`). Warn, whatever the curve, when a
+    pretrained model's weights moved more than `warn_drift` of their size an epoch: the batch can be memorised at a
+    rate that wrecks pretraining in a real run. Pass when the batch is memorised (every row right and the loss at
+    most `memorised_share` of its start, or below `memorised_value`), or when the loss falls steadily (at least
+    `learning_progress` of its start, the smoothed curve falling on `learning_falls` of the epochs) with every row
+    right: a pretrained model at a careful rate learns slowly and correctly. Otherwise fail: it rose, stayed put or
+    fell too slowly.
+
+    Args:
+        figures: from `overfit_one_batch`.
+        rows: the batch decoded, with predictions.
+        missing_labels: task labels the split could not supply to the batch.
+        best_rate: the Hyperparameters sweep's recommended rate, when known.
+    """
+    evidence = {**figures, "rows": rows, "missing_labels": missing_labels or [], "best_rate": best_rate}
+    if (broken := _no_curve(figures, evidence)) is not None:
+        return broken
+    losses, accuracy, rate = figures["losses"], figures["final_accuracy"], figures["learning_rate"]
+    evidence.update(curve_shape(losses), all_right=accuracy is None or accuracy == 1.0)
+    values = {"memorised_share": memorised_share, "memorised_value": memorised_value, "spike_share": spike_share,
+              "learning_progress": learning_progress, "learning_falls": learning_falls, "warn_drift": warn_drift}
+    memorised = bool({"memorised_share", "memorised_value"} & set(crossed("overfit.one_batch", evidence, values)))
+    run = _run(figures)
+    note = msg(" The split has no {labels}, so the batch cannot hold every label.", labels=", ".join(missing_labels)) \
+        if missing_labels else ""
+    reached = "" if accuracy is None else msg(", accuracy {accuracy:.0%}", accuracy=accuracy)
+    went = msg("the loss went from {first:.3f} to {final}", first=evidence["first_loss"],
+               final="NaN" if losses[-1] is None else f"{evidence['final_loss']:.4f}")
+    lower_fix = _lower_rate_fix(rate, best_rate)
+    memorised_says = (msg("After {run}, {went}{achieved}: the pipeline can learn.{note}", run=run, went=went, note=note,
+                          achieved="" if accuracy is None else msg(" and predicts every row right (100%)")), None)
+    cause, fix = _not_learning(evidence, figures, best_rate, lower_fix)
+    # Each verdict's `reading` is what the curve says of the rate; a finding another check's cause explains (the
+    # sweep's rate, the loss) is said without it (`causes.explain`).
+    return judge("overfit.one_batch", evidence, {
+        "max_non_finite_epochs": (
+            msg("After {run}, {went}{reached}{reading}.{note}", run=run, went=went, reached=reached, note=note,
+                reading=msg(": the learning rate is too high")), lower_fix),
+        "spike_share": (
+            msg("After {run}, {went}{reached}, but it jumped by {spike:.3f} above its lowest point at epoch "
+                "{epoch}{reading}.{note}", run=run, went=went, reached=reached, spike=evidence["spike"],
+                epoch=evidence["spike_at"], note=note, reading=msg(": training is unstable at this learning rate")),
+            lower_fix),
+        "warn_drift": (
+            msg("After {run} the model {outcome}{reached}, but each epoch moved its pretrained weights by {drift:.1e} "
+                "of their size (more than {limit:g}){reading}.{note}", run=run,
+                outcome=msg("memorised the batch") if memorised else went, reached=reached,
+                drift=figures.get("drift_per_step") or 0.0, limit=warn_drift, note=note,
+                reading=msg(": a real run of a few hundred steps at this rate overwrites what pretraining learned, "
+                            "however well one batch is memorised")), lower_fix),
+        "memorised_share": memorised_says, "memorised_value": memorised_says,
+        "learning_progress": (
+            msg("After {run}, {went}{reached}, falling steadily ({progress:.0%} of its start): the pipeline learns, "
+                "slowly at this rate; more epochs would memorise the batch.{note}", run=run, went=went,
+                reached=reached, progress=evidence["progress"], note=note), None),
+    }, msg("After {run}, {went}{reached}.{reading}{note}", run=run, went=went, reached=reached, note=note,
+           reading=joined([" ", cause], "")), thresholds=values, fix=fix)
+
+
+def run_overfit_checks(config: RunConfig, model, tokenizer, split, *, epochs: int = DEFAULT_EPOCHS,
+                       rate: float | None = None, best_rate: float | None = None,
+                       configured_broke: bool | None = None,
+                       progress: Callable[[float, str], None] = lambda fraction, text: None,
+                       copies: SharedCopy | None = None) -> list[CheckResult]:
+    """The overfit test on a batch holding every label of a split that has labels; the model given is never
+    modified (`copies`: the copy to train, shared with the call's other training checks).
+
+    Args:
+        rate: the rate to train at instead of the configured one (a rerun at another rate).
+        best_rate / configured_broke: the sweep's recommended rate and whether it measured the configured rate as
+            broken, its loss NaN or blown up (None: not measured). The test never trains at a rate the sweep measured
+            as broken: it trains at the checkpoint's usual rate instead (the sweep's when that is the rate that broke),
+            and says so. A rate the sweep calls too high for a milder reason (held-out loss, weight drift) still
+            memorises a batch: the test trains at it, and what it finds of the rate points at the sweep.
+    """
+    task = config.glue_task
+    labels = split_labels(split)  # some in range: a split without (a GLUE test split's) is skipped by the runner
+    indices, missing = every_label_indices(labels, task, config.batch_size, config.seed)
+    batch = build_batch(split, tokenizer, config, indices)
+    if batch.tf_batch is None:  # the first batch built (the runner's "batch" need), these rows did not: an error
+        raise ValueError(f"the overfit test's batch (rows {indices}) could not be built: {batch.error}")
+    configured, source = effective_rate(config), "given" if rate is not None else "configured"
+    if rate is None and configured_broke:
+        # The checkpoint's usual rate, a rate real fine-tuning calls good (the sweep's own pick, from a few steps,
+        # can be noisy); the sweep's pick when the usual rate is the one it flagged.
+        usual = usual_rate_of(model)
+        rate, source = (usual, "usual") if not math.isclose(usual, configured, rel_tol=1e-6) else (best_rate, "sweep")
+        if rate is None:
+            rate, source = configured, "configured"
+    figures = overfit_one_batch(model, batch, config, epochs, rate=rate, progress=progress, copies=copies)
+    num_labels = head_of(model).num_labels
+    batch_labels = np.asarray(batch.rows[LABEL])
+    figures.update(configured_rate=configured, rate_source=source, num_labels=num_labels,
+                   at_configured_rate=math.isclose(figures["learning_rate"], configured, rel_tol=1e-6),
+                   out_of_range_labels=0 if task.regression else
+                   int(((batch_labels < 0) | (batch_labels >= num_labels)).sum()))
+    rows = decoded_rows(batch, tokenizer, task)
+    if figures.get("error"):
+        return [check_overfit(figures, rows, missing_labels=missing, best_rate=best_rate)]
+    for row, prediction in zip(rows, figures["predictions"]):
+        row["predicted"] = prediction
+        row["predicted_name"] = task.label_name(prediction)
+        row["correct"] = None if task.regression else prediction == row["label"]
+    return [check_overfit(figures, rows, missing_labels=missing, best_rate=best_rate)]

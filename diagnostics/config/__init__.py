@@ -1,0 +1,1 @@
+"""The run configuration, its settings, the GLUE task schema, hosted limits, workshop scenarios."""

@@ -1,0 +1,325 @@
+"""Every setting of a run configuration, declared once: its `RunConfig` field, its type, a link's query parameter,
+the command line's flag and help, and the sidebar's widget (its kind, label, help, section and when it shows). The
+links (`ui/links.py`), the sidebar (`ui/sidebar.py` draws each row's `Widget`; `ui/session.py` gives each its
+default) and the command line (`diagnostics/__main__.py`) are generated from `SETTINGS`, and `RunConfig.validated`
+judges every value however it came; adding a setting is a `RunConfig` field and a row here.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Mapping
+
+from diagnostics.config.run import DATA_SOURCES, LOSSES, OPTIMIZERS, RunConfig, parse_data_files
+from diagnostics.core.errors import InputError
+from diagnostics.checks.hyperparams import SweepSettings
+from diagnostics.config.tasks import TASKS
+from diagnostics.i18n import N_, msg
+
+
+def parse_flag(text: str) -> bool:
+    value = str(text).strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off"):
+        return False
+    raise InputError(msg("{text} is not a yes/no value; write 1 or 0", text=repr(text)))
+
+
+def parse_whole(text: str) -> int:
+    try:
+        number = float(text)
+    except (TypeError, ValueError):
+        raise InputError(msg("{text} is not a whole number", text=repr(text))) from None
+    if not number.is_integer():
+        raise InputError(msg("{text} is not a whole number", text=repr(text)))
+    return int(number)
+
+
+def parse_number(text: str) -> float:
+    try:
+        return float(str(text).strip())
+    except ValueError:
+        raise InputError(msg("{text} is not a number; write it like 5e-5", text=repr(text))) from None
+
+
+def parse_optional_whole(text) -> int | None:
+    return None if text is None or str(text).strip().lower() in ("", "default") else parse_whole(text)
+
+
+def parse_columns(text: str) -> tuple[str, ...] | None:
+    return tuple(column.strip() for column in str(text).split(",") if column.strip()) or None
+
+
+def parse_positive_whole(text: str) -> int:
+    """A count the command line takes (at least 1)."""
+    value = parse_whole(text)
+    if value < 1:
+        raise InputError(msg("must be at least 1, got {value}", value=value))
+    return value
+
+
+def parse_rate(text: str) -> float:
+    """A learning rate the command line takes: a positive, finite number."""
+    return _bounded_number(text, allow_zero=False)
+
+
+def parse_non_negative(text: str) -> float:
+    return _bounded_number(text, allow_zero=True)
+
+
+def _bounded_number(text: str, *, allow_zero: bool) -> float:
+    value = parse_number(text)
+    if allow_zero and (not math.isfinite(value) or value < 0):
+        raise InputError(msg("must be a non-negative number, got {text}", text=text))
+    if not allow_zero and (not math.isfinite(value) or value <= 0):
+        raise InputError(msg("must be a positive number, got {text}", text=text))
+    return value
+
+
+def rate_text(value: float) -> str:
+    """A rate as the sidebar shows it: '5e-05', '0.001'; every digit kept when :g would round it."""
+    short = f"{float(value):g}"
+    return short if float(short) == float(value) else repr(float(value))
+
+
+def _files_text(pairs) -> str:
+    return "\n".join(f"{split}={path}" for split, path in pairs)
+
+
+def _same(value):
+    return value
+
+
+@dataclass(frozen=True)
+class When:
+    """A condition on another setting: it holds one of `values` (the sidebar shows or enables a widget by it)."""
+
+    field: str
+    values: tuple
+
+    def __call__(self, value_of: Callable[[str], Any]) -> bool:
+        """Args: value_of: a setting's field to the value its widget holds now."""
+        return value_of(self.field) in self.values
+
+
+@dataclass(frozen=True)
+class Widget:
+    """How the sidebar shows a setting; `ui/sidebar.py` draws it from this alone, but for the few behaviours it
+    names there (a checkpoint's defaults, uploads, the splits the data has, the rate a string optimizer means).
+
+    Attributes:
+        kind: "text", "area" (several lines), "select", "radio", "number" or "check".
+        label, help, placeholder: message ids (translated where drawn).
+        section: "run" (the sidebar's top), "options" (its Dataset options) or "training" (its Training setup).
+        options: a select's or radio's values (default: the setting's `choices`).
+        labels: a message id for each option, shown instead of the value.
+        choice_help: a message id for each option, listed as the help.
+        pair: drawn beside the next widget of its section, in two columns.
+        when: drawn only while this holds.
+        enabled: drawn disabled unless this holds.
+        under: drawn right after that setting's widget (the data files under their data source).
+        min_value, step: a number's.
+    """
+
+    kind: str
+    label: str
+    section: str = "run"
+    help: str = ""
+    placeholder: str = ""
+    options: tuple = ()
+    labels: Mapping[str, str] | None = None
+    choice_help: Mapping[str, str] | None = None
+    pair: bool = False
+    when: When | None = None
+    enabled: When | None = None
+    under: str = ""
+    min_value: int | None = None
+    step: int | None = None
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One setting of a run.
+
+    Attributes:
+        field: its `RunConfig` field; the sidebar keeps it in session state under "run.<field>".
+        param: a link's query parameter ("" for one no link carries on its own).
+        parse: a text (a link's value, the command line's argument) to the value; an InputError when unusable.
+        flag: the command line's flag (None: not on the command line).
+        help: the command line's help.
+        choices: the values it may take, when they are a fixed list.
+        cli_parse: the command line's stricter parser, when it has one (a count of at least 1, a positive rate).
+        widget: the value as the sidebar's widget holds it (a rate as text, the data files as lines).
+        from_widget: the widget's value back to the value.
+        ui: the sidebar's widget (None: the setting has none there; a page's own setting is drawn by its page).
+    """
+
+    field: str
+    param: str
+    parse: Callable[[str], Any]
+    flag: str | None = None
+    help: str = ""
+    choices: tuple | None = None
+    cli_parse: Callable[[str], Any] | None = None
+    widget: Callable[[Any], Any] = _same
+    from_widget: Callable[[Any], Any] = _same
+    session_key: str = ""
+    ui: Widget | None = None
+
+    @property
+    def key(self) -> str:
+        """Its session-state key: "run.<field>" for the sidebar's, the page's own for a page setting."""
+        return self.session_key or f"run.{self.field}"
+
+
+_S, _W = Setting, Widget
+DATA_SOURCE_LABELS = {"demo": N_("Bundled demo samples"), "hub": N_("Hugging Face Hub (nyu-mll/glue)"),
+                      "files": N_("Local files")}
+_FILES = When("data_source", ("files",))
+_DECAYS = When("optimizer", ("AdamW", "create_optimizer"))
+_SCHEDULED = When("optimizer", ("create_optimizer",))
+# In the order a link applies them (the data source after its files, the split after its task and source); the
+# sidebar draws them in this order within each section, a widget with `under` right after its parent's.
+SETTINGS: tuple[Setting, ...] = (
+    _S("checkpoint", "", str.strip, "--checkpoint", "Hub name, local save_pretrained directory, or 'demo' (default: "
+       "distilbert-base-uncased, or the demo kit when the Hub cannot be reached)",
+       ui=_W("text", N_("Checkpoint"), help=N_("A Hub name, a local directory written by save_pretrained, or 'demo' "
+                                               "for the offline kit."))),
+    _S("task", "task", str.strip, "--task", "GLUE task (default: mnli)",
+       ui=_W("select", N_("GLUE task"), options=tuple(TASKS))),
+    _S("data_files", "files", parse_data_files, "--data-files",
+       "local files in the task's GLUE schema (csv, tsv, json, jsonl, parquet)", cli_parse=parse_data_files,
+       widget=_files_text, from_widget=parse_data_files,
+       ui=_W("area", N_("Data files (one SPLIT=PATH a line)"), under="data_source", when=_FILES,
+             placeholder="train=/data/mnli/train.tsv\nvalidation_matched=/data/mnli/dev.tsv",
+             help=N_("csv, tsv with a header row, json/jsonl or parquet, in the task's GLUE schema."))),
+    _S("data_source", "data", str.strip, "--data-source", "where the data comes from (default: files when "
+       "--data-files is given, else the Hub, else the demo samples)", choices=DATA_SOURCES,
+       ui=_W("radio", N_("Data"), labels=DATA_SOURCE_LABELS)),
+    _S("split", "split", str.strip, "--split", "split to check (default: train)", from_widget=str.strip,
+       ui=_W("select", N_("Split"))),
+    _S("num_labels", "num_labels", parse_optional_whole, "--num-labels",
+       "num_labels for from_pretrained (default: the task's)", cli_parse=parse_positive_whole,
+       from_widget=lambda value: None if value is None else int(value),
+       ui=_W("number", N_("num_labels"), step=1, placeholder=N_("task default ({count})"),
+             help=N_("What from_pretrained(..., num_labels=N) gets. Empty: the task's own count."))),
+    _S("batch_size", "batch_size", parse_whole, "--batch-size", "rows per batch, as to_tf_dataset gets them (default "
+       "16)", cli_parse=parse_positive_whole, from_widget=int, ui=_W("number", N_("Batch size"), step=1, pair=True)),
+    _S("max_length", "max_length", parse_whole, "--max-length", "the tokenizer's truncation length (default 128)",
+       cli_parse=parse_positive_whole, from_widget=int, ui=_W("number", N_("Max length"), step=1)),
+    _S("columns", "columns", parse_columns, "--columns",
+       "comma-separated columns= for to_tf_dataset (default: the model's inputs + label)",
+       widget=lambda value: ",".join(value) if value else "", from_widget=parse_columns,
+       ui=_W("text", N_("columns= for to_tf_dataset"), "options", placeholder=N_("model inputs + label"),
+             help=N_("Comma-separated, as in to_tf_dataset(columns=[...]); e.g. input_ids,labels. Empty: the model's "
+                     "inputs and label."))),
+    _S("labels_in", "labels_in", str.strip, "--labels-in", "labels inside the input dict or Keras (x, y)",
+       choices=("inputs", "separate"),
+       ui=_W("radio", N_("Labels"), "options", labels={"inputs": N_("inside the input dict"),
+                                                        "separate": N_("separate, Keras (x, y)")})),
+    _S("shuffle", "shuffle", parse_flag, "--no-shuffle", "take the first rows instead of a shuffled batch",
+       from_widget=bool, ui=_W("check", N_("Shuffle (to_tf_dataset(shuffle=True))"), "options")),
+    _S("shuffle_labels", "shuffle_labels", parse_flag, None, "", from_widget=bool,
+       ui=_W("check", N_("Shuffle the labels apart from their texts (a bug)"), "options")),
+    _S("seed", "seed", parse_whole, "--seed", "seeds every random choice (default 0)", cli_parse=int,
+       from_widget=int, ui=_W("number", N_("Seed"), "options", min_value=0, step=1)),
+    _S("loss", "loss", str.strip, "--loss", "internal (the model's own, default), or a Keras loss as compile() gets "
+       "it", choices=tuple(LOSSES), ui=_W("select", N_("Loss"), "training", choice_help=LOSSES)),
+    _S("optimizer", "optimizer", str.strip, "--optimizer", "'adam' (a string, Keras defaults), Adam or AdamW "
+       "objects, or create_optimizer (default Adam)", choices=tuple(OPTIMIZERS),
+       ui=_W("select", N_("Optimizer"), "training", choice_help=OPTIMIZERS)),
+    _S("learning_rate", "lr", parse_number, "--learning-rate", "for Adam, AdamW and create_optimizer (default 5e-5)",
+       cli_parse=parse_rate, widget=rate_text, from_widget=lambda text: _named_number(msg("learning rate"), text),
+       ui=_W("text", N_("Learning rate"), "training", pair=True)),
+    _S("weight_decay", "weight_decay", parse_number, "--weight-decay", "for AdamW and create_optimizer (default 0)",
+       cli_parse=parse_non_negative, widget=rate_text,
+       from_widget=lambda text: _named_number(msg("weight decay"), text),
+       ui=_W("text", N_("Weight decay"), "training", enabled=_DECAYS)),
+    _S("train_steps", "train_steps", parse_whole, "--train-steps",
+       "planned training steps, for create_optimizer's schedule", cli_parse=parse_positive_whole, from_widget=int,
+       ui=_W("number", N_("Planned train steps"), "training", min_value=1, step=100, pair=True, when=_SCHEDULED)),
+    _S("warmup_steps", "warmup_steps", parse_whole, "--warmup-steps", "warmup steps, for create_optimizer's schedule",
+       cli_parse=int, from_widget=int,
+       ui=_W("number", N_("Warmup steps"), "training", min_value=0, step=10, when=_SCHEDULED)),
+)
+BY_FIELD = {setting.field: setting for setting in SETTINGS}
+# The settings a link carries as its own parameters (the checkpoint it reads first, with the scenario).
+LINKED = tuple(setting for setting in SETTINGS if setting.param)
+
+
+# The pages' own settings (the Hyperparameters page's sweep, the Overfit page's epochs): a `SweepSettings` field,
+# or "epochs"; each kept in the session under its page's key and carried by links and the command line.
+SWEEP_SETTINGS: tuple[Setting, ...] = (
+    _S("min_rate", "min_rate", parse_number, "--sweep-min", "lowest rate of the sweep (default 1e-6)",
+       cli_parse=parse_rate, from_widget=float, session_key="hparams.min_rate"),
+    _S("max_rate", "max_rate", parse_number, "--sweep-max", "highest rate of the sweep (default 1e-2)",
+       cli_parse=parse_rate, from_widget=float, session_key="hparams.max_rate"),
+    _S("rates", "rates", parse_whole, "--sweep-rates", "rates in the sweep's log grid (default 7)",
+       cli_parse=parse_positive_whole, from_widget=int, session_key="hparams.rates"),
+    _S("steps", "steps", parse_whole, "--sweep-steps", "train steps at each rate (default 8)",
+       cli_parse=parse_positive_whole, from_widget=int, session_key="hparams.steps"),
+    _S("range_steps", "range_steps", parse_whole, "--range-steps", "steps of the learning-rate range test (default "
+       "40)", cli_parse=parse_positive_whole, from_widget=int, session_key="hparams.range_steps"),
+)
+EPOCHS = _S("epochs", "epochs", parse_whole, "--epochs", "epochs of the overfit-one-batch test (default 20)",
+            cli_parse=parse_positive_whole, from_widget=int, session_key="overfit.epochs")
+
+
+def sweep_from_widgets(values: Mapping[str, Any]) -> SweepSettings:
+    """The sweep the Hyperparameters page's inputs (or a link's) hold, not yet validated."""
+    return SweepSettings(**{setting.field: setting.from_widget(values[setting.key]) for setting in SWEEP_SETTINGS})
+
+
+def sweep_widget_values(sweep: SweepSettings) -> dict[str, Any]:
+    return {setting.key: getattr(sweep, setting.field) for setting in SWEEP_SETTINGS}
+
+
+def sweep_from_args(args) -> SweepSettings:
+    """The sweep the command line asks for (argparse's namespace: each flag's value under "sweep_<field>")."""
+    return SweepSettings(**{setting.field: value for setting in SWEEP_SETTINGS
+                            if (value := getattr(args, f"sweep_{setting.field}", None)) is not None})
+
+
+def _named_number(name, text) -> float:
+    """A number typed in the sidebar ('5e-5', '0.001'); anything else is an InputError naming the field."""
+    try:
+        return float(str(text).strip())
+    except ValueError:
+        raise InputError(msg("{name} {text} is not a number; write it like 5e-5 or 0.00005", name=name,
+                             text=repr(text))) from None
+
+
+def widget_values(config: RunConfig) -> dict[str, Any]:
+    """What each of the sidebar's widgets holds for this configuration, by session key."""
+    return {setting.key: setting.widget(getattr(config, setting.field)) for setting in SETTINGS}
+
+
+def config_from_widgets(values: Mapping[str, Any]) -> RunConfig:
+    """The validated configuration the sidebar's widgets hold (data files only when they are the data source).
+
+    Raises:
+        InputError: a value that cannot be used, named.
+    """
+    config = RunConfig(**{setting.field: setting.from_widget(values[setting.key]) for setting in SETTINGS})
+    if config.data_source != "files":
+        config = replace(config, data_files=())
+    return config.validated()
+
+
+def cli_overrides(args) -> dict[str, Any]:
+    """The settings given on the command line (argparse's namespace), by field; `--data-files` also makes the data
+    source "files" unless `--data-source` says otherwise."""
+    overrides = {}
+    for setting in SETTINGS:
+        value = getattr(args, setting.field, None)
+        if setting.field == "shuffle":
+            value = False if value else None  # --no-shuffle
+        if value is not None and value != ():
+            # Each --data-files argument is parsed as the sidebar's box is (one SPLIT=PATH, or several split by ';').
+            overrides[setting.field] = tuple(pair for pairs in value for pair in pairs) \
+                if setting.field == "data_files" else value
+    if "data_files" in overrides and "data_source" not in overrides:
+        overrides["data_source"] = "files"
+    return overrides

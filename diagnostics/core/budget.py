@@ -1,0 +1,73 @@
+"""Time: the budget of one run in hosted mode (checks past the deadline stop with a `skip` saying so), and how long
+a long computation has left, estimated from its pace so far."""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import time
+from dataclasses import dataclass
+
+from diagnostics.i18n import Text, msg
+from diagnostics.config.limits import hosted
+
+
+class BudgetExceeded(BaseException):
+    """The run's time budget ran out. A BaseException, so checks that turn errors into findings let it through."""
+
+
+@dataclass
+class Budget:
+    """One run's deadline; `exceeded` once a check found it past (its results are then cut short)."""
+
+    deadline: float
+    seconds: float
+    exceeded: bool = False
+
+
+_deadline: contextvars.ContextVar[Budget | None] = contextvars.ContextVar("run_deadline", default=None)
+
+
+@contextlib.contextmanager
+def run_budget():
+    """Start the per-run time budget in hosted mode; nested runs share the outermost one's deadline. Yields the
+    budget (None outside hosted mode), whose `exceeded` says afterwards whether it ran out."""
+    limits = hosted()
+    current = _deadline.get()
+    if limits is None or current is not None:
+        yield current
+        return
+    budget = Budget(time.monotonic() + limits.run_budget_s, limits.run_budget_s)
+    token = _deadline.set(budget)
+    try:
+        yield budget
+    finally:
+        _deadline.reset(token)
+
+
+def check_deadline(where: str = "") -> None:
+    """Raise BudgetExceeded when the current run is past its deadline (a no-op outside hosted mode)."""
+    budget = _deadline.get()
+    if budget is not None and time.monotonic() > budget.deadline:
+        budget.exceeded = True
+        raise BudgetExceeded(
+            f"Stopped: this run used up hosted mode's time budget of {budget.seconds:g} s"
+            + (f" {where}" if where else "")
+            + ". Try fewer rates, steps or epochs, or run the app on your own machine."
+        )
+
+
+def time_left(computing: float, fraction: float, *, min_fraction: float = 0.05,
+              min_seconds: float = 2.0) -> float | None:
+    """Seconds left of a computation `fraction` done after `computing` seconds, at the pace so far; None until there
+    is enough of it to say (a twentieth done, two seconds in) and once it is done."""
+    if fraction < min_fraction or computing < min_seconds or fraction >= 1.0:
+        return None
+    return computing * (1.0 - fraction) / fraction
+
+
+def time_left_text(seconds: float) -> Text:
+    """"about 3 min left" from a minute and a half on, else "about 40 s left"."""
+    if seconds >= 90:
+        return msg("about {minutes} min left", minutes=round(seconds / 60))
+    return msg("about {seconds} s left", seconds=max(1, round(seconds)))

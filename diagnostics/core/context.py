@@ -1,0 +1,188 @@
+"""One run's shared inputs: the configuration, tokenizer, split, first batch, training batches and model, each
+built once and handed to every stage."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, Callable
+
+import numpy as np
+
+from diagnostics.keras import loading
+from diagnostics.keras.batches import (LABEL, UNUSABLE_LABEL, FirstBatch, build_batch, build_first_batch, held_out_indices,
+                                 invalid_labels, split_labels, text_cell_problems, training_batches)
+from diagnostics.config.run import RunConfig
+from diagnostics.core.errors import NotClassifierError
+from diagnostics.keras.keras_model import head_of
+
+
+@dataclass(eq=False)
+class RunContext:
+    """What the checks of one configuration run on. Built lazily: a stage that never needs the model never loads it.
+
+    Attributes:
+        model_loader: `(checkpoint, num_labels, seed) -> model`, asked each time a stage needs the model, so a
+            context never holds a model its loader's cache has let go: the app passes its cache shared by every
+            session (whose model is never trained or changed: training checks work on copies); `open` keeps the
+            loaded model for the run.
+    """
+
+    config: RunConfig
+    tokenizer: Any
+    split: Any
+    model_loader: Callable = loading.load_model
+    _training: dict = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def open(cls, config: RunConfig, *, tokenizer=None, split=None,
+             model_loader: Callable = loading.load_model) -> "RunContext":
+        """Validate the configuration and load what is not given.
+
+        Raises:
+            InputError: the configuration, checkpoint or data cannot be used.
+        """
+        config = config.validated()
+        tokenizer = tokenizer if tokenizer is not None else loading.load_tokenizer(config.checkpoint)
+        split = split if split is not None else loading.load_split(config)
+        loading.validate_for_tokenizer(config, tokenizer)
+        return cls(config, tokenizer, split, functools.lru_cache(maxsize=1)(model_loader))
+
+    @cached_property
+    def first_batch(self) -> FirstBatch:
+        """The first batch as `model.fit` gets it (raises what the tokenizer raises: see `batch_exception`)."""
+        return build_first_batch(self.split, self.tokenizer, self.config)
+
+    @cached_property
+    def batch_exception(self) -> Exception | None:
+        """What tokenizing the first batch raised (data.batch's finding), or None when it built."""
+        try:
+            self.first_batch
+        except Exception as exc:  # the tokenizer's or the user's recipe's own error, whatever its type
+            return exc
+        return None
+
+    @property
+    def classifier(self) -> tuple[Any, str | None]:
+        """(the model under test, None), or (None, why it cannot be loaded as a sequence classifier)."""
+        config = self.config
+        try:
+            return self.model_loader(config.checkpoint, config.effective_num_labels, config.seed), None
+        except NotClassifierError as exc:
+            return None, str(exc)
+
+    @cached_property
+    def missing_columns(self) -> list[str]:
+        """The task's text and label columns the split lacks."""
+        expected = list(self.config.glue_task.text_columns) + [LABEL]
+        return [column for column in expected if column not in self.split.column_names]
+
+    @cached_property
+    def text_problems(self) -> dict:
+        """The task's text cells that are empty or not text, by column (see batches.text_cell_problems)."""
+        return text_cell_problems(self.split, self.config.glue_task)
+
+    @cached_property
+    def unreadable_scores(self) -> int:
+        """How many STS-B scores are NaN (empty or not a number in the file)."""
+        if not self.config.glue_task.regression or LABEL not in self.split.column_names:
+            return 0
+        return int(np.isnan(split_labels(self.split).astype(float)).sum())
+
+    @cached_property
+    def unusable_labels(self) -> int:
+        """How many classification labels could not be read as the task's (empty, not whole, unknown names)."""
+        if self.config.glue_task.regression or LABEL not in self.split.column_names:
+            return 0
+        return int((split_labels(self.split) == UNUSABLE_LABEL).sum())
+
+    @cached_property
+    def out_of_range_labels(self) -> int:
+        """How many labels of the split the model's head cannot take (training stops at the first one on CPU)."""
+        if self.config.glue_task.regression or LABEL not in self.split.column_names:
+            return 0
+        return sum(invalid_labels(split_labels(self.split), self.config.glue_task,
+                                  self.config.effective_num_labels).values())
+
+    @cached_property
+    def beyond_head_labels(self) -> int:
+        """How many of those are labels of the (known) task that a head built with fewer outputs cannot take:
+        model.config's cause, not the data's."""
+        task, num_labels = self.config.glue_task, self.config.effective_num_labels
+        if task.regression or not task.known or LABEL not in self.split.column_names or num_labels >= task.num_labels:
+            return 0
+        labels = split_labels(self.split)
+        return int(((labels >= num_labels) & (labels < task.num_labels)).sum())
+
+    @cached_property
+    def countable_labels(self) -> int:
+        """How many labels of the split the label checks can count: ids in [0, K) for the wider of the head and the
+        task (a class beyond either is data.label_range's to name), or STS-B scores from 0 to 5."""
+        if LABEL not in self.split.column_names:
+            return 0
+        labels, task = split_labels(self.split), self.config.glue_task
+        width = max(self.config.effective_num_labels, task.num_labels)
+        return len(labels) - sum(invalid_labels(labels, task, width).values())
+
+    @cached_property
+    def has_labels(self) -> bool:
+        """False for a split whose labels are all -1 (a GLUE test split)."""
+        return bool(self.config.glue_task.regression or (split_labels(self.split) >= 0).any())
+
+    @cached_property
+    def forward(self):
+        """The first batch through the model under test, eagerly, once: model.forward's measurement, which the Model
+        checks of the batch read (its layer outputs are kept only when some are not finite: model.nan_origin traces
+        them). Needs the model and the batch (the runner's "model" and "batch" needs)."""
+        from diagnostics.keras.measurement import kept, run_forward
+
+        return kept(run_forward(self.classifier[0], self.first_batch.tf_batch))
+
+    @cached_property
+    def batch_step(self):
+        """One real train step on a copy of the model, on the first batch as `model.fit` gets it (its labels as they
+        are), taken once for the Model checks that read it (`measurement.ModelStep`); the copy is let go."""
+        from diagnostics.keras.measurement import take_step
+
+        return take_step(self.classifier[0], self.first_batch.tf_batch, self.config)
+
+    @cached_property
+    def in_range_step(self):
+        """One real train step on a copy of the model, on the first batch with its labels drawn in range (so an
+        out-of-range label, data.label_range's finding, hides nothing else): taken once, read by hparams.loss and by
+        `gradients_stopped`. None without a model or a batch."""
+        from diagnostics.keras.training import fresh_copy, labels_in_range, one_train_step, split_batch
+
+        model, _ = self.classifier
+        batch = self.first_batch.tf_batch
+        if model is None or batch is None:
+            return None
+        if not self.config.glue_task.regression:
+            batch, _ = labels_in_range(batch, head_of(model).num_labels, self.config.seed)
+        return one_train_step(fresh_copy(model, split_batch(batch)[0]), batch, self.config)
+
+    @property
+    def gradients_stopped(self) -> bool:
+        """True when that step gives every trainable variable no gradient or an all-zero one: then no training
+        measurement can show anything but that."""
+        record = self.in_range_step
+        return record is not None and bool(record.gradients) and not record.error and all(
+            grad is None or (grad.finite and grad.zero) for _, grad in record.gradients)
+
+    def training_batches(self, count: int) -> tuple[list, Any]:
+        """(the first `count` batches `model.fit` sees, with the first batch first; a batch of rows after them).
+
+        Raises:
+            ValueError: the configured columns or tokenizer cannot produce batches (see data.batch).
+        """
+        if count not in self._training:
+            batches = training_batches(self.split, self.tokenizer, self.config, count=count, skip=1)
+            held = build_batch(self.split, self.tokenizer, self.config,
+                               held_out_indices(len(self.split), self.config, count * self.config.batch_size))
+            self._training[count] = ([self.first_batch.tf_batch] + batches, held.tf_batch)
+        return self._training[count]
+
+    @property
+    def first_labels(self) -> np.ndarray:
+        return np.asarray(self.first_batch.rows[LABEL])

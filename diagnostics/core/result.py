@@ -1,0 +1,193 @@
+"""Check results: the status of one check, its finding, evidence and fix, and the runner that never raises."""
+
+from __future__ import annotations
+
+import math
+import traceback
+from dataclasses import asdict, dataclass, field
+from enum import Enum
+from typing import Any, Callable
+
+import numpy as np
+
+from diagnostics.core.budget import BudgetExceeded, check_deadline
+from diagnostics.i18n import Text, from_data, message_of, msg, to_data
+
+
+class Status(str, Enum):
+    PASS = "pass"
+    WARN = "warn"
+    FAIL = "fail"
+    ERROR = "error"
+    SKIP = "skip"
+
+
+# Worst first: the order in which a checklist shows statuses.
+SEVERITY = {Status.FAIL: 0, Status.ERROR: 1, Status.WARN: 2, Status.SKIP: 3, Status.PASS: 4}
+
+
+@dataclass
+class CheckResult:
+    """What one check found.
+
+    Attributes:
+        id: stable "<stage>.<check>" identifier, part of the report format.
+        stage: the pipeline stage ("data", "model", "hparams", "overfit").
+        status: pass, warn, fail, error or skip.
+        summary: one sentence a person can act on, with the number in it.
+        fix: an action or code that fixes it; None when there is nothing to fix.
+        evidence: JSON-serialisable data (row dicts, series) the page renders.
+        condition: the registry condition whose rule gave the verdict (None: the check's `otherwise`, a skip or an
+            error); causes are declared by condition (`registry.CAUSES`).
+        explained_by: the check that owns the cause explaining this finding (`causes.explain`): the finding keeps
+            its evidence and points there instead of counting as a failure of its own; None when it stands alone.
+    """
+
+    id: str
+    stage: str
+    status: Status
+    summary: str
+    fix: str | None = None
+    evidence: dict[str, Any] = field(default_factory=dict)
+    condition: str | None = None
+    explained_by: str | None = None
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "CheckResult":
+        """A result read back from a JSON report (its sentences translatable again where the report carries them)."""
+        sentences = data.get("sentences") or {}
+        summary, fix = (from_data(sentences.get(name)) for name in ("summary", "fix"))
+        return cls(data["id"], data["stage"], Status(data["status"]),
+                   summary if str(summary) == data["summary"] else data["summary"],
+                   fix if fix is not None and str(fix) == data.get("fix") else data.get("fix"),
+                   data.get("evidence") or {}, data.get("condition"), data.get("explained_by"))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The result as JSON: the finding and fix in English, and under "sentences" their templates and values,
+        for translating them later."""
+        data = asdict(self)
+        data["status"] = self.status.value
+        data["summary"], data["fix"] = str(self.summary), None if self.fix is None else str(self.fix)
+        data["evidence"] = to_json(self.evidence)
+        for name in ("condition", "explained_by"):
+            if data[name] is None:
+                del data[name]
+        sentences = {name: to_data(value) for name, value in (("summary", self.summary), ("fix", self.fix))
+                     if isinstance(value, Text)}
+        if sentences:
+            data["sentences"] = sentences
+        return data
+
+
+def to_json(value: Any) -> Any:
+    """Turn numpy scalars/arrays and non-finite floats into plain JSON values (NaN and Inf become None)."""
+    if isinstance(value, dict):
+        return {str(key): to_json(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_json(item) for item in value]
+    if isinstance(value, np.ndarray):
+        return to_json(value.tolist())
+    if isinstance(value, (np.bool_, bool)):
+        return bool(value)
+    if isinstance(value, (np.integer,)):
+        return int(value)
+    if isinstance(value, (np.floating, float)):
+        value = float(value)
+        return value if math.isfinite(value) else None
+    if isinstance(value, Enum):
+        return value.value
+    return value
+
+
+def error_result(check_id: str, stage: str, exc: BaseException) -> CheckResult:
+    """The result of a check that raised: the exception type and message on the page, the traceback in the
+    evidence for the JSON report."""
+    message = str(exc).strip().splitlines()[0] if str(exc).strip() else msg("(no message)")
+    return CheckResult(
+        id=check_id,
+        stage=stage,
+        status=Status.ERROR,
+        summary=msg("The check itself failed with {error}: {message}", error=type(exc).__name__, message=message),
+        evidence={
+            "exception": type(exc).__name__,
+            "message": str(exc)[:2000],
+            "where": traceback.format_exception(exc)[-2].strip()[:500] if exc.__traceback__ else "",
+            "traceback": "".join(traceback.format_exception(exc))[-8000:],
+        },
+    )
+
+
+def run_check(check_id: str, stage: str, check: Callable[..., CheckResult], *args, reraise=(), **kwargs
+              ) -> CheckResult:
+    """Call one check; an exception becomes an `error` result carrying its type and message (but for the types in
+    `reraise`), and a run past hosted mode's time budget a `skip` saying so."""
+    try:
+        check_deadline(f"before {check_id} could start")
+        return check(*args, **kwargs)
+    except reraise:
+        raise
+    except BudgetExceeded as exc:
+        return skipped(check_id, stage, message_of(exc))
+    except Exception as exc:  # a broken check must never blank the report
+        return error_result(check_id, stage, exc)
+
+
+def crossed(check_id: str, evidence: dict, thresholds: dict | None = None) -> list[str]:
+    """The names of a check's registry conditions whose rules the evidence crosses, in declared order.
+
+    Args:
+        thresholds: values that replace the registry's by condition name (the check function's keywords).
+    """
+    from diagnostics.core.registry import CHECKS
+
+    conditions = CHECKS[check_id].conditions
+    values = {**{condition.name: condition.value for condition in conditions}, **(thresholds or {})}
+    return [condition.name for condition in conditions
+            if condition.rule is not None and condition.rule(evidence, values[condition.name], values)]
+
+
+def judge(check_id: str, evidence: dict, says: dict, otherwise: str, *, thresholds: dict | None = None,
+          fix: str | None = None) -> CheckResult:
+    """A check's verdict from its registry conditions: the first whose rule the evidence crosses, in declared order,
+    gives its status and `says[name]` ((summary, fix)); else a result of the check's declared `otherwise` status (a
+    pass unless declared) saying `otherwise`, with `fix`. A sentence that can be written only when its condition holds (a value it formats is
+    measured only then) is given as a function of no arguments returning it (for `says`, the pair).
+
+    Args:
+        thresholds: values that replace the registry's by condition name (the check function's keywords).
+    """
+    from diagnostics.core.registry import CHECKS
+
+    check = CHECKS[check_id]
+    first = next(iter(crossed(check_id, evidence, thresholds)), None)
+    if first is None:
+        return CheckResult(check_id, check.stage, Status(check.otherwise),
+                           otherwise() if callable(otherwise) else otherwise, fix=fix, evidence=evidence)
+    summary, fix = says[first]() if callable(says[first]) else says[first]
+    condition = next(condition for condition in check.conditions if condition.name == first)
+    return CheckResult(check_id, check.stage, Status(condition.status), summary, fix=fix, evidence=evidence,
+                       condition=first)
+
+
+def skipped(check_id: str, stage: str, reason: str) -> CheckResult:
+    """A check that could not run because something it needs is missing."""
+    return CheckResult(check_id, stage, Status.SKIP, reason)
+
+
+def rank(result: CheckResult) -> float:
+    """Where a result stands in a checklist: its status's severity; a finding another check's cause explains after
+    the warnings and before the skips (its cause is counted once, at its owner)."""
+    return 2.5 if result.explained_by is not None else SEVERITY[result.status]
+
+
+def worst_first(results: list[CheckResult], stage_order: tuple[str, ...]) -> list[CheckResult]:
+    """Order results for a checklist: failing and warning checks first, then the findings they explain, then
+    pipeline order."""
+    from diagnostics.core.registry import CHECKS
+
+    position = {stage: index for index, stage in enumerate(stage_order)}
+    walk = {check_id: index for index, check_id in enumerate(CHECKS)}  # within a stage, the walk's order
+    return sorted(
+        results,
+        key=lambda result: (rank(result), position.get(result.stage, len(position)), walk.get(result.id, len(walk))),
+    )

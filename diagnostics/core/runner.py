@@ -1,0 +1,338 @@
+"""The one runner: runs units of the walk (`registry.UNITS`) on one run context, in the order of what they read,
+each inside the guard, skipping a unit whose needs are not met with the reason its owning check gives.
+
+The command line, `diagnose()`, the trace and the app's pages (through their shared store, which keys and keeps
+what this returns) all run checks through `run_units`; nothing else decides what runs or skips.
+"""
+
+from __future__ import annotations
+
+import gc
+import importlib
+import math
+from dataclasses import dataclass, fields, replace
+
+from diagnostics.config import limits
+
+from diagnostics.core import registry
+from diagnostics.core.budget import BudgetExceeded, run_budget
+from diagnostics.core.causes import explain
+from diagnostics.core.context import RunContext
+from diagnostics.keras.batches import LABEL
+from diagnostics.core.errors import InputError
+from diagnostics.core.fixes import CodeStyle, code_style
+from diagnostics.checks.hyperparams import SweepSettings
+from diagnostics.i18n import Text, joined, msg, msgn
+from diagnostics.keras.keras_model import head_of
+from diagnostics.keras.measurement import configured_loss_value
+from diagnostics.checks.overfit import DEFAULT_EPOCHS
+from diagnostics.core.result import CheckResult, error_result, run_check, skipped
+from diagnostics.keras.training import SharedCopy
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What a run is asked to do beyond its configuration; a unit is called with the fields it `takes`.
+
+    Attributes:
+        sweep: the learning-rate sweep and range test.
+        epochs: the overfit test's epochs.
+        rate: the overfit test's rate, when not the configured one (e.g. the sweep's best).
+        best_rate: the sweep's recommended rate when known from elsewhere (a unit reading `best_rate` gets the
+            sweep's own when the sweep runs in the same call).
+        configured_broke: whether the sweep measured the configured rate's loss turning NaN or blowing up, when
+            known from elsewhere (likewise).
+    """
+
+    sweep: SweepSettings = SweepSettings()
+    epochs: int = DEFAULT_EPOCHS
+    rate: float | None = None
+    best_rate: float | None = None
+    configured_broke: bool | None = None
+
+    def validated(self, takes: set[str]) -> "Settings":
+        """These settings, or an InputError naming what is wrong with one that a unit to run takes."""
+        if "sweep" in takes:
+            self.sweep.validated()
+        if "epochs" in takes:
+            return replace(self, epochs=validate_epochs(self.epochs))
+        return self
+
+
+def validate_epochs(epochs) -> int:
+    """The overfit test's epoch count, or an InputError saying what it may be."""
+    if not (isinstance(epochs, int) or float(epochs).is_integer()) or not 1 <= epochs <= 1000:
+        raise InputError(msg("The overfit test needs a whole number of epochs from 1 to 1000, got {epochs}.",
+                             epochs=epochs))
+    problems = limits.epochs_problems(int(epochs))
+    if problems:
+        raise InputError(msg("{problems}.", problems=joined(problems, "; ")))
+    return int(epochs)
+
+
+def ordered(names) -> list[str]:
+    """The units named, in walk order, with every unit after the units whose checks' outputs it reads.
+
+    Raises:
+        InputError: an unknown unit name.
+    """
+    unknown = [name for name in names if name not in registry.UNITS]
+    if unknown:
+        raise InputError(msg("Unknown unit(s) {unknown}; available: {units}.", unknown=", ".join(unknown),
+                             units=", ".join(registry.UNITS)))
+    left = [name for name in registry.UNITS if name in set(names)]
+    done: list[str] = []
+    while left:
+        ready = next(name for name in left if not set(_read_units(name)) & (set(left) - {name}))
+        left.remove(ready)
+        done.append(ready)
+    return done
+
+
+def _read_units(name: str) -> list[str]:
+    """The units whose checks' outputs unit `name` reads."""
+    return [registry.CHECKS[read.split(":", 1)[0]].runs_in for read in registry.UNITS[name].reads]
+
+
+def run_units(run: RunContext, names, settings: Settings = Settings(), progress=None) -> list[CheckResult]:
+    """Every check of the named units on one run context (they share its batches and model), in order, inside
+    hosted mode's time budget; then each finding a cause explains pointing at its owner (`causes.explain`).
+
+    Raises:
+        InputError: unusable settings, or an input a unit found unusable.
+    """
+    names = ordered(names)
+    settings = settings.validated({taken for name in names for taken in registry.UNITS[name].takes})
+    results: list[CheckResult] = []
+    copies = SharedCopy()  # this call's own: the app's pages may run units of one context in several threads
+    try:
+        with run_budget(), code_style(CodeStyle.of(run.config)):  # fixes in the names the user's code uses
+            for name in names:
+                results += run_unit(run, name, settings, progress, results, copies)
+    finally:
+        if copies.close():  # the trained copy refers to itself through its traced step: only a collection frees it
+            gc.collect()
+    walk = {check_id: index for index, check_id in enumerate(registry.CHECKS)}  # the walk's order, whatever the units
+    return explain(sorted(results, key=lambda result: walk.get(result.id, len(walk))))
+
+
+def run_unit(run: RunContext, name: str, settings: Settings, progress=None, earlier=(), copies=None
+             ) -> list[CheckResult]:
+    """One unit's results: each check whose needs are not met skipped with the first unmet need's reason, the others
+    its function's results (or, for a unit without one, each check's own `measure`); never raising but for unusable
+    input.
+
+    A check that requires more than its unit (`registry.Check.requires`) is skipped alone, and the unit's function
+    answers for the others. Anything a need or the unit's shared work raises (a batch, a model copy, a
+    decode) becomes an `error` result for each check still to answer, naming the exception, with the traceback in
+    the evidence (for a unit without a function, for the check that read it: see `measured_alone`); past the time
+    budget they are skips saying so. A trained copy holds its weights, gradients and
+    optimizer slots, and refers to itself through Keras's traced train step, so only the cycle collector frees it;
+    collecting after a unit that trains frees the largest tensors before the next unit instead of whenever Python
+    next collects.
+    """
+    unit = registry.UNITS[name]
+    skips: list[CheckResult] = []
+    wanted = unit.checks
+    try:
+        with run_budget():
+            if not unit.function:  # each check measures alone: its needs are read, and it runs, in its own guard
+                return [measured_alone(run, check) for check in unit.checks]
+            reasons = {check: blocked(run, registry.CHECKS[check].needs) for check in unit.checks}
+            skips = [skipped(check, unit.stage, reason) for check, reason in reasons.items() if reason is not None]
+            wanted = tuple(check for check, reason in reasons.items() if reason is None)
+            if not wanted:
+                return skips
+            kwargs = inputs(unit, settings, progress, earlier, copies)
+            return skips + [result for result in function_of(unit)(run, **kwargs) if result.id in wanted]
+    except InputError:
+        raise
+    except BudgetExceeded as exc:
+        return skips + [skipped(check, unit.stage, str(exc)) for check in wanted]
+    except Exception as exc:  # one broken piece of shared work must not blank the page
+        return skips + [error_result(check, unit.stage, exc) for check in wanted]
+    finally:
+        if unit.copy or any(registry.CHECKS[check].trains for check in unit.checks):
+            gc.collect()
+
+
+def measured_alone(run: RunContext, check_id: str) -> CheckResult:
+    """A check of a unit without a function, inside its own guard: skipped with the first unmet need's reason, else
+    its own `measure`. A need read here, such as the forward pass or the train step that several checks share, is
+    measured once on the run context, inside the guard of the first check that reads it; unusable input (an
+    InputError) is raised to the caller, as from any unit."""
+    check = registry.CHECKS[check_id]
+
+    def measure() -> CheckResult:
+        reason = blocked(run, check.needs)
+        return skipped(check_id, check.stage, reason) if reason is not None else imported(check.measure)(run)
+
+    return run_check(check_id, check.stage, measure, reraise=InputError)
+
+
+def function_of(unit: registry.Unit):
+    """The unit's function, imported from its dotted name."""
+    return imported(unit.function)
+
+
+def imported(dotted: str):
+    """A function from its importable dotted name."""
+    module, _, attribute = dotted.rpartition(".")
+    return getattr(importlib.import_module(module), attribute)
+
+
+def inputs(unit: registry.Unit, settings: Settings, progress, earlier, copies=None) -> dict:
+    """The keywords a unit is called with: the settings it takes, the outputs it reads (from a result of this
+    call, else from `settings`), its progress callback, and the call's shared copy of the model."""
+    kwargs = {field.name: getattr(settings, field.name) for field in fields(settings) if field.name in unit.takes}
+    for read in unit.reads:
+        check_id, key = read.split(":", 1)
+        found = next((result for result in earlier if result.id == check_id), None)
+        kwargs[key] = (found.evidence or {}).get(key) if found is not None else getattr(settings, key, None)
+    if unit.progress:
+        kwargs["progress"] = progress or (lambda fraction, text: None)
+    if unit.copy:
+        kwargs["copies"] = copies if copies is not None else SharedCopy()
+    return kwargs
+
+
+# ---------------------------------------------------------------- what a unit needs of the run, and why it is missing
+
+def _missing(run: RunContext, missing: list[str]) -> Text:
+    task = run.config.glue_task
+    return msg("The split has no {missing} column (it has {found}; {task} needs {needed}): see data.columns.",
+               missing=", ".join(missing), found=", ".join(run.split.column_names), task=task.name,
+               needed=", ".join(list(task.text_columns) + ["label"]))
+
+
+def _texts(run: RunContext) -> Text | None:
+    if missing := [column for column in run.config.glue_task.text_columns if column in run.missing_columns]:
+        return _missing(run, missing)
+    if run.text_problems:
+        counts = joined([msgn("{column} in {count:,} row", "{column} in {count:,} rows",
+                              len(found["empty"]) + len(found["not_text"]), column=column)
+                         for column, found in run.text_problems.items()])
+        return msg("Some text cells are empty or not text ({counts}): see data.columns.", counts=counts)
+    return None
+
+
+def _columns(run: RunContext) -> Text | None:
+    return _missing(run, run.missing_columns) if run.missing_columns else _texts(run)
+
+
+def _tokenizes(run: RunContext) -> Text | None:
+    """Met when the first batch's texts were tokenized, or when there are no texts to tokenize (data.columns's
+    finding, which the "texts" need names)."""
+    if _texts(run) is not None or run.batch_exception is None:
+        return None
+    exc = run.batch_exception
+    return msg("Tokenizing the first batch failed ({error}): see data.batch.",
+               error=f"{type(exc).__name__}: {str(exc).strip().splitlines()[0]}" if str(exc).strip()
+               else type(exc).__name__)
+
+
+def _label_column(run: RunContext) -> Text | None:
+    return msg("The split has no 'label' column.") if LABEL not in run.split.column_names else None
+
+
+def _labels(run: RunContext) -> Text | None:
+    if not run.has_labels:
+        return msg("No label of the split is usable (all -1, as in a GLUE test split, or unreadable: see "
+                   "data.label_range), so there is nothing to learn.")
+    return None
+
+
+def _counted(run: RunContext) -> Text | None:
+    if not run.countable_labels:
+        return msg("No label of the split lies in the task's range, so there is nothing to count (see "
+                   "data.label_range).")
+    return None
+
+
+def _unusable(run: RunContext) -> Text | None:
+    if run.unusable_labels:
+        task = run.config.glue_task
+        return msg("{count:,} labels are not {task} labels (see data.label_range): every check that feeds labels to "
+                   "the model needs ids 0..{last} or {task}'s names, so fix them first.", count=run.unusable_labels,
+                   task=task.name, last=task.num_labels - 1)
+    return None
+
+
+def _range(run: RunContext) -> Text | None:
+    if run.unreadable_scores:
+        return msg("{count:,} scores are empty or not numbers (see data.label_range): a NaN label makes every loss "
+                   "NaN, so fix them first.", count=run.unreadable_scores)
+    if (unusable := _unusable(run)) is not None:
+        return unusable
+    if run.out_of_range_labels:
+        task = run.config.glue_task
+        if run.beyond_head_labels == run.out_of_range_labels:
+            return msg("Training stops at the first of {count:,} rows whose label the head has no output for "
+                       "(num_labels={num_labels}, while {task} has {classes} labels): fix the head first (see "
+                       "model.config).", count=run.out_of_range_labels, num_labels=run.config.effective_num_labels,
+                       task=task.name, classes=task.num_labels)
+        return msg("Training stops at the first of {count:,} labels outside [0, {num_labels}) (see data.label_range): "
+                   "fix them first.", count=run.out_of_range_labels, num_labels=run.config.effective_num_labels)
+    return None
+
+
+def _flows(run: RunContext) -> Text | None:
+    """Met unless one train step with the first batch's labels drawn in range (`RunContext.in_range_step`, the step
+    hparams.loss judges) gave no trainable variable a non-zero gradient: the reason states that measurement and
+    names the check owning it (the loss given to compile, else the gradients)."""
+    if run.classifier[0] is not None and run.first_batch.tf_batch is not None and run.gradients_stopped:
+        owner = "hparams.loss" if run.config.loss != "internal" else "model.gradients"
+        return msg("Blocked: one train step on the first batch (its labels drawn in range) gave every trainable "
+                   "variable no gradient or an all-zero one with loss {loss}, so no step can move the weights and this "
+                   "measurement could only show that (see {owner}).", loss=repr(run.config.loss), owner=owner)
+    return None
+
+
+def _model(run: RunContext) -> Text | None:
+    model, problem = run.classifier
+    return msg("No model to run: {reason} (see model.config).", reason=problem) if model is None else None
+
+
+def _batch(run: RunContext) -> Text | None:
+    if (unmade := _tokenizes(run)) is not None:
+        return unmade
+    if run.first_batch.tf_batch is None:
+        return msg("No training batches: {error} (see data.batch).", error=run.first_batch.error)
+    return None
+
+
+def _forward(run: RunContext) -> Text | None:
+    return msg("The forward pass failed (see model.forward).") if run.forward.logits is None else None
+
+
+def _scored(run: RunContext) -> Text | None:
+    config = run.config
+    if not math.isfinite(configured_loss_value(config.loss, run.forward.logits, run.first_labels,
+                                               config.glue_task.regression, head_of(run.classifier[0]))):
+        return msg("No row has a valid label and a finite loss, so there is no initial loss to judge (see "
+                   "model.nan_rows).")
+    return None
+
+
+def _stepped(run: RunContext) -> Text | None:
+    if run.batch_step.record.error:
+        return msg("The train step did not run (see model.gradients), so no weights were updated.")
+    return None
+
+
+def _rows(run: RunContext) -> Text | None:
+    return msg("The split has {rows} rows, too few to hold some out.", rows=len(run.split)) if len(run.split) < 8 \
+        else None
+
+
+# Each need: why a unit needing it cannot run on this run context, or None when it can. The reasons name the check
+# that owns the cause, so a blocked check points there instead of blaming something else.
+REASONS = {"columns": _columns, "texts": _texts, "tokenizes": _tokenizes, "label_column": _label_column,
+           "counted": _counted, "labels": _labels, "range": _range, "readable": _unusable, "flows": _flows,
+           "model": _model, "batch": _batch, "forward": _forward, "scored": _scored, "stepped": _stepped,
+           "rows": _rows}
+
+
+def blocked(run: RunContext, needs) -> Text | None:
+    """The reason of the first need in `needs` that this run does not meet, or None."""
+    return next((reason for need in needs if (reason := REASONS[need](run)) is not None), None)

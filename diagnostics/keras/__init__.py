@@ -1,0 +1,1 @@
+"""TensorFlow and Keras mechanics: batches, training copies, loading, measurement, devices, the private-attribute reads."""

@@ -1,0 +1,1 @@
+"""The report as JSON, Markdown and JUnit, and its Plotly figures."""

@@ -1,0 +1,194 @@
+"""The report: every check's result with the run and the library versions, as JSON, Markdown and a checklist."""
+
+from __future__ import annotations
+
+import platform
+import re
+from importlib import metadata
+
+from diagnostics.core.causes import Found, causes
+from diagnostics.config.run import RunConfig, task_title
+from diagnostics.i18n import N_, _, current_language, localize, msg, msgn
+from diagnostics.core.registry import STAGE_ORDER
+from diagnostics.core.result import CheckResult, Status, rank, worst_first
+
+STATUS_MARKS = {Status.PASS: N_("PASS"), Status.WARN: N_("WARN"), Status.FAIL: N_("FAIL"), Status.ERROR: N_("ERROR"),
+                Status.SKIP: N_("SKIP")}
+# A finding another check's cause explains: not counted as a failure of its own.
+EXPLAINED_MARK = N_("SEE")
+PACKAGES = ("tensorflow", "tf-keras", "transformers", "datasets", "tokenizers", "numpy", "streamlit", "plotly")
+
+
+def environment() -> dict[str, str]:
+    """Python and library versions, so a report says what it ran on."""
+    versions = {"python": platform.python_version()}
+    for package in PACKAGES:
+        try:
+            versions[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            versions[package] = "not installed"
+    return versions
+
+
+def build_report(config: RunConfig, results: list[CheckResult], *, resolved_checkpoint: str | None = None) -> dict:
+    """The JSON report: `{"run", "environment", "causes", "counts", "checks"}` (English; `run.language` records the
+    language the person who made it read it in). `causes` lists each cause once: its owner, status, summary, fix and
+    the checks whose findings it explains; `counts` counts the checks that stand alone by status, and `explained`
+    the findings a cause explains."""
+    run = config.to_dict()
+    run["language"] = current_language()
+    if resolved_checkpoint:
+        run["resolved_checkpoint"] = resolved_checkpoint
+    standing = [result for result in results if result.explained_by is None]
+    return {
+        "run": run,
+        "environment": environment(),
+        "causes": [cause.to_dict() for cause in causes(results)],
+        "counts": {**{status.value: sum(r.status is status for r in standing) for status in Status},
+                   "explained": len(results) - len(standing)},
+        "checks": [result.to_dict() for result in results],
+    }
+
+
+def mark(result: CheckResult) -> str:
+    """A result's mark in a checklist, in the current language: its status, or SEE for an explained finding."""
+    return _(EXPLAINED_MARK) if result.explained_by is not None else _(STATUS_MARKS[result.status])
+
+
+def causes_headline(found: list[Found]) -> str:
+    """'2 causes: 1 fail, 1 warn' (or that there is none), in the current language."""
+    if not found:
+        return localize(msg("No cause found: no check fails or warns."))
+    counts = ", ".join(f"{sum(cause.status is status for cause in found)} {_(STATUS_MARKS[status]).lower()}"
+                       for status in (Status.FAIL, Status.ERROR, Status.WARN)
+                       if any(cause.status is status for cause in found))
+    return localize(msgn("{count} cause: {counts}", "{count} causes: {counts}", len(found), counts=counts))
+
+
+def cause_lines(results: list[CheckResult]) -> list[str]:
+    """The causes first: a headline, then each cause's status, owner and summary, and what it explains."""
+    found = causes(results)
+    lines = [causes_headline(found)]
+    for cause in found:
+        title = f"{_(cause.title)}: " if cause.title else ""
+        lines.append(f"  {_(STATUS_MARKS[cause.status]):<5} {cause.owner:<24} {title}{localize(cause.summary)}")
+        if cause.explains:
+            lines.append(f"  {'':<5} {'':<24} " + localize(msg("explains: {checks}", checks=", ".join(cause.explains))))
+    return lines
+
+
+def checklist_lines(results: list[CheckResult]) -> list[str]:
+    """One line per check, worst first: mark, id, summary (in the current language); an explained finding names the
+    check that owns its cause."""
+    return [f"{mark(r):<5} {r.id:<24} {localize(r.summary)}" + (
+        " " + localize(msg("(explained by {owner})", owner=r.explained_by)) if r.explained_by else "")
+        for r in worst_first(results, STAGE_ORDER)]
+
+
+def markdown_report(report: dict, results: list[CheckResult] | None = None) -> str:
+    """The report as Markdown in the current language: the run, then a checklist table, then each fix.
+
+    Args:
+        results: the report's results as the checks made them, so their findings can be translated (a report read
+            back from JSON has only the English text).
+    """
+    run = report["run"]
+    made = {result.id: result for result in results or ()}
+    lines = [
+        "# " + _("Training Pipeline Debugger report"),
+        "",
+        f"- {_('Checkpoint')}: `{run['checkpoint']}`",
+        f"- {_('GLUE task')} / {_('Split')}: `{localize(task_title(run['task'], run.get('task_candidates') or ()))}` / "
+        f"`{run['split']}` ({_('Data')}: {run['data_source']})",
+        f"- num_labels: {run['effective_num_labels']}, {_('Batch size')}: {run['batch_size']}, "
+        f"{_('Max length')}: {run['max_length']}",
+        "",
+    ]
+    order = {stage: i for i, stage in enumerate(STAGE_ORDER)}
+    read = [CheckResult.from_dict(check) for check in report["checks"]]
+    checks = [check for result, check in sorted(zip(read, report["checks"]), key=lambda pair: (
+        rank(pair[0]), order.get(pair[0].stage, len(order))))]
+
+    def said(check: dict, field: str) -> str:
+        result = made.get(check["id"])
+        return localize(getattr(result, field)) if result is not None and getattr(result, field) else check[field]
+
+    lines += ["## " + causes_headline(causes(read)), ""]
+    for cause in report.get("causes") or ():
+        summary = said({"id": cause["owner"], "summary": cause["summary"]}, "summary")
+        title = f"{_(cause['title'])}: " if cause.get("title") else ""
+        lines.append(f"- **{_(STATUS_MARKS[Status(cause['status'])])}** `{cause['owner']}`: {title}{summary}" + (
+            " " + localize(msg("Explains: {checks}.", checks=", ".join(f"`{c}`" for c in cause["explains"])))
+            if cause["explains"] else ""))
+    lines += ["", "| {} | {} | {} |".format(_("status"), _("check"), _("finding")), "|---|---|---|"]
+    for check in checks:
+        summary = said(check, "summary").replace("|", "\\|")
+        if check.get("explained_by"):
+            summary += " " + localize(msg("(explained by {owner})", owner=check["explained_by"]))
+            status = _(EXPLAINED_MARK)
+        else:
+            status = _(STATUS_MARKS[Status(check["status"])])
+        lines.append(f"| {status} | `{check['id']}` | {summary} |")
+    fixes = [check for check in checks if check["fix"]]
+    if fixes:
+        lines += ["", "## " + _("Fixes"), ""]
+        for check in fixes:
+            lines += [f"**{check['id']}**", ""] + (["```python", said(check, "fix"), "```", ""] if fix_is_code(
+                check["fix"]) else [said(check, "fix"), ""])
+    lines += ["", _("Versions:") + " " + ", ".join(f"{k} {v}" for k, v in report["environment"].items())]
+    return "\n".join(lines) + "\n"
+
+
+_CODE_START = re.compile(r"^(?:[A-Za-z_][\w.]*(?:\s*,\s*[A-Za-z_]\w*)*\s*(?:\(|=|\[)|(?:pip|python|import|from|export) )")
+
+
+def fix_is_code(fix: str) -> bool:
+    """Whether a fix (read in English) is code to paste, `model.compile(...)`, `pip install x`, rather than a sentence
+    such as "Halve the batch size": code is shown as code, prose as prose."""
+    return bool(_CODE_START.match(str(fix).strip()))
+
+
+def junit_report(report: dict) -> str:
+    """The report as JUnit XML for a CI server: one test suite per stage, one test case per check, so one failing
+    case per cause: a `fail` or `error` is a failure (with the finding and the fix) unless another check's cause
+    explains it (then it passes, naming that owner in system-out), `skip` is skipped, `warn` passes with its finding
+    in system-out and a `status` property."""
+    from xml.etree import ElementTree as ET
+
+    root = ET.Element("testsuites", name="Training Pipeline Debugger")
+    fits = [report, *(report.get("later_fits") or [])]  # a traced script's checked fits, a suite set each
+    for number, fit in enumerate(fits, 1):
+        run = fit.get("run") or {}
+        for stage in STAGE_ORDER:
+            checks = [check for check in fit.get("checks", []) if check["stage"] == stage]
+            if not checks:
+                continue
+            failing = [check for check in checks if check["status"] in ("fail", "error")
+                       and not check.get("explained_by")]
+            name = stage if len(fits) == 1 else f"fit{(fit.get('phase') or {}).get('fit', number)}.{stage}"
+            suite = ET.SubElement(root, "testsuite", name=name, tests=str(len(checks)), failures=str(len(failing)),
+                                  errors="0", skipped=str(sum(c["status"] == "skip" for c in checks)))
+            properties = ET.SubElement(suite, "properties")
+            for key in ("checkpoint", "task", "split"):  # a task not known is said so, never its first candidate
+                value = task_title(run.get(key, ""), run.get("task_candidates") or ()) if key == "task" else run.get(key, "")
+                ET.SubElement(properties, "property", name=key, value=str(value))
+            for check in checks:
+                case = ET.SubElement(suite, "testcase", name=check["id"], classname=f"diagnostics.{name}")
+                ET.SubElement(ET.SubElement(case, "properties"), "property", name="status", value=check["status"])
+                text = check["summary"] + (f"\n\nFix:\n{check['fix']}" if check["fix"] else "")
+                if check.get("explained_by"):
+                    ET.SubElement(case, "system-out").text = f"EXPLAINED by {check['explained_by']}: {check['summary']}"
+                elif check["status"] in ("fail", "error"):
+                    ET.SubElement(case, "failure", message=check["summary"], type=check["status"]).text = text
+                elif check["status"] == "skip":
+                    ET.SubElement(case, "skipped", message=check["summary"])
+                elif check["status"] == "warn":
+                    ET.SubElement(case, "system-out").text = f"WARN: {text}"
+    error = (report.get("script") or {}).get("error")
+    if error:  # a traced script that stopped before fit
+        suite = ET.SubElement(root, "testsuite", name="script", tests="1", failures="1", errors="0", skipped="0")
+        case = ET.SubElement(suite, "testcase", name="script.reaches_fit", classname="diagnostics.script")
+        ET.SubElement(case, "failure", message=error["finding"], type="fail").text = (
+            f"{error['where']}: {error['code']}\n{error['finding']}" + (f"\n\nFix:\n{error['fix']}" if error.get("fix") else ""))
+    ET.indent(root)
+    return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"

@@ -1,0 +1,222 @@
+"""Plotly figures built from check results (no Streamlit here)."""
+
+from __future__ import annotations
+
+import math
+from typing import cast
+
+import plotly.graph_objects as go
+
+from diagnostics.i18n import _
+from diagnostics.core.evidence import Gradients, LabelBalance, NanRows, Overfit, RangeTest, Schedule, Sweep, Truncation
+from diagnostics.core.registry import WARN_DRIFT
+from diagnostics.core.result import CheckResult
+
+SPLIT_COLOUR, BATCH_COLOUR, LIMIT_COLOUR = "#4C78A8", "#F58518", "#E45756"
+
+
+def _layout(figure: go.Figure, title: str, x: str, y: str) -> go.Figure:
+    figure.update_layout(
+        title=title, xaxis_title=x, yaxis_title=y, height=340, margin=dict(l=50, r=20, t=50, b=50),
+        legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="right", x=1.0), template="plotly_white",
+    )
+    return figure
+
+
+def label_balance_figure(result: CheckResult) -> go.Figure:
+    """Share of each label in the split and in the first batch (regression: score histograms)."""
+    evidence = cast(LabelBalance, result.evidence)
+    figure = go.Figure()
+    if evidence.get("regression"):
+        for key, name, colour in (("split", _("split"), SPLIT_COLOUR), ("batch", _("batch"), BATCH_COLOUR)):
+            edges, counts = evidence[key]["edges"], evidence[key]["counts"]
+            total = sum(counts) or 1
+            centres = [(a + b) / 2 for a, b in zip(edges[:-1], edges[1:])]
+            figure.add_bar(x=centres, y=[c / total for c in counts], name=name, marker_color=colour)
+        return _layout(figure, _("Score distribution"), _("similarity score"), _("share of rows"))
+    for name, key, colour in ((_("split"), "split_counts", SPLIT_COLOUR),
+                              (_("first batch"), "batch_counts", BATCH_COLOUR)):
+        counts = evidence[key]
+        if key == "batch_counts" and not sum(counts):
+            continue  # no first batch was built (data.batch says why): no bars of zero for it
+        total = sum(counts) or 1
+        figure.add_bar(x=evidence["labels"], y=[c / total for c in counts], name=name, marker_color=colour,
+                       text=[str(c) for c in counts], textposition="outside")
+    figure.update_yaxes(tickformat=".0%")
+    return _layout(figure, _("Label distribution"), _("label"), _("share of rows"))
+
+
+def token_length_figure(result: CheckResult) -> go.Figure:
+    """Token count of each batch row before truncation, with the max_length line."""
+    evidence = cast(Truncation, result.evidence)
+    lengths = evidence["lengths"]
+    figure = go.Figure()
+    figure.add_bar(x=list(range(len(lengths))), y=lengths, name=_("tokens before truncation"), marker_color=SPLIT_COLOUR)
+    if evidence.get("cut_source") not in ("none", "unknown") and evidence.get("scope") != "unmeasured":
+        figure.add_hline(y=evidence["max_length"], line_dash="dash", line_color=LIMIT_COLOUR,
+                         annotation_text=f"max_length {evidence['max_length']}")
+    return _layout(figure, _("Tokens per row of the first batch"), _("row of the batch"), _("tokens"))
+
+
+NAN_COLOUR = "#D62728"
+
+
+def per_sample_loss_figure(result: CheckResult) -> go.Figure:
+    """Loss of every row of the batch; rows whose loss is NaN or Inf are marked at the top in red."""
+    evidence = cast(NanRows, result.evidence)
+    losses, labels = evidence["losses"], evidence["labels"]
+    finite = [loss for loss in losses if loss is not None]
+    top = max(finite) * 1.15 if finite else 1.0
+    figure = go.Figure()
+    figure.add_bar(x=list(range(len(losses))), y=[loss if loss is not None else 0 for loss in losses],
+                   name=_("loss"), marker_color=SPLIT_COLOUR,
+                   hovertext=[f"label {label}" for label in labels])
+    bad = [i for i, loss in enumerate(losses) if loss is None]
+    if bad:
+        figure.add_scatter(x=bad, y=[top] * len(bad), mode="markers+text", name=_("NaN / Inf loss"),
+                           marker=dict(color=NAN_COLOUR, symbol="x", size=12),
+                           text=[f"label {labels[i]}" for i in bad], textposition="top center")
+    return _layout(figure, _("Loss of each row of the batch"), _("row of the batch"), _("loss"))
+
+
+def gradient_norm_figure(result: CheckResult) -> go.Figure:
+    """Gradient norm of each layer after one train step (log scale)."""
+    norms = cast(Gradients, result.evidence).get("layer_norms", [])
+    figure = go.Figure()
+    figure.add_bar(y=[row["layer"] for row in norms], x=[row["norm"] or 0 for row in norms], orientation="h",
+                   marker_color=[SPLIT_COLOUR if row["norm"] else NAN_COLOUR for row in norms])
+    figure.update_xaxes(type="log")
+    figure.update_yaxes(autorange="reversed")
+    _layout(figure, _("Gradient norm per layer (one train step)"), _("gradient norm (log)"), "")
+    figure.update_layout(height=max(300, 22 * len(norms) + 100))
+    return figure
+
+
+def _mark_rate(figure: go.Figure, rate: float, text: str, colour: str, dash: str, top: bool = True) -> None:
+    """A vertical line at a rate on a log x axis, labelled beside it.
+
+    `add_vline(annotation_text=...)` places its label at the raw value, which a log axis reads as log10(x): a
+    label for 1e-4 lands near 1 (and stretches the axis to reach it). The label is placed at log10(rate) instead.
+    """
+    figure.add_vline(x=rate, line_dash=dash, line_color=colour)
+    figure.add_annotation(x=math.log10(rate), y=1.0 if top else 0.0, xref="x", yref="paper", text=text,
+                          showarrow=False, xanchor="left", yanchor="top" if top else "bottom",
+                          font=dict(color=colour, size=11), bgcolor="rgba(255,255,255,0.8)")
+
+
+def sweep_curves_figure(result: CheckResult) -> go.Figure:
+    """Loss against step, one line per learning rate of the sweep."""
+    evidence = cast(Sweep, result.evidence)
+    figure = go.Figure()
+    diverged = evidence.get("diverged", [False] * len(evidence["learning_rates"]))
+    for rate, curve, bad in zip(evidence["learning_rates"], evidence["losses"], diverged):
+        figure.add_scatter(x=evidence["steps"], y=curve, mode="lines+markers",
+                           name=f"{rate:.0e}" + (" " + _("(flagged)") if bad else ""),
+                           line=dict(dash="dot" if bad else "solid"))
+    _layout(figure, _("Loss at each step, one line per learning rate"), _("step"), _("loss"))
+    figure.update_layout(legend=dict(orientation="v", x=1.02, xanchor="left", y=1, yanchor="top"))
+    return figure
+
+
+def sweep_final_figure(result: CheckResult) -> go.Figure:
+    """Held-out loss after the sweep's steps against learning rate (log axis), the untrained model's held-out loss
+    as a line, flagged rates crossed, the recommended and configured rates marked; on a pretrained checkpoint,
+    the drift of its weights per step on a second axis with the limit it tolerates."""
+    evidence = cast(Sweep, result.evidence)
+    rates = evidence["learning_rates"]
+    held = [score["loss"] for score in evidence["held_out"]]
+    flagged = evidence.get("diverged", [False] * len(rates))
+    finite = [v for v in held if v is not None]
+    ceiling = max(finite) * 1.1 if finite else 1.0
+    figure = go.Figure()
+    figure.add_scatter(x=rates, y=held, mode="lines+markers", name=_("held-out loss"), marker_color=SPLIT_COLOUR)
+    bad = [(r, v if v is not None else ceiling) for r, v, d in zip(rates, held, flagged) if d]
+    if bad:
+        figure.add_scatter(x=[r for r, _ in bad], y=[v for _, v in bad], mode="markers", name=_("flagged"),
+                           marker=dict(color=NAN_COLOUR, symbol="x", size=13))
+    start = evidence["held_out_start"]["loss"]
+    if start is not None:
+        figure.add_hline(y=start, line_dash="dot", line_color="#7F7F7F", annotation_text=_("untrained"),
+                         annotation_position="bottom left")
+    if evidence.get("pretrained") and any(evidence.get("drift_per_step") or []):
+        figure.add_scatter(x=rates, y=evidence["drift_per_step"], mode="lines+markers", name=_("weight drift a step"),
+                           yaxis="y2", line=dict(color="#9467BD", dash="dash"))
+        figure.add_scatter(x=[rates[0], rates[-1]], y=[WARN_DRIFT] * 2, mode="lines", yaxis="y2",
+                           name=_("drift limit {limit:g}").format(limit=WARN_DRIFT), line=dict(color="#9467BD", dash="dot", width=1))
+        figure.update_layout(yaxis2=dict(title=_("drift of pretrained weights a step (log)"), type="log", overlaying="y",
+                                         side="right", showgrid=False, tickformat=".0e", dtick=1))
+    if evidence.get("best_rate"):
+        _mark_rate(figure, evidence["best_rate"], _("recommended {rate:.0e}").format(rate=evidence["best_rate"]), "#2CA02C", "dash")
+    if evidence.get("configured_rate"):
+        _mark_rate(figure, evidence["configured_rate"], _("configured {rate:.0e}").format(rate=evidence["configured_rate"]), BATCH_COLOUR,
+                   "dot", top=False)
+    _rate_axis(figure)
+    figure = _layout(figure, _("Held-out loss against learning rate"), _("learning rate (log)"), _("held-out loss"))
+    # The legend below the axis title, anchored by its top so that a long one grows downwards, never over it.
+    figure.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.28, xanchor="left", x=0),
+                         margin=dict(l=50, r=80, t=50, b=150), height=480)
+    return figure
+
+
+def _rate_axis(figure: go.Figure) -> None:
+    """A learning-rate x axis: log scale, one tick a decade, written 1e-05 (never 10μ)."""
+    figure.update_xaxes(type="log", tickformat=".0e", dtick=1)
+
+
+def range_test_figure(result: CheckResult) -> go.Figure:
+    """Loss against a rising learning rate, with each rule's suggested rate."""
+    evidence = cast(RangeTest, result.evidence)
+    figure = go.Figure()
+    figure.add_scatter(x=evidence["learning_rates"], y=evidence["losses"], mode="lines", name=_("loss"),
+                       line=dict(color=SPLIT_COLOUR, width=1), opacity=0.5)
+    if evidence.get("smoothed"):
+        figure.add_scatter(x=evidence["learning_rates"], y=evidence["smoothed"], mode="lines", name=_("smoothed"),
+                           line_color=SPLIT_COLOUR)
+    colours = ["#2CA02C", BATCH_COLOUR, "#9467BD"]
+    for index, ((name, rate), colour) in enumerate(zip(evidence.get("suggestions", {}).items(), colours)):
+        _mark_rate(figure, rate, f"{name} {rate:.0e}", colour, "dash", top=index != 1)
+    if not evidence.get("uninformative") and evidence.get("suggested") and evidence.get("max_safe_rate") \
+            and evidence["suggested"] <= evidence["max_safe_rate"] \
+            and evidence["suggested"] not in evidence.get("suggestions", {}).values():
+        _mark_rate(figure, evidence["suggested"], _("suggested {rate:.0e} (capped)").format(rate=evidence["suggested"]), "#D62728", "solid",
+                   top=False)
+    _rate_axis(figure)
+    finite = [v for v in evidence.get("smoothed") or evidence["losses"] if v is not None]
+    if finite:
+        # Past the blow-up the loss dwarfs the useful part of the curve; keep the view on the part before it.
+        figure.update_yaxes(range=[0.9 * min(finite), min(max(finite), 2.5 * finite[0]) * 1.05])
+    return _layout(figure, _("Learning-rate range test"), _("learning rate (log)"), _("loss"))
+
+
+def schedule_figure(result: CheckResult) -> go.Figure:
+    """The learning rate over the planned training steps."""
+    evidence = cast(Schedule, result.evidence)
+    figure = go.Figure()
+    figure.add_scatter(x=evidence["steps"], y=evidence["learning_rates"], mode="lines", name=_("learning rate"),
+                       line_color=SPLIT_COLOUR, fill="tozeroy")
+    if evidence.get("warmup_steps"):
+        figure.add_vline(x=evidence["warmup_steps"], line_dash="dot", annotation_text=_("end of warmup"))
+    figure.update_yaxes(tickformat=".1e")  # rates in one notation everywhere (1e-05, never 10μ)
+    return _layout(figure, _("Learning-rate schedule ({optimizer})").format(optimizer=evidence["optimizer"]),
+                   _("training step"), _("learning rate"))
+
+
+def overfit_figure(result: CheckResult) -> go.Figure:
+    """Loss and accuracy after every epoch of the overfit test, with the ln K random-guess line."""
+    from plotly.subplots import make_subplots
+
+    evidence = cast(Overfit, result.evidence)
+    epochs = list(range(1, len(evidence["losses"]) + 1))
+    figure = make_subplots(specs=[[{"secondary_y": True}]])
+    figure.add_scatter(x=epochs, y=evidence["losses"], mode="lines+markers", name=_("loss"), line_color=SPLIT_COLOUR)
+    figure.update_yaxes(tickformat=".3~g", secondary_y=False)
+    if evidence.get("accuracies"):
+        figure.add_scatter(x=epochs, y=evidence["accuracies"], mode="lines+markers", name=_("accuracy"),
+                           line_color=BATCH_COLOUR, secondary_y=True)
+        figure.update_yaxes(title_text=_("accuracy"), tickformat=".0%", range=[0, 1.05], dtick=0.25, secondary_y=True)
+    if evidence.get("ln_k"):
+        figure.add_hline(y=evidence["ln_k"], line_dash="dash", line_color=LIMIT_COLOUR,
+                         annotation_text=_("ln K = {value:.3f} (random guess)").format(value=evidence["ln_k"]),
+                         annotation_position="bottom left")
+    _layout(figure, _("Training on one batch"), _("epoch"), _("loss"))
+    return figure

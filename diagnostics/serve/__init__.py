@@ -1,0 +1,1 @@
+"""Results shared by configuration across sessions and rooms."""
