@@ -233,8 +233,9 @@ CHECKS: dict[str, Check] = {check.id: check for check in (
            Holds("text_cells"), status="fail"),
         _C("missing_requested", None, "fail when to_tf_dataset asks for a column the tokenized split lacks",
            Holds("missing_requested"), status="fail"),
-        _C("inputs_left_out", None, "warn when columns= leaves out an input the model takes (attention_mask, "
-                                    "token_type_ids)", Holds("model_inputs_left_out")))),
+        _C("inputs_left_out", None, "warn when the batches leave out an input the model takes that changes what it "
+                                    "computes (attention_mask; token_type_ids for sentence pairs)",
+           Holds("model_inputs_left_out")))),
     Check("data.batch", N_("the first batch builds, with the expected shapes and dtypes"), requires=("texts",),
           measure=_WALK + "data_batch", conditions=(
         _C("batch_raises", None, "fail when tokenizing or batching the first rows raises", Holds("error"),
