@@ -9,7 +9,7 @@ from typing import Any, Callable
 import numpy as np
 
 from diagnostics.config import limits
-from diagnostics.i18n import Text, joined, msg
+from diagnostics.i18n import N_, Text, joined, msg
 from diagnostics.config.run import RunConfig, usual_rate
 from diagnostics.core.fixes import RateFix, keras_name
 from diagnostics.config.tasks import GlueTask
@@ -191,6 +191,13 @@ def _loss_class(name: str) -> str:
         base, base if base[:1].isupper() else "SparseCategoricalCrossentropy")
 
 
+def _compile_with(name: str, *, from_logits: bool, alternative: str | None = None):
+    """The fix that compiles with the same Keras loss class and the given from_logits, in the code's own Keras name;
+    `alternative` (a template with {code}, marked with N_) adds what else would do."""
+    code = f"model.compile(optimizer=optimizer, loss={keras_name()}.losses.{_loss_class(name)}(from_logits={from_logits}))"
+    return code if alternative is None else msg(alternative, code=code)
+
+
 def _judge_loss(figures: dict[str, Any], *, warn_disagreement: float) -> CheckResult:
     name, labels_in, regression = figures["loss"], figures["labels_in"], figures["regression"]
     version = _installed_transformers()
@@ -242,16 +249,14 @@ def _judge_loss(figures: dict[str, Any], *, warn_disagreement: float) -> CheckRe
             msg("The model outputs logits (rows do not sum to 1), but loss {loss} reads them as probabilities "
                 "(from_logits=False): {shown}, so training follows a distorted loss and learns slowly.",
                 loss=repr(name), shown=shown()),
-            msg("{code}  # or no loss= at all", code="model.compile(optimizer=optimizer, "
-                f"loss={keras_name()}.losses.{_loss_class(name)}(from_logits=True))") if figures.get("head") is None
-            else "model.compile(optimizer=optimizer, "
-                 f"loss={keras_name()}.losses.{_loss_class(name)}(from_logits=True))"),
+            _compile_with(name, from_logits=True, alternative=N_("{code}  # or no loss= at all")
+                          if figures.get("head") is None else None)),
         "probabilities_as_logits": lambda: (
             msg("The model outputs probabilities ({head}: its final activation), but loss {loss} reads them as "
                 "logits (from_logits=True): {shown}, so training follows a distorted loss and learns slowly.",
                 head=figures.get("head") or msg("rows sum to 1"), loss=repr(name), shown=shown()),
-            msg("{code}  # or drop the activation and keep from_logits=True", code="model.compile(optimizer=optimizer, "
-                f"loss={keras_name()}.losses.{_loss_class(name)}(from_logits=False))")),
+            _compile_with(name, from_logits=False,
+                          alternative=N_("{code}  # or drop the activation and keep from_logits=True"))),
         "keras_loss_on_input_labels": lambda: (
             msg("Loss {loss} matches the model's output ({configured:.3f} on the batch), but the labels sit inside the "
                 "input dict with a Keras loss: Transformers {version}'s train_step moves them out and gives them to "
