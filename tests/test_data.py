@@ -153,6 +153,24 @@ def test_decoded_samples_unknown_words_warn(tokenizer):
     assert "unknown" in result.summary
 
 
+def test_a_text_column_of_ids_or_one_repeated_word_warns_naming_its_rows(tokenizer):
+    # The sentence column filled from the wrong field: ids where sentences belong, and a placeholder word.
+    rows = [("10482", 0), ("10483", 1), ("ok ok ok", 0), ("a fine film", 1), ("-- 7 --", 0)] * 2
+    result = results_by_id(RunConfig(task="sst2", batch_size=4), make_split("sst2", rows), tokenizer)[
+        "data.decoded_samples"]
+    assert result.status is Status.WARN and result.condition == "warn_not_prose_share"
+    assert "80% of sentence's cells hold no words (8 of the 10 rows scanned" in result.summary
+    assert "'10482'" in result.summary and "rename_column" in result.fix
+
+
+def test_short_phrases_and_single_words_are_text():
+    from diagnostics.config.tasks import get_task
+
+    split = make_split("sst2", [("great", 1), ("the worst !", 0), ("it 's a 10", 1), ("a a", 0), ("bad", 0)])
+    found = batches.not_prose(split, get_task("sst2"))
+    assert found["sentence"]["count"] == 1 and found["sentence"]["rows"] == [3]  # "a a" alone: one word repeated
+
+
 # ------------------------------------------------------------ data.label_range
 
 

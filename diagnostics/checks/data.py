@@ -171,19 +171,35 @@ def check_batch(batch: FirstBatch, batch_size: int) -> CheckResult:
 # ---------------------------------------------------------------- data.decoded_samples
 
 
-def check_decoded_samples(rows: list[dict[str, Any]], *,
-                          warn_unknown_share: float = threshold("data.decoded_samples", "warn_unknown_share")) -> CheckResult:
-    """The decoded batch reads as text: few unknown tokens, no empty rows.
+def check_decoded_samples(rows: list[dict[str, Any]], not_prose: dict[str, dict] | None = None, *,
+                          warn_unknown_share: float = threshold("data.decoded_samples", "warn_unknown_share"),
+                          warn_not_prose_share: float = threshold("data.decoded_samples", "warn_not_prose_share")
+                          ) -> CheckResult:
+    """The decoded batch reads as text: few unknown tokens; and the split's text columns hold words.
 
     Args:
         rows: from `decoded_rows`.
+        not_prose: `batches.not_prose` of the split (per text column, the cells with no words).
         warn_unknown_share: share of [UNK] tokens above which the tokenizer does not fit the text.
+        warn_not_prose_share: share of a text column's cells with no words (digits or punctuation only, one word
+            repeated) above which the column is not the text the task reads.
     """
     tokens = sum(row["tokens"] for row in rows)
     unknown = sum(row["unknown_tokens"] for row in rows)
     share = unknown / tokens if tokens else 0.0
-    evidence = {"rows": rows, "unknown_share": share}
+    not_prose = not_prose or {}
+    worst = max(not_prose, key=lambda column: not_prose[column]["share"], default=None)
+    evidence = {"rows": rows, "unknown_share": share, "not_prose": not_prose,
+                "not_prose_share": not_prose[worst]["share"] if worst else 0.0}
     return judge("data.decoded_samples", evidence, {
+        "warn_not_prose_share": lambda: (
+            msg("{share:.0%} of {column}'s cells hold no words ({count:,} of the {scanned:,} rows scanned, e.g. rows "
+                "{rows}: {examples}): digits or punctuation only, or one word repeated. The model reads this column "
+                "as the task's text.", share=not_prose[worst]["share"], column=worst, count=not_prose[worst]["count"],
+                scanned=not_prose[worst]["scanned"], rows=_rows(not_prose[worst]["rows"], 5),
+                examples=", ".join(repr(example) for example in not_prose[worst]["examples"])),
+            f"dataset = dataset.rename_column('<the column with the sentences>', '{worst}')  # after dropping the "
+            f"wrong '{worst}'"),
         "warn_unknown_share": (
             msg("{share:.0%} of the batch's tokens are unknown ({unknown} of {tokens}): the tokenizer does not fit "
                 "this text.", share=share, unknown=unknown, tokens=tokens),
@@ -191,7 +207,7 @@ def check_decoded_samples(rows: list[dict[str, Any]], *,
                 code="AutoTokenizer.from_pretrained(checkpoint)")),
     }, msg("{rows} rows decode to readable text; {unknown} of {tokens} tokens are unknown. Read them beside their "
            "labels.", rows=len(rows), unknown=unknown, tokens=tokens),
-        thresholds={"warn_unknown_share": warn_unknown_share})
+        thresholds={"warn_unknown_share": warn_unknown_share, "warn_not_prose_share": warn_not_prose_share})
 
 
 # ---------------------------------------------------------------- data.label_range

@@ -135,7 +135,7 @@ def data_batch(run: RunContext) -> CheckResult:
 
 
 def data_decoded_samples(run: RunContext) -> CheckResult:
-    return check_decoded_samples(decoded_rows(run.first_batch, run.tokenizer, run.config.glue_task))
+    return check_decoded_samples(decoded_rows(run.first_batch, run.tokenizer, run.config.glue_task), run.not_prose)
 
 
 def data_truncation(run: RunContext) -> CheckResult:

@@ -12,7 +12,8 @@ import numpy as np
 
 from diagnostics.keras import loading
 from diagnostics.keras.batches import (LABEL, UNUSABLE_LABEL, FirstBatch, build_batch, build_first_batch, held_out_indices,
-                                 invalid_labels, split_labels, text_cell_problems, training_batches)
+                                 invalid_labels, not_prose, split_labels, text_cell_problems,
+                                 training_batches)
 from diagnostics.config.run import RunConfig
 from diagnostics.core.errors import NotClassifierError
 from diagnostics.keras.keras_model import head_of
@@ -82,6 +83,11 @@ class RunContext:
     def text_problems(self) -> dict:
         """The task's text cells that are empty or not text, by column (see batches.text_cell_problems)."""
         return text_cell_problems(self.split, self.config.glue_task)
+
+    @cached_property
+    def not_prose(self) -> dict:
+        """The task's text columns with cells that hold no words, by column (see batches.not_prose)."""
+        return not_prose(self.split, self.config.glue_task)
 
     @cached_property
     def unreadable_scores(self) -> int:

@@ -48,6 +48,8 @@ class Batch(TypedDict, total=False):
 class DecodedSamples(TypedDict, total=False):
     rows: Rows  # position, index, label, label_name, decoded, tokens, unknown_tokens
     unknown_share: float
+    not_prose: dict[str, Any]  # per text column: rows with no words (digits or punctuation, one word repeated)
+    not_prose_share: float  # the largest share of a text column's scanned cells with no words
 
 
 class LabelRange(TypedDict, total=False):

@@ -245,8 +245,12 @@ CHECKS: dict[str, Check] = {check.id: check for check in (
                                   "split is smaller)", AtMost("batch_fill", below=True)))),
     Check("data.decoded_samples", N_("the first batch decoded beside its label names"),
           requires=("texts", "tokenizes"), measure=_WALK + "data_decoded_samples", conditions=(
+        # Judged in this order.
+        _C("warn_not_prose_share", 0.2, "warn when more than this share of a text column's cells hold no words "
+                                        "(digits or punctuation only, or one word repeated; of the first 20,000 rows)",
+           Above("not_prose_share")),
         _C("warn_unknown_share", 0.05, "warn when more than this share of the batch's tokens are unknown",
-           Above("unknown_share")),)),
+           Above("unknown_share")))),
     Check("data.label_range", N_("labels lie in [0, num_labels) and among the task's classes (or the regression "
                                  "range)"), unit="labels", measure=_WALK + "data_label_range", conditions=(
         _C("max_invalid_labels", 0, "fail when more labels than this, of the split or the first batch, lie outside "

@@ -262,6 +262,36 @@ def split_labels(split) -> np.ndarray:
     return column.to_numpy()
 
 
+# Cells scanned per column for text that holds no words (a Python pass over each cell).
+PROSE_SCAN_ROWS = 20_000
+
+
+def _no_words(cell: str) -> bool:
+    """A cell with no words: digits and punctuation only ("12345"), or one word repeated ("ok ok ok")."""
+    words = cell.split()
+    if not words:
+        return False  # empty cells are text_cell_problems' to name
+    if not any(character.isalpha() for character in cell):
+        return True
+    return len(words) > 1 and len({word.lower() for word in words}) == 1
+
+
+def not_prose(split, task: GlueTask, limit: int = PROSE_SCAN_ROWS) -> dict[str, dict]:
+    """For each of the task's text columns: the rows (of the first `limit`) whose cell holds no words, a few of
+    them, and their share of the rows scanned. Columns whose cells are not all strings are left out."""
+    found = {}
+    for column in task.text_columns:
+        if column not in split.column_names:
+            continue
+        cells = split[:limit][column]
+        if not cells or not all(isinstance(cell, str) for cell in cells):
+            continue
+        rows = [row for row, cell in enumerate(cells) if _no_words(cell)]
+        found[column] = {"rows": rows[:50], "count": len(rows), "scanned": len(cells),
+                         "share": len(rows) / len(cells), "examples": [cells[row][:40] for row in rows[:3]]}
+    return found
+
+
 def text_cell_problems(split, task: GlueTask) -> dict[str, dict[str, list]]:
     """For each of the task's text columns with bad cells: the rows whose cell is empty (missing or blank) and the
     rows whose cell is not text (an object, a list), with a few of those values. Nothing when every cell is text."""
