@@ -139,7 +139,8 @@ def test_the_callback_checks_each_fit_on_its_own_data_and_says_what_it_trains(ki
               callbacks=[callback])
     said = capsys.readouterr().out
     assert callback.fits == 2 and len(callback.reports) == 2, said
-    assert "training the head only (the encoder is frozen)" in said and "fit 2, training the encoder and the head" in said
+    assert "trains the head only" in said and "the encoder is frozen" in said
+    assert "fit 2, trains the encoder and the head" in said
     batches = [report["data.batch"].evidence for report in callback.reports]
     assert batches[0]["rows"] == 16 and batches[1]["rows"] == 8  # each fit's own data, as it batched them
     rates = [report["hparams.optimizer"].evidence["learning_rate"] for report in callback.reports]

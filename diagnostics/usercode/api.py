@@ -22,7 +22,7 @@ from diagnostics.checks.hyperparams import SweepSettings
 from diagnostics.core.fixes import CodeStyle, RateFix, code_style
 from diagnostics.i18n import N_, localize, msg
 from diagnostics.keras.internals import fit_argument
-from diagnostics.keras.keras_model import call, class_ids, class_logits, encoder_variables, head_of, what_trains
+from diagnostics.keras.keras_model import call, class_ids, class_logits, head_of
 from diagnostics.usercode.own_code import Captured, arrays_as_dataset, build_run
 from diagnostics.checks.overfit import DEFAULT_EPOCHS
 from diagnostics.checks.units import parse_stages, run_stages
@@ -509,11 +509,11 @@ def _fit_data(model):
 
 
 def _trains(model) -> str:
-    """"training the head only" or "training the encoder and the head", for the callback's lines."""
-    counts, encoder = what_trains(model), encoder_variables(model)
-    if not encoder:
-        return f"training {counts['other']:,} weights"
-    return "training the encoder and the head" if counts["encoder"] else "training the head only (the encoder is frozen)"
+    """"trains the head only (...)" or "trains the encoder and the head (...)", for the callback's lines (the
+    trace's words for a fit, `trace.what_it_trains`)."""
+    from diagnostics.usercode.trace import what_it_trains
+
+    return what_it_trains(model)["trains"] or "trains a model the checks cannot read"
 
 
 class _Watch:

@@ -395,7 +395,7 @@ class _Child:
         self.say(msg("The script's training loop reached apply_gradients at {where}: running the checks on what it "
                      "built", where=where))
         model = _owner_of(variables, scopes)
-        phase = {"fit": 1, "at": where, "loop": True, **(_phase(model) if model is not None else {})}
+        phase = {"fit": 1, "at": where, "loop": True, **(what_it_trains(model) if model is not None else {})}
 
         def captured():
             if model is None:
@@ -449,9 +449,10 @@ class _Child:
             rate = None
         key = (id(model), tuple(id(variable) for variable in model.trainable_variables),
                id(getattr(model, "optimizer", None)), rate)
-        if key in self.checked_keys or len(self.checked_keys) >= MAX_CHECKED_FITS:
-            if len(self.checked_keys) >= MAX_CHECKED_FITS and key not in self.checked_keys:
-                self.unchecked.append(self.fits)
+        if key in self.checked_keys:
+            return False
+        if len(self.checked_keys) >= MAX_CHECKED_FITS:
+            self.unchecked.append(self.fits)
             return False
         self.checked_keys.append(key)
         return True
@@ -464,17 +465,18 @@ class _Child:
         arguments.pop("self", None)
         arguments.update(kwargs)  # **kwargs as given
         arguments.pop("kwargs", None)
-        arguments["callbacks"] = None
-        arguments["verbose"] = 0
+        # No callbacks, workers or output of the script's own: a few steps in this process (workers=-1, which
+        # tf-keras refuses, is said in the fit's notes).
+        arguments.update(callbacks=None, verbose=0, workers=1, use_multiprocessing=False)
         if method == "fit":
             arguments.update(epochs=1, initial_epoch=0, steps_per_epoch=_bounded(arguments.get("steps_per_epoch")))
             if arguments.get("validation_data") is not None:
                 arguments["validation_steps"] = _bounded(arguments.get("validation_steps"))
-            self.briefly.add(method)
         else:
             arguments["steps"] = _bounded(arguments.get("steps"))
+        if method not in self.briefly:  # the report's note names the methods that ran briefly
             self.briefly.add(method)
-        self.write_fits()
+            self.write_fits()
         return original(model, **arguments)
 
     def _bound(self, owner, method: str) -> None:
@@ -528,13 +530,13 @@ class _Child:
                                          "trains", number=number, where=where))
         x = args[0] if args else kwargs.get("x")
         y = args[1] if len(args) > 1 else kwargs.get("y")
-        phase = {"fit": self.fits, "at": where, **_phase(model, stale)}
+        phase = {"fit": self.fits, "at": where, **what_it_trains(model, stale)}
 
         def captured():
             nonlocal x
             if y is not None:
                 x = arrays_as_dataset(x, y, kwargs.get("batch_size"))
-            found = capture(model, x, self._tokenizer(frame, model), self.spec.get("task"),
+            found = capture(model, x, self._tokenizer(frame), self.spec.get("task"),
                             origin=f"{Path(self.script).name}")
             found.compile_args = self.compiled.get(model)
             found.stale_train_step = stale
@@ -618,7 +620,7 @@ class _Child:
             frame = frame.f_back
         return None
 
-    def _tokenizer(self, frame, model=None):
+    def _tokenizer(self, frame):
         """The tokenizer the script built: --tokenizer, else one among the script's objects (or its collator's)."""
         return self._tokenizer_in(self._scopes(frame))
 
@@ -686,7 +688,7 @@ class _Child:
                 frame = tb.tb_frame
             tb = tb.tb_next
         model = _find_model(frame)
-        captured = Captured(model=model, tokenizer=self._tokenizer(frame, model), task=self.spec.get("task"),
+        captured = Captured(model=model, tokenizer=self._tokenizer(frame), task=self.spec.get("task"),
                             source=call["source"], to_tf_dataset=call["kwargs"], origin=where)
         if model is not None:
             captured.compile_args = self.compiled.get(model)
@@ -723,7 +725,7 @@ def _bounded(steps) -> int:
     return min(int(steps), BRIEF_STEPS) if isinstance(steps, int) and steps > 0 else BRIEF_STEPS
 
 
-def _phase(model, stale: tuple[int, int, int] | None = None) -> dict:
+def what_it_trains(model, stale: tuple[int, int, int] | None = None) -> dict:
     """What a fit trains, in words and counts: the encoder and the head, the head alone (the encoder frozen), or a
     model with no Transformers encoder; for a fit that reuses an older train step, what that step trains."""
     from diagnostics.keras.keras_model import encoder_variables, what_trains
