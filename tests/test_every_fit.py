@@ -231,3 +231,20 @@ def test_diagnose_reads_a_generator_back_and_says_it_is_used_up(kit_model):
     assert report["data.batch"].evidence["rows"] == 8 and report["data.label_range"].status.value == "pass"
     assert any("generator" in str(note) and "new one" in str(note) for note in report.notes)
     assert next(data, None) is None  # used up, as the note says
+
+
+def test_trace_then_train_checks_a_tf_function_loop_once_it_has_run(tmp_path):
+    """--then-train lets a loop's tf.function step train; its check waits for the script's end (nothing can run
+    eagerly while the step is traced) and says the weights are the trained ones. On the kit."""
+    from diagnostics.keras.loading import demo_checkpoint_dir
+    from diagnostics.usercode.trace import trace_script
+
+    outcome = trace_script(ROOT / "tests" / "scripts" / "tape_loop.py",
+                           [str(demo_checkpoint_dir()), str(ROOT / "tests" / "data" / "mrpc" / "validation.tsv"),
+                            "3e-3"], cwd=tmp_path, capture_output=True, timeout=900, then_train=True,
+                           task="mrpc", stages="data,model")
+    assert outcome.report is not None and outcome.report["script"]["loop"], outcome.message + outcome.output[-3000:]
+    checks = {check["id"]: check for check in outcome.report["checks"]}
+    assert checks["model.gradients"]["status"] == "pass", checks["model.gradients"]["summary"]
+    assert "epoch 1 step 0" in outcome.output  # the loop trained to its end
+    assert any("weights are those training left" in note for note in outcome.report["notes"])

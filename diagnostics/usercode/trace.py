@@ -279,6 +279,7 @@ class _Child:
         self.briefly: set[str] = set()  # the methods run briefly after the checks
         self.in_fit = 0  # fits running now (their apply_gradients calls are theirs)
         self.looped = False  # a custom loop's first apply_gradients was seen
+        self.pending_loop: dict | None = None  # with --then-train, a tf.function loop is checked when the script ends
         # Per model, the train step Keras built (at its first fit after a compile): (fit, trainable ids, weights).
         self.steps_built: "weakref.WeakKeyDictionary[Any, tuple]" = weakref.WeakKeyDictionary()
         self.checking = False  # the checks' own fit and compile calls (on copies) pass straight through
@@ -374,18 +375,28 @@ class _Child:
                     "namespace": frame.f_globals if frame else None}
             if not child.spec.get("then_train"):
                 raise _LoopChecked(loop)
-            child.check_loop(loop)
+            import tensorflow as tf
+
+            if tf.inside_function():  # a tf.function tracing its step: nothing runs eagerly until the script ends
+                child.pending_loop = loop
+            else:
+                child.check_loop(loop)
             return original(optimizer, pairs, *args, **kwargs)
 
         owner.apply_gradients = apply_gradients
 
-    def check_loop(self, loop: dict) -> None:
+    def check_loop(self, loop: dict, *, after_training: bool = False) -> None:
         self.checking = True
         try:
             with _quiet_checks():
                 self.on_loop(**loop)
         finally:
             self.checking = False
+        if after_training:  # said in that check's report, beside its notes
+            self.reports[-1].update(_notes([*script_notes(self.reports[-1]), msg(
+                "Checked after the script ended (--then-train with a tf.function step): the weights are those "
+                "training left, not those it started from.")]))
+            self.write_fits()
 
     def on_loop(self, optimizer, variables: list, where: str, scopes: list[dict], namespace) -> None:
         """The checks on a custom loop's first update, as the report of its one checked step."""
@@ -942,7 +953,12 @@ def _run_child(spec: dict) -> int:
     sys.argv = [spec["script"], *spec["args"]]
     sys.path.insert(0, str(Path(spec["script"]).parent))
     try:
-        runpy.run_path(spec["script"], run_name="__main__")
+        try:
+            runpy.run_path(spec["script"], run_name="__main__")
+        finally:
+            if child.pending_loop is not None:
+                loop, child.pending_loop = child.pending_loop, None
+                child.check_loop(loop, after_training=True)
     except _LoopChecked as checked:
         child.check_loop(checked.args[0])
     except SystemExit as exc:
