@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from diagnostics.i18n import msg, to_data
+
 # Probabilities are clipped as Keras's cross-entropy clips them before their log (backend.epsilon()).
 EPSILON = 1e-7
 # Final activations whose outputs are probabilities.
@@ -304,6 +306,27 @@ def what_trains(model) -> dict[str, int]:
     for variable in model.trainable_variables:
         counts["encoder" if id(variable) in encoder else "other"] += int(np.prod(variable.shape))
     return counts
+
+
+def what_it_trains(model, stale: tuple[int, int, int] | None = None) -> dict:
+    """What a fit trains, in words and counts: the encoder and the head, the head alone (the encoder frozen), or a
+    model with no Transformers encoder; for a fit that reuses an older train step, what that step trains."""
+    try:
+        counts, has_encoder = what_trains(model), bool(encoder_variables(model))
+    except Exception:  # a model the checks cannot read says so in its own report
+        return {"trains": None, "trains_encoder": None}
+    if stale is not None:
+        trains = msg("trains what fit {fit} trained ({count:,} weights), not what the layers now mark trainable (see "
+                     "model.weights_after_step)", fit=stale[0], count=stale[1])
+        return {"trains": str(trains), "trains_sentence": to_data(trains), "trains_encoder": None, **counts}
+    if not has_encoder:
+        trains = msg("trains {count:,} weights (no Transformers encoder)", count=counts["other"])
+    elif counts["encoder"]:
+        trains = msg("trains the encoder and the head ({count:,} weights)", count=counts["encoder"] + counts["other"])
+    else:
+        trains = msg("trains the head only ({count:,} weights; the encoder is frozen)", count=counts["other"])
+    return {"trains": str(trains), "trains_sentence": to_data(trains),
+            "trains_encoder": bool(counts["encoder"]) if has_encoder else None, **counts}
 
 
 def class_ids(labels) -> np.ndarray:

@@ -22,7 +22,7 @@ from diagnostics.checks.hyperparams import SweepSettings
 from diagnostics.core.fixes import CodeStyle, RateFix, code_style
 from diagnostics.i18n import N_, localize, msg
 from diagnostics.keras.internals import fit_argument
-from diagnostics.keras.keras_model import call, class_ids, class_logits, head_of
+from diagnostics.keras.keras_model import call, class_ids, class_logits, head_of, what_it_trains
 from diagnostics.usercode.own_code import Captured, arrays_as_dataset, build_run
 from diagnostics.checks.overfit import DEFAULT_EPOCHS
 from diagnostics.checks.units import parse_stages, run_stages
@@ -510,9 +510,7 @@ def _fit_data(model):
 
 def _trains(model) -> str:
     """"trains the head only (...)" or "trains the encoder and the head (...)", for the callback's lines (the
-    trace's words for a fit, `trace.what_it_trains`)."""
-    from diagnostics.usercode.trace import what_it_trains
-
+    trace's words for a fit, `keras_model.what_it_trains`)."""
     return what_it_trains(model)["trains"] or "trains a model the checks cannot read"
 
 

@@ -30,6 +30,7 @@ from typing import Any, Callable
 
 from diagnostics import QUIETED_ENV, SET_ON_IMPORT, TRACE_CHILD_ENV
 from diagnostics.core.budget import time_left, time_left_text
+from diagnostics.keras.keras_model import what_it_trains
 from diagnostics.i18n import Text, from_data, joined, message_of, msg, msgn, to_data
 from diagnostics.keras.internals import is_missing_column_error
 
@@ -734,29 +735,6 @@ def _count(variables) -> int:
 
 def _bounded(steps) -> int:
     return min(int(steps), BRIEF_STEPS) if isinstance(steps, int) and steps > 0 else BRIEF_STEPS
-
-
-def what_it_trains(model, stale: tuple[int, int, int] | None = None) -> dict:
-    """What a fit trains, in words and counts: the encoder and the head, the head alone (the encoder frozen), or a
-    model with no Transformers encoder; for a fit that reuses an older train step, what that step trains."""
-    from diagnostics.keras.keras_model import encoder_variables, what_trains
-
-    try:
-        counts, has_encoder = what_trains(model), bool(encoder_variables(model))
-    except Exception:  # a model the checks cannot read says so in its own report
-        return {"trains": None, "trains_encoder": None}
-    if stale is not None:
-        trains = msg("trains what fit {fit} trained ({count:,} weights), not what the layers now mark trainable (see "
-                     "model.weights_after_step)", fit=stale[0], count=stale[1])
-        return {"trains": str(trains), "trains_sentence": to_data(trains), "trains_encoder": None, **counts}
-    if not has_encoder:
-        trains = msg("trains {count:,} weights (no Transformers encoder)", count=counts["other"])
-    elif counts["encoder"]:
-        trains = msg("trains the encoder and the head ({count:,} weights)", count=counts["encoder"] + counts["other"])
-    else:
-        trains = msg("trains the head only ({count:,} weights; the encoder is frozen)", count=counts["other"])
-    return {"trains": str(trains), "trains_sentence": to_data(trains),
-            "trains_encoder": bool(counts["encoder"]) if has_encoder else None, **counts}
 
 
 def fit_reports(report: dict) -> list[dict]:
