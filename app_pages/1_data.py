@@ -4,9 +4,9 @@ import pandas as pd
 import streamlit as st
 
 from diagnostics.i18n import _
-from diagnostics.checks.units import LEARNABILITY
+from diagnostics.walk.stages import LEARNABILITY
 from diagnostics.report.plots import label_balance_figure, token_length_figure
-from diagnostics.core.registry import UNITS, units_of
+from diagnostics.walk.registry import UNITS, units_of
 from diagnostics.serve.store import Job
 from ui.render import (by_id, checklist, field_columns, field_frame, row_in_full, shown, status_line,
                        traced_results)

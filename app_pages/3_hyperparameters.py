@@ -3,7 +3,7 @@
 import streamlit as st
 
 from diagnostics.core.errors import InputError
-from diagnostics.checks.hyperparams import SweepSettings
+from diagnostics.config.training import SweepSettings
 from diagnostics.i18n import _, message_of
 from diagnostics.report.plots import range_test_figure, schedule_figure, sweep_curves_figure, sweep_final_figure
 from diagnostics.serve.store import Job, training_job

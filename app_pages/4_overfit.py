@@ -4,7 +4,7 @@ import streamlit as st
 
 from diagnostics.core.errors import InputError
 from diagnostics.i18n import _, message_of
-from diagnostics.core.runner import validate_epochs
+from diagnostics.walk.runner import validate_epochs
 from diagnostics.report.plots import overfit_figure
 from ui.render import checklist, field_columns, field_frame, owner_link, shown, traced_results
 from ui.shared import computed, explained_here, freshness, kept, overfit_jobs, under_way

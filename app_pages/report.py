@@ -5,9 +5,9 @@ import json
 import streamlit as st
 
 from diagnostics.i18n import _
-from diagnostics.checks.units import STAGES
-from diagnostics.core.causes import causes
-from diagnostics.core.registry import STAGE_TITLES
+from diagnostics.walk.stages import STAGES
+from diagnostics.walk.causes import causes
+from diagnostics.core.check import STAGE_TITLES
 from diagnostics.report.formats import build_report, markdown_report
 from diagnostics.core.result import CheckResult
 from ui.render import TRACED_KEY, causes_block, checklist, shown, status_line, traced_results

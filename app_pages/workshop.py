@@ -4,7 +4,7 @@ so a room's first clicks are answered from the shared results."""
 import streamlit as st
 
 from diagnostics.i18n import _
-from diagnostics.core.registry import STAGE_TITLES
+from diagnostics.core.check import STAGE_TITLES
 from diagnostics.config.scenarios import SCENARIOS
 from ui.links import link_params
 from ui.render import STAGE_PAGES, choice, markdown_text

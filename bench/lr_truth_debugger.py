@@ -14,9 +14,10 @@ import numpy as np
 from diagnostics.keras import loading
 from diagnostics.config.run import RunConfig
 from diagnostics.keras.batches import build_batch, held_out_indices, training_batches
-from diagnostics.checks.hyperparams import (SweepSettings, check_lr_range_test, check_lr_sweep, lr_range_test, lr_sweep,
-                                     sweep_verdicts)
-from diagnostics.checks.overfit import run_overfit_checks
+from diagnostics.checks.hparams.lr_range_test import check_lr_range_test, lr_range_test
+from diagnostics.checks.hparams.lr_sweep import check_lr_sweep, lr_sweep, sweep_verdicts
+from diagnostics.config.training import SweepSettings
+from diagnostics.checks.overfit.one_batch import run_overfit_checks
 from diagnostics.keras.training import Trainer, is_pretrained
 
 FLAGGED = {"warn", "fail"}

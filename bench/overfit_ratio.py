@@ -20,7 +20,7 @@ import diagnostics  # noqa: E402,F401
 from diagnostics.keras import loading  # noqa: E402
 from diagnostics.config.run import DEMO_LEARNING_RATE, RunConfig  # noqa: E402
 from diagnostics.keras.batches import build_first_batch  # noqa: E402
-from diagnostics.checks.overfit import overfit_one_batch  # noqa: E402
+from diagnostics.checks.overfit.one_batch import overfit_one_batch  # noqa: E402
 from diagnostics.keras.training import build_loss, fresh_copy, split_batch, sweep_optimizer  # noqa: E402
 
 

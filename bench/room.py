@@ -25,7 +25,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import diagnostics  # noqa: E402,F401
 from diagnostics.config.run import DEMO_LEARNING_RATE, RunConfig  # noqa: E402
-from diagnostics.checks.hyperparams import SweepSettings  # noqa: E402
+from diagnostics.config.training import SweepSettings  # noqa: E402
 from diagnostics.config.scenarios import SCENARIOS  # noqa: E402
 from diagnostics.serve.store import SharedResults, training_job  # noqa: E402
 from ui.caches import open_run  # noqa: E402

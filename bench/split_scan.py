@@ -30,8 +30,10 @@ import pyarrow.parquet as pq  # noqa: E402
 import diagnostics  # noqa: E402,F401
 from diagnostics.keras import loading  # noqa: E402
 from diagnostics.config.run import RunConfig  # noqa: E402
-from diagnostics.checks.data import (check_duplicates, check_label_balance, check_label_range, duplicate_figures,  # noqa: E402
-                              split_labels)
+from diagnostics.checks.data.duplicates import check_duplicates, duplicate_figures  # noqa: E402
+from diagnostics.checks.data.label_balance import check_label_balance  # noqa: E402
+from diagnostics.checks.data.label_range import check_label_range  # noqa: E402
+from diagnostics.keras.batches import split_labels  # noqa: E402
 
 
 def write_split(path: Path, rows: int, seed: int = 0) -> None:

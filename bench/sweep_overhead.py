@@ -29,7 +29,8 @@ from diagnostics.keras import loading  # noqa: E402
 from diagnostics.config.run import RunConfig  # noqa: E402
 from diagnostics.core.context import RunContext  # noqa: E402
 from diagnostics.keras.devices import per_replica_dataset  # noqa: E402
-from diagnostics.checks.hyperparams import SweepSettings, lr_sweep  # noqa: E402
+from diagnostics.checks.hparams.lr_sweep import lr_sweep
+from diagnostics.config.training import SweepSettings  # noqa: E402
 from diagnostics.keras.training import Trainer, build_loss  # noqa: E402
 
 

@@ -25,7 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import diagnostics  # noqa: E402,F401
-from diagnostics.core import registry  # noqa: E402
+from diagnostics.walk import registry  # noqa: E402
 from diagnostics.core import runner
 from diagnostics.config.run import RunConfig, parse_data_files  # noqa: E402
 from diagnostics.core.context import RunContext  # noqa: E402

@@ -162,10 +162,10 @@ def write_reports(outputs) -> None:
 
 def run_command(args) -> int:
     from diagnostics.keras import loading
-    from diagnostics.checks.overfit import DEFAULT_EPOCHS
+    from diagnostics.config.training import DEFAULT_EPOCHS
     from diagnostics.core.context import RunContext
-    from diagnostics.checks.units import parse_skip, parse_stages, run_stages
-    from diagnostics.core.causes import causes, owners
+    from diagnostics.walk.stages import parse_skip, parse_stages, run_stages
+    from diagnostics.walk.causes import causes, owners
     from diagnostics.report.formats import build_report, cause_lines, checklist_lines, junit_report, markdown_report
 
     config = config_from_args(args)
@@ -202,8 +202,8 @@ def exit_code(found, fail_on: str) -> int:
 
 
 def trace_command(args) -> int:
-    from diagnostics.core.causes import causes
-    from diagnostics.checks.units import parse_skip, parse_stages
+    from diagnostics.walk.causes import causes
+    from diagnostics.walk.stages import parse_skip, parse_stages
     from diagnostics.report.formats import cause_lines, checklist_lines, junit_report
     from diagnostics.core.result import CheckResult
     from diagnostics.usercode.trace import (EXIT_OK as TRACE_OK, fit_reports, phase_title, script_finding, script_fix,
@@ -267,7 +267,7 @@ def scenarios_command() -> int:
 
 
 def checks_command(as_json: bool) -> int:
-    from diagnostics.core.registry import listing
+    from diagnostics.walk.registry import listing
 
     checks = listing()
     if as_json:

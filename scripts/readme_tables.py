@@ -1,5 +1,5 @@
 """Writes the reference parts of docs/ from the code: the table of every check in docs/checks.md from the check
-registry (`diagnostics/core/registry.py`), and the command line's options in docs/command-line.md from its `--help`.
+registry (`diagnostics/walk/registry.py`), and the command line's options in docs/command-line.md from its `--help`.
 
     python scripts/readme_tables.py            rewrite them between their markers
     python scripts/readme_tables.py --check    exit 1 when one is not what the code gives
@@ -18,7 +18,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from diagnostics.core.registry import listing  # noqa: E402
+from diagnostics.walk.registry import listing  # noqa: E402
 
 CHECKS_DOC = ROOT / "docs" / "checks.md"
 CLI_DOC = ROOT / "docs" / "command-line.md"

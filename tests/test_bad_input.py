@@ -9,7 +9,7 @@ from streamlit.testing.v1 import AppTest
 
 from conftest import ROOT, rendered
 from diagnostics.__main__ import main
-from diagnostics.core.evidence import declared_keys
+from diagnostics.walk.registry import declared_keys
 from diagnostics.config.tasks import TASKS
 
 APP = str(ROOT / "app.py")

@@ -7,8 +7,9 @@ from xml.etree import ElementTree
 
 import pytest
 
-from diagnostics.core import registry
-from diagnostics.core.causes import causes, explain, owners
+from diagnostics.walk import registry
+from diagnostics.walk.causes import causes, owners
+from diagnostics.walk.causes import explain
 from diagnostics.config.run import RunConfig
 from diagnostics.core.fixes import CodeStyle, RateFix, code_style, keras_name_in, optimizer_code
 from diagnostics.i18n import msg
@@ -41,7 +42,7 @@ def test_every_declared_cause_names_conditions_its_owner_has_and_explains_only_d
 
 
 def test_every_key_an_explanation_reads_is_declared_in_the_explained_checks_evidence():
-    from diagnostics.core.evidence import declared_keys
+    from diagnostics.walk.registry import declared_keys
 
     for cause in registry.CAUSES.values():
         for explains in cause.explains:

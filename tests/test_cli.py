@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from conftest import ROOT
-from diagnostics.core import registry
+from diagnostics.walk import registry
 from diagnostics.__main__ import main
 
 

@@ -7,9 +7,9 @@ from streamlit.testing.v1 import AppTest
 
 from conftest import ROOT
 from diagnostics.config.run import RunConfig
-from diagnostics.checks.hyperparams import SweepSettings
+from diagnostics.config.training import SweepSettings
 from diagnostics.core.context import RunContext
-from diagnostics.checks.units import hparams_stage, overfit_stage
+from diagnostics.walk.stages import hparams_stage, overfit_stage
 from ui.caches import cached_model, load_inputs
 
 APP = str(ROOT / "app.py")

@@ -5,7 +5,12 @@ import pytest
 
 from conftest import make_split
 from diagnostics.keras import batches
-from diagnostics.checks import data
+from diagnostics.checks.data.baselines import check_baselines
+from diagnostics.checks.data import duplicates
+from diagnostics.checks.data.duplicates import check_duplicates, duplicate_figures
+from diagnostics.checks.data.label_balance import check_label_balance
+from diagnostics.checks.data.label_range import check_label_range
+from diagnostics.checks.data.truncation import check_truncation
 from diagnostics.config.run import RunConfig
 from diagnostics.config.tasks import TASKS
 from diagnostics.core.result import Status
@@ -16,7 +21,7 @@ MNLI, SST2, STSB, MRPC = TASKS["mnli"], TASKS["sst2"], TASKS["stsb"], TASKS["mrp
 def data_results(config, split, tokenizer):
     """The Data stage's checks but learnability (which trains), through the one runner, as every caller runs them."""
     from diagnostics.core.context import RunContext
-    from diagnostics.checks.units import data_stage
+    from diagnostics.walk.stages import data_stage
 
     return data_stage(RunContext(config.validated(), tokenizer, split))
 
@@ -175,14 +180,14 @@ def test_short_phrases_and_single_words_are_text():
 
 
 def test_label_range_valid_labels_pass():
-    result = data.check_label_range(np.array([0, 1, 2, 2]), [0, 1], MNLI, 3, "train")
+    result = check_label_range(np.array([0, 1, 2, 2]), [0, 1], MNLI, 3, "train")
     assert result.status is Status.PASS
 
 
 def test_label_range_label_equal_to_num_labels_fail_names_values_and_fix():
     # Label 2 is an MNLI label the two-output head has no output for: the head's cause (model.config's), shown here
     # with the rows and the one fix of the head.
-    result = data.check_label_range(np.array([0, 1, 2, 2, 1]), [2, 0], MNLI, 2, "train")
+    result = check_label_range(np.array([0, 1, 2, 2, 1]), [2, 0], MNLI, 2, "train")
     assert result.status is Status.FAIL and result.condition == "labels_beyond_head"
     assert "2 rows are labelled 2 contradiction" in result.summary and "num_labels=2" in result.summary
     assert result.fix == MNLI.head_fix() and "num_labels=3" in result.fix
@@ -191,26 +196,26 @@ def test_label_range_label_equal_to_num_labels_fail_names_values_and_fix():
 
 
 def test_label_range_label_outside_the_tasks_classes_fail_is_the_datas():
-    result = data.check_label_range(np.array([0, 1, 5, 2]), [5, 0], MNLI, 3, "train")
+    result = check_label_range(np.array([0, 1, 5, 2]), [5, 0], MNLI, 3, "train")
     assert result.status is Status.FAIL and result.condition == "max_invalid_labels"
     assert "(5 x1)" in result.summary and "mnli has 3 classes" in result.summary
     assert "Drop or relabel these rows" in result.fix and "num_labels" not in result.fix
 
 
 def test_label_range_boundary_top_label_pass():
-    assert data.check_label_range(np.array([0, 1]), [1], SST2, 2, "train").status is Status.PASS
+    assert check_label_range(np.array([0, 1]), [1], SST2, 2, "train").status is Status.PASS
 
 
 def test_label_range_test_split_minus_one_fail():
-    result = data.check_label_range(np.array([-1] * 5), [-1, -1], MNLI, 3, "test_matched")
+    result = check_label_range(np.array([-1] * 5), [-1, -1], MNLI, 3, "test_matched")
     assert result.status is Status.FAIL
     assert "-1 x5" in result.summary and "test" in result.summary
     assert "'validation'" in result.fix
 
 
 def test_label_range_regression_scores_pass_and_out_of_range_fail():
-    assert data.check_label_range(np.array([0.0, 2.5, 5.0]), [5.0], STSB, 1, "train").status is Status.PASS
-    result = data.check_label_range(np.array([0.0, 5.5, -1.0]), [0.0], STSB, 1, "test")
+    assert check_label_range(np.array([0.0, 2.5, 5.0]), [5.0], STSB, 1, "train").status is Status.PASS
+    result = check_label_range(np.array([0.0, 5.5, -1.0]), [0.0], STSB, 1, "test")
     assert result.status is Status.FAIL
 
 
@@ -224,13 +229,13 @@ def test_label_range_whole_pipeline_on_three_class_data_with_two_labels_fail(tok
 
 
 def test_label_balance_balanced_pass():
-    result = data.check_label_balance(np.array([0, 1, 2] * 10), [0, 1, 2, 0], MNLI, 3)
+    result = check_label_balance(np.array([0, 1, 2] * 10), [0, 1, 2, 0], MNLI, 3)
     assert result.status is Status.PASS
     assert result.evidence["split_counts"] == [10, 10, 10]
 
 
 def test_label_balance_without_a_first_batch_judges_the_split_and_says_there_was_no_batch():
-    result = data.check_label_balance(np.array([0, 1, 2] * 4), [], MNLI, 3)
+    result = check_label_balance(np.array([0, 1, 2] * 4), [], MNLI, 3)
     assert result.status is Status.PASS
     assert "no first batch to compare" in result.summary and "0 of 3" not in result.summary
 
@@ -238,28 +243,28 @@ def test_label_balance_without_a_first_batch_judges_the_split_and_says_there_was
 def test_label_balance_figure_draws_the_first_batch_only_when_there_is_one():
     from diagnostics.report.plots import label_balance_figure
 
-    with_batch = label_balance_figure(data.check_label_balance(np.array([0, 1, 2] * 4), [0, 1, 2, 0], MNLI, 3))
-    without = label_balance_figure(data.check_label_balance(np.array([0, 1, 2] * 4), [], MNLI, 3))
+    with_batch = label_balance_figure(check_label_balance(np.array([0, 1, 2] * 4), [0, 1, 2, 0], MNLI, 3))
+    without = label_balance_figure(check_label_balance(np.array([0, 1, 2] * 4), [], MNLI, 3))
     assert [bar.name for bar in with_batch.data] == ["split", "first batch"]
     assert [bar.name for bar in without.data] == ["split"] and list(without.data[0].y) == [1 / 3] * 3
 
 
 def test_label_balance_dominant_label_warn():
-    result = data.check_label_balance(np.array([0] * 90 + [1] * 10), [0, 0, 1, 0], SST2, 2)
+    result = check_label_balance(np.array([0] * 90 + [1] * 10), [0, 0, 1, 0], SST2, 2)
     assert result.status is Status.WARN
     assert "negative makes up 90%" in result.summary
 
 
 def test_label_balance_exactly_at_threshold_pass():
-    result = data.check_label_balance(np.array([0] * 80 + [1] * 20), [0, 1], SST2, 2, warn_dominant_share=0.8)
+    result = check_label_balance(np.array([0] * 80 + [1] * 20), [0, 1], SST2, 2)  # at the declared 0.8
     assert result.status is Status.PASS
 
 
 def test_label_balance_label_missing_from_batch_warns_only_when_chance_rarely_does_that():
     split = np.array([0, 1, 2] * 10)
     # Six rows without a third of the split's labels: a shuffled batch does that one time in eleven.
-    assert data.check_label_balance(split, [0, 0, 1, 1, 0, 1], MNLI, 3).status is Status.PASS
-    result = data.check_label_balance(split, [0, 1] * 12, MNLI, 3)  # 24 rows: about once in 17,000
+    assert check_label_balance(split, [0, 0, 1, 1, 0, 1], MNLI, 3).status is Status.PASS
+    result = check_label_balance(split, [0, 1] * 12, MNLI, 3)  # 24 rows: about once in 17,000
     assert result.status is Status.WARN
     assert "no contradiction" in result.summary and "17,000" in result.summary
     assert result.evidence["chance_absent"] == pytest.approx((2 / 3) ** 24)
@@ -268,19 +273,19 @@ def test_label_balance_label_missing_from_batch_warns_only_when_chance_rarely_do
 def test_label_balance_a_crowded_batch_is_judged_by_its_binomial_tail():
     split = np.array([1] * 54 + [0] * 46)
     # 7 of 8 rows sharing a label that holds 54% of the split: a shuffled batch shows that about once in 18.
-    calm = data.check_label_balance(split, [1] * 7 + [0], MRPC, 2)
+    calm = check_label_balance(split, [1] * 7 + [0], MRPC, 2)
     assert calm.status is Status.PASS
     assert calm.evidence["chance_crowded"] == pytest.approx(8 * 0.54 ** 7 * 0.46 + 0.54 ** 8)
     # A sorted split's first batch: 16 of 16 rows one label, about once in 19,000.
-    sorted_ = data.check_label_balance(split, [1] * 16, MRPC, 2)
+    sorted_ = check_label_balance(split, [1] * 16, MRPC, 2)
     assert sorted_.status is Status.WARN
     assert "has no not_equivalent" in sorted_.summary and "19,000" in sorted_.summary and "shuffle=True" in sorted_.fix
-    crowded = data.check_label_balance(split, [1] * 15 + [0], MRPC, 2)  # 15 of 16: about once in 1,300
+    crowded = check_label_balance(split, [1] * 15 + [0], MRPC, 2)  # 15 of 16: about once in 1,300
     assert crowded.status is Status.WARN and "15 of 16 rows" in crowded.summary and "1,300" in crowded.summary
 
 
 def test_label_balance_regression_histogram_pass():
-    result = data.check_label_balance(np.array([0.5, 2.5, 4.5]), [2.5], STSB, 1)
+    result = check_label_balance(np.array([0.5, 2.5, 4.5]), [2.5], STSB, 1)
     assert result.status is Status.PASS
     assert sum(result.evidence["split"]["counts"]) == 3
 
@@ -289,20 +294,20 @@ def test_label_balance_regression_histogram_pass():
 
 
 def test_baselines_balanced_three_class_pass_with_ln3():
-    result = data.check_baselines(np.array([0, 1, 2] * 5), MNLI, 3)
+    result = check_baselines(np.array([0, 1, 2] * 5), MNLI, 3)
     assert result.status is Status.PASS
     assert result.evidence["uniform_loss"] == pytest.approx(np.log(3))
     assert result.evidence["majority_accuracy"] == pytest.approx(1 / 3)
 
 
 def test_baselines_majority_above_threshold_warn():
-    result = data.check_baselines(np.array([1] * 95 + [0] * 5), SST2, 2)
+    result = check_baselines(np.array([1] * 95 + [0] * 5), SST2, 2)
     assert result.status is Status.WARN
     assert "95%" in result.summary
 
 
 def test_baselines_regression_variance_pass():
-    result = data.check_baselines(np.array([1.0, 3.0]), STSB, 1)
+    result = check_baselines(np.array([1.0, 3.0]), STSB, 1)
     assert result.evidence["mean_predictor_mse"] == pytest.approx(1.0)
     assert result.status is Status.PASS
 
@@ -311,7 +316,7 @@ def test_baselines_regression_variance_pass():
 def test_baselines_and_balance_no_label_in_range_skip_naming_label_range(demo_inputs, task, labels):
     """The runner skips what counts labels when none lies in range (its "counted" need); data.label_range names why."""
     from diagnostics.core.context import RunContext
-    from diagnostics.core.runner import run_units
+    from diagnostics.walk.runner import run_units
 
     tokenizer, _ = demo_inputs
     split = make_split(task, [("a cat", "a dog", label) for label in labels])
@@ -332,17 +337,17 @@ def _figures(lengths, kept, max_length):
 
 
 def test_truncation_short_rows_pass():
-    assert data.check_truncation(_figures([10, 12, 11, 12], [10, 12, 11, 12], 32)).status is Status.PASS
+    assert check_truncation(_figures([10, 12, 11, 12], [10, 12, 11, 12], 32)).status is Status.PASS
 
 
 def test_truncation_many_cut_rows_warn():
-    result = data.check_truncation(_figures([40, 50, 10, 60], [32, 32, 10, 32], 32))
+    result = check_truncation(_figures([40, 50, 10, 60], [32, 32, 10, 32], 32))
     assert result.status is Status.WARN
     assert "3 of 4 rows" in result.summary
 
 
 def test_truncation_exactly_at_max_length_is_not_cut_pass():
-    assert data.check_truncation(_figures([32, 32], [32, 32], 32)).status is Status.PASS
+    assert check_truncation(_figures([32, 32], [32, 32], 32)).status is Status.PASS
 
 
 def test_padding_is_a_finding_only_when_the_pipeline_pads_to_one_length():
@@ -350,10 +355,10 @@ def test_padding_is_a_finding_only_when_the_pipeline_pads_to_one_length():
     padded to max_length past its longest row warns with that fix."""
     per_batch = {**_figures([4, 4, 4, 40], [4, 4, 4, 40], 64), "fixed_padding": False}
     assert per_batch["padding_share"] > 0.6
-    assert data.check_truncation(per_batch).status is Status.PASS
+    assert check_truncation(per_batch).status is Status.PASS
     fixed = {**_figures([4, 4, 4, 10], [4, 4, 4, 10], 64), "padding_share": 1 - 22 / 256, "padded_length": 64,
              "fixed_padding": True}
-    result = data.check_truncation(fixed)
+    result = check_truncation(fixed)
     assert result.status is Status.WARN and "DataCollatorWithPadding" in str(result.fix)
 
 
@@ -372,7 +377,7 @@ def test_duplicates_distinct_rows_pass(tokenizer, mnli_split):
 
 def test_duplicates_conflicting_labels_warn():
     split = make_split("sst2", [("a good film", 1), ("a good film", 0), ("a bad film", 0)])
-    result = data.check_duplicates(data.duplicate_figures(split, SST2))
+    result = check_duplicates(duplicate_figures(split, SST2))
     assert result.status is Status.WARN
     assert result.evidence["conflicting_rows"] == 2
     assert result.evidence["duplicate_rows"] == 1
@@ -380,16 +385,16 @@ def test_duplicates_conflicting_labels_warn():
 
 def test_duplicates_show_the_conflicting_rows_and_are_scanned_once_per_split():
     split = make_split("sst2", [("a good film", 1), ("a bad film", 0), ("a good film", 0), ("a sad film", 0)])
-    figures = data.duplicate_figures(split, SST2)
+    figures = duplicate_figures(split, SST2)
     assert [(row["sentence"], row["label"]) for row in figures["conflict_examples"]] in (
         [("a good film", 1), ("a good film", 0)], [("a good film", 0), ("a good film", 1)])
-    assert (split._fingerprint, ("sentence",), 5) in data._DUPLICATES_MEMO
-    assert data.duplicate_figures(split, SST2) == figures
+    assert (split._fingerprint, ("sentence",), 5) in duplicates._DUPLICATES_MEMO
+    assert duplicate_figures(split, SST2) == figures
 
 
 def test_duplicates_repeats_with_same_label_warn_above_threshold():
     split = make_split("sst2", [("a good film", 1)] * 3 + [("a bad film", 0)])
-    result = data.check_duplicates(data.duplicate_figures(split, SST2))
+    result = check_duplicates(duplicate_figures(split, SST2))
     assert result.status is Status.WARN
     assert result.evidence["conflicting_rows"] == 0
 
@@ -412,9 +417,9 @@ def test_stage_on_clean_data_has_no_failure(tokenizer, mnli_split):
 
 
 def test_label_balance_regression_scores_in_one_bin_warn():
-    result = data.check_label_balance(np.array([2.6] * 9 + [4.0]), [2.6], STSB, 1)
+    result = check_label_balance(np.array([2.6] * 9 + [4.0]), [2.6], STSB, 1)
     assert result.status is Status.WARN and "90%" in result.summary
 
 
 def test_baselines_regression_constant_scores_warn():
-    assert data.check_baselines(np.array([3.0, 3.0, 3.0]), STSB, 1).status is Status.WARN
+    assert check_baselines(np.array([3.0, 3.0, 3.0]), STSB, 1).status is Status.WARN

@@ -20,8 +20,8 @@ tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfigur
 from diagnostics.keras import loading
 from diagnostics.config.run import RunConfig
 from diagnostics.keras.batches import build_first_batch, training_batches
-from diagnostics.checks.learnability import learnability_figures
-from diagnostics.checks.overfit import overfit_one_batch
+from diagnostics.checks.data.learnability import learnability_figures
+from diagnostics.checks.overfit.one_batch import overfit_one_batch
 from diagnostics.keras.training import SharedCopy
 
 out = {}

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from conftest import ROOT, make_split
+from diagnostics.checks.data.label_range import check_label_range
 from diagnostics.usercode.hooks import watch
 from diagnostics.core.result import Status
 
@@ -224,11 +225,10 @@ def test_an_unknown_task_shows_labels_by_their_own_names_and_judges_nothing_agai
 
 
 def test_a_label_outside_the_known_tasks_classes_fails_with_its_rows_whatever_the_head():
-    from diagnostics.checks import data
     from diagnostics.config.tasks import TASKS
 
     labels = np.array([0, 1] * 95 + [2] * 10)
-    result = data.check_label_range(labels, [0, 1, 2], TASKS["rte"], 3, "train")
+    result = check_label_range(labels, [0, 1, 2], TASKS["rte"], 3, "train")
     assert result.status is Status.FAIL
     assert "rte has 2 classes" in result.summary and "num_labels=3" in result.summary
     assert result.evidence["rows"] == list(range(190, 200)) and "190, 191" in result.summary
@@ -236,32 +236,30 @@ def test_a_label_outside_the_known_tasks_classes_fails_with_its_rows_whatever_th
 
 
 def test_a_label_outside_a_known_tasks_classes_with_a_head_that_fits_names_its_rows_and_no_bigger_head():
-    from diagnostics.checks import data
     from diagnostics.config.tasks import TASKS
 
     labels = np.array([0, 1] * 20 + [2] * 3 + [0, 1] * 5)
-    result = data.check_label_range(labels, [0, 1], TASKS["cola"], 2, "train")
+    result = check_label_range(labels, [0, 1], TASKS["cola"], 2, "train")
     assert result.status is Status.FAIL
     assert result.evidence["rows"] == [40, 41, 42] and "rows 40, 41, 42" in result.summary
     assert "num_labels" not in str(result.fix)
 
 
 def test_with_the_task_unknown_a_rare_label_value_is_a_warning_naming_its_rows():
-    from diagnostics.checks import data
     from diagnostics.config.tasks import GlueTask
 
     unknown = GlueTask("mrpc or rte", ("sentence1", "sentence2"), ("label 0", "label 1", "label 2"), ("train",),
                        known=False)
-    stray = data.check_label_range(np.array([0, 1] * 95 + [2] * 10), [0], unknown, 3, "train")
+    stray = check_label_range(np.array([0, 1] * 95 + [2] * 10), [0], unknown, 3, "train")
     assert stray.status is Status.WARN and stray.evidence["stray_rows"][:2] == [190, 191]
-    assert data.check_label_range(np.array([0, 1, 2] * 40), [0], unknown, 3, "train").status is Status.PASS
+    assert check_label_range(np.array([0, 1, 2] * 40), [0], unknown, 3, "train").status is Status.PASS
 
 
 def test_model_config_counts_what_it_says_about_outputs_from_the_data(bert_checkpoint, bert_tokenizer):
     from transformers import AutoConfig
 
     from diagnostics.config.tasks import TASKS
-    from diagnostics.checks.model import check_config
+    from diagnostics.checks.model.config import check_config
 
     config = AutoConfig.from_pretrained(str(bert_checkpoint), num_labels=3)
     fed = check_config(config, "TFBert", TASKS["rte"], bert_tokenizer, {0: 95, 1: 95, 2: 10})
@@ -457,7 +455,7 @@ def record_of(grads, sizes, rate=1e-3):
 
 def test_model_gradients_fails_on_all_zero_or_partly_zero_gradients_naming_their_share():
     from diagnostics.config.run import RunConfig
-    from diagnostics.checks.model import check_gradients, gradient_figures
+    from diagnostics.checks.model.gradients import check_gradients, gradient_figures
 
     dead = check_gradients(gradient_figures(record_of([np.zeros(6), np.zeros(2)], [6, 2])),
                            RunConfig(loss="SparseCategoricalCrossentropy(from_logits=False)"))
@@ -470,7 +468,7 @@ def test_model_gradients_fails_on_all_zero_or_partly_zero_gradients_naming_their
 
 
 def test_model_weights_after_step_fails_when_nothing_moved_and_passes_a_warmups_zero_first_rate():
-    from diagnostics.checks.model import check_weights_after_step
+    from diagnostics.checks.model.weights_after_step import check_weights_after_step
 
     still = {"variables": 2, "moved": 0, "unmoved": ["a:0", "b:0"], "max_change": 0.0}
     assert check_weights_after_step(record_of([np.zeros(2)], [2]), [], "Adam", still).status is Status.FAIL
@@ -496,7 +494,8 @@ def test_weight_decay_alone_is_not_a_step_that_moved(bert_checkpoint, bert_token
 
 
 def test_one_cause_one_owner_the_sweep_names_a_bad_rate_and_the_others_point_at_it():
-    from diagnostics.core.causes import causes, explain
+    from diagnostics.walk.causes import causes
+    from diagnostics.walk.causes import explain
     from diagnostics.i18n import msg
     from diagnostics.core.result import CheckResult
 

@@ -9,10 +9,10 @@ from diagnostics.keras import loading
 from diagnostics.__main__ import main
 from diagnostics.config.run import RunConfig
 from diagnostics.core.errors import InputError
-from diagnostics.checks.hyperparams import SweepSettings
+from diagnostics.config.training import SweepSettings
 from diagnostics.core.context import RunContext
-from diagnostics.checks.units import hparams_stage, overfit_stage
-from diagnostics.core.runner import validate_epochs
+from diagnostics.walk.stages import hparams_stage, overfit_stage
+from diagnostics.walk.runner import validate_epochs
 from diagnostics.core.result import Status
 
 

@@ -3,16 +3,22 @@ import math
 import numpy as np
 import pytest
 
-from diagnostics.checks import hyperparams as hp
+from diagnostics.config.training import SweepSettings
+from diagnostics.checks.hparams.loss import check_loss
+from diagnostics.checks.hparams import lr_range_test as lr_range_test_module
+from diagnostics.checks.hparams.lr_range_test import _range_stop, check_lr_range_test, lr_range_test
+from diagnostics.checks.hparams.lr_sweep import check_lr_sweep
+from diagnostics.checks.hparams.optimizer import check_optimizer, optimizer_settings
+from diagnostics.checks.hparams.schedule import check_schedule, schedule_figures
 from diagnostics.config.run import RunConfig
 from diagnostics.keras.batches import training_batches
 from diagnostics.core.context import RunContext
 from diagnostics.core.errors import InputError
-from diagnostics.checks.units import hparams_stage
+from diagnostics.walk.stages import hparams_stage
 from diagnostics.core.result import Status
 from diagnostics.keras.training import Trainer
 
-SMALL = hp.SweepSettings(min_rate=1e-5, max_rate=1e-1, rates=3, steps=3, range_steps=12)
+SMALL = SweepSettings(min_rate=1e-5, max_rate=1e-1, rates=3, steps=3, range_steps=12)
 
 
 def stage(config, split, tokenizer, model, settings=SMALL, parts=("setup", "training")):
@@ -23,29 +29,29 @@ def stage(config, split, tokenizer, model, settings=SMALL, parts=("setup", "trai
 
 
 def test_optimizer_string_adam_warns_with_0_001():
-    result = hp.check_optimizer(hp.optimizer_settings(RunConfig(optimizer="adam")))
+    result = check_optimizer(optimizer_settings(RunConfig(optimizer="adam")))
     assert result.status is Status.WARN
     assert "0.001" in result.summary and "'adam'" in result.summary
     assert result.fix == "tf_keras.optimizers.Adam(learning_rate=5e-05)"  # a pretrained checkpoint's rate
-    kit = hp.check_optimizer(hp.optimizer_settings(RunConfig(optimizer="adam")), pretrained=False)
+    kit = check_optimizer(optimizer_settings(RunConfig(optimizer="adam")), pretrained=False)
     assert kit.fix == "tf_keras.optimizers.Adam(learning_rate=3e-03)"  # the demo kit's random weights: 3e-3, not 5e-5
     sources = {row["setting"]: row["source"] for row in result.evidence["settings"]}
     assert sources["learning_rate"] == "Keras default" and sources["beta_1"] == "Keras default"
 
 
 def test_optimizer_adam_object_at_5e_5_passes_and_marks_the_rate_as_set():
-    result = hp.check_optimizer(hp.optimizer_settings(RunConfig(optimizer="Adam", learning_rate=5e-5)))
+    result = check_optimizer(optimizer_settings(RunConfig(optimizer="Adam", learning_rate=5e-5)))
     assert result.status is Status.PASS
     assert {row["setting"]: row["source"] for row in result.evidence["settings"]}["learning_rate"] == "set"
 
 
 @pytest.mark.parametrize("rate, status", [(1e-4, Status.PASS), (1.01e-4, Status.WARN)])
 def test_optimizer_learning_rate_boundary(rate, status):
-    assert hp.check_optimizer(hp.optimizer_settings(RunConfig(optimizer="Adam", learning_rate=rate))).status is status
+    assert check_optimizer(optimizer_settings(RunConfig(optimizer="Adam", learning_rate=rate))).status is status
 
 
 def test_optimizer_create_optimizer_reports_its_peak_rate():
-    figures = hp.optimizer_settings(RunConfig(optimizer="create_optimizer", learning_rate=3e-5, weight_decay=0.01))
+    figures = optimizer_settings(RunConfig(optimizer="create_optimizer", learning_rate=3e-5, weight_decay=0.01))
     assert figures["learning_rate"] == pytest.approx(3e-5)
     assert figures["class"] == "AdamWeightDecay"
 
@@ -84,7 +90,7 @@ def test_loss_separate_labels_with_internal_loss_says_what_this_version_does(mnl
 def test_loss_mse_on_classes_fails():
     figures = {"loss": "mse", "labels_in": "inputs", "regression": False, "train_step_error": None,
                "outputs_are_probabilities": False, "configured_value": 1.0, "cross_entropy_from_logits": 1.0}
-    assert hp.check_loss(figures).status is Status.FAIL
+    assert check_loss(figures).status is Status.FAIL
 
 
 # ------------------------------------------------------------ hparams.lr_sweep
@@ -92,7 +98,7 @@ def test_loss_mse_on_classes_fails():
 
 def test_sweep_measures_the_configured_rate_and_flags_a_divergent_one(mnli_split, bert_tokenizer, bert_checkpoint,
                                                                       seeded_models, seed):
-    settings = hp.SweepSettings(min_rate=1e-5, max_rate=10.0, rates=3, steps=4, range_steps=10)
+    settings = SweepSettings(min_rate=1e-5, max_rate=10.0, rates=3, steps=4, range_steps=10)
     cached_bert = seeded_models(bert_checkpoint, 3, seed)
     before = [w.copy() for w in cached_bert.get_weights()]
     result = stage(RunConfig(batch_size=6, seed=seed), mnli_split, bert_tokenizer, cached_bert,
@@ -123,7 +129,7 @@ RATES = [1e-5, 1e-4, 1e-3]
 @pytest.mark.parametrize("drift, status", [(7e-3, Status.FAIL), (2e-3, Status.WARN), (1e-3, Status.PASS)])
 def test_sweep_configured_rate_overwriting_pretrained_weights(drift, status):
     figures = sweep_figures(RATES, [0.9, 0.8, 0.7], [1e-5, 7e-4, drift])
-    result = hp.check_lr_sweep(figures, configured_rate=1e-3, pretrained=True)
+    result = check_lr_sweep(figures, configured_rate=1e-3, pretrained=True)
     assert result.status is status
     if status is not Status.PASS:
         assert "1e-04" in result.fix and "pretrained" in result.summary
@@ -131,33 +137,33 @@ def test_sweep_configured_rate_overwriting_pretrained_weights(drift, status):
 
 def test_sweep_recommends_the_good_rate_with_the_lowest_held_out_loss():
     figures = sweep_figures(RATES, [0.9, 0.8, 0.7], [1e-5, 7e-4, 7e-3])
-    evidence = hp.check_lr_sweep(figures, configured_rate=1e-4).evidence
+    evidence = check_lr_sweep(figures, configured_rate=1e-4).evidence
     assert evidence["best_rate"] == 1e-4
     assert evidence["max_safe_rate"] == pytest.approx(1e-3 / 7, rel=0.3)
 
 
 def test_sweep_random_weights_ignore_drift_passes():
     figures = sweep_figures(RATES, [0.9, 0.8, 0.7], [1e-5, 7e-4, 7e-3])
-    result = hp.check_lr_sweep(figures, configured_rate=1e-3, pretrained=False)
+    result = check_lr_sweep(figures, configured_rate=1e-3, pretrained=False)
     assert result.status is Status.PASS and result.evidence["best_rate"] == 1e-3
 
 
 def test_sweep_held_out_loss_rising_flags_the_rate():
     figures = sweep_figures(RATES, [0.9, 0.8, 1.2], [0, 0, 0])
-    result = hp.check_lr_sweep(figures, configured_rate=1e-3, pretrained=False)
+    result = check_lr_sweep(figures, configured_rate=1e-3, pretrained=False)
     assert result.status is Status.WARN and "held-out loss rose" in result.summary
 
 
 def test_sweep_configured_rate_far_below_the_recommended_warns():
     figures = sweep_figures([1e-7, 1e-5, 1e-4], [0.99, 0.9, 0.8], [0, 0, 0])
-    result = hp.check_lr_sweep(figures, configured_rate=1e-7, pretrained=False)
+    result = check_lr_sweep(figures, configured_rate=1e-7, pretrained=False)
     assert result.status is Status.WARN and "below" in result.summary
     assert "1e-04" in result.fix
 
 
 def test_sweep_every_rate_diverged_fails():
     figures = sweep_figures([1e-3, 1e-1], [None, 3.0], [0, 0], curves=[[1.1, None], [1.1, 3.0]])
-    assert hp.check_lr_sweep(figures, configured_rate=1e-3).status is Status.FAIL
+    assert check_lr_sweep(figures, configured_rate=1e-3).status is Status.FAIL
 
 
 def test_trainer_reset_restores_weights_and_optimizer_state(mnli_split, bert_tokenizer, cached_bert):
@@ -204,7 +210,7 @@ def test_a_shared_copy_is_made_once_and_remade_only_when_it_cannot_serve(mnli_sp
 def test_range_test_restores_weights(mnli_split, bert_tokenizer, cached_bert):
     batches = training_batches(mnli_split, bert_tokenizer, RunConfig(batch_size=6), count=2)
     trainer = Trainer(cached_bert, batches, RunConfig())
-    figures = hp.lr_range_test(trainer, hp.SweepSettings(range_steps=15))
+    figures = lr_range_test(trainer, SweepSettings(range_steps=15))
     assert 1 <= len(figures["learning_rates"]) <= 15
     assert figures["learning_rates"] == sorted(figures["learning_rates"])
     for start, now in zip(cached_bert.get_weights(), trainer.model.get_weights()):
@@ -220,26 +226,28 @@ def _valley_curve():
 
 def test_range_test_rules_side_by_side_drop_non_finite_points():
     lrs, losses = _valley_curve()
-    result = hp.check_lr_range_test({"learning_rates": lrs, "losses": [None if math.isnan(v) else v for v in losses]})
+    result = check_lr_range_test({"learning_rates": lrs, "losses": [None if math.isnan(v) else v for v in losses]})
     assert set(result.evidence["suggestions"]) == {"steepest", "minimum / 10", "valley"}
     assert result.evidence["dropped_points"] == 1
     assert 1e-5 < result.evidence["suggested"] < 1e-1
 
 
-def test_range_test_rules_that_disagree_say_the_curve_is_uninformative_and_defer_to_the_sweep():
+def test_range_test_rules_that_disagree_say_the_curve_is_uninformative_and_defer_to_the_sweep(monkeypatch):
+    monkeypatch.setattr(lr_range_test_module, "CHECK", lr_range_test_module.CHECK.with_values(disagree_factor=2.0))
     lrs = np.geomspace(1e-6, 1, 12).tolist()
     losses = [1.1, 1.0, 1.1, 1.0, 1.1, 1.0, 1.1, 0.9, 1.1, 1.0, 1.2, 1.1]
-    result = hp.check_lr_range_test({"learning_rates": lrs, "losses": losses}, disagree_factor=2.0)
+    result = check_lr_range_test({"learning_rates": lrs, "losses": losses})
     assert result.status is Status.PASS and result.fix is None
     assert "Uninformative" in result.summary and "disagree" in result.summary and "hparams.lr_sweep" in result.summary
     assert result.evidence["uninformative"]  # the valley rule's rate stays in the evidence, proposed nowhere
 
 
-def test_range_test_with_the_sweeps_rate_proposes_none_of_its_own():
+def test_range_test_with_the_sweeps_rate_proposes_none_of_its_own(monkeypatch):
+    monkeypatch.setattr(lr_range_test_module, "CHECK", lr_range_test_module.CHECK.with_values(disagree_factor=100.0))
     lrs, losses = _valley_curve()
     figures = {"learning_rates": lrs, "losses": [None if math.isnan(v) else v for v in losses]}
-    alone = hp.check_lr_range_test(figures, disagree_factor=100.0)
-    beside = hp.check_lr_range_test(figures, disagree_factor=100.0, sweep_rate=2e-5)
+    alone = check_lr_range_test(figures)
+    beside = check_lr_range_test(figures, sweep_rate=2e-5)
     assert alone.summary.startswith("Suggested rate") and "sweep" not in alone.summary
     # One rate wherever one is proposed: the curve's pick is evidence, the rate to use the sweep's.
     assert "The rate to use is the sweep's 2.0e-05" in beside.summary and beside.fix is None
@@ -248,49 +256,50 @@ def test_range_test_with_the_sweeps_rate_proposes_none_of_its_own():
 
 def test_range_test_stop_rule_ignores_one_noisy_step():
     noisy = [2.37, 0.83, 2.12, 3.54] + [1.0] * 20
-    assert hp._range_stop(noisy, 4.0) is None
-    assert hp._range_stop([1.0] * 10 + [50.0] * 10, 4.0) is not None
-    assert hp._range_stop([1.0, float("nan")], 4.0) == 1
+    assert _range_stop(noisy, 4.0) is None
+    assert _range_stop([1.0] * 10 + [50.0] * 10, 4.0) is not None
+    assert _range_stop([1.0, float("nan")], 4.0) == 1
 
 
-def test_range_test_suggestion_capped_at_the_rate_pretrained_weights_tolerate():
+def test_range_test_suggestion_capped_at_the_rate_pretrained_weights_tolerate(monkeypatch):
+    monkeypatch.setattr(lr_range_test_module, "CHECK", lr_range_test_module.CHECK.with_values(disagree_factor=100.0))
     lrs, losses = _valley_curve()
-    result = hp.check_lr_range_test({"learning_rates": lrs, "losses": [None if math.isnan(v) else v for v in losses]},
-                                    max_safe_rate=1.4e-4, disagree_factor=100.0)
+    result = check_lr_range_test({"learning_rates": lrs, "losses": [None if math.isnan(v) else v for v in losses]},
+                                    max_safe_rate=1.4e-4)
     assert result.evidence["suggested"] == pytest.approx(1e-4)
     assert "Capped" in result.summary
 
 
 def test_range_test_too_few_points_warn():
-    assert hp.check_lr_range_test({"learning_rates": [1e-6, 1e-5], "losses": [1.0, None]}).status is Status.WARN
+    assert check_lr_range_test({"learning_rates": [1e-6, 1e-5], "losses": [1.0, None]}).status is Status.WARN
 
 
 # ------------------------------------------------------------ hparams.schedule
 
 
 def test_schedule_create_optimizer_warms_up_then_decays():
-    figures = hp.schedule_figures(RunConfig(optimizer="create_optimizer", learning_rate=5e-5, train_steps=100,
+    figures = schedule_figures(RunConfig(optimizer="create_optimizer", learning_rate=5e-5, train_steps=100,
                                             warmup_steps=10))
     rates = dict(zip(figures["steps"], figures["learning_rates"]))
     assert rates[0] == 0.0 and rates[10] == pytest.approx(5e-5) and rates[100] == pytest.approx(0.0)
-    assert hp.check_schedule(figures).status is Status.PASS
+    assert check_schedule(figures).status is Status.PASS
 
 
 def test_schedule_mostly_warmup_warns():
-    figures = hp.schedule_figures(RunConfig(optimizer="create_optimizer", train_steps=100, warmup_steps=80))
-    assert hp.check_schedule(figures).status is Status.WARN
+    figures = schedule_figures(RunConfig(optimizer="create_optimizer", train_steps=100, warmup_steps=80))
+    assert check_schedule(figures).status is Status.WARN
 
 
 def test_schedule_string_adam_is_a_constant_0_001():
-    figures = hp.schedule_figures(RunConfig(optimizer="adam"))
+    figures = schedule_figures(RunConfig(optimizer="adam"))
     assert set(figures["learning_rates"]) == {0.001}
 
 
 # ------------------------------------------------------------ settings
 
 
-@pytest.mark.parametrize("settings", [hp.SweepSettings(rates=1), hp.SweepSettings(rates=300),
-                                      hp.SweepSettings(min_rate=1e-2, max_rate=1e-3), hp.SweepSettings(steps=0)])
+@pytest.mark.parametrize("settings", [SweepSettings(rates=1), SweepSettings(rates=300),
+                                      SweepSettings(min_rate=1e-2, max_rate=1e-3), SweepSettings(steps=0)])
 def test_unusable_sweep_settings_are_a_clear_error(settings):
     with pytest.raises(InputError):
         settings.validated()
@@ -299,7 +308,7 @@ def test_unusable_sweep_settings_are_a_clear_error(settings):
 def test_sweep_held_out_loss_that_did_not_move_ranks_by_training_loss():
     curves = [[1.1, 1.1], [1.1, 1.05], [1.1, 0.9]]
     figures = sweep_figures(RATES, [1.0995, 1.0985, 1.0990], [0, 0, 0], start=1.0995, curves=curves)
-    result = hp.check_lr_sweep(figures, configured_rate=1e-3, pretrained=False)
+    result = check_lr_sweep(figures, configured_rate=1e-3, pretrained=False)
     assert result.evidence["best_rate"] == 1e-3 and result.evidence["ranked_by"] == "training loss"
     assert "too little to rank" in result.summary
 
@@ -311,7 +320,7 @@ def test_sweep_that_moved_no_loss_recommends_the_good_rate_nearest_the_checkpoin
     rates = [1e-6, 1e-5, 1e-4, 1e-3, 1e-2]
     curves = [[0.693, 0.692], [0.693, 0.6925], [0.693, 0.6931], [0.693, 0.694], [0.693, 0.695]]
     figures = sweep_figures(rates, [0.693] * 5, [1e-6] * 5, start=0.693, curves=curves)
-    result = hp.check_lr_sweep(figures, configured_rate=1e-3 if not pretrained else 1e-4, pretrained=pretrained)
+    result = check_lr_sweep(figures, configured_rate=1e-3 if not pretrained else 1e-4, pretrained=pretrained)
     assert result.evidence["ranked_by"] == "usual rate" and result.evidence["best_rate"] == recommended
     assert "nearest this checkpoint's usual" in result.summary
 

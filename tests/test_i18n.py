@@ -218,7 +218,7 @@ def test_an_unknown_language_in_a_link_is_named_and_the_page_stays_in_english():
 
 @pytest.mark.parametrize("language", TRANSLATED)
 def test_a_checks_finding_is_said_in_each_language_with_its_numbers(language):
-    from diagnostics.checks.data import check_duplicates
+    from diagnostics.checks.data.duplicates import check_duplicates
 
     result = check_duplicates({"rows_scanned": 1234, "duplicate_rows": 56, "conflicting_rows": 7,
                                "conflict_examples": []})
@@ -238,7 +238,7 @@ def test_every_finding_of_a_failing_scenario_can_be_translated(tmp_path):
     """Every summary (and prose fix) the Data, Model and setup checks give on the course's script is a sentence the
     catalogs know, so no finding stays English on a translated page."""
     from diagnostics.core.context import RunContext
-    from diagnostics.checks.units import data_stage, hparams_stage, model_stage
+    from diagnostics.walk.stages import data_stage, hparams_stage, model_stage
     from diagnostics.config.scenarios import SCENARIOS
     from diagnostics.config.run import RunConfig
 
@@ -277,7 +277,8 @@ def test_a_bad_link_is_explained_in_the_pages_language():
 def test_a_report_read_back_from_json_can_still_be_translated():
     import numpy as np
 
-    from diagnostics.checks.model import check_forward, check_nan_rows
+    from diagnostics.checks.model.forward import check_forward
+    from diagnostics.checks.model.nan_rows import check_nan_rows
     from diagnostics.core.result import CheckResult
     from diagnostics.keras.measurement import Forward
 

@@ -160,7 +160,7 @@ def test_a_loss_that_reads_a_softmax_output_as_logits_is_named_once_by_hparams_l
     # The loss check alone (the Hyperparameters stage would also sweep rates, the real-checkpoint trace's part).
     from diagnostics.usercode.api import capture
     from diagnostics.usercode.own_code import build_run
-    from diagnostics.checks.units import hparams_loss
+    from diagnostics.checks.hparams.loss import measure as hparams_loss
 
     run = build_run(capture(model, pair_sequence(tokenizer, kit_rows()), tokenizer, "rte"))
     result = hparams_loss(run)

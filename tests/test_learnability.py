@@ -1,6 +1,6 @@
 import pytest
 
-from diagnostics.checks.learnability import check_learnability
+from diagnostics.checks.data.learnability import check_learnability
 from diagnostics.core.result import Status
 
 
@@ -43,7 +43,7 @@ def test_learnability_ten_points_above_the_majority_on_few_rows_is_not_a_win():
 
 
 def test_learnability_binomial_tail():
-    from diagnostics.checks.learnability import chance_of_at_least
+    from diagnostics.core.chance import chance_of_at_least
 
     assert chance_of_at_least(0, 32, 0.4) == pytest.approx(1.0)
     assert chance_of_at_least(16, 32, 0.5) == pytest.approx(0.5700, abs=1e-4)

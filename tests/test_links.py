@@ -8,7 +8,7 @@ from streamlit.testing.v1 import AppTest
 
 from conftest import ROOT, rendered
 from diagnostics.config.run import RunConfig
-from diagnostics.checks.hyperparams import SweepSettings
+from diagnostics.config.training import SweepSettings
 from diagnostics.config.scenarios import SCENARIOS
 from ui.links import CONFIG_PARAMS, Link, base_config, config_fields, link_params, parse_link
 

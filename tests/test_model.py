@@ -5,12 +5,17 @@ import pytest
 
 from conftest import make_split
 from diagnostics.keras import loading
-from diagnostics.checks import model as model_checks
-from diagnostics.core import registry
+from diagnostics.checks.model.config import check_config
+from diagnostics.checks.model.divergence import check_divergence, divergence_seen, rate_to_suggest
+from diagnostics.keras.training import StepRecord
+from diagnostics.checks.model.gradients import check_gradients, gradient_figures
+from diagnostics.checks.model.initial_loss import check_initial_loss
+from diagnostics.checks.model.memory import check_memory, memory_figures
+from diagnostics.walk import registry
 from diagnostics.config.run import RunConfig
 from diagnostics.keras.batches import build_first_batch
 from diagnostics.core.context import RunContext
-from diagnostics.checks.units import model_stage
+from diagnostics.walk.stages import model_stage
 from diagnostics.core.result import Status
 from diagnostics.keras.training import GradientStats, per_sample_losses
 
@@ -147,35 +152,35 @@ def test_keras_loss_from_logits_with_separate_labels_pass(mnli_split, bert_token
 @pytest.mark.parametrize("value, status", [(1.0, Status.PASS), (1.29, Status.PASS), (0.71, Status.PASS),
                                            (1.31, Status.WARN), (0.69, Status.WARN)])
 def test_initial_loss_distance_from_ln_k_boundary(value, status):
-    assert model_checks.check_initial_loss(value, 1.0, value, "internal", False).status is status
+    assert check_initial_loss(value, 1.0, value, "internal", False).status is status
 
 
 @pytest.mark.parametrize("reference, status", [(1.0, Status.PASS), (1.095, Status.PASS), (1.12, Status.WARN)])
 def test_initial_loss_configured_loss_disagrees_with_logits_boundary(reference, status):
-    assert model_checks.check_initial_loss(1.0, 1.0, reference, "sparse_categorical_crossentropy", False).status is status
+    assert check_initial_loss(1.0, 1.0, reference, "sparse_categorical_crossentropy", False).status is status
 
 
 # ------------------------------------------------------------ gradients
 
 
 def test_missing_gradients_fail_names_variables():
-    record = model_checks.StepRecord(loss=1.0, gradients=[("m/bert/pooler/dense/kernel:0", None),
+    record = StepRecord(loss=1.0, gradients=[("m/bert/pooler/dense/kernel:0", None),
                                                           ("m/classifier/kernel:0", GradientStats.of(np.ones(2)))])
-    result = model_checks.check_gradients(model_checks.gradient_figures(record), RunConfig())
+    result = check_gradients(gradient_figures(record), RunConfig())
     assert result.status is Status.FAIL
     assert "bert/pooler/dense/kernel" in result.summary and "No gradients provided" in result.summary
 
 
 def test_no_gradients_error_explains_the_label_mismatch():
-    record = model_checks.StepRecord(error="ValueError: No gradients provided for any variable")
-    result = model_checks.check_gradients(model_checks.gradient_figures(record), RunConfig())
+    record = StepRecord(error="ValueError: No gradients provided for any variable")
+    result = check_gradients(gradient_figures(record), RunConfig())
     assert result.status is Status.FAIL
     assert "labels inside the input dict" in result.summary
 
 
 def test_non_finite_gradient_fail():
-    record = model_checks.StepRecord(loss=1.0, gradients=[("m/classifier/kernel:0", GradientStats.of(np.array([np.nan, 1.0])))])
-    assert model_checks.check_gradients(model_checks.gradient_figures(record), RunConfig()).status is Status.FAIL
+    record = StepRecord(loss=1.0, gradients=[("m/classifier/kernel:0", GradientStats.of(np.array([np.nan, 1.0])))])
+    assert check_gradients(gradient_figures(record), RunConfig()).status is Status.FAIL
 
 
 # ------------------------------------------------------------ other checkpoints and tasks
@@ -221,13 +226,13 @@ def test_tokenizer_without_pad_token_is_a_clear_fail(gpt2_checkpoint, mnli_split
 def test_memory_fits_pass_and_too_big_warn():
     figures = {"parameters": 1000, "training_state_bytes": 16000, "activation_bytes_estimate": 1000, "total_bytes": 17000,
                "available_ram_bytes": 10**9, "gpu_bytes": None, "batch_size": 8, "sequence_length": 128}
-    assert model_checks.check_memory(figures).status is Status.PASS
-    assert model_checks.check_memory({**figures, "available_ram_bytes": 16999}).status is Status.WARN
-    assert model_checks.check_memory({**figures, "available_ram_bytes": 17000}).status is Status.PASS
+    assert check_memory(figures).status is Status.PASS
+    assert check_memory({**figures, "available_ram_bytes": 16999}).status is Status.WARN
+    assert check_memory({**figures, "available_ram_bytes": 17000}).status is Status.PASS
 
 
 def test_memory_counts_adam_state_in_float32(cached_bert):
-    figures = model_checks.memory_figures(cached_bert.count_params(), cached_bert.config, 8, 64)
+    figures = memory_figures(cached_bert.count_params(), cached_bert.config, 8, 64)
     assert figures["training_state_bytes"] == cached_bert.count_params() * 16
     assert figures["activation_bytes_estimate"] > 0
 
@@ -244,40 +249,40 @@ def watched(losses, norms=None, chance=LN3, **more):
 
 
 def test_divergence_a_loss_that_falls_passes():
-    result = model_checks.check_divergence(watched([1.1, 1.0, 0.9, 0.8, 0.7, 0.6, 0.5]))
+    result = check_divergence(watched([1.1, 1.0, 0.9, 0.8, 0.7, 0.6, 0.5]))
     assert result.status is Status.PASS and "7 steps" in result.summary
 
 
 def test_divergence_a_loss_rising_past_four_times_its_start_fails_on_the_weights():
-    result = model_checks.check_divergence(watched([1.1, 3.0, 9.0, 20.0, 40.0, 80.0], rows_loss_at_start=1.1))
+    result = check_divergence(watched([1.1, 3.0, 9.0, 20.0, 40.0, 80.0], rows_loss_at_start=1.1))
     assert result.status is Status.FAIL and result.evidence["seen"]["rule"] == "loss"
     assert "the weights diverged" in result.summary and "the learning rate 0.001 is too high" in result.summary
     assert "learning_rate=5e-05" in result.fix and result.evidence["suggested_rate"] == 5e-5
 
 
 def test_divergence_one_noisy_step_never_counts():
-    assert model_checks.divergence_seen([1.1, 1.0, 1.0, 50.0, 0.9, 0.9], [10.0] * 7, LN3) is None
+    assert divergence_seen([1.1, 1.0, 1.0, 50.0, 0.9, 0.9], [10.0] * 7, LN3) is None
 
 
 @pytest.mark.parametrize("recent, diverged", [(4 * 1.1, False), (4 * 1.1 + 1e-9, True)])
 def test_divergence_boundary_is_four_times_the_start(recent, diverged):
-    seen = model_checks.divergence_seen([1.1] + [recent] * 5, [10.0] * 7, LN3)
+    seen = divergence_seen([1.1] + [recent] * 5, [10.0] * 7, LN3)
     assert (seen is not None) is diverged
 
 
 def test_divergence_a_low_start_is_judged_against_guessing_not_four_times_it():
     # A model resumed near convergence: 0.05 -> 0.3 is six times its start, but still far better than guessing.
-    assert model_checks.divergence_seen([0.05] + [0.3] * 5, [10.0] * 7, LN3) is None
-    assert model_checks.divergence_seen([0.05] + [1.7] * 5, [10.0] * 7, LN3)["limit"] == pytest.approx(1.5 * LN3)
+    assert divergence_seen([0.05] + [0.3] * 5, [10.0] * 7, LN3) is None
+    assert divergence_seen([0.05] + [1.7] * 5, [10.0] * 7, LN3)["limit"] == pytest.approx(1.5 * LN3)
 
 
 def test_divergence_regression_has_no_guessing_floor():
-    assert model_checks.divergence_seen([8.0] + [40.0] * 5, [10.0] * 7, None)["rule"] == "loss"
+    assert divergence_seen([8.0] + [40.0] * 5, [10.0] * 7, None)["rule"] == "loss"
 
 
 def test_divergence_weights_growing_while_the_loss_stays_at_its_start_fail():
     figures = watched([1.1, 1.2, 1.1, 1.0, 1.1, 1.1], [10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0], weights_moved=6.5)
-    result = model_checks.check_divergence(figures)
+    result = check_divergence(figures)
     assert result.status is Status.FAIL and result.evidence["seen"]["rule"] == "weights"
     assert "grew 7.0x" in result.summary and "6.5x their size" in result.summary
     assert "stopped learning" in result.summary
@@ -285,30 +290,30 @@ def test_divergence_weights_growing_while_the_loss_stays_at_its_start_fail():
 
 def test_divergence_weights_growing_while_the_loss_falls_pass():
     figures = watched([1.1, 0.9, 0.7, 0.5, 0.4, 0.3], [10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0])
-    assert model_checks.check_divergence(figures).status is Status.PASS
+    assert check_divergence(figures).status is Status.PASS
 
 
 def test_divergence_rows_already_high_on_the_starting_weights_are_blamed():
     figures = watched([8.0, 9.0, 6000.0, 7000.0, 6500.0, 6200.0], chance=None, rows_loss_at_start=6100.0,
                       rows=[{"position": 0, "label": 80.0}])
-    result = model_checks.check_divergence(figures)
+    result = check_divergence(figures)
     assert result.status is Status.FAIL and "these rows, not the training" in result.summary
     assert "learning_rate" not in result.fix
 
 
 def test_divergence_too_few_steps_to_say():
-    assert model_checks.divergence_seen([1.1, 50.0, 60.0, 70.0, 80.0], [10.0] * 6, LN3) is None
+    assert divergence_seen([1.1, 50.0, 60.0, 70.0, 80.0], [10.0] * 6, LN3) is None
 
 
 @pytest.mark.parametrize("rate, usual, suggested", [(1e-3, 5e-5, 5e-5), (5e-5, 5e-5, 5e-6), (None, 3e-3, 3e-3)])
 def test_divergence_suggests_the_usual_rate_or_a_tenth_of_one_already_below_it(rate, usual, suggested):
-    assert model_checks.rate_to_suggest(rate, usual) == pytest.approx(suggested)
+    assert rate_to_suggest(rate, usual) == pytest.approx(suggested)
 
 
 def test_memory_counts_the_rows_a_batch_really_holds_and_suggests_only_a_smaller_model(demo_model):
     from diagnostics.config.run import RunConfig
     from diagnostics.core.context import RunContext
-    from diagnostics.checks.units import model_stage
+    from diagnostics.walk.stages import model_stage
 
     config = RunConfig(batch_size=1024).validated()
     run = RunContext.open(config, model_loader=lambda *args: demo_model)
@@ -316,9 +321,9 @@ def test_memory_counts_the_rows_a_batch_really_holds_and_suggests_only_a_smaller
     rows = len(run.split)
     assert memory.evidence["batch_size"] == rows and memory.evidence["configured_batch_size"] == 1024
     assert f"only {rows:,} rows" in memory.summary
-    small = {**model_checks.memory_figures(demo_model.count_params(), demo_model.config, 8, 64),
+    small = {**memory_figures(demo_model.count_params(), demo_model.config, 8, 64),
              "available_ram_bytes": 1, "gpu_bytes": None}
-    assert "distilbert-base-cased" not in str(model_checks.check_memory(small).fix)  # the kit is smaller than it
+    assert "distilbert-base-cased" not in str(check_memory(small).fix)  # the kit is smaller than it
 
 
 @pytest.mark.parametrize("id2label, status, words", [
@@ -334,5 +339,5 @@ def test_id2label_names_are_compared_as_names(id2label, status, words, tokenizer
     from diagnostics.config.tasks import get_task
 
     config = BertConfig(num_labels=2, id2label=id2label, label2id={v: k for k, v in id2label.items()})
-    result = model_checks.check_config(config, "TFBertForSequenceClassification", get_task("cola"), tokenizer)
+    result = check_config(config, "TFBertForSequenceClassification", get_task("cola"), tokenizer)
     assert result.status is status and words in str(result.summary), result.summary

@@ -2,35 +2,36 @@ import numpy as np
 import pytest
 
 from conftest import make_split
-from diagnostics.checks import overfit
+from diagnostics.config.training import DEFAULT_EPOCHS
+from diagnostics.checks.overfit.one_batch import check_overfit, every_label_indices, run_overfit_checks
 from diagnostics.config.run import DEMO_LEARNING_RATE, RunConfig
 from diagnostics.core.context import RunContext
 from diagnostics.config.tasks import TASKS
 from diagnostics.core.result import Status
-from diagnostics.core.runner import run_units
+from diagnostics.walk.runner import run_units
 
 
 def run(config, model, inputs, **kwargs):
     tokenizer, split = inputs
-    return overfit.run_overfit_checks(config, model, tokenizer, split, **kwargs)[0]
+    return run_overfit_checks(config, model, tokenizer, split, **kwargs)[0]
 
 
 def test_batch_holds_every_label_round_robin():
     labels = np.array([0] * 20 + [1] * 3 + [2] * 5)
-    indices, missing = overfit.every_label_indices(labels, TASKS["mnli"], 9, seed=0)
+    indices, missing = every_label_indices(labels, TASKS["mnli"], 9, seed=0)
     assert sorted(labels[indices].tolist()) == [0, 0, 0, 1, 1, 1, 2, 2, 2]
     assert missing == []
 
 
 def test_batch_says_which_labels_the_split_cannot_supply():
-    indices, missing = overfit.every_label_indices(np.array([0, 0, 1, 1]), TASKS["mnli"], 4, seed=0)
+    indices, missing = every_label_indices(np.array([0, 0, 1, 1]), TASKS["mnli"], 4, seed=0)
     assert missing == ["contradiction"] and len(indices) == 4
 
 
 def test_clean_configuration_passes_within_default_epochs(seeded_models, demo_inputs, seed):
     result = run(RunConfig(learning_rate=DEMO_LEARNING_RATE, seed=seed), seeded_models("demo", 3, seed), demo_inputs)
     assert result.status is Status.PASS
-    assert result.evidence["epochs"] == overfit.DEFAULT_EPOCHS
+    assert result.evidence["epochs"] == DEFAULT_EPOCHS
     assert result.evidence["final_accuracy"] == 1.0
     assert len(result.evidence["losses"]) == len(result.evidence["accuracies"]) == 20
     assert {row["label"] for row in result.evidence["rows"]} == {0, 1, 2}
@@ -74,7 +75,7 @@ def test_cached_model_is_byte_identical_afterwards(demo_model, demo_inputs):
 def test_verdict_thresholds(losses, accuracy, status, words):
     figures = {"losses": losses, "final_accuracy": accuracy, "epochs": len(losses), "learning_rate": 1e-3,
                "ln_k": 1.0986, "accuracies": [accuracy] * len(losses)}
-    result = overfit.check_overfit(figures, [])
+    result = check_overfit(figures, [])
     assert result.status is status and words in result.summary
 
 
@@ -82,7 +83,7 @@ def test_verdict_thresholds(losses, accuracy, status, words):
 def test_pretrained_weights_moving_too_far_warn_even_when_memorised(drift, status):
     figures = {"losses": [0.69, 0.3, 0.05, 0.001], "final_accuracy": 1.0, "epochs": 4, "learning_rate": 1e-3,
                "ln_k": 0.693, "accuracies": [1.0] * 4, "pretrained": True, "drift_per_step": drift}
-    result = overfit.check_overfit(figures, [], best_rate=1.2e-4)
+    result = check_overfit(figures, [], best_rate=1.2e-4)
     assert result.status is status
     if status is Status.WARN:
         assert "pretrained weights" in result.summary and "1e-04" in result.fix
@@ -91,7 +92,7 @@ def test_pretrained_weights_moving_too_far_warn_even_when_memorised(drift, statu
 def test_regression_passes_on_loss_alone():
     figures = {"losses": [10.0, 2.0, 0.4], "final_accuracy": None, "epochs": 3, "learning_rate": 1e-3, "ln_k": None,
                "accuracies": None}
-    assert overfit.check_overfit(figures, []).status is Status.PASS
+    assert check_overfit(figures, []).status is Status.PASS
 
 
 def test_unusable_batch_is_a_skip_naming_data_batch(demo_model, demo_inputs):

@@ -523,7 +523,7 @@ before = {name: owner.__dict__.get(attr) for name, (owner, attr) in {
     "to_tf_dataset": (datasets.Dataset, "to_tf_dataset"), "fit": (tf_keras.Model, "fit"),
     "compile": (tf_keras.Model, "compile"), "train_step": (tf_keras.Model, "train_step"),
     "tf_train_step": (transformers.TFPreTrainedModel, "train_step")}.items()}
-import diagnostics, diagnostics.usercode.api, diagnostics.checks.units, diagnostics.usercode.trace, diagnostics.usercode.hooks
+import diagnostics, diagnostics.usercode.api, diagnostics.walk.stages, diagnostics.usercode.trace, diagnostics.usercode.hooks
 from diagnostics import DiagnoseCallback, diagnose, watch
 after = {name: owner.__dict__.get(attr) for name, (owner, attr) in {
     "to_tf_dataset": (datasets.Dataset, "to_tf_dataset"), "fit": (tf_keras.Model, "fit"),

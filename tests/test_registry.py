@@ -2,28 +2,30 @@
 any failure of a stage's shared work into error results instead of a traceback."""
 
 import ast
+import inspect
 import json
 from pathlib import Path
 
 import pytest
 
 from conftest import ROOT
-from diagnostics.core import registry
+from diagnostics.walk import registry
 from diagnostics.__main__ import main
 from diagnostics.config.run import RunConfig
 from diagnostics.core.context import RunContext
-from diagnostics.checks.hyperparams import SweepSettings
-from diagnostics.checks.units import STAGES, run_stages
+from diagnostics.config.training import SweepSettings
+from diagnostics.walk.stages import STAGES
+from diagnostics.walk.stages import run_stages
 from diagnostics.core.result import Status
 from diagnostics.config.scenarios import SCENARIOS
 
-STAGE_MODULES = {"checks.data", "checks.learnability", "checks.model", "checks.hyperparams", "checks.overfit"}
+STAGE_PACKAGES = ("checks.data", "checks.model", "checks.hparams", "checks.overfit")
 SMALL = SweepSettings(rates=2, steps=2, range_steps=5)
 PACKAGE = ROOT / "diagnostics"
 
 
 def module_name(path) -> str:
-    """"checks.data" for diagnostics/checks/data.py, "i18n" for diagnostics/i18n/__init__.py."""
+    """"checks.data.columns" for diagnostics/checks/data/columns.py, "i18n" for diagnostics/i18n/__init__.py."""
     parts = path.relative_to(PACKAGE).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
@@ -32,7 +34,7 @@ MODULES = {module_name(path): path for path in PACKAGE.rglob("*.py") if "demo_da
 
 
 def imports_of(path) -> set[str]:
-    """The diagnostics modules a module imports, at the top or inside a function ("checks.data", "core.registry")."""
+    """The diagnostics modules a module imports, at the top or inside a function ("checks.data.columns", "walk.registry")."""
     names = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("diagnostics"):
@@ -70,31 +72,27 @@ def test_checks_listing_prints_each_threshold_by_name(capsys):
     assert out.count("no rule crossed: fail") == 1 and out.count("no rule crossed: skip") == 2
 
 
-def test_thresholds_are_the_check_functions_defaults():
-    """A check function's threshold keyword defaults to the registry's value, so the listing says what runs."""
-    import inspect
-
-    from diagnostics.checks import data
-
-    from diagnostics.checks import hyperparams
-
-    from diagnostics.checks import learnability
-
-    from diagnostics.checks import model
-
-    from diagnostics.checks import overfit
-
-    found = 0
-    for module in (data, hyperparams, learnability, model, overfit):
-        for _, function in inspect.getmembers(module, inspect.isfunction):
-            for name, parameter in inspect.signature(function).parameters.items():
-                for check in registry.CHECKS.values():
-                    for condition in check.conditions:
-                        if condition.name == name and function.__name__.startswith("check_") \
-                                and function.__name__[6:] in check.id.replace(".", "_"):
-                            assert parameter.default == condition.value, (function.__name__, name)
-                            found += 1
-    assert found >= 10
+def test_a_condition_is_named_once_in_its_checks_module_and_its_sentences_are_keyed_by_it():
+    """A condition's name is declared in its check's `CHECK`; no function takes it as a keyword (its value is read
+    from the declaration), and every sentence a `judge` call says is keyed by a condition its module declares."""
+    said = 0
+    for check in registry.CHECKS.values():
+        module = inspect.getmodule(check.measure) if check.measure else None
+        path = Path(module.__file__) if module else \
+            PACKAGE / "checks" / check.stage / f"{check.id.split('.', 1)[1] if check.stage != 'overfit' else 'one_batch'}.py"
+        tree = ast.parse(path.read_text())
+        names = {condition.name for condition in check.conditions}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef):
+                taken = {arg.arg for arg in node.args.args + node.args.kwonlyargs}
+                assert not taken & names, (path.name, node.name, taken & names)
+            if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "judge" and len(node.args) >= 3 \
+                    and isinstance(node.args[0], ast.Name) and node.args[0].id == "CHECK" \
+                    and isinstance(node.args[2], ast.Dict):
+                keys = {key.value for key in node.args[2].keys if isinstance(key, ast.Constant)}
+                assert keys <= names, (path.name, keys - names)
+                said += len(keys)
+    assert said >= 40
 
 
 def test_scenarios_expect_only_registered_checks():
@@ -102,9 +100,18 @@ def test_scenarios_expect_only_registered_checks():
         assert set(scenario.expected_ids()) <= set(registry.CHECKS), scenario.name
 
 
-def test_no_stage_module_imports_another():
-    for stage in STAGE_MODULES:
-        assert not GRAPH[stage] & (STAGE_MODULES - {stage}), (stage, GRAPH[stage] & STAGE_MODULES)
+def stage_of(module: str) -> str | None:
+    """The stage package a module belongs to ("checks.data" for checks.data.columns), None outside them."""
+    return next((stage for stage in STAGE_PACKAGES if module == stage or module.startswith(stage + ".")), None)
+
+
+def test_no_check_module_imports_a_module_of_another_stage():
+    """A check's module reads its own stage's modules and the layers below (core, keras, config, i18n), never another
+    stage's: what two stages share lives in checks.common."""
+    crossing = {(module, imported) for module in GRAPH if stage_of(module)
+                for imported in GRAPH[module] if stage_of(imported) not in (None, stage_of(module))}
+    assert not crossing
+    assert {stage_of(module) for module in GRAPH} >= set(STAGE_PACKAGES)
 
 
 def test_diagnostics_has_no_import_cycle():
@@ -164,7 +171,7 @@ def test_a_first_batch_that_raises_is_data_batchs_failure_and_every_check_needin
     monkeypatch.setattr(RunContext, "first_batch", property(burn))
     results = {r.id: r for r in run_stages(run, ("data", "model", "hparams"), sweep=SMALL)}
     assert results["data.batch"].status is Status.FAIL and "DiskOnFire" in results["data.batch"].summary
-    needing = [check.id for check in registry.CHECKS.values() if check.runs_in and "batch" in check.needs
+    needing = [check.id for check in registry.CHECKS.values() if check.runs_in and "batch" in registry.needs_of(check)
                or check.id in ("data.columns", "data.decoded_samples", "data.truncation")]
     assert {"model.forward", "model.gradients", "hparams.lr_sweep", "data.decoded_samples"} <= set(needing)
     for check_id in needing:
@@ -179,9 +186,11 @@ def test_a_first_batch_that_raises_is_data_batchs_failure_and_every_check_needin
 
 
 def test_a_decode_that_raises_is_an_error_for_the_checks_that_decode(run, monkeypatch):
-    from diagnostics.checks import units as pipeline
+    from diagnostics.checks.data import decoded_samples
+    from diagnostics.checks.model import nan_rows
 
-    monkeypatch.setattr(pipeline, "decoded_rows", burn)
+    monkeypatch.setattr(decoded_samples, "decoded_rows", burn)
+    monkeypatch.setattr(nan_rows, "decoded_rows", burn)
     results = run_stages(run, ("data", "model"))
     assert_errors(results, ["data.decoded_samples", "model.nan_rows"])
     statuses = {r.id: r.status for r in results}
@@ -197,16 +206,16 @@ def test_training_batches_that_raise_are_errors_of_the_checks_that_train_on_them
 
 
 def test_an_overfit_run_that_raises_is_an_error(run, monkeypatch):
-    from diagnostics.checks import units as pipeline
+    from diagnostics.checks.overfit import one_batch
 
-    monkeypatch.setattr(pipeline, "run_overfit_checks", burn)
+    monkeypatch.setattr(one_batch, "run_overfit_checks", burn)
     assert_errors(run_stages(run, ("overfit",)), ["overfit.one_batch"])
 
 
 def test_the_command_line_prints_the_one_line_finding_and_keeps_the_traceback_in_json(tmp_path, monkeypatch, capsys):
-    from diagnostics.checks import units as pipeline
+    from diagnostics.checks.model import nan_rows
 
-    monkeypatch.setattr(pipeline, "decoded_rows", burn)
+    monkeypatch.setattr(nan_rows, "decoded_rows", burn)
     path = tmp_path / "report.json"
     assert main(["run", "--stages", "model", "--json", str(path)]) == 1
     out = capsys.readouterr().out
@@ -222,7 +231,7 @@ def test_the_run_context_builds_the_first_batch_once_for_every_stage(run, monkey
     real = context.build_first_batch
     monkeypatch.setattr(context, "build_first_batch", lambda *args: calls.append(1) or real(*args))
     run_stages(run, ("data", "model"))
-    from diagnostics.checks.units import hparams_stage
+    from diagnostics.walk.stages import hparams_stage
 
     hparams_stage(run, parts=("setup",))
     assert len(calls) == 1
@@ -253,13 +262,15 @@ def test_the_docs_check_table_is_the_registry():
 
 
 def test_every_check_declares_its_evidence():
-    from diagnostics.core.evidence import EVIDENCE
+    from diagnostics.walk.registry import EVIDENCE
 
     assert set(EVIDENCE) == set(registry.CHECKS)
 
 
 def test_a_full_run_puts_only_declared_keys_in_evidence(full_demo_run):
-    from diagnostics.core.evidence import HeldOut, RunScore, declared_keys
+    from diagnostics.checks.data.learnability import RunScore
+    from diagnostics.checks.hparams.lr_sweep import HeldOut
+    from diagnostics.walk.registry import declared_keys
 
     _, report, _ = full_demo_run
     for check in report["checks"]:
@@ -288,7 +299,7 @@ def _keys_read(tree, name: str) -> set[str]:
 
 
 def test_each_chart_reads_only_keys_its_evidence_declares():
-    from diagnostics.core import evidence as shapes
+    from diagnostics.report import plots as shapes
 
     tree = ast.parse((ROOT / "diagnostics" / "report" / "plots.py").read_text())
     checked = 0
@@ -304,7 +315,7 @@ def test_each_chart_reads_only_keys_its_evidence_declares():
 
 
 def test_pages_read_only_declared_evidence_keys():
-    from diagnostics.core.evidence import EVIDENCE
+    from diagnostics.walk.registry import EVIDENCE
 
     declared = set().union(*(shape.__annotations__ for shape in EVIDENCE.values()))
     reading = 0
@@ -327,41 +338,45 @@ def test_a_command_line_run_loads_its_model_once_for_every_stage(demo_inputs, de
 
 # ---------------------------------------------------------------- conditions that judge
 
-def test_conditions_with_a_rule_judge_in_declared_order_and_take_their_threshold_by_name(monkeypatch):
-    from diagnostics.core.result import judge
+def test_conditions_with_a_rule_judge_in_declared_order_and_take_their_threshold_by_name():
+    from dataclasses import replace
 
-    check = registry.Check("data.example", "an example", ("split",), conditions=(
-        registry.Condition("fail_share", 0.5, "fail above it", registry.Above("share"), status="fail"),
-        registry.Condition("warn_share", 0.1, "warn above it", registry.Above("share")),
-        registry.Condition("window", 5, "a setting of the measurement, no rule"),
+    from diagnostics.core.check import Check, Condition
+    from diagnostics.core.result import judge
+    from diagnostics.core.rules import Above
+
+    check = Check("data.example", "an example", conditions=(
+        Condition("fail_share", 0.5, "fail above it", Above("share"), status="fail"),
+        Condition("warn_share", 0.1, "warn above it", Above("share")),
+        Condition("window", 5, "a setting of the measurement, no rule"),
     ))
-    monkeypatch.setattr(registry, "CHECKS", {**registry.CHECKS, check.id: check})
     says = {"fail_share": ("far too many", "fix it"), "warn_share": ("too many", "look")}
 
-    def verdict(share, **thresholds):
-        result = judge(check.id, {"share": share}, says, "fine", thresholds=thresholds)
+    def verdict(share, declared=check):
+        result = judge(declared, {"share": share}, says, "fine")
         return result.status, result.summary, result.fix
 
     assert verdict(0.6) == (Status.FAIL, "far too many", "fix it")  # both crossed: the first declared decides
     assert verdict(0.2) == (Status.WARN, "too many", "look")
     assert verdict(0.1) == (Status.PASS, "fine", None)  # at the threshold is not above it
     assert verdict(None) == (Status.PASS, "fine", None)  # not measured crosses nothing
-    assert verdict(0.2, warn_share=0.3) == (Status.PASS, "fine", None)  # the check function's keyword wins
-    assert judge(check.id, {"share": 0.2}, says, "fine").evidence == {"share": 0.2}
+    higher = replace(check, conditions=(check.conditions[0], replace(check.conditions[1], value=0.3),
+                                        check.conditions[2]))
+    assert verdict(0.2, higher) == (Status.PASS, "fine", None)  # the declared value is the one judged by
+    assert judge(check, {"share": 0.2}, says, "fine").evidence == {"share": 0.2}
     # A sentence that formats a value measured only when its condition holds is written only then.
     lazy = {"fail_share": lambda: (f"{None:.3f}", None), "warn_share": lambda: ("too many", None)}
-    assert judge(check.id, {"share": 0.2}, lazy, lambda: f"{None:.3f}").summary == "too many"
+    assert judge(check, {"share": 0.2}, lazy, lambda: f"{None:.3f}").summary == "too many"
     # No rule crossed: the status the check declares (a pass unless it says otherwise).
-    strict = registry.Check("data.strict", "fails unless a rule finds it well", otherwise="fail", conditions=(
-        registry.Condition("good_share", 0.9, "pass above it", registry.Above("share"), status="pass"),))
-    monkeypatch.setattr(registry, "CHECKS", {**registry.CHECKS, strict.id: strict})
-    assert judge(strict.id, {"share": 0.95}, {"good_share": ("fine", None)}, "too few").status is Status.PASS
-    assert judge(strict.id, {"share": 0.5}, {"good_share": ("fine", None)}, "too few").status is Status.FAIL
-    assert judge(check.id, {"share": 0.2}, says, "fine").stage == "data"
+    strict = Check("data.strict", "fails unless a rule finds it well", otherwise="fail", conditions=(
+        Condition("good_share", 0.9, "pass above it", Above("share"), status="pass"),))
+    assert judge(strict, {"share": 0.95}, {"good_share": ("fine", None)}, "too few").status is Status.PASS
+    assert judge(strict, {"share": 0.5}, {"good_share": ("fine", None)}, "too few").status is Status.FAIL
+    assert judge(check, {"share": 0.2}, says, "fine").stage == "data"
 
 
 def test_rules_read_declared_evidence_and_are_listed_with_their_status(capsys):
-    from diagnostics.core.evidence import EVIDENCE
+    from diagnostics.walk.registry import EVIDENCE
 
     ruled = 0
     for check in registry.CHECKS.values():

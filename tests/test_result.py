@@ -2,7 +2,8 @@ import math
 
 import numpy as np
 
-from diagnostics.core.result import CheckResult, Status, run_check, to_json, worst_first
+from diagnostics.core.result import CheckResult, Status, run_check, to_json
+from diagnostics.walk.causes import worst_first
 
 
 def _boom():

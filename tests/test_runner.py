@@ -1,4 +1,4 @@
-"""The one runner: every unit of the registry runs from its declaration (its function by dotted name, its needs,
+"""The one runner: every unit of the registry runs from its declaration (its function, its needs,
 settings and reads), in the order of what it reads, skipping with the owning check's reason when a need fails; a
 check is added by declaration alone."""
 
@@ -9,15 +9,15 @@ from dataclasses import replace
 
 import pytest
 
-from diagnostics.core import registry
-
-from diagnostics.core import runner
+from diagnostics.core.check import Check, Unit
+from diagnostics.walk import registry
+from diagnostics.walk import runner
 from diagnostics.__main__ import main
 from diagnostics.config.run import RunConfig
 from diagnostics.core.context import RunContext
 from diagnostics.core.errors import InputError
-from diagnostics.core.evidence import EVIDENCE
-from diagnostics.checks.hyperparams import SweepSettings
+from diagnostics.walk.registry import EVIDENCE
+from diagnostics.config.training import SweepSettings
 from diagnostics.core.result import CheckResult, Status
 from diagnostics.keras.training import SharedCopy, Trainer
 
@@ -40,7 +40,7 @@ def test_checks_json_names_each_checks_function_by_an_importable_dotted_name(cap
     listed = json.loads(capsys.readouterr().out)
     for check in listed:
         assert callable(imported(check["function"])), check["id"]
-        assert check["unit"] is None or check["id"] in registry.UNITS[check["unit"]].checks
+        assert check["unit"] is None or check["id"] in registry.unit_checks(check["unit"])
     assert {check["unit"] for check in listed} == set(registry.UNITS) | {None}
 
 
@@ -71,16 +71,16 @@ def walked(walk):
 
 
 def test_every_units_function_produces_a_result_for_each_of_its_checks_and_no_other(walked):
-    """The runner calls each unit's function by its dotted name: every check of the unit gets its result, in its
-    stage, and none errs."""
+    """The runner calls each unit's function (or each of its checks' own): every check of the unit gets its result,
+    in its stage, and none errs."""
     assert sorted(result.id for result in walked) == sorted(registry.run_check_ids())
     for unit in registry.UNITS.values():
         if unit.function:
-            assert runner.function_of(unit) is imported(unit.function)
+            assert callable(unit.function)
         else:  # each of its checks measures alone
-            assert all(callable(imported(registry.CHECKS[check].measure)) for check in unit.checks), unit.name
+            assert all(callable(registry.CHECKS[check].measure) for check in registry.unit_checks(unit.name)), unit.name
         mine = [result for result in walked if registry.CHECKS[result.id].runs_in == unit.name]
-        assert sorted(result.id for result in mine) == sorted(unit.checks), unit.name
+        assert sorted(result.id for result in mine) == sorted(registry.unit_checks(unit.name)), unit.name
         assert all(result.stage == unit.stage and result.status is not Status.ERROR for result in mine), [
             (result.id, result.summary) for result in mine if result.status is Status.ERROR]
 
@@ -138,13 +138,18 @@ def measure_majority_share(run: RunContext, *, majority_accuracy: float | None) 
                         evidence={"majority_accuracy": majority_accuracy})]
 
 
+def majority_unit(run, **inputs):
+    """The new unit's function (it looks its check's function up when called, so a test can replace it)."""
+    return measure_majority_share(run, **inputs)
+
+
 @pytest.fixture
 def declared(monkeypatch):
     """One more check and its unit, declared in the registry and nowhere else (listed first, so that the runner
     must order it after the data unit it reads)."""
-    check = registry.Check("data.majority_share", "the commonest label's share", unit="majority")
-    unit = registry.Unit("majority", "data", f"{__name__}.measure_majority_share", needs=("columns",),
-                         reads=("data.baselines:majority_accuracy",), heavy=False)
+    check = Check("data.majority_share", "the commonest label's share", unit="majority")
+    unit = Unit("majority", "data", majority_unit, needs=("columns",), reads=("data.baselines:majority_accuracy",),
+                heavy=False)
     monkeypatch.setattr(registry, "CHECKS", {check.id: check, **registry.CHECKS})
     monkeypatch.setattr(registry, "UNITS", {unit.name: unit, **registry.UNITS})
     return check
@@ -157,7 +162,7 @@ def test_a_check_declared_alone_runs_after_what_it_reads_and_gets_its_output(run
     assert list(found)[0] == "data.majority_share"  # reported in the walk's order: it is declared first
     assert found["data.majority_share"].evidence["majority_accuracy"] == \
         found["data.baselines"].evidence["majority_accuracy"]  # it ran after the unit it reads, with its output
-    assert declared.function.endswith("measure_majority_share")
+    assert registry.function_name(declared).endswith("majority_unit")
     assert "data.majority_share" in registry.checks_of("data")
 
 
@@ -183,7 +188,7 @@ def test_the_label_and_duplicate_units_are_skipped_by_the_runner_with_the_owning
     """A split without its label column: data.columns names it; the label checks and the duplicate scan are skipped
     by their units' declared needs, not by branches of their own."""
     from conftest import make_split
-    from diagnostics.checks.units import data_stage
+    from diagnostics.walk.stages import data_stage
 
     split = make_split("sst2", [("a great film", 1), ("an awful book", 0)] * 4).remove_columns("label")
     found = {result.id: result for result in data_stage(RunContext(RunConfig(task="sst2", batch_size=4).validated(),
@@ -217,7 +222,7 @@ def test_a_check_that_requires_more_than_its_unit_is_skipped_alone_and_the_unit_
     found = {result.id: result for result in runner.run_units(run, ["data", "labels"])}
     assert found["data.columns"].status is Status.FAIL and "row 1" in found["data.columns"].summary
     for check_id in ("data.batch", "data.decoded_samples", "data.truncation"):
-        assert registry.CHECKS[check_id].requires and "texts" in registry.CHECKS[check_id].needs
+        assert registry.CHECKS[check_id].requires and "texts" in registry.needs_of(registry.CHECKS[check_id])
         assert found[check_id].status is Status.SKIP, found[check_id]
         assert found[check_id].summary == "Some text cells are empty or not text (sentence in 1 row): see " \
                                           "data.columns.", found[check_id].summary
@@ -228,12 +233,12 @@ def test_a_check_that_requires_more_than_its_unit_is_skipped_alone_and_the_other
         run, monkeypatch):
     def measure(run, **inputs):
         return [CheckResult(check_id, "hparams", Status.PASS, "measured")
-                for check_id in registry.UNITS["training"].checks]
+                for check_id in registry.unit_checks("training")]
 
     range_test = registry.CHECKS["hparams.lr_range_test"]
     monkeypatch.setattr(registry, "CHECKS", {**registry.CHECKS, range_test.id: replace(range_test, requires=("rows",))})
     tiny = RunContext(run.config, run.tokenizer, run.split.select(range(4)), run.model_loader)
-    monkeypatch.setattr(runner, "function_of", lambda unit: measure)
+    monkeypatch.setitem(registry.UNITS, "training", replace(registry.UNITS["training"], function=measure))
     found = {result.id: result for result in runner.run_units(tiny, ["training"], SMALL)}
     assert found[range_test.id].status is Status.SKIP and "too few" in found[range_test.id].summary
     assert found["hparams.lr_sweep"].summary == "measured"
@@ -282,9 +287,9 @@ def count_rows(run: RunContext) -> CheckResult:
 
 
 def test_a_check_added_to_a_unit_of_checks_that_measure_alone_is_one_function_and_one_entry(run, monkeypatch):
-    check = registry.Check("data.row_count", "the split's rows", unit="labels", measure=f"{__name__}.count_rows")
+    check = Check("data.row_count", "the split's rows", unit="labels", measure=count_rows)
     monkeypatch.setattr(registry, "CHECKS", {**registry.CHECKS, check.id: check})
-    assert not registry.UNITS["labels"].function and check.function.endswith("count_rows")
+    assert not registry.UNITS["labels"].function and registry.function_name(check).endswith("count_rows")
     found = {result.id: result for result in runner.run_units(run, ["labels"])}
     assert found["data.row_count"].evidence["rows"] == len(run.split)
     assert found["data.label_range"].status is Status.PASS  # the unit's other checks measure as before

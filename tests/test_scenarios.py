@@ -8,11 +8,11 @@ import functools
 
 import pytest
 
-from diagnostics.core.causes import causes, owners
+from diagnostics.walk.causes import causes, owners
 from diagnostics.config.run import default_config
-from diagnostics.checks.hyperparams import SweepSettings
+from diagnostics.config.training import SweepSettings
 from diagnostics.core.context import RunContext
-from diagnostics.checks.units import run_stages
+from diagnostics.walk.stages import run_stages
 from diagnostics.core.result import Status
 from diagnostics.config.scenarios import SCENARIOS, get_scenario
 

@@ -85,7 +85,7 @@ def test_a_settings_parser_names_what_is_wrong(field, text, message):
 
 
 def test_the_pages_own_settings_round_trip_through_the_session_a_link_and_the_command_line():
-    from diagnostics.checks.hyperparams import SweepSettings
+    from diagnostics.config.training import SweepSettings
     from diagnostics.config.settings import EPOCHS, SWEEP_SETTINGS, sweep_from_widgets, sweep_widget_values
 
     sweep = SweepSettings(min_rate=2e-6, max_rate=3e-3, rates=5, steps=6, range_steps=30)

@@ -7,7 +7,7 @@ import pytest
 
 from diagnostics.config.run import RunConfig
 from diagnostics.core.errors import InputError
-from diagnostics.checks.hyperparams import SweepSettings
+from diagnostics.config.training import SweepSettings
 from diagnostics.serve.store import Entry, Job, SharedResults, overfit_job, training_job
 from test_concurrency import at_once
 

@@ -6,7 +6,7 @@ from urllib.parse import urlencode
 
 import streamlit as st
 
-from diagnostics.checks.hyperparams import SweepSettings
+from diagnostics.config.training import SweepSettings
 from diagnostics.i18n import _
 from diagnostics.config.settings import sweep_widget_values, widget_values
 from ui.caches import hub_reachable

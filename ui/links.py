@@ -10,10 +10,9 @@ from typing import Any, Callable
 from diagnostics.config.run import CODE_ONLY_FIELDS, RunConfig, default_config
 from diagnostics.core.errors import InputError
 from diagnostics.config.tasks import get_task
-from diagnostics.checks.hyperparams import SweepSettings
+from diagnostics.config.training import DEFAULT_EPOCHS, SweepSettings
 from diagnostics.i18n import DEFAULT_LANGUAGE, LANGUAGES, message_of, msg
-from diagnostics.checks.overfit import DEFAULT_EPOCHS
-from diagnostics.core.runner import validate_epochs
+from diagnostics.walk.runner import validate_epochs
 from diagnostics.config.scenarios import SCENARIOS
 from diagnostics.config.settings import EPOCHS, LINKED, SWEEP_SETTINGS
 

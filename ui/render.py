@@ -7,12 +7,14 @@ from typing import Callable
 
 import streamlit as st
 
-from diagnostics.core.causes import Found
+from diagnostics.walk.causes import Found
 from diagnostics.core.errors import InputError
 from diagnostics.i18n import _, localize, message_of
-from diagnostics.core.registry import CHECKS, STAGE_ORDER, STAGE_TITLES
+from diagnostics.walk.registry import CHECKS
+from diagnostics.core.check import STAGE_ORDER, STAGE_TITLES
 from diagnostics.report.formats import EXPLAINED_MARK, STATUS_MARKS, causes_headline, fix_is_code
-from diagnostics.core.result import CheckResult, Status, worst_first
+from diagnostics.core.result import CheckResult, Status
+from diagnostics.walk.causes import worst_first
 
 STATUS_ICONS = {
     Status.PASS: ":material/check_circle:",

@@ -15,7 +15,7 @@ from diagnostics.config.settings import BY_FIELD
 from ui.caches import hub_reachable
 from ui.render import choice
 from ui.session import CONFIG_KEY, NO_SCENARIO
-from diagnostics.core.causes import owners
+from diagnostics.walk.causes import owners
 from ui.shared import recalled_all
 
 # The settings a scenario may set (its data source only when it is not the user's own files).

@@ -7,9 +7,8 @@ import streamlit as st
 
 from diagnostics.keras import loading
 from diagnostics.config.run import RunConfig, default_config
-from diagnostics.checks.hyperparams import SweepSettings
+from diagnostics.config.training import DEFAULT_EPOCHS, SweepSettings
 from diagnostics.i18n import DEFAULT_LANGUAGE, LANGUAGES, N_, _, language_from_locale, set_language
-from diagnostics.checks.overfit import DEFAULT_EPOCHS
 from diagnostics.config.settings import (EPOCHS, SWEEP_SETTINGS, config_from_widgets, sweep_from_widgets, sweep_widget_values,
                                   widget_values)
 from ui.caches import hub_reachable

@@ -8,12 +8,12 @@ import math
 import streamlit as st
 
 from diagnostics.core.budget import time_left_text
-from diagnostics.core.causes import explain
+from diagnostics.walk.causes import explain
 from diagnostics.core.errors import InputError
-from diagnostics.checks.hyperparams import SweepSettings
+from diagnostics.config.training import DEFAULT_EPOCHS, SweepSettings
 from diagnostics.i18n import _, localize, msgn
-from diagnostics.checks.overfit import DEFAULT_EPOCHS
-from diagnostics.core.registry import CHECKS, STAGE_ORDER, UNITS, units_of
+from diagnostics.walk.registry import CHECKS, UNITS, units_of
+from diagnostics.core.check import STAGE_ORDER
 from diagnostics.core.result import CheckResult
 from diagnostics.config.scenarios import SCENARIOS
 from diagnostics.serve.store import KINDS, NEEDS_MODEL, Entry, Flight, Job, SharedResults, overfit_job, training_job

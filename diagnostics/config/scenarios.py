@@ -49,7 +49,7 @@ class Scenario:
 
     def unexpected(self, owners: set[str]) -> list[str]:
         """The checks naming a cause this scenario does not inject, in the walk's order."""
-        from diagnostics.core.registry import CHECKS
+        from diagnostics.walk.registry import CHECKS
 
         return [check for check in CHECKS if check in owners and check not in self.expected_ids()]
 

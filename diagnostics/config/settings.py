@@ -13,7 +13,7 @@ from typing import Any, Callable, Mapping
 
 from diagnostics.config.run import DATA_SOURCES, LOSSES, OPTIMIZERS, RunConfig, parse_data_files
 from diagnostics.core.errors import InputError
-from diagnostics.checks.hyperparams import SweepSettings
+from diagnostics.config.training import SweepSettings
 from diagnostics.config.tasks import TASKS
 from diagnostics.i18n import N_, msg
 

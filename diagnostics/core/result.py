@@ -10,6 +10,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from diagnostics.core.check import Check
 from diagnostics.core.budget import BudgetExceeded, check_deadline
 from diagnostics.i18n import Text, from_data, message_of, msg, to_data
 
@@ -38,7 +39,7 @@ class CheckResult:
         fix: an action or code that fixes it; None when there is nothing to fix.
         evidence: JSON-serialisable data (row dicts, series) the page renders.
         condition: the registry condition whose rule gave the verdict (None: the check's `otherwise`, a skip or an
-            error); causes are declared by condition (`registry.CAUSES`).
+            error); causes are declared by condition (`Cause.conditions`).
         explained_by: the check that owns the cause explaining this finding (`causes.explain`): the finding keeps
             its evidence and points there instead of counting as a failure of its own; None when it stands alone.
     """
@@ -132,41 +133,26 @@ def run_check(check_id: str, stage: str, check: Callable[..., CheckResult], *arg
         return error_result(check_id, stage, exc)
 
 
-def crossed(check_id: str, evidence: dict, thresholds: dict | None = None) -> list[str]:
-    """The names of a check's registry conditions whose rules the evidence crosses, in declared order.
-
-    Args:
-        thresholds: values that replace the registry's by condition name (the check function's keywords).
-    """
-    from diagnostics.core.registry import CHECKS
-
-    conditions = CHECKS[check_id].conditions
-    values = {**{condition.name: condition.value for condition in conditions}, **(thresholds or {})}
-    return [condition.name for condition in conditions
+def crossed(check: Check, evidence: dict) -> list[str]:
+    """The names of a check's conditions whose rules the evidence crosses, in declared order."""
+    values = check.values()
+    return [condition.name for condition in check.conditions
             if condition.rule is not None and condition.rule(evidence, values[condition.name], values)]
 
 
-def judge(check_id: str, evidence: dict, says: dict, otherwise: str, *, thresholds: dict | None = None,
-          fix: str | None = None) -> CheckResult:
-    """A check's verdict from its registry conditions: the first whose rule the evidence crosses, in declared order,
-    gives its status and `says[name]` ((summary, fix)); else a result of the check's declared `otherwise` status (a
-    pass unless declared) saying `otherwise`, with `fix`. A sentence that can be written only when its condition holds (a value it formats is
-    measured only then) is given as a function of no arguments returning it (for `says`, the pair).
-
-    Args:
-        thresholds: values that replace the registry's by condition name (the check function's keywords).
+def judge(check: Check, evidence: dict, says: dict, otherwise, *, fix: str | None = None) -> CheckResult:
+    """A check's verdict from its conditions: the first whose rule the evidence crosses, in declared order, gives its
+    status and `says[name]` ((summary, fix)); else a result of the check's declared `otherwise` status (a pass unless
+    declared) saying `otherwise`, with `fix`. A sentence that can be written only when its condition holds (a value
+    it formats is measured only then) is given as a function of no arguments returning it (for `says`, the pair).
     """
-    from diagnostics.core.registry import CHECKS
-
-    check = CHECKS[check_id]
-    first = next(iter(crossed(check_id, evidence, thresholds)), None)
+    first = next(iter(crossed(check, evidence)), None)
     if first is None:
-        return CheckResult(check_id, check.stage, Status(check.otherwise),
+        return CheckResult(check.id, check.stage, Status(check.otherwise),
                            otherwise() if callable(otherwise) else otherwise, fix=fix, evidence=evidence)
     summary, fix = says[first]() if callable(says[first]) else says[first]
-    condition = next(condition for condition in check.conditions if condition.name == first)
-    return CheckResult(check_id, check.stage, Status(condition.status), summary, fix=fix, evidence=evidence,
-                       condition=first)
+    return CheckResult(check.id, check.stage, Status(check.condition(first).status), summary, fix=fix,
+                       evidence=evidence, condition=first)
 
 
 def skipped(check_id: str, stage: str, reason: str) -> CheckResult:
@@ -178,16 +164,3 @@ def rank(result: CheckResult) -> float:
     """Where a result stands in a checklist: its status's severity; a finding another check's cause explains after
     the warnings and before the skips (its cause is counted once, at its owner)."""
     return 2.5 if result.explained_by is not None else SEVERITY[result.status]
-
-
-def worst_first(results: list[CheckResult], stage_order: tuple[str, ...]) -> list[CheckResult]:
-    """Order results for a checklist: failing and warning checks first, then the findings they explain, then
-    pipeline order."""
-    from diagnostics.core.registry import CHECKS
-
-    position = {stage: index for index, stage in enumerate(stage_order)}
-    walk = {check_id: index for index, check_id in enumerate(CHECKS)}  # within a stage, the walk's order
-    return sorted(
-        results,
-        key=lambda result: (rank(result), position.get(result.stage, len(position)), walk.get(result.id, len(walk))),
-    )

@@ -6,11 +6,13 @@ import platform
 import re
 from importlib import metadata
 
-from diagnostics.core.causes import Found, causes
+from diagnostics.walk.causes import Found
+from diagnostics.walk.causes import causes
 from diagnostics.config.run import RunConfig, task_title
 from diagnostics.i18n import N_, _, current_language, localize, msg, msgn
-from diagnostics.core.registry import STAGE_ORDER
-from diagnostics.core.result import CheckResult, Status, rank, worst_first
+from diagnostics.core.check import STAGE_ORDER
+from diagnostics.core.result import CheckResult, Status, rank
+from diagnostics.walk.causes import worst_first
 
 STATUS_MARKS = {Status.PASS: N_("PASS"), Status.WARN: N_("WARN"), Status.FAIL: N_("FAIL"), Status.ERROR: N_("ERROR"),
                 Status.SKIP: N_("SKIP")}

@@ -7,10 +7,18 @@ from typing import cast
 
 import plotly.graph_objects as go
 
-from diagnostics.i18n import _
-from diagnostics.core.evidence import Gradients, LabelBalance, NanRows, Overfit, RangeTest, Schedule, Sweep, Truncation
-from diagnostics.core.registry import WARN_DRIFT
+from diagnostics.checks.common import WARN_DRIFT
+from diagnostics.checks.data.label_balance import Evidence as LabelBalance
+from diagnostics.checks.data.truncation import Evidence as Truncation
+from diagnostics.checks.hparams.lr_range_test import Evidence as RangeTest
+from diagnostics.checks.hparams.lr_sweep import Evidence as Sweep
+from diagnostics.checks.hparams.schedule import Evidence as Schedule
+from diagnostics.checks.model.gradients import Evidence as Gradients
+from diagnostics.checks.model.nan_rows import Evidence as NanRows
+from diagnostics.checks.overfit.one_batch import Evidence as Overfit
 from diagnostics.core.result import CheckResult
+from diagnostics.i18n import _
+
 
 SPLIT_COLOUR, BATCH_COLOUR, LIMIT_COLOUR = "#4C78A8", "#F58518", "#E45756"
 

@@ -13,15 +13,14 @@ from typing import Callable, Hashable
 
 from diagnostics.config import limits
 
-from diagnostics.core import registry
+from diagnostics.walk import registry
 from diagnostics.core.budget import time_left
 from diagnostics.config.run import RunConfig
 from diagnostics.core.errors import InputError
-from diagnostics.checks.hyperparams import SweepSettings
+from diagnostics.config.training import DEFAULT_EPOCHS, SweepSettings
 from diagnostics.i18n import Text, msg, msgn
-from diagnostics.checks.overfit import DEFAULT_EPOCHS
 from diagnostics.core.result import CheckResult
-from diagnostics.core.runner import Settings, run_units
+from diagnostics.walk.runner import Settings, run_units
 
 Progress = Callable[[float, str], None]
 

@@ -14,22 +14,22 @@ import numpy as np
 
 from diagnostics.usercode import hooks
 
-from diagnostics.core import registry
-from diagnostics.core.causes import causes
+from diagnostics.walk import registry
+from diagnostics.walk.causes import causes
 from diagnostics.core.context import RunContext
 from diagnostics.keras.devices import outside_user_strategy
-from diagnostics.checks.hyperparams import SweepSettings
-from diagnostics.core.fixes import CodeStyle, RateFix, code_style
-from diagnostics.i18n import N_, localize, msg
+from diagnostics.config.training import DEFAULT_EPOCHS, SweepSettings
+from diagnostics.core.fixes import CodeStyle, code_style
+from diagnostics.i18n import localize, msg
 from diagnostics.keras.internals import fit_argument
 from diagnostics.keras.keras_model import call, class_ids, class_logits, head_of, what_it_trains
 from diagnostics.usercode.own_code import Captured, arrays_as_dataset, build_run
-from diagnostics.checks.overfit import DEFAULT_EPOCHS
-from diagnostics.checks.units import parse_stages, run_stages
-from diagnostics.core.runner import run_units
-from diagnostics.core.registry import STAGE_ORDER, STAGE_TITLES
+from diagnostics.walk.stages import parse_stages, run_stages
+from diagnostics.walk.runner import run_units
+from diagnostics.core.check import STAGE_ORDER, STAGE_TITLES
 from diagnostics.report.formats import STATUS_MARKS, build_report, cause_lines, checklist_lines, markdown_report
-from diagnostics.core.result import CheckResult, Status, judge, worst_first
+from diagnostics.core.result import CheckResult, Status
+from diagnostics.walk.causes import worst_first
 
 FAILING = (Status.FAIL, Status.ERROR)
 # Evidence tables in the HTML report show this many rows each.
@@ -363,7 +363,7 @@ class DiagnoseCallback(_tf_keras_callback()):
         return build_run(captured)
 
     def on_train_batch_end(self, batch, logs=None):
-        from diagnostics.checks.model import divergence_seen
+        from diagnostics.checks.model.divergence import divergence_seen
 
         mean = float(np.asarray((logs or {}).get("loss", np.nan)))
         step = len(self.losses)
@@ -452,40 +452,18 @@ class DiagnoseCallback(_tf_keras_callback()):
         """The first non-finite loss: the batch's rows are judged on the weights training started from (the
         weights of the step that gave it are gone: the step applied NaN gradients). A row that is non-finite
         there is the data's fault; when none is, the weights diverged."""
+        from diagnostics.checks.model.nan_rows import check_nan_rows, in_fit
         from diagnostics.keras.measurement import non_finite_weights
-        from diagnostics.checks.model import check_nan_rows, rate_to_suggest
 
         run, task, _, _, logits, losses, decoded = self._batch_rows()
-        broken = non_finite_weights(self.model)
         result = check_nan_rows(losses, logits, decoded, head_of(self.model).num_labels, task.regression)
-        watched = self._watched()
-        finite = [loss for loss in self.losses[:-1] if math.isfinite(loss)]
-        history = {"step": step + 1, "losses_before": finite[-10:], "weights_now_non_finite": broken[:20],
-                   "curve": watched["losses"], "weight_norms": watched["weight_norms"],
-                   "learning_rate": watched["learning_rate"]}
-        rate = watched["learning_rate"]
-        suggested = rate_to_suggest(rate, watched["usual_rate"])
-        # Judged by model.nan_rows's rules: rows non-finite on the starting weights are the data's fault, else the
-        # loss turned non-finite in fit with every row finite there: the weights diverged.
-        result = judge("model.nan_rows", {**result.evidence, **history, "non_finite_in_fit": True,
-                                          "suggested_rate": suggested}, {
-            "max_non_finite_rows": (msg("At step {step}, the first non-finite loss. {finding}", step=step + 1,
-                                        finding=result.summary), result.fix),
-            "non_finite_in_fit": (
-                msg("The loss became non-finite at step {step} (after {before}) although every row of that batch has "
-                    "a finite loss on the weights training started from: the weights diverged ({broken} weight "
-                    "tensors are now non-finite, e.g. {examples}), so the learning rate {rate} is too high for this "
-                    "model.", step=step + 1, before=", ".join(f"{v:.3g}" for v in finite[-3:]) or "-",
-                    broken=len(broken), examples=", ".join(broken[:2]) or "-",
-                    rate=f"{rate:g}" if rate is not None else "?"),
-                RateFix(suggested, N_("{code}  # or the sweep's: python -m diagnostics run --stages hparams"))),
-        }, "")
+        result = in_fit(result, step, self.losses[:-1], non_finite_weights(self.model), self._watched())
         return Report(run.config, [result], extra={"nan_step": step + 1})
 
     def _divergence_drilldown(self, step: int) -> Report:
         """A run that diverges with a finite loss: the batch's rows on the weights training started from and on
         the weights now say whether the rows or the weights make the loss high."""
-        from diagnostics.checks.model import check_divergence
+        from diagnostics.checks.model.divergence import check_divergence
         from diagnostics.keras.training import per_sample_losses
 
         run, task, inputs, labels, _, at_start, decoded = self._batch_rows()

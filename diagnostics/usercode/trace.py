@@ -567,7 +567,7 @@ class _Child:
         write the report file; what the checks cannot take is said, never a traceback."""
         from diagnostics.core.errors import InputError
         from diagnostics.usercode.own_code import build_run
-        from diagnostics.checks.units import parse_skip, parse_stages, run_stages
+        from diagnostics.walk.stages import parse_skip, parse_stages, run_stages
         from diagnostics.report.formats import build_report
 
         try:
@@ -658,7 +658,7 @@ class _Child:
     def on_error(self, exc: BaseException) -> None:
         """Diagnose an exception the script raised before fit, and write the report."""
         from diagnostics.usercode import hooks
-        from diagnostics.core.registry import CHECKS, run_check_ids
+        from diagnostics.walk.registry import CHECKS, run_check_ids
         from diagnostics.core.result import skipped
 
         frames = [entry for entry in traceback.extract_tb(exc.__traceback__)
@@ -690,7 +690,7 @@ class _Child:
     def _diagnose_columns(self, exc: BaseException, call: dict, where: str) -> dict:
         """The Data stage on the split and arguments of the `to_tf_dataset` call that raised."""
         from diagnostics.usercode.own_code import Captured, build_run
-        from diagnostics.checks.units import data_stage
+        from diagnostics.walk.stages import data_stage
         from diagnostics.report.formats import build_report
 
         frame = None

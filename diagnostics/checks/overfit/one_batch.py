@@ -1,26 +1,28 @@
-"""Overfit stage: train a copy on one batch holding every label; a pipeline that cannot memorise one batch is broken."""
+"""overfit.one_batch: one batch holding every label memorised by plain model.fit."""
 
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from typing import Any, Callable, TypedDict
 
 import numpy as np
 
-from diagnostics.i18n import Text, joined, msg
+from diagnostics.checks.common import WARN_DRIFT
 from diagnostics.config.run import RunConfig
-from diagnostics.core.fixes import RateFix
-from diagnostics.keras.batches import LABEL, FirstBatch, build_batch, decoded_rows, split_labels
 from diagnostics.config.tasks import GlueTask
-from diagnostics.keras.keras_model import call, class_logits, head_of
+from diagnostics.config.training import DEFAULT_EPOCHS
 from diagnostics.core.budget import check_deadline
-from diagnostics.core.registry import threshold
+from diagnostics.core.check import Check, Condition
+from diagnostics.core.context import RunContext
+from diagnostics.core.evidence import Rows
+from diagnostics.core.fixes import RateFix
 from diagnostics.core.result import CheckResult, crossed, judge
-from diagnostics.keras.training import (SharedCopy, effective_rate, first_line, is_pretrained, usual_rate_of,
-                                  round_down_rate, split_batch, smoothed, weight_drift)
-
-STAGE = "overfit"
-DEFAULT_EPOCHS = 20
+from diagnostics.core.rules import Above, All, AtMost, Holds, ShareAbove
+from diagnostics.i18n import N_, Text, joined, msg
+from diagnostics.keras.batches import FirstBatch, LABEL, build_batch, decoded_rows, split_labels
+from diagnostics.keras.keras_model import call, class_logits, head_of
+from diagnostics.keras.training import (SharedCopy, effective_rate, first_line, is_pretrained, round_down_rate,
+                                        smoothed, split_batch, usual_rate_of, weight_drift)
 
 
 def every_label_indices(labels: np.ndarray, task: GlueTask, batch_size: int, seed: int) -> tuple[list[int], list[str]]:
@@ -114,7 +116,7 @@ def _no_curve(figures: dict[str, Any], evidence: dict[str, Any]) -> CheckResult 
     evidence["nan_from_start"] = not figures.get("error")
     labels = msg(" {count} of the batch's labels lie outside [0, {num_labels}).", count=evidence["out_of_range_labels"],
                  num_labels=evidence.get("num_labels")) if evidence.get("out_of_range_labels") else ""
-    return judge("overfit.one_batch", evidence, {
+    return judge(CHECK, evidence, {
         "fit_raises": (msg("model.fit on the batch raised {error} (on a GPU this shows as loss: nan instead).{labels}",
                            error=figures.get("error"), labels=labels),
                        msg("Run model.fit on this batch with run_eagerly=True to see where it raises.")),
@@ -162,13 +164,7 @@ def _not_learning(shape: dict[str, Any], figures: dict[str, Any], best_rate: flo
 
 
 def check_overfit(figures: dict[str, Any], rows: list[dict[str, Any]], *,
-                  missing_labels: list[str] | None = None, best_rate: float | None = None,
-                  memorised_share: float = threshold("overfit.one_batch", "memorised_share"),
-                  memorised_value: float = threshold("overfit.one_batch", "memorised_value"),
-                  learning_progress: float = threshold("overfit.one_batch", "learning_progress"),
-                  learning_falls: float = threshold("overfit.one_batch", "learning_falls"),
-                  spike_share: float = threshold("overfit.one_batch", "spike_share"),
-                  warn_drift: float = threshold("overfit.one_batch", "warn_drift")) -> CheckResult:
+                  missing_labels: list[str] | None = None, best_rate: float | None = None) -> CheckResult:
     """Judge the overfit run by its curve with the registry's rules, in their order (a run with no curve:
     `_no_curve`).
 
@@ -191,9 +187,7 @@ def check_overfit(figures: dict[str, Any], rows: list[dict[str, Any]], *,
         return broken
     losses, accuracy, rate = figures["losses"], figures["final_accuracy"], figures["learning_rate"]
     evidence.update(curve_shape(losses), all_right=accuracy is None or accuracy == 1.0)
-    values = {"memorised_share": memorised_share, "memorised_value": memorised_value, "spike_share": spike_share,
-              "learning_progress": learning_progress, "learning_falls": learning_falls, "warn_drift": warn_drift}
-    memorised = bool({"memorised_share", "memorised_value"} & set(crossed("overfit.one_batch", evidence, values)))
+    memorised = bool({"memorised_share", "memorised_value"} & set(crossed(CHECK, evidence)))
     run = _run(figures)
     note = msg(" The split has no {labels}, so the batch cannot hold every label.", labels=", ".join(missing_labels)) \
         if missing_labels else ""
@@ -206,7 +200,7 @@ def check_overfit(figures: dict[str, Any], rows: list[dict[str, Any]], *,
     cause, fix = _not_learning(evidence, figures, best_rate, lower_fix)
     # Each verdict's `reading` is what the curve says of the rate; a finding another check's cause explains (the
     # sweep's rate, the loss) is said without it (`causes.explain`).
-    return judge("overfit.one_batch", evidence, {
+    return judge(CHECK, evidence, {
         "max_non_finite_epochs": (
             msg("After {run}, {went}{reached}{reading}.{note}", run=run, went=went, reached=reached, note=note,
                 reading=msg(": the learning rate is too high")), lower_fix),
@@ -219,7 +213,7 @@ def check_overfit(figures: dict[str, Any], rows: list[dict[str, Any]], *,
             msg("After {run} the model {outcome}{reached}, but each epoch moved its pretrained weights by {drift:.1e} "
                 "of their size (more than {limit:g}){reading}.{note}", run=run,
                 outcome=msg("memorised the batch") if memorised else went, reached=reached,
-                drift=figures.get("drift_per_step") or 0.0, limit=warn_drift, note=note,
+                drift=figures.get("drift_per_step") or 0.0, limit=CHECK.value("warn_drift"), note=note,
                 reading=msg(": a real run of a few hundred steps at this rate overwrites what pretraining learned, "
                             "however well one batch is memorised")), lower_fix),
         "memorised_share": memorised_says, "memorised_value": memorised_says,
@@ -228,7 +222,7 @@ def check_overfit(figures: dict[str, Any], rows: list[dict[str, Any]], *,
                 "slowly at this rate; more epochs would memorise the batch.{note}", run=run, went=went,
                 reached=reached, progress=evidence["progress"], note=note), None),
     }, msg("After {run}, {went}{reached}.{reading}{note}", run=run, went=went, reached=reached, note=note,
-           reading=joined([" ", cause], "")), thresholds=values, fix=fix)
+           reading=joined([" ", cause], "")), fix=fix)
 
 
 def run_overfit_checks(config: RunConfig, model, tokenizer, split, *, epochs: int = DEFAULT_EPOCHS,
@@ -276,3 +270,67 @@ def run_overfit_checks(config: RunConfig, model, tokenizer, split, *, epochs: in
         row["predicted_name"] = task.label_name(prediction)
         row["correct"] = None if task.regression else prediction == row["label"]
     return [check_overfit(figures, rows, missing_labels=missing, best_rate=best_rate)]
+
+
+def measure_overfit(run: RunContext, *, epochs: int, rate: float | None, best_rate: float | None,
+                    configured_broke: bool | None, progress, copies) -> list[CheckResult]:
+    return run_overfit_checks(run.config, run.classifier[0], run.tokenizer, run.split, epochs=epochs, rate=rate,
+                              best_rate=best_rate, configured_broke=configured_broke, progress=progress,
+                              copies=copies)
+
+
+class Evidence(TypedDict, total=False):
+    """What overfit.one_batch puts in its evidence (the charts, tables and JSON report read it)."""
+
+    losses: list[float | None]
+    accuracies: list[float | None]
+    ln_k: float
+    rows: Rows  # position, index, label, label_name, predicted, predicted_name, correct, decoded, tokens
+    predictions: list[int]
+    # The curve's shape (overfit.curve_shape), which the registry's rules judge:
+    first_loss: float
+    final_loss: float
+    lowest_loss: float
+    progress: float  # the share of the first loss shed by the last epoch
+    spike: float  # the largest rise above the lowest loss so far
+    spike_at: int | None
+    falling_share: float  # the share of epochs that lowered the smoothed loss
+    non_finite_epochs: int
+    all_right: bool  # every row predicted right (always, for regression: judged on the loss alone)
+    epochs: int
+    final_accuracy: float
+    learning_rate: float  # the rate the copy trained at
+    configured_rate: float  # the configured one
+    rate_source: str  # "configured"; "usual" or "sweep" (the sweep measured the configured rate as too high); "given"
+    at_configured_rate: bool  # it trained at the configured rate (a finding the sweep's rate cause can explain)
+    num_labels: int  # the head's outputs
+    out_of_range_labels: int  # labels of the batch the head cannot take
+    best_rate: float | None
+    drift_per_step: float | None
+    missing_labels: list[str]
+    pretrained: bool
+    error: str  # model.fit on the batch raised
+    nan_from_start: bool  # the loss was NaN from the first epoch: no curve to judge
+
+
+CHECK = Check("overfit.one_batch", N_("one batch holding every label memorised by plain model.fit"),
+              trains=True, otherwise="fail", conditions=(
+    # Judged in this order; a curve no rule finds well is a fail (the loss rose, stayed put or fell too slowly).
+    Condition("fit_raises", None, "fail when model.fit on the batch raises", Holds("error"), status="fail"),
+    Condition("no_finite_start", None, "fail when the loss is NaN from the first epoch (no curve to judge)",
+              Holds("nan_from_start"), status="fail"),
+    Condition("max_non_finite_epochs", 0, "fail when more epochs than this end on a NaN or infinite loss",
+              Above("non_finite_epochs"), status="fail"),
+    Condition("spike_share", 0.25, "fail when the loss rises above its lowest point by this share of its start",
+              ShareAbove("spike", "first_loss"), status="fail"),
+    Condition("warn_drift", WARN_DRIFT, "warn when an epoch moves pretrained kernels by more than this",
+              Above("drift_per_step")),
+    Condition("memorised_share", 0.5, "memorised: every row right and the loss at most this share of its start",
+              All((Holds("all_right"), ShareAbove("final_loss", "first_loss", at_most=True))), status="pass"),
+    Condition("memorised_value", 0.05, "memorised: every row right and the loss below this",
+              All((Holds("all_right"), AtMost("final_loss", below=True))), status="pass"),
+    Condition("learning_progress", 0.05, "learning: every row right and the loss fell at least this share of its start",
+              All((Holds("all_right"), Above("progress", or_equal=True),
+                   Above("falling_share", or_equal=True, of="learning_falls"))), status="pass"),
+    Condition("learning_falls", 0.8, "learning: and at least this share of the epochs lowered the smoothed loss")),
+              evidence=Evidence)

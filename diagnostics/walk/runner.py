@@ -8,24 +8,23 @@ what this returns) all run checks through `run_units`; nothing else decides what
 from __future__ import annotations
 
 import gc
-import importlib
 import math
 from dataclasses import dataclass, fields, replace
 
 from diagnostics.config import limits
 
-from diagnostics.core import registry
+from diagnostics.walk import registry
+from diagnostics.core.check import Unit
 from diagnostics.core.budget import BudgetExceeded, run_budget
-from diagnostics.core.causes import explain
+from diagnostics.walk.causes import explain
 from diagnostics.core.context import RunContext
 from diagnostics.keras.batches import LABEL
 from diagnostics.core.errors import InputError
 from diagnostics.core.fixes import CodeStyle, code_style
-from diagnostics.checks.hyperparams import SweepSettings
+from diagnostics.config.training import DEFAULT_EPOCHS, SweepSettings
 from diagnostics.i18n import Text, joined, msg, msgn
 from diagnostics.keras.keras_model import head_of
 from diagnostics.keras.measurement import configured_loss_value
-from diagnostics.checks.overfit import DEFAULT_EPOCHS
 from diagnostics.core.result import CheckResult, error_result, run_check, skipped
 from diagnostics.keras.training import SharedCopy
 
@@ -122,7 +121,7 @@ def run_unit(run: RunContext, name: str, settings: Settings, progress=None, earl
     its function's results (or, for a unit without one, each check's own `measure`); never raising but for unusable
     input.
 
-    A check that requires more than its unit (`registry.Check.requires`) is skipped alone, and the unit's function
+    A check that requires more than its unit (`Check.requires`) is skipped alone, and the unit's function
     answers for the others. Anything a need or the unit's shared work raises (a batch, a model copy, a
     decode) becomes an `error` result for each check still to answer, naming the exception, with the traceback in
     the evidence (for a unit without a function, for the check that read it: see `measured_alone`); past the time
@@ -133,18 +132,18 @@ def run_unit(run: RunContext, name: str, settings: Settings, progress=None, earl
     """
     unit = registry.UNITS[name]
     skips: list[CheckResult] = []
-    wanted = unit.checks
+    wanted = registry.unit_checks(unit.name)
     try:
         with run_budget():
             if not unit.function:  # each check measures alone: its needs are read, and it runs, in its own guard
-                return [measured_alone(run, check) for check in unit.checks]
-            reasons = {check: blocked(run, registry.CHECKS[check].needs) for check in unit.checks}
+                return [measured_alone(run, check) for check in registry.unit_checks(unit.name)]
+            reasons = {check: blocked(run, registry.needs_of(registry.CHECKS[check])) for check in wanted}
             skips = [skipped(check, unit.stage, reason) for check, reason in reasons.items() if reason is not None]
             wanted = tuple(check for check, reason in reasons.items() if reason is None)
             if not wanted:
                 return skips
             kwargs = inputs(unit, settings, progress, earlier, copies)
-            return skips + [result for result in function_of(unit)(run, **kwargs) if result.id in wanted]
+            return skips + [result for result in unit.function(run, **kwargs) if result.id in wanted]
     except InputError:
         raise
     except BudgetExceeded as exc:
@@ -152,7 +151,7 @@ def run_unit(run: RunContext, name: str, settings: Settings, progress=None, earl
     except Exception as exc:  # one broken piece of shared work must not blank the page
         return skips + [error_result(check, unit.stage, exc) for check in wanted]
     finally:
-        if unit.copy or any(registry.CHECKS[check].trains for check in unit.checks):
+        if unit.copy or any(registry.CHECKS[check].trains for check in registry.unit_checks(unit.name)):
             gc.collect()
 
 
@@ -164,24 +163,13 @@ def measured_alone(run: RunContext, check_id: str) -> CheckResult:
     check = registry.CHECKS[check_id]
 
     def measure() -> CheckResult:
-        reason = blocked(run, check.needs)
-        return skipped(check_id, check.stage, reason) if reason is not None else imported(check.measure)(run)
+        reason = blocked(run, registry.needs_of(check))
+        return skipped(check_id, check.stage, reason) if reason is not None else check.measure(run)
 
     return run_check(check_id, check.stage, measure, reraise=InputError)
 
 
-def function_of(unit: registry.Unit):
-    """The unit's function, imported from its dotted name."""
-    return imported(unit.function)
-
-
-def imported(dotted: str):
-    """A function from its importable dotted name."""
-    module, _, attribute = dotted.rpartition(".")
-    return getattr(importlib.import_module(module), attribute)
-
-
-def inputs(unit: registry.Unit, settings: Settings, progress, earlier, copies=None) -> dict:
+def inputs(unit: Unit, settings: Settings, progress, earlier, copies=None) -> dict:
     """The keywords a unit is called with: the settings it takes, the outputs it reads (from a result of this
     call, else from `settings`), its progress callback, and the call's shared copy of the model."""
     kwargs = {field.name: getattr(settings, field.name) for field in fields(settings) if field.name in unit.takes}

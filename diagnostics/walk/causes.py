@@ -12,8 +12,9 @@ from dataclasses import dataclass, replace
 
 from diagnostics.core.fixes import RateFix
 from diagnostics.i18n import Text
-from diagnostics.core.registry import CAUSES, CHECKS, Cause, Explains
-from diagnostics.core.result import SEVERITY, CheckResult, Status
+from diagnostics.core.check import Cause, Explains
+from diagnostics.walk.registry import CAUSES, CHECKS
+from diagnostics.core.result import SEVERITY, CheckResult, Status, rank
 
 FLAGGED = (Status.WARN, Status.FAIL)
 # A summary's value of this name is what its check reads into the measurement (e.g. "the learning rate is too high"):
@@ -131,3 +132,14 @@ def causes(results: list[CheckResult]) -> list[Found]:
 def owners(results: list[CheckResult]) -> set[str]:
     """The checks owning a cause among these (explained) results."""
     return {cause.owner for cause in causes(results)}
+
+
+def worst_first(results: list[CheckResult], stage_order: tuple[str, ...]) -> list[CheckResult]:
+    """Order results for a checklist: failing and warning checks first, then the findings they explain, then
+    pipeline order."""
+    position = {stage: index for index, stage in enumerate(stage_order)}
+    walk = {check_id: index for index, check_id in enumerate(CHECKS)}  # within a stage, the walk's order
+    return sorted(
+        results,
+        key=lambda result: (rank(result), position.get(result.stage, len(position)), walk.get(result.id, len(walk))),
+    )

@@ -1,21 +1,20 @@
-"""Data stage, trained: do the labels carry signal? A short run on the given labels against the same run on
-labels shuffled at random, judged on held-out rows of the split."""
+"""data.learnability: the given labels are learned better than the same labels shuffled."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
-from diagnostics.core.chance import chance_of_at_least
-from diagnostics.i18n import msg
 from diagnostics.config.run import RunConfig
+from diagnostics.core.chance import chance_of_at_least
+from diagnostics.core.check import Cause, Check, Condition, Explains
+from diagnostics.core.context import RunContext
+from diagnostics.core.result import CheckResult, judge, run_check
+from diagnostics.core.rules import Above, All, AtMost, Holds
+from diagnostics.i18n import N_, msg
 from diagnostics.keras.batches import LABEL, LEARNABILITY_CONTROL, batches_of, build_batch, shuffled_labels
-from diagnostics.core.registry import threshold
-from diagnostics.core.result import CheckResult, judge
-from diagnostics.keras.training import SharedCopy, Trainer, held_out_figures, is_pretrained
-
-CHECK_ID, STAGE = "data.learnability", "data"
+from diagnostics.keras.training import SharedCopy, Trainer, held_out_figures, is_pretrained, usual_rate_of
 
 
 def held_out_score(trainer: Trainer, batches: list, held, config: RunConfig, steps: int, rate: float
@@ -56,11 +55,7 @@ def learnability_figures(model, tokenizer, config: RunConfig, split, *, rate: fl
             "train_rows": len(train), "held_rows": len(held), "steps": steps, "learning_rate": rate, "regression": config.glue_task.regression}
 
 
-def check_learnability(figures: dict[str, Any], *,
-                       min_accuracy_gain: float = threshold("data.learnability", "min_accuracy_gain"),
-                       max_p_value: float = threshold("data.learnability", "max_p_value"),
-                       max_error_ratio: float = threshold("data.learnability", "max_error_ratio"),
-                       fit_margin: float = threshold("data.learnability", "fit_margin")) -> CheckResult:
+def check_learnability(figures: dict[str, Any]) -> CheckResult:
     """Do the given labels carry signal the model picks up, compared with the same labels shuffled?
 
     Held-out rows decide first: the given labels pass when they beat both the shuffled control and the majority
@@ -98,7 +93,7 @@ def check_learnability(figures: dict[str, Any], *,
     # 1.09 to 0.41 with the given labels, 1.09 to 0.43 with shuffled ones) and a short run at a fine-tuning rate
     # may not generalise yet, so for it nothing here separates detached labels from a hard task. A randomly
     # initialised model at its high rate learns labels that carry signal within this run (the demo kit's do).
-    return judge(CHECK_ID, evidence, {
+    return judge(CHECK, evidence, {
         "min_accuracy_gain": signal, "max_error_ratio": signal,
         "fit_margin": (
             msg("The labels carry structure: after {run}, {fits}; real labels are fitted faster than random ones. "
@@ -114,6 +109,59 @@ def check_learnability(figures: dict[str, Any], *,
     }, msg("Inconclusive: after {run}, the given labels neither beat the shuffled ones on held-out rows ({numbers}) "
            "nor were fitted faster ({fits}). A pretrained model memorises random labels about as fast as real ones, "
            "and a run this short on a hard task may not generalise yet, so it cannot tell detached labels from a "
-           "hard task; a longer run on more rows would.", run=run, numbers=numbers, fits=fits),
-        thresholds={"min_accuracy_gain": min_accuracy_gain, "max_p_value": max_p_value,
-                    "max_error_ratio": max_error_ratio, "fit_margin": fit_margin})
+           "hard task; a longer run on more rows would.", run=run, numbers=numbers, fits=fits))
+
+
+def measure_learnability(run: RunContext, *, copies) -> list[CheckResult]:
+    """At the checkpoint's usual rate, whatever the configured one (the rate is the sweep's question)."""
+    model = run.classifier[0]
+    return [run_check(CHECK.id, CHECK.stage, lambda: check_learnability(learnability_figures(
+        model, run.tokenizer, run.config, run.split, rate=usual_rate_of(model), copies=copies)))]
+
+
+class RunScore(TypedDict):
+    score: float
+    first_train_loss: float
+    final_train_loss: float
+
+
+class Evidence(TypedDict, total=False):
+    """What data.learnability puts in its evidence (the charts, tables and JSON report read it)."""
+
+    given: RunScore
+    shuffled: RunScore
+    chance: float
+    held_rows: int
+    train_rows: int
+    learning_rate: float
+    pretrained: bool
+    regression: bool
+    steps: int
+    # What the registry's rules read:
+    accuracy_gain: float  # held-out accuracy above the better of the shuffled run's and the majority label's
+    p_value: float  # how often that many right answers come by chance at that better accuracy
+    error_ratio: float | None  # regression: held-out error over the shuffled run's
+    fit_gain: float | None  # the share by which the given labels' final training loss is below the shuffled run's
+
+
+CHECK = Check("data.learnability", N_("the given labels are learned better than the same labels shuffled"),
+              trains=True, unit="learnability", otherwise="skip", conditions=(
+    # Judged in this order; when none is crossed the run cannot tell (a skip that says so, with the numbers).
+    Condition("min_accuracy_gain", 0.1, "pass when held-out accuracy beats the shuffled run and the majority by this",
+              All((Above("accuracy_gain", or_equal=True), AtMost("p_value", of="max_p_value"))), status="pass"),
+    Condition("max_p_value", 0.01, "and when that many right answers come by chance at most this often (binomial tail)"),
+    Condition("max_error_ratio", 0.8, "regression: pass when held-out error is below this share of the shuffled run's",
+              AtMost("error_ratio", below=True), status="pass"),
+    Condition("fit_margin", 0.1, "pass when the given labels' training loss ends more than this share below the shuffled "
+                                 "run's", Above("fit_gain"), status="pass"),
+    Condition("random_weights", None, "warn when neither separates them on a randomly initialised model (it learns "
+                                      "labels that carry signal within the run)", Holds("pretrained", False))),
+              evidence=Evidence)
+
+# The causes this check owns (the registry orders every check's causes: `walk.registry.CAUSE_ORDER`).
+CAUSES = (
+    # Labels that carry no signal: every rate's held-out loss rises or stays, so the sweep's ranking of rates by it
+    # (and its verdict on the configured rate, short of a loss that broke) says nothing about the rate.
+    Cause("random_labels", "data.learnability", ("random_weights",), N_("labels that do not match their texts"),
+          (Explains("hparams.lr_sweep", ("too_high", "warn_decades", "no_good_rate"), Holds("configured_broke", False)),)),
+)

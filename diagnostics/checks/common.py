@@ -1,0 +1,26 @@
+"""What checks of several stages share: the findings of other checks that two causes explain alike (named once for
+both owners' `CAUSES`), and the weight-drift bounds the sweep and the overfit test judge by."""
+
+from __future__ import annotations
+
+from diagnostics.core.check import Explains
+from diagnostics.core.rules import Above, Holds
+
+
+OUT_OF_RANGE = Above("out_of_range_labels")  # the first batch holds labels the head cannot take
+# What labels the head has no output for stop (data.label_range's and model.config's causes).
+LABELS_STOP = (Explains("model.forward", ("fit_call_raises",), OUT_OF_RANGE),
+               Explains("model.nan_rows", ("max_non_finite_rows",), Holds("labels_cause")),
+               Explains("model.gradients", ("step_raises",), OUT_OF_RANGE),
+               Explains("overfit.one_batch", ("fit_raises", "no_finite_start"), OUT_OF_RANGE))
+# What a model that learns nothing shows (hparams.loss's and model.gradients's causes).
+NOTHING_LEARNS = (Explains("model.weights_after_step", ("min_moved",)), Explains("data.learnability"),
+                  Explains("hparams.lr_sweep", ("no_good_rate",)), Explains("hparams.lr_range_test"),
+                  Explains("overfit.one_batch"))
+
+# Weight drift a step (median over pretrained kernels of |change| / |kernel|). Above 1e-3 a step, a few hundred
+# steps overwrite what pretraining learned. Measured on all-MiniLM-L6-v2 with Adam (bench/lr_truth.py): 1e-4
+# gives about 7e-4 a step and fine-tunes well; 3e-4 gives about 2e-3 and ends well below the best held-out
+# accuracy; 1e-3 gives about 6e-3 and collapses to one class.
+WARN_DRIFT = 1e-3
+FAIL_DRIFT = 3e-3

@@ -1,0 +1,151 @@
+"""data.columns: the task's columns and the columns given to to_tf_dataset exist."""
+
+from __future__ import annotations
+
+from typing import Any, TypedDict
+
+from diagnostics.checks.data.label_range import _rows
+from diagnostics.config.tasks import GlueTask
+from diagnostics.core.check import Check, Condition
+from diagnostics.core.context import RunContext
+from diagnostics.core.result import CheckResult, judge
+from diagnostics.core.rules import Holds
+from diagnostics.i18n import N_, joined, msg, msgn
+from diagnostics.keras.batches import FirstBatch, LABEL
+
+
+def check_columns(
+    split_columns: list[str], task: GlueTask, batch: FirstBatch, model_input_names: list[str], *,
+    read_back: bool = False
+) -> CheckResult:
+    """The task's text and label columns exist, and every column requested from `to_tf_dataset` does.
+
+    Args:
+        read_back: the batches are those of data given to fit, read back (no `to_tf_dataset` call to fix).
+    """
+    needed = list(task.text_columns) + [LABEL]
+    missing_in_split = [column for column in needed if column not in split_columns]
+    available = batch.available_columns
+    requested = batch.requested_columns + (batch.label_columns or [])
+    missing_requested = [column for column in requested if column not in available]
+    # What leaving an input out costs: no attention mask, attention to padding; no segment ids, a sentence pair read
+    # as one segment (a single sentence is segment 0 anyway). Other inputs default to what the model would build.
+    costly = ["attention_mask"] + (["token_type_ids"] if len(task.text_columns) > 1 else [])
+    left_out = [name for name in model_input_names if name not in batch.requested_columns and name in costly]
+    evidence = {
+        "split_columns": split_columns,
+        "needed": needed,
+        "requested": requested,
+        "available_after_tokenizing": available,
+        "missing": missing_in_split + missing_requested,
+        "missing_in_split": missing_in_split,
+        "missing_requested": missing_requested,
+        "model_inputs_left_out": left_out,
+    }
+    suggested = list(model_input_names) + [LABEL]
+    return judge(CHECK, evidence, {
+        "missing_columns": lambda: (
+            msg("The split lacks {missing}: {task} needs {needed}; it has: {found}.", missing=", ".join(missing_in_split),
+                task=task.name, needed=", ".join(needed), found=", ".join(split_columns)),
+            f"dataset = dataset.rename_column('<your column>', '{missing_in_split[0]}')"),
+        "missing_requested": (
+            msg("to_tf_dataset asks for {missing}, which does not exist; the tokenized split has: {found}.",
+                missing=", ".join(missing_requested), found=", ".join(available)),
+            f"to_tf_dataset(columns={suggested!r}, collate_fn=DataCollatorWithPadding(tokenizer, return_tensors='np'), "
+            "...)"),
+        "inputs_left_out": lambda: (
+            msg("{what} leaves out {costs}.", what=msg("columns=") if not read_back else msg("The data given to fit"),
+                costs=joined([msg("attention_mask, so the model attends to padding") if name == "attention_mask" else
+                              msg("token_type_ids, so both sentences of each pair read as the first segment")
+                              for name in left_out], "; ")),
+            f"to_tf_dataset(columns={suggested!r}, ...)" if not read_back else
+            msg("Give the model every input the tokenizer returns for it: {names}.", names=", ".join(model_input_names))),
+    }, msg("All {count} requested columns exist ({columns}), and the split has every column {task} needs.",
+           count=len(requested), columns=", ".join(requested), task=task.name))
+
+
+def missing_columns_result(split_columns: list[str], task: GlueTask, missing: list[str]) -> CheckResult:
+    """data.columns when the split lacks some of the task's columns, with what the file's shape suggests: another
+    delimiter (one column whose name holds the others), or no header row (the first row read as names)."""
+    needed = list(task.text_columns) + [LABEL]
+    hint: Any = ""
+    joined = next(((name, mark) for name in split_columns for mark in (";", ",", "\t", "|")
+                   if sum(column in name for column in needed) >= 2 and mark in name), None)
+    if joined:
+        hint = msg(" The file was read as if its columns were not split: the column {column} holds the names, so it "
+                   "separates them with {mark}; write it as csv (commas) or tsv (tabs).", column=repr(joined[0]),
+                   mark=repr(joined[1]))
+    elif not set(needed) & set(split_columns) and any(" " in name or name.strip().lstrip("-").replace(".", "").isdigit()
+                                                       for name in split_columns):
+        hint = msg(" Its first row looks like data, not a header: the file needs a header row naming {needed}.",
+                   needed=", ".join(needed))
+    return judge(CHECK, {"split_columns": split_columns, "needed": needed, "missing_in_split": missing}, {
+        "missing_columns": (
+            msg("The split lacks {missing}: {task} needs {needed}; it has: {found}.{hint}", missing=", ".join(missing),
+                task=task.name, needed=", ".join(needed), found=", ".join(split_columns), hint=hint),
+            f"dataset = dataset.rename_column('<your column>', '{missing[0]}')")}, "")
+
+
+def check_text_cells(problems: dict[str, dict[str, list]], task: GlueTask, rows: int) -> CheckResult:
+    """data.columns when the task's text columns exist but some cells are empty or not text (the tokenizer would
+    stop on the first of them), naming the rows."""
+    parts = []
+    for column, found in problems.items():
+        if found["empty"]:
+            parts.append(msgn("{column} is empty in {count:,} row (row {rows})",
+                              "{column} is empty in {count:,} rows (rows {rows})", len(found["empty"]), column=column,
+                              rows=_rows(found["empty"])))
+        if found["not_text"]:
+            parts.append(msgn("{column} holds a value that is not text in {count:,} row (row {rows}, e.g. {examples})",
+                              "{column} holds values that are not text in {count:,} rows (rows {rows}, e.g. "
+                              "{examples})", len(found["not_text"]), column=column, rows=_rows(found["not_text"]),
+                              examples=", ".join(found["examples"])))
+    columns = list(task.text_columns)
+    return judge(CHECK, {"text_cells": problems, "rows_scanned": rows}, {"bad_text_cells": (
+        msg("{problems}, of {total:,} rows: the tokenizer needs text in every row's {columns}.",
+            problems=joined(parts, "; "), total=rows, columns=", ".join(columns)),
+        f"dataset = dataset.filter(lambda row: all(isinstance(row[c], str) and row[c].strip() for c in {columns!r}))")},
+        "")
+
+
+def measure(run: RunContext) -> CheckResult:
+    task, columns = run.config.glue_task, list(run.split.column_names)
+    if any(column in run.missing_columns for column in task.text_columns):
+        return missing_columns_result(columns, task, run.missing_columns)
+    if run.text_problems:
+        return check_text_cells(run.text_problems, task, len(run.split))
+    inputs = run.config.model_inputs or run.tokenizer.model_input_names
+    recipe = run.config.recipe
+    return check_columns(columns, task, run.first_batch, list(inputs),
+                         read_back=recipe is not None and type(recipe.collate_fn).__name__ == "ReadBackCollator")
+
+
+class Evidence(TypedDict, total=False):
+    """What data.columns puts in its evidence (the charts, tables and JSON report read it)."""
+
+    available_after_tokenizing: list[str]
+    missing: list[str]
+    model_inputs_left_out: list[str]
+    missing_in_split: list[str]  # the task's columns the split lacks
+    missing_requested: list[str]  # columns to_tf_dataset asks for that the tokenized split lacks
+    needed: list[str]
+    requested: list[str]
+    split_columns: list[str]
+    error: str
+    text_cells: dict[str, dict[str, list]]  # each text column's empty and not-text rows, with examples
+    rows_scanned: int
+
+
+CHECK = Check("data.columns", N_("the task's columns and the columns given to to_tf_dataset exist"),
+              requires=("tokenizes",), measure=measure, conditions=(
+    # Judged in this order.
+    Condition("missing_columns", None, "fail when the split lacks a column the task needs",
+              Holds("missing_in_split"), status="fail"),
+    Condition("bad_text_cells", None, "fail when a text cell is empty or not text (the tokenizer stops on it)",
+              Holds("text_cells"), status="fail"),
+    Condition("missing_requested", None, "fail when to_tf_dataset asks for a column the tokenized split lacks",
+              Holds("missing_requested"), status="fail"),
+    Condition("inputs_left_out", None, "warn when the batches leave out an input the model takes that changes what it "
+                                       "computes (attention_mask; token_type_ids for sentence pairs)",
+              Holds("model_inputs_left_out"))),
+              evidence=Evidence)

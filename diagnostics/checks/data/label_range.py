@@ -1,0 +1,228 @@
+"""data.label_range: labels lie in [0, num_labels) and among the task's classes (or the regression range)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, TypedDict
+
+import numpy as np
+
+from diagnostics.checks.common import LABELS_STOP
+from diagnostics.config.tasks import GlueTask, STSB_RANGE
+from diagnostics.core.check import Cause, Check, Condition
+from diagnostics.core.context import RunContext
+from diagnostics.core.result import CheckResult, judge
+from diagnostics.core.rules import Above, Holds
+from diagnostics.i18n import N_, Text, joined, msg
+from diagnostics.keras.batches import LABEL, LABEL_AS_WRITTEN, UNUSABLE_LABEL, invalid_labels, plain_label, split_labels
+
+
+def _rows(indices, shown: int = 10) -> str:
+    """'3, 17 and 4 more' for row indices of the split."""
+    listed = ", ".join(str(int(index)) for index in indices[:shown])
+    return msg("{listed} and {count:,} more", listed=listed, count=len(indices) - shown) if len(indices) > shown \
+        else listed
+
+
+def check_label_range(
+    split_labels_: np.ndarray, batch_labels: list, task: GlueTask, num_labels: int, split_name: str,
+    written: list | None = None, ) -> CheckResult:
+    """Every label lies among the task's classes when the task is known (regression: in 0..5), else in
+    [0, num_labels). Labels the task has but a head built with fewer outputs cannot take are a finding of their own,
+    which model.config's cause explains (the head, not the data). With the task not known, a label value far rarer
+    than the others, which are balanced, is a warning.
+
+    Args:
+        written: each row's label as the file wrote it (where some could not be read as the task's labels), so
+            the finding quotes the user's own values rather than the -2 the checks read.
+    """
+    warn_rare_share = CHECK.value("warn_rare_share")
+    classified = task.known and not task.regression
+    classes = task.num_labels if classified else num_labels
+    in_split = invalid_labels(split_labels_, task, classes)
+    in_batch = invalid_labels(np.asarray(batch_labels), task, classes)
+    valid = f"0..{STSB_RANGE[1]:g}" if task.regression else f"[0, {classes})"
+    labels = np.asarray(split_labels_)
+    beyond = np.flatnonzero((labels >= num_labels) & (labels < classes)) if classified and num_labels < classes \
+        else np.asarray([], dtype=int)
+    evidence = {
+        "valid_range": valid,
+        "num_labels": num_labels,
+        "rows_scanned": int(len(split_labels_)),
+        "split_invalid": [{"label": label, "count": count} for label, count in in_split.items()],
+        "batch_invalid": [{"label": label, "count": count} for label, count in in_batch.items()],
+        "batch_positions": [i for i, label in enumerate(batch_labels)
+                            if (value := plain_label(np.asarray(label))) in in_batch
+                            or (classified and isinstance(value, int) and num_labels <= value < classes)],
+        "beyond_head": bool(len(beyond)),
+        "beyond_head_rows": beyond[:50].tolist(),
+    }
+    evidence["invalid_labels"] = sum(in_split.values()) + sum(in_batch.values())
+    stray = None if evidence["invalid_labels"] or task.known or task.regression else \
+        _stray_value(labels, warn_rare_share)
+    if stray is not None:
+        evidence["stray_rows"] = stray[1][:50].tolist()
+    values = sorted({int(labels[row]) for row in beyond})
+    return judge(CHECK, evidence, {
+        "max_invalid_labels": lambda: out_of_range_of(split_labels_, in_split, task, num_labels, classes, split_name,
+                                                    valid, written, evidence),
+        "labels_beyond_head": lambda: (
+            msg("All {count:,} labels of split {split} are {task} labels, but {beyond:,} rows are labelled {values}, "
+                "beyond the head's num_labels={num_labels} outputs (rows {rows}): the model has no output for them, "
+                "so they get a NaN loss on GPU and an error on CPU.", count=len(labels), split=repr(split_name),
+                task=task.name, beyond=len(beyond), values=", ".join(f"{value} {task.label_name(value)}"
+                                                                    for value in values),
+                num_labels=num_labels, rows=_rows(beyond)),
+            task.head_fix()),
+        "warn_rare_share": lambda: (
+            msg("All {count:,} labels lie in {valid}, but label {value} is on only {rows_count:,} rows ({share:.1%}; "
+                "rows {rows}) while the others are balanced ({shares}): a stray value, or a class of its own? The "
+                "task is not known, so this cannot be judged against its classes.", count=len(split_labels_),
+                valid=valid, value=stray[0], rows_count=len(stray[1]), share=len(stray[1]) / len(split_labels_),
+                rows=_rows(stray[1]), shares=stray[2]),
+            msg("Give the task (--task, task=) to check the labels against its classes, or drop or relabel "
+                "these rows.")),
+    }, msg("All {count:,} labels of the split lie in {valid}.", count=len(split_labels_), valid=valid))
+
+
+def out_of_range_of(split_labels_: np.ndarray, in_split: dict, task: GlueTask, num_labels: int, limit: int,
+                  split_name: str, valid: str, written: list | None, evidence: dict[str, Any]) -> tuple[Text, Any]:
+    """(finding, fix) of data.label_range for labels outside the range, naming what they are (a test split's -1,
+    values that are not the task's labels, missing scores, a head wider than the task, or too few outputs)."""
+    listing = ", ".join(f"{label} x{count:,}" for label, count in in_split.items())
+    bad_total = sum(in_split.values())
+    labels = np.asarray(split_labels_)
+    headline = msg("{bad:,} of {total:,} labels in split {split} lie outside {valid} ({listing})", bad=bad_total,
+                   total=len(split_labels_), split=repr(split_name), valid=valid, listing=listing)
+    if -1 in in_split:
+        fix = msg("Train and validate on splits with labels ('train', 'validation'): GLUE's test splits carry label -1.")
+        cause = msg("label -1 means the split has no labels (a GLUE test split)")
+    elif UNUSABLE_LABEL in in_split and not task.regression:
+        headline, cause, fix = _unusable_labels(labels, task, split_name, valid, bad_total, written, evidence)
+    elif task.regression and np.isnan(labels.astype(float)).any():
+        rows = np.flatnonzero(np.isnan(labels.astype(float)))
+        evidence["unusable_rows"] = rows[:50].tolist()
+        fix = msg("Give every row a number from 0 to 5 as its score, or drop the rows without one.")
+        headline = msg("{bad:,} of {total:,} scores in split {split} are empty or not numbers", bad=len(rows),
+                       total=len(split_labels_), split=repr(split_name))
+        cause = msg("each reads as NaN, which makes every loss NaN (rows {rows})", rows=_rows(rows))
+    elif task.regression:
+        fix = msg("Clip or drop scores outside {valid}, and load with num_labels=1.", valid=valid)
+        cause = msg("scores outside STS-B's range")
+    elif task.known and limit < num_labels and all(isinstance(label, int) and task.num_labels <= label < num_labels
+                                                     for label in in_split):
+        rows = np.flatnonzero((labels >= task.num_labels) & (labels < num_labels))
+        evidence["rows"] = rows[:50].tolist()
+        names = ", ".join(f"{index} {name}" for index, name in enumerate(task.label_names))
+        fix = msg("Drop or relabel these rows ({task}'s labels: {names}); then build the model with num_labels={count}.",
+                  task=task.name, names=names, count=task.num_labels)
+        cause = msg("{task} has {count} classes ({names}), but the model was built with num_labels={num_labels}, so it "
+                    "trains them as a class of their own (rows {rows})", task=task.name, count=task.num_labels,
+                    names=names, num_labels=num_labels, rows=_rows(rows))
+    elif task.known:
+        names = ", ".join(f"{index} {name}" for index, name in enumerate(task.label_names))
+        rows = np.flatnonzero(np.isin(labels, [label for label in in_split if isinstance(label, (int, np.integer))]))
+        evidence["rows"] = rows[:50].tolist()
+        fix = msg("Drop or relabel these rows ({task}'s labels: {names}).", task=task.name, names=names)
+        cause = msg("{task} has {count} classes ({names}), so these rows get a NaN loss on GPU and an error on CPU "
+                    "(rows {rows})", task=task.name, count=task.num_labels, names=names, rows=_rows(rows))
+    else:
+        needed = max(int(label) for label in in_split if isinstance(label, int)) + 1 if in_split else num_labels
+        fix = (f"TFAutoModelForSequenceClassification.from_pretrained(checkpoint, num_labels={needed})"
+               if needed > num_labels else msg("Map the labels to 0..num_labels-1 before training."))
+        cause = msg("the model has num_labels={num_labels}, so these rows get a NaN loss on GPU and an error on CPU",
+                    num_labels=num_labels)
+    return msg("{headline}: {cause}.", headline=headline, cause=cause), fix
+
+
+def _unusable_labels(labels: np.ndarray, task: GlueTask, split_name: str, valid: str, bad_total: int,
+                     written: list | None, evidence: dict[str, Any]) -> tuple[Text, Text, Text]:
+    """(headline, cause, fix) of data.label_range for labels that could not be read as the task's, quoting the
+    file's own values when they are known."""
+    rows = np.flatnonzero(labels == UNUSABLE_LABEL)
+    evidence["unusable_rows"] = rows[:50].tolist()
+    names = ", ".join(task.label_names)
+    fix = msg("Write each label as an id 0..{last} or one of {task}'s names ({names}), and drop rows without one.",
+              last=task.num_labels - 1, task=task.name, names=names)
+    headline = msg("{bad:,} of {total:,} labels in split {split} are not {task} labels{more}", bad=len(rows),
+                   total=len(labels), split=repr(split_name), task=task.name,
+                   more=msg(" and {count:,} more lie outside {valid}", count=bad_total - len(rows), valid=valid)
+                   if bad_total > len(rows) else "")
+    if written is None:
+        return headline, msg("each is empty, not a whole number, or text that is not one of {task}'s names ({names}) "
+                             "(rows {rows}; the checks show them as {shown})", task=task.name, names=names,
+                             rows=_rows(rows), shown=UNUSABLE_LABEL), fix
+    values = Counter((written[row] or "").strip() for row in rows)
+    evidence["unusable_values"] = [{"value": value, "count": count} for value, count in values.most_common(20)]
+    quoted = joined([msg("{value} x{count:,}", value=repr(value), count=count) if value else
+                     msg("(empty) x{count:,}", count=count) for value, count in values.most_common(6)], ", ")
+    more = msg(" and {count:,} other values", count=len(values) - 6) if len(values) > 6 else ""
+    return headline, msg("the file has {quoted}{more}, where {task} takes an id 0..{last} or one of its names "
+                         "({names}) (rows {rows})", quoted=quoted, more=more, task=task.name,
+                         last=task.num_labels - 1, names=names, rows=_rows(rows)), fix
+
+
+def _stray_value(labels: np.ndarray, rare_share: float):
+    """(value, its rows, the shares in words) for one label value far rarer than the others while those are balanced
+    (within 2x of each other); None otherwise."""
+    values = labels[labels >= 0] if np.issubdtype(labels.dtype, np.number) else labels
+    found, counts = np.unique(values, return_counts=True)
+    if len(found) < 3:
+        return None
+    order = np.argsort(counts)
+    rarest, others = order[0], counts[order[1:]]
+    if counts[rarest] >= rare_share * others.mean() or others.min() * 2 < others.max():
+        return None
+    shares = ", ".join(f"{plain_label(value)} {count / len(values):.0%}" for value, count in zip(found, counts))
+    return plain_label(found[rarest]), np.flatnonzero(labels == found[rarest]), shares
+
+
+def batch_labels(run: RunContext) -> list:
+    """The first batch's labels when it builds, else none (its problems are data.batch's finding)."""
+    built = not run.missing_columns and not run.text_problems and run.batch_exception is None
+    return run.first_batch.rows[LABEL] if built else []
+
+
+def measure(run: RunContext) -> CheckResult:
+    config, split = run.config, run.split
+    written = split[LABEL_AS_WRITTEN] if LABEL_AS_WRITTEN in split.column_names else None
+    return check_label_range(split_labels(split), batch_labels(run), config.glue_task, config.effective_num_labels,
+                             config.split, written)
+
+
+class Evidence(TypedDict, total=False):
+    """What data.label_range puts in its evidence (the charts, tables and JSON report read it)."""
+
+    batch_invalid: dict[str, int]
+    batch_positions: list[int]
+    num_labels: int
+    rows_scanned: int
+    split_invalid: dict[str, int]
+    valid_range: list[float]
+    count: int
+    label: Any
+    rows: list[int]  # rows whose label is not one of the known task's classes (the first 50)
+    stray_rows: list[int]  # task not known: the rows of a label value far rarer than the others
+    invalid_labels: int  # labels outside the range, in the split and in the first batch
+    beyond_head: bool  # rows hold labels of the task that the head has no output for (num_labels below its classes)
+    beyond_head_rows: list[int]  # those rows (the first 50)
+
+
+CHECK = Check("data.label_range", N_("labels lie in [0, num_labels) and among the task's classes (or the regression "
+                                     "range)"), unit="labels", measure=measure, conditions=(
+    Condition("max_invalid_labels", 0, "fail when more labels than this, of the split or the first batch, lie outside "
+                                       "the task's classes (the range, for a task not known)", Above("invalid_labels"),
+              status="fail"),
+    Condition("labels_beyond_head", None, "fail when rows hold labels of the task that the head has no output for "
+                                          "(num_labels below the task's classes: model.config's cause)",
+              Holds("beyond_head"), status="fail"),
+    Condition("warn_rare_share", 0.25, "task not known: warn when a label value's share is below this fraction of the "
+                                       "other values' mean share, those being within 2x of each other (its rows are "
+                                       "the stray rows)", Holds("stray_rows"))),
+              evidence=Evidence)
+
+# The causes this check owns (the registry orders every check's causes: `walk.registry.CAUSE_ORDER`).
+CAUSES = (
+    Cause("stray_labels", "data.label_range", ("max_invalid_labels",), N_("labels outside the task's classes"),
+          LABELS_STOP),
+)

@@ -1,0 +1,132 @@
+"""hparams.optimizer: the optimizer Keras builds, each setting set or left at its default."""
+
+from __future__ import annotations
+
+from typing import Any, TypedDict
+
+import numpy as np
+
+from diagnostics.config.run import RunConfig, usual_rate
+from diagnostics.core.check import Check, Condition
+from diagnostics.core.context import RunContext
+from diagnostics.core.evidence import Rows
+from diagnostics.core.fixes import RateFix
+from diagnostics.core.result import CheckResult, judge
+from diagnostics.core.rules import Above, Holds
+from diagnostics.i18n import N_, Text, msg
+from diagnostics.keras.training import build_optimizer, head_only, is_pretrained
+
+
+def optimizer_settings(config: RunConfig) -> dict[str, Any]:
+    """The optimizer Keras builds from the configuration (the user's own, when the pipeline is their code), each setting
+    marked as set or left at its default."""
+    from diagnostics.keras.optimizers import optimizer_settings_of
+
+    optimizer = config.user_optimizer if config.user_optimizer is not None else build_optimizer(config)
+    settings = optimizer_settings_of(optimizer)
+    defaults = optimizer_settings_of(type(optimizer)())
+    # A configuration names what it sets; the user's own optimizer shows it by differing from the class's defaults.
+    explicit = {name for name, value in settings.items() if defaults.get(name, object()) != value} \
+        if config.user_optimizer is not None else {
+        "adam": set(),
+        "Adam": {"learning_rate"},
+        "AdamW": {"learning_rate", "weight_decay"},
+        "create_optimizer": {"learning_rate", "weight_decay_rate"},
+    }[config.optimizer]
+    rows = []
+    for name, value in settings.items():
+        if name in ("name", "is_legacy_optimizer"):
+            continue
+        if isinstance(value, dict):  # a schedule (create_optimizer)
+            shown = msg("{schedule} peaking at {rate:g}", schedule=value.get("class_name", "schedule"),
+                        rate=config.learning_rate)
+        elif isinstance(value, (np.floating, float)):
+            shown = f"{float(value):g}"
+        else:
+            shown = str(value)
+        rows.append({
+            "setting": name,
+            "value": shown,
+            "source": msg("set") if name in explicit else (
+                msg("Keras default") if defaults.get(name) == value else msg("library")),
+        })
+    rate = float(settings["learning_rate"]) if not isinstance(settings["learning_rate"], dict) else config.learning_rate
+    return {"class": type(optimizer).__name__, "given_as": config.optimizer, "learning_rate": rate, "settings": rows}
+
+
+def optimizer_summary(figures: dict[str, Any]) -> Text:
+    """What the optimizer is: its class, rate, the settings chosen and those left at Keras's defaults."""
+    defaulted = [row["setting"] for row in figures["settings"] if row["source"] == "Keras default"]
+    chosen = [f"{row['setting']}={row['value']}" for row in figures["settings"]
+              if row["source"] == "set" and row["setting"] != "learning_rate"]
+    given = msg("The string 'adam'") if figures["given_as"] == "adam" else figures["given_as"]
+    return msg("{given} builds {optimizer} with learning rate {rate:g}{chosen}; {count} settings are Keras defaults "
+               "({settings}).", given=given, optimizer=figures["class"], rate=figures["learning_rate"],
+               count=len(defaulted), chosen=msg(", {settings}", settings=", ".join(chosen)) if chosen else "",
+               settings=", ".join(defaulted[:4]) + (", ..." if len(defaulted) > 4 else ""))
+
+
+def check_optimizer(figures: dict[str, Any], *, pretrained: bool = True, frozen_encoder: bool = False) -> CheckResult:
+    """The effective optimizer; warn when it was given as a string (every setting silently defaulted) or when
+    the learning rate is too high for fine-tuning a pretrained transformer.
+
+    Args:
+        pretrained: False for a checkpoint with random weights (the demo kit), where the rate rule does not apply.
+        frozen_encoder: the pretrained encoder is frozen (`training.head_only`): the fit trains a new head, and the
+            rate rule for pretrained weights does not apply either.
+    """
+    warn_learning_rate = CHECK.value("warn_learning_rate")
+    rate = figures["learning_rate"]
+    summary = optimizer_summary(figures)
+    usual = usual_rate(pretrained and not frozen_encoder, frozen_encoder)
+    figures = {**figures, "pretrained": pretrained and not frozen_encoder, "head_only": frozen_encoder,
+               "string_adam": figures["given_as"] == "adam"}
+    # What the rules below read into the rate is a rule of thumb: hparams.lr_sweep measures the rate, and once it has,
+    # this finding points there (`registry.CAUSES`) and is said without its reading.
+    return judge(CHECK, figures, {
+        "string_adam": (
+            msg("{summary} The string hides its learning rate: 'adam' always means {rate:g}{reading}.",
+                summary=summary, rate=rate,
+                reading=msg(", above the {limit:g} a pretrained transformer tolerates", limit=warn_learning_rate)
+                if figures["pretrained"] else msg(", whatever this fit needs")),
+            RateFix(usual)),
+        "head_only": (
+            msg("{summary} This fit trains only the head (the pretrained encoder is frozen), so the {limit:g} ceiling "
+                "for fine-tuning pretrained weights does not apply; the sweep measures the rate.", summary=summary,
+                limit=warn_learning_rate), None),
+        "random_weights": (
+            msg("{summary} This checkpoint has random weights (the demo kit), so the 1e-4 ceiling for pretrained "
+                "transformers does not apply; the sweep shows which rates work.", summary=summary), None),
+        "warn_learning_rate": (
+            msg("{summary} {rate:g} is above {limit:g}{reading}.", summary=summary, rate=rate,
+                limit=warn_learning_rate,
+                reading=msg(": fine-tuning a pretrained transformer at this rate tends to wreck its weights")),
+            RateFix(usual)),
+    }, summary)
+
+
+def measure(run: RunContext) -> CheckResult:
+    model = run.classifier[0]
+    return check_optimizer(optimizer_settings(run.config), pretrained=is_pretrained(model),
+                           frozen_encoder=head_only(model))
+
+
+# Functional form: "class" is a keyword. settings: setting, value, source of each optimizer setting.
+Evidence = TypedDict("Evidence", {"settings": Rows, "class": str, "learning_rate": float, "given_as": str,
+                                    "pretrained": bool, "head_only": bool, "string_adam": bool}, total=False)
+
+
+CHECK = Check("hparams.optimizer", N_("the optimizer Keras builds, each setting set or left at its default"),
+              measure=measure, conditions=(
+    # Judged in this order.
+    Condition("string_adam", None, "warn when the optimizer is given as the string 'adam' (every setting, the rate "
+                                   "1e-3 included, silently a Keras default)", Holds("string_adam")),
+    Condition("head_only", None, "pass any rate on a fit that trains only a head on a frozen pretrained encoder: the "
+                                 "ceiling is for pretrained weights, and the sweep measures the rest", Holds("head_only"),
+              status="pass"),
+    Condition("random_weights", None, "pass any rate on a checkpoint with random weights (the demo kit): the ceiling is "
+                                      "for pretrained ones, and the sweep measures the rest", Holds("pretrained", False),
+              status="pass"),
+    Condition("warn_learning_rate", 1e-4, "warn when a pretrained checkpoint is fine-tuned above this rate",
+              Above("learning_rate"))),
+              evidence=Evidence)

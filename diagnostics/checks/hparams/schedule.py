@@ -1,0 +1,69 @@
+"""hparams.schedule: the create_optimizer schedule: warmup and decay."""
+
+from __future__ import annotations
+
+from typing import Any, TypedDict
+
+import numpy as np
+
+from diagnostics.config.run import RunConfig
+from diagnostics.core.check import Check, Condition
+from diagnostics.core.context import RunContext
+from diagnostics.core.result import CheckResult, judge
+from diagnostics.core.rules import All, Holds, ShareAbove
+from diagnostics.i18n import N_, msg
+from diagnostics.keras.training import effective_rate
+
+
+def schedule_figures(config: RunConfig, *, points: int = 200) -> dict[str, Any]:
+    """The learning rate at each planned training step: create_optimizer's warmup and decay, or the constant rate."""
+    steps = np.unique(np.linspace(0, config.train_steps, min(points, config.train_steps + 1)).astype(int)).tolist()
+    if config.optimizer == "create_optimizer":
+        from transformers import create_optimizer
+
+        _, schedule = create_optimizer(config.learning_rate, num_train_steps=config.train_steps,
+                                       num_warmup_steps=config.warmup_steps, weight_decay_rate=config.weight_decay)
+        rates = [float(schedule(step)) for step in steps]
+    else:
+        rates = [effective_rate(config)] * len(steps)
+    return {"optimizer": config.optimizer, "steps": steps, "learning_rates": rates,
+            "train_steps": config.train_steps, "warmup_steps": config.warmup_steps}
+
+
+def check_schedule(figures: dict[str, Any]) -> CheckResult:
+    """The planned schedule; warn when warmup takes most of training."""
+    peak = max(figures["learning_rates"])
+    figures = {**figures, "warms_up": figures["optimizer"] == "create_optimizer"}
+    share = figures["warmup_steps"] / figures["train_steps"]
+    summary = msg("create_optimizer warms up over {warmup} steps to {peak:.1e}, then decays linearly to {last:.1e} at "
+                  "step {steps}.", warmup=figures["warmup_steps"], peak=peak, last=figures["learning_rates"][-1],
+                  steps=figures["train_steps"]) if figures["warms_up"] else \
+        msg("A constant rate of {rate:g} for all {steps} planned steps (no warmup or decay; create_optimizer adds "
+            "both).", rate=peak, steps=figures["train_steps"])
+    return judge(CHECK, figures, {"warn_warmup_share": (
+        msg("{summary} Warmup is {share:.0%} of training, so most steps run below the peak rate.", summary=summary,
+            share=share),
+        f"create_optimizer(..., num_warmup_steps={max(1, figures['train_steps'] // 10)})")},
+        summary)
+
+
+def measure(run: RunContext) -> CheckResult:
+    return check_schedule(schedule_figures(run.config))
+
+
+class Evidence(TypedDict, total=False):
+    """What hparams.schedule puts in its evidence (the charts, tables and JSON report read it)."""
+
+    learning_rates: list[float]
+    optimizer: str
+    warms_up: bool  # create_optimizer's schedule (a constant rate has no warmup)
+    steps: list[int]
+    train_steps: int
+    warmup_steps: int
+
+
+CHECK = Check("hparams.schedule", N_("the create_optimizer schedule: warmup and decay"),
+              measure=measure, conditions=(
+    Condition("warn_warmup_share", 0.5, "warn when create_optimizer's warmup takes more than this share of the steps",
+              All((Holds("warms_up"), ShareAbove("warmup_steps", "train_steps")))),),
+              evidence=Evidence)

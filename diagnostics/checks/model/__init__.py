@@ -1,0 +1,14 @@
+"""The Model stage: one batch through a freshly loaded model, the NaN-row drilldown, gradients, where NaN starts,
+memory; and the divergence watch of a user's own fit. Its checks measure alone, sharing the run context's forward
+pass and train step (`RunContext.forward`, `RunContext.batch_step`); the runner skips the ones that read a pass or a
+step that failed, naming the check that owns it (model.forward, model.gradients)."""
+
+from __future__ import annotations
+
+from diagnostics.checks.model import config, divergence, forward, gradients, initial_loss, memory, nan_origin, nan_rows, weights_after_step
+from diagnostics.core.check import Unit
+
+MODULES = (config, forward, nan_rows, initial_loss, gradients, weights_after_step, nan_origin, memory, divergence)
+CHECKS = tuple(module.CHECK for module in MODULES)
+CAUSES = tuple(cause for module in MODULES for cause in getattr(module, "CAUSES", ()))
+UNITS = (Unit("model", "model", needs=("columns", "readable")),)

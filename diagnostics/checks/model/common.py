@@ -1,0 +1,63 @@
+"""What the Model checks share: finite shares and statistics of arrays, layer groups, and the first
+batch's labels and losses as the run context measured them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from diagnostics.core.context import RunContext
+from diagnostics.keras import keras_model
+from diagnostics.keras.internals import LAYER_PREFIX, variable_path
+from diagnostics.keras.training import per_sample_losses
+
+
+def finite_share(array: np.ndarray) -> float:
+    return float(np.isfinite(array).mean()) if array.size else 1.0
+
+
+def stats(array: np.ndarray) -> dict[str, Any]:
+    values = np.asarray(array, dtype=np.float64)
+    finite = values[np.isfinite(values)]
+    return {
+        "shape": list(values.shape),
+        "min": float(finite.min()) if finite.size else None,
+        "max": float(finite.max()) if finite.size else None,
+        "non_finite_share": 1.0 - finite_share(values),
+    }
+
+
+def layer_group(name: str) -> str:
+    """The block a variable belongs to, for per-layer charts: an encoder layer, the embeddings, a head layer."""
+    parts = variable_path(name).split("/")
+    for index, part in enumerate(parts):
+        if part.startswith(LAYER_PREFIX):
+            return "/".join(parts[: index + 1])
+    return "/".join(parts[:-1]) or parts[0]
+
+
+def out_of_range(labels, num_labels: int, regression: bool) -> int:
+    """How many class labels lie outside [0, num_labels): the head has no output for them (0 for regression)."""
+    values = np.asarray(labels)
+    if regression or not values.size or not np.issubdtype(values.dtype, np.number):
+        return 0
+    return int(((values < 0) | (values >= num_labels)).sum())
+
+
+def num_labels_of(run: RunContext) -> int:
+    return keras_model.head_of(run.classifier[0]).num_labels
+
+
+def first_losses(run: RunContext):
+    """The first batch's loss per row, from the logits (NaN where a label is out of range)."""
+    return per_sample_losses(run.forward.logits, run.first_labels, run.config.glue_task.regression)
+
+
+def out_of_range_of(run: RunContext) -> int:
+    """The first batch's labels the head has no output for."""
+    return out_of_range(run.first_labels, num_labels_of(run), run.config.glue_task.regression)
+
+
+ON_BATCH = ("model", "batch")  # what the Model checks of the first batch need beyond their unit
+AFTER_FORWARD = ON_BATCH + ("forward",)  # and those after model.forward: a pass that raises stops the step too

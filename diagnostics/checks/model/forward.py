@@ -1,0 +1,71 @@
+"""model.forward: one batch through the model: logits of the right shape, all finite."""
+
+from __future__ import annotations
+
+from typing import TypedDict
+
+from diagnostics.checks.model.common import ON_BATCH, finite_share, num_labels_of, out_of_range_of
+from diagnostics.core.check import Check, Condition
+from diagnostics.core.context import RunContext
+from diagnostics.core.result import CheckResult, judge
+from diagnostics.core.rules import AtMost, Holds
+from diagnostics.i18n import N_, msg
+from diagnostics.keras.measurement import Forward
+
+
+def check_forward(forward: Forward, batch_rows: int, num_labels: int, out_of_range_labels: int = 0) -> CheckResult:
+    """The batch runs through the model; logits have the right shape and are finite.
+
+    Args:
+        out_of_range_labels: the batch's labels the head has no output for (`out_of_range`).
+    """
+    if forward.error:
+        return judge(CHECK, {"error": forward.error}, {"forward_raises": (
+            msg("The forward pass raised {error}.", error=forward.error),
+            msg("Read the error above; run model(batch) with run_eagerly=True to see where."))}, "")
+    shape = list(forward.logits.shape)
+    share = finite_share(forward.logits)
+    evidence = {"logits_shape": shape, "finite_share": share, "fit_call_error": forward.fit_call_error,
+                "logits": forward.logits.tolist(), "wrong_shape": shape != [batch_rows, num_labels],
+                "out_of_range_labels": out_of_range_labels}
+    return judge(CHECK, evidence, {
+        "wrong_shape": (msg("The logits have shape {shape}, not ({rows}, {num_labels}).", shape=tuple(shape),
+                            rows=batch_rows, num_labels=num_labels), None),
+        "min_finite_share": (
+            msg("{share:.0%} of the logits are NaN or Inf before any training: the weights or inputs are broken (see "
+                "model.nan_origin).", share=1 - share),
+            msg("Reload the checkpoint; check model.get_weights() for NaN.")),
+        "fit_call_raises": (
+            msg("The logits {shape} are finite, but calling the model with the labels in the input dict, as model.fit "
+                "does, raises {error} (on a GPU this shows as loss: nan instead).", shape=tuple(shape),
+                error=forward.fit_call_error),
+            msg("Call the model on the batch with its labels, model(batch), and read where it raises.")),
+    }, msg("The batch runs through the model eagerly: logits {shape}, all finite.", shape=tuple(shape)))
+
+
+def measure(run: RunContext) -> CheckResult:
+    return check_forward(run.forward, len(run.first_labels), num_labels_of(run), out_of_range_of(run))
+
+
+class Evidence(TypedDict, total=False):
+    """What model.forward puts in its evidence (the charts, tables and JSON report read it)."""
+
+    finite_share: float
+    fit_call_error: str
+    logits: list
+    logits_shape: list[int]
+    error: str
+    wrong_shape: bool  # the logits are not (rows, num_labels)
+    out_of_range_labels: int  # labels of the batch outside [0, num_labels) (the fit call raises on them on CPU)
+
+
+CHECK = Check("model.forward", N_("one batch through the model: logits of the right shape, all finite"),
+              requires=ON_BATCH, measure=measure, conditions=(
+    Condition("forward_raises", None, "fail when the forward pass raises", Holds("error"), status="fail"),
+    Condition("wrong_shape", None, "fail when the logits are not (rows, num_labels)", Holds("wrong_shape"),
+              status="fail"),
+    Condition("min_finite_share", 1.0, "fail when less than this share of the logits is finite",
+              AtMost("finite_share", below=True), status="fail"),
+    Condition("fit_call_raises", None, "fail when calling the model with the labels in the input dict, as fit does, "
+                                       "raises", Holds("fit_call_error"), status="fail")),
+              evidence=Evidence)

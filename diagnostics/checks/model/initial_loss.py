@@ -1,0 +1,84 @@
+"""model.initial_loss: the untrained loss against ln K and against the loss from its logits."""
+
+from __future__ import annotations
+
+import math
+from typing import TypedDict
+
+import numpy as np
+
+from diagnostics.checks.model.common import AFTER_FORWARD, num_labels_of
+from diagnostics.config.tasks import GlueTask
+from diagnostics.core.check import Check, Condition
+from diagnostics.core.context import RunContext
+from diagnostics.core.result import CheckResult, judge
+from diagnostics.core.rules import Above
+from diagnostics.i18n import N_, msg
+from diagnostics.keras import keras_model
+from diagnostics.keras.measurement import configured_loss_value
+
+
+def check_initial_loss(value: float, expected: float, reference: float, loss_name: str, regression: bool) -> CheckResult:
+    """The fresh model's loss should sit near the random-guess loss ln K (regression: mean of label squared),
+    and the configured loss should agree with the loss computed properly on the same logits.
+
+    Args:
+        value: mean loss of the batch under the configured loss, finite (the runner's "scored" need: some row has a
+            valid label).
+        expected: ln K, or mean(label²) for regression.
+        reference: the same batch's loss computed properly from the logits (cross-entropy or squared error).
+    """
+    evidence = {"loss": value, "expected": expected, "reference": reference, "loss_name": loss_name}
+    what = msg("mean(label²), the error of a head that outputs about 0") if regression else f"ln(K) = {expected:.3f}"
+    gap = abs(value - expected) / expected if expected else 0.0
+    disagreement = abs(value - reference) / reference if reference else 0.0
+    evidence.update({"relative_gap": gap, "disagreement": disagreement})
+    fix = ("model.compile(optimizer=...)  # the model's internal loss; or loss=SparseCategoricalCrossentropy(from_logits=True)"
+           if not regression else "model.compile(optimizer=...)  # the internal mean squared error")
+    return judge(CHECK, evidence, {
+        "warn_loss_disagreement": (
+            msg("The configured loss {loss} gives {value:.3f} on the untrained model, but cross-entropy computed from "
+                "its logits gives {reference:.3f} ({what}): the loss treats the logits as probabilities "
+                "(from_logits=False).", loss=repr(loss_name), value=value, reference=reference, what=what), fix),
+        "warn_relative_gap": (
+            msg("The untrained model's loss is {value:.3f}, {gap:.0%} away from {what}: the head may not fit the task, "
+                "the checkpoint may already be trained on other labels, or a custom loss has a bug.", value=value,
+                gap=gap, what=what), fix),
+    }, msg("The untrained model's loss is {value:.3f}, within {gap:.0%} of {what}, as a fresh head should be.",
+           value=value, gap=gap, what=what))
+
+
+def expected_loss(labels: np.ndarray, task: GlueTask, num_labels: int) -> float:
+    """The untrained loss to expect: ln K for a classifier, mean(label²) for a regression head that outputs about 0."""
+    if task.regression:
+        return float(np.mean(labels[np.isfinite(labels.astype(float))].astype(float) ** 2))
+    return math.log(num_labels)
+
+
+def measure(run: RunContext) -> CheckResult:
+    config, logits, labels = run.config, run.forward.logits, run.first_labels
+    regression = config.glue_task.regression
+    head = keras_model.head_of(run.classifier[0])
+    return check_initial_loss(configured_loss_value(config.loss, logits, labels, regression, head),
+                              expected_loss(labels, config.glue_task, num_labels_of(run)),
+                              configured_loss_value("internal", logits, labels, regression), config.loss, regression)
+
+
+class Evidence(TypedDict, total=False):
+    """What model.initial_loss puts in its evidence (the charts, tables and JSON report read it)."""
+
+    disagreement: float
+    expected: float
+    loss: float
+    loss_name: str
+    reference: float
+    relative_gap: float
+
+
+CHECK = Check("model.initial_loss", N_("the untrained loss against ln K and against the loss from its logits"),
+              requires=AFTER_FORWARD + ("scored",), measure=measure, conditions=(
+    Condition("warn_loss_disagreement", 0.1, "warn when the model's loss and the loss from its logits differ by this",
+              Above("disagreement")),
+    Condition("warn_relative_gap", 0.3, "warn when the untrained loss is this far (relatively) from ln K",
+              Above("relative_gap"))),
+              evidence=Evidence)

@@ -1,0 +1,115 @@
+"""model.memory: parameters and training memory at this batch size."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from typing import Any, TypedDict
+
+from diagnostics.core.check import Check, Condition
+from diagnostics.core.context import RunContext
+from diagnostics.core.result import CheckResult, judge
+from diagnostics.core.rules import ShareAbove
+from diagnostics.i18n import N_, msg
+from diagnostics.keras import keras_model
+from diagnostics.keras.loading import config_size
+
+
+def gpu_memory_bytes() -> int | None:
+    """Total memory of the first GPU, when one exists and nvidia-smi can say."""
+    import tensorflow as tf
+
+    if not tf.config.list_physical_devices("GPU") or not shutil.which("nvidia-smi"):
+        return None
+    try:
+        output = subprocess.run(["nvidia-smi", "--query-gpu=memory.total", "--format=csv,noheader,nounits"],
+                                capture_output=True, text=True, timeout=10).stdout
+        return int(output.split()[0]) * 1024 * 1024
+    except Exception:
+        return None
+
+
+def memory_figures(param_count: int, model_config, batch_size: int, sequence_length: int) -> dict[str, Any]:
+    """Memory training needs: float32 weights, gradients and Adam's two slots, plus an activation estimate.
+
+    Activations per layer follow Korthikanti et al. (2022): s*b*h*(34 + 5*a*s/h) bytes in 16-bit,
+    doubled for float32.
+    """
+    import psutil
+
+    hidden, layers, heads = config_size(model_config)
+    state = param_count * 4 * 4
+    activations = 0
+    if hidden:
+        activations = int(2 * layers * sequence_length * batch_size * hidden * (34 + 5 * heads * sequence_length / hidden))
+    return {
+        "parameters": int(param_count),
+        "weights_bytes": param_count * 4,
+        "training_state_bytes": state,
+        "activation_bytes_estimate": activations,
+        "total_bytes": state + activations,
+        "available_ram_bytes": int(psutil.virtual_memory().available),
+        "gpu_bytes": gpu_memory_bytes(),
+        "batch_size": batch_size,
+        "sequence_length": sequence_length,
+    }
+
+
+# distilbert-base-cased's size: suggested as a smaller checkpoint only to a model larger than it.
+SMALLER_CHECKPOINT_PARAMETERS = 66_000_000
+
+
+def _gib(count: float) -> str:
+    return f"{count / 2**30:.2f} GiB" if count >= 2**28 else f"{count / 2**20:.1f} MiB"
+
+
+def check_memory(figures: dict[str, Any]) -> CheckResult:
+    """Whether training fits in the memory of the device it would run on."""
+    device = "GPU" if figures["gpu_bytes"] else "RAM"
+    room = figures["gpu_bytes"] or figures["available_ram_bytes"]
+    summary = msg("{parameters:,} parameters: training needs about {total} (weights, gradients and Adam's two slots "
+                  "{state}, activations for batch {batch} x max_length {length} about {activations}) against {room} "
+                  "of {device}.", parameters=figures["parameters"], total=_gib(figures["total_bytes"]),
+                  state=_gib(figures["training_state_bytes"]), batch=figures["batch_size"],
+                  length=figures["sequence_length"], activations=_gib(figures["activation_bytes_estimate"]),
+                  room=_gib(room), device=device)
+    configured = figures.get("configured_batch_size") or figures["batch_size"]
+    if configured > figures["batch_size"]:
+        summary = msg("{summary} The batch size is {configured:,}, but the split has only {rows:,} rows, so a batch "
+                      "holds {rows:,}.", summary=summary, configured=configured, rows=figures["batch_size"])
+    smaller = figures["parameters"] > SMALLER_CHECKPOINT_PARAMETERS
+    return judge(CHECK, {**figures, "room_bytes": room}, {"max_memory_share": (
+        msg("{summary} It will not fit.", summary=summary),
+        msg("Halve the batch size, shorten max_length, or pick a smaller checkpoint such as distilbert-base-cased.")
+        if smaller else msg("Halve the batch size or shorten max_length."))}, summary)
+
+
+def measure(run: RunContext) -> CheckResult:
+    """At the batch fit builds: no more rows than the split has."""
+    model, config, rows = run.classifier[0], run.config, len(run.split)
+    return check_memory({**memory_figures(model.count_params(), keras_model.model_config(model), min(config.batch_size, rows) or
+                                          config.batch_size, config.max_length),
+                         "configured_batch_size": config.batch_size})
+
+
+class Evidence(TypedDict, total=False):
+    """What model.memory puts in its evidence (the charts, tables and JSON report read it)."""
+
+    activation_bytes_estimate: int
+    available_ram_bytes: int
+    batch_size: int  # the rows a batch holds (no more than the split has)
+    configured_batch_size: int
+    gpu_bytes: int
+    parameters: int
+    sequence_length: int
+    total_bytes: int
+    training_state_bytes: int
+    weights_bytes: int
+    room_bytes: int  # the device's memory: the GPU's, or the RAM available
+
+
+CHECK = Check("model.memory", N_("parameters and training memory at this batch size"), requires=("model",),
+              measure=measure, conditions=(
+    Condition("max_memory_share", 1.0, "warn when training needs more than this share of the device's memory (GPU, or "
+                                       "the RAM available)", ShareAbove("total_bytes", "room_bytes")),),
+              evidence=Evidence)

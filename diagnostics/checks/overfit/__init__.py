@@ -1,0 +1,16 @@
+"""The Overfit stage: train a copy on one batch holding every label; a pipeline that cannot memorise one batch is
+broken."""
+
+from __future__ import annotations
+
+from diagnostics.checks.overfit import one_batch
+from diagnostics.core.check import Unit
+
+MODULES = (one_batch,)
+CHECKS = tuple(module.CHECK for module in MODULES)
+CAUSES = tuple(cause for module in MODULES for cause in getattr(module, "CAUSES", ()))
+UNITS = (
+    Unit("overfit", "overfit", one_batch.measure_overfit, ("columns", "labels", "range", "model", "batch", "flows"),
+         takes=("epochs", "rate"), reads=("hparams.lr_sweep:best_rate", "hparams.lr_sweep:configured_broke"),
+         progress=True, copy=True),
+)

@@ -1,0 +1,177 @@
+"""The check model: a check (its id, title, conditions and what it measures with), the causes checks own, the
+units of the walk that run them, and the stages. The checks themselves are declared each in its own module under
+`diagnostics.checks.<stage>`; the registry (`diagnostics.walk.registry`) collects them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Callable
+
+from diagnostics.i18n import N_
+
+# The part of the checks that watch a user's own model.fit: no stage runs them.
+FIT = "fit"
+
+
+@dataclass(frozen=True)
+class Condition:
+    """A named threshold: `name` is its one name (the sentences its check says when it is crossed are keyed by it,
+    and its value is read with `Check.value`), `meaning` says what crossing it does.
+
+    A condition that judges has a `rule`, a small function of the check's measured evidence, the threshold and
+    the check's other thresholds by name (`Above`, `AtMost`, `ShareAbove`, `Holds`, `All` of them), and the
+    `status` it gives when crossed (a pass, for a check that fails unless a rule finds it well):
+    `result.judge` reads a check's rules in declared order and the first one crossed gives the verdict (every
+    check's verdict is judged so). Without a rule the threshold is a setting of the measurement itself (a window, a
+    trim) or of another condition's rule (`of=`). A condition with no value (None) is a finding, yes or no, that
+    its rule reads from the evidence (`Holds`): it has no threshold to set.
+    """
+
+    name: str
+    value: float | None
+    meaning: str
+    rule: Callable[..., bool] | None = None
+    status: str = "warn"
+
+
+@dataclass(frozen=True)
+class Check:
+    """One check of the walk.
+
+    Attributes:
+        id: "<stage>.<check>", stable: the report format and the scenarios use it.
+        title: what it checks, in a few words.
+        trains: it takes optimizer steps (on a copy), so it costs seconds to minutes.
+        part: the Hyperparameters stage runs "setup" checks at once and "training" ones on request; a "fit"
+            check watches the user's own `model.fit` (DiagnoseCallback), so no stage runs it.
+        conditions: its thresholds.
+        unit: the unit of the walk that runs it (default: its stage's, or for Hyperparameters its part's).
+        requires: what of the run it needs beyond its unit's needs (the runner skips it alone, with the reason;
+            of a unit with a function, it keeps the function's results for the others).
+        measure: its own `measure(run) -> CheckResult`, for a check of a unit without a function (its checks share
+            only what the run context caches, so each measures alone).
+        otherwise: the status when none of its conditions' rules is crossed ("pass"; "fail" for a check that fails
+            unless a rule finds it well; "skip" for one whose measurement can find nothing to judge).
+        evidence: the shape of its evidence (a TypedDict: every key it may put there, which its rules, the charts,
+            the pages and the JSON report read).
+    """
+
+    id: str
+    title: str
+    trains: bool = False
+    part: str = "setup"
+    conditions: tuple[Condition, ...] = ()
+    unit: str = ""
+    requires: tuple[str, ...] = ()
+    measure: Callable | None = None
+    otherwise: str = "pass"
+    evidence: type | None = None
+
+    @property
+    def stage(self) -> str:
+        return self.id.split(".", 1)[0]
+
+    @property
+    def runs_in(self) -> str | None:
+        """The name of the unit that runs it; None for a check that watches a user's own fit."""
+        if self.part == FIT:
+            return None
+        return self.unit or (self.part if self.stage == "hparams" else self.stage)
+
+    def value(self, name: str) -> float | None:
+        """A condition's threshold by its name."""
+        return self.condition(name).value
+
+    def condition(self, name: str) -> Condition:
+        """A condition by its name (a KeyError names the check and the name)."""
+        for condition in self.conditions:
+            if condition.name == name:
+                return condition
+        raise KeyError(f"{self.id} has no condition {name!r}")
+
+    def with_values(self, **values: float) -> "Check":
+        """This check with some conditions' thresholds replaced by name (a KeyError for a name it lacks)."""
+        unknown = set(values) - {condition.name for condition in self.conditions}
+        if unknown:
+            raise KeyError(f"{self.id} has no condition {', '.join(sorted(unknown))}")
+        return replace(self, conditions=tuple(replace(condition, value=values.get(condition.name, condition.value))
+                                              for condition in self.conditions))
+
+    def values(self) -> dict[str, float | None]:
+        """Every condition's threshold by name (what a rule reads with `of=`)."""
+        return {condition.name: condition.value for condition in self.conditions}
+
+
+@dataclass(frozen=True)
+class Stage:
+    name: str
+    title: str
+
+
+STAGES = (Stage("data", N_("Data")), Stage("model", N_("Model")), Stage("hparams", N_("Hyperparameters")),
+          Stage("overfit", N_("Overfit test")))
+STAGE_ORDER = tuple(stage.name for stage in STAGES)
+STAGE_TITLES = {stage.name: stage.title for stage in STAGES}
+
+
+@dataclass(frozen=True)
+class Explains:
+    """A finding of another check that a cause explains: `check`'s verdict by one of `conditions` (none named: any
+    verdict but a pass or a skip, its fallback included), while `when` (a rule on that check's own evidence) holds.
+
+    Attributes:
+        measured: the owner measured the same question itself, so its verdict stands whatever it is: the finding
+            (a rule of thumb) points at the owner even when the owner passed.
+    """
+
+    check: str
+    conditions: tuple[str, ...] = ()
+    when: Callable[..., bool] | None = None
+    measured: bool = False
+
+
+@dataclass(frozen=True)
+class Cause:
+    """A cause the report names once: owned by the check whose `conditions` name it (its verdict, sentence and fix
+    are the cause's), with the findings of other checks it explains. Those keep their evidence and point at the
+    owner instead of failing again. A warn or fail verdict no cause declares is a cause of its own, explaining
+    nothing else."""
+
+    name: str
+    owner: str
+    conditions: tuple[str, ...]
+    title: str
+    explains: tuple[Explains, ...] = ()
+
+
+@dataclass(frozen=True)
+class Unit:
+    """A unit of the walk: the checks that one function answers for together, because they share its work (a
+    decoded batch, a forward pass, a trained copy).
+
+    Attributes:
+        name: its key (the app's shared store keeps each unit's results apart).
+        stage: the stage it belongs to.
+        function: `function(run, **inputs) -> list[CheckResult]`, for checks that share its work; None when each of
+            its checks measures alone (`Check.measure`).
+        needs: what of the run it needs, in the order their reasons are given when missing (see
+            `runner.REASONS`: "columns", "texts", "tokenizes", "label_column", "counted", "labels", "range", "readable",
+            "model", "batch", "forward", "scored", "stepped", "rows", "flows").
+        takes: the run settings it is called with (fields of `runner.Settings`: "sweep", "epochs", "rate").
+        reads: outputs of other checks it is called with, as "check_id:key" (an evidence key of that check's
+            result; the key is also the keyword), so the runner runs that check's unit first when both run.
+        heavy: it loads the model or trains a copy (the app queues it for one of the server's heavy slots).
+        progress: it reports its progress (it is called with `progress=`).
+        copy: it trains a copy of the model, the one its call of the runner shares between such units (it is called
+            with `copies=`, a `training.SharedCopy`), so the copy is made and traced once a call.
+    """
+
+    name: str
+    stage: str
+    function: Callable | None = None
+    needs: tuple[str, ...] = ()
+    takes: tuple[str, ...] = ()
+    reads: tuple[str, ...] = ()
+    heavy: bool = True
+    progress: bool = False
+    copy: bool = False

@@ -1,0 +1,91 @@
+"""Every check, cause and unit of the walk, collected from the stage packages (`diagnostics.checks.<stage>`), each
+declared once in its own module.
+
+The one runner (`diagnostics.walk.runner`) runs units from here: it orders them by what they read, skips a unit whose
+needs are not met with the reason its owning check gives, and calls its function inside the guard. The command
+line, `diagnose()`, the trace and the app's pages (through their shared store) all run checks through it. The
+Report's order, `python -m diagnostics checks` and the check table of docs/checks.md read this module too.
+"""
+
+from __future__ import annotations
+
+from diagnostics.checks import data, hparams, model, overfit
+from diagnostics.core.evidence import Error
+from diagnostics.core.check import FIT, STAGE_ORDER, STAGE_TITLES, STAGES, Cause, Check, Unit
+
+__all__ = ["CHECKS", "CAUSES", "UNITS", "FIT", "STAGES", "STAGE_ORDER", "STAGE_TITLES", "units_of", "checks_of",
+           "run_check_ids", "EVIDENCE", "declared_keys", "needs_of", "function_name", "listing"]
+
+_STAGES = (data, model, hparams, overfit)  # in walk order, as `STAGE_ORDER` names them
+CHECKS: dict[str, Check] = {check.id: check for stage in _STAGES for check in stage.CHECKS}
+
+# In this order: a finding two present causes explain points at the first (labels outside the task's classes before
+# a head too small for them, a loss before the gradients it stops, any cause before the rate).
+CAUSE_ORDER = ("stray_labels", "head_short", "loss_mismatch", "no_gradient", "broken_weights", "random_labels",
+               "stale_train_step", "rate")
+_DECLARED = {cause.name: cause for stage in _STAGES for cause in stage.CAUSES}
+CAUSES: dict[str, Cause] = {name: _DECLARED[name] for name in CAUSE_ORDER}
+
+# The units that train come last and together, so their one shared copy of the model (see `Unit.copy`) is never
+# alive beside the Model checks' own copies.
+UNITS: dict[str, Unit] = {unit.name: unit for unit in sorted((unit for stage in _STAGES for unit in stage.UNITS),
+                                                             key=lambda unit: unit.copy)}
+# The shape of each check's evidence, declared beside its measurement.
+EVIDENCE: dict[str, type] = {check.id: check.evidence for check in CHECKS.values()}
+# What watches a user's own fit (the checks of the FIT part), for the listing.
+FIT_FUNCTION = "diagnostics.usercode.api.DiagnoseCallback"
+
+
+def declared_keys(check_id: str) -> set[str]:
+    """The keys a check's evidence may hold (an error result's keys for every check)."""
+    return set(EVIDENCE[check_id].__annotations__) | set(Error.__annotations__)
+
+
+def unit_checks(name: str) -> tuple[str, ...]:
+    """The ids of the checks a unit runs, in walk order."""
+    return tuple(check.id for check in CHECKS.values() if check.runs_in == name)
+
+
+def needs_of(check: Check) -> tuple[str, ...]:
+    """What of the run a check needs, the ones the runner acts on: its unit's needs, then its own (none for a check
+    that watches a user's own fit, which has what it needs when it is called)."""
+    return UNITS[check.runs_in].needs + check.requires if check.runs_in else ()
+
+
+def function_name(check: Check) -> str:
+    """The dotted name of the function that produces a check's result (for the listing and docs/checks.md)."""
+    function = check.measure or (UNITS[check.runs_in].function if check.runs_in else None)
+    return f"{function.__module__}.{function.__qualname__}" if function else FIT_FUNCTION
+
+
+def units_of(stage: str) -> tuple[str, ...]:
+    """The names of a stage's units, in walk order."""
+    return tuple(unit.name for unit in UNITS.values() if unit.stage == stage)
+
+
+def checks_of(stage: str, part: str | None = None) -> tuple[str, ...]:
+    """The ids of a stage's checks in walk order; `part` ("setup"/"training") narrows the Hyperparameters stage.
+    The checks that watch a user's own fit are left out unless `part` is FIT."""
+    return tuple(check.id for check in CHECKS.values()
+                 if check.stage == stage and (check.part == part if part is not None else check.part != FIT))
+
+
+def run_check_ids() -> tuple[str, ...]:
+    """Every check a run of all the stages answers for (all but the ones that watch a user's own fit)."""
+    return tuple(check.id for check in CHECKS.values() if check.part != FIT)
+
+
+def listing() -> list[dict]:
+    """Every check as plain data, for `python -m diagnostics checks --json` and docs/checks.md's table."""
+    return [{"id": check.id, "stage": check.stage, "stage_title": STAGE_TITLES[check.stage], "title": check.title,
+             "needs": list(needs_of(check)), "trains": check.trains, "part": check.part, "unit": check.runs_in,
+             "function": function_name(check), "otherwise": check.otherwise,
+             "conditions": [{"name": c.name, "value": c.value, "meaning": c.meaning,
+                             **({"rule": str(c.rule), "status": c.status} if c.rule else {})}
+                            for c in check.conditions],
+             "causes": [{"name": cause.name, "title": cause.title, "conditions": list(cause.conditions),
+                         "explains": [{"check": e.check, "conditions": list(e.conditions),
+                                       **({"when": str(e.when)} if e.when else {}),
+                                       **({"measured": True} if e.measured else {})} for e in cause.explains]}
+                        for cause in CAUSES.values() if cause.owner == check.id]}
+            for check in CHECKS.values()]

@@ -1,0 +1,94 @@
+"""The stages as callers ask for them (all of them, or each alone), and the parsing of which to run or skip; every
+call goes through the one runner (`diagnostics.walk.runner`)."""
+
+from __future__ import annotations
+
+from diagnostics.config.training import DEFAULT_EPOCHS, SweepSettings
+from diagnostics.core.context import RunContext
+from diagnostics.core.errors import InputError
+from diagnostics.core.result import CheckResult
+from diagnostics.i18n import msg
+from diagnostics.keras.devices import outside_user_strategy
+from diagnostics.walk import registry
+from diagnostics.walk.runner import Settings, run_units
+
+
+__all__ = ["STAGES", "parse_stages", "parse_skip", "run_stages", "data_stage",
+           "learnability_stage", "model_stage", "hparams_stage", "overfit_stage"]
+
+STAGES = registry.STAGE_ORDER
+LEARNABILITY = "data.learnability"
+PARTS = ("setup", "training")
+
+
+def parse_stages(text: str | None) -> tuple[str, ...]:
+    """'data,model' -> ('data', 'model'); None -> every stage; unknown names are an InputError."""
+    if not text:
+        return STAGES
+    names = tuple(name.strip() for name in text.split(",") if name.strip())
+    unknown = [name for name in names if name not in STAGES]
+    if unknown:
+        raise InputError(msg("Unknown stage(s) {unknown}; available: {stages}.", unknown=", ".join(unknown),
+                             stages=", ".join(STAGES)))
+    return names
+
+
+def parse_skip(text: str | None) -> tuple[str, ...]:
+    """'data.learnability' -> the units those checks run in ('learnability',), to be left out of a run; a check
+    that runs with others in one unit (the range test with the sweep) is left out with all of them or not at all.
+
+    Raises:
+        InputError: an unknown check, or a check named without the others of its unit.
+    """
+    names = [name.strip() for name in (text or "").split(",") if name.strip()]
+    unknown = [name for name in names if name not in registry.CHECKS or registry.CHECKS[name].runs_in is None]
+    if unknown:
+        raise InputError(msg("Unknown check(s) {unknown} to skip; `python -m diagnostics checks` lists them.",
+                             unknown=", ".join(unknown)))
+    units = tuple(dict.fromkeys(registry.CHECKS[name].runs_in for name in names))
+    for unit in units:
+        if left := [check for check in registry.unit_checks(unit) if check not in names]:
+            raise InputError(msg("{checks} run together in one unit: skip them all or none (add {left}).",
+                                 checks=", ".join(registry.unit_checks(unit)), left=", ".join(left)))
+    return units
+
+
+def run_stages(run: RunContext, stages: tuple[str, ...] = STAGES, *, sweep: SweepSettings = SweepSettings(),
+               progress=None, epochs: int = DEFAULT_EPOCHS, skip: tuple[str, ...] = ()) -> list[CheckResult]:
+    """Run the chosen stages in pipeline order on one run context (every stage shares its batches and model), outside
+    any strategy scope the caller is in (`devices.outside_user_strategy`); `skip`: units left out (`parse_skip`)."""
+    units = [unit for stage in stages for unit in registry.units_of(stage) if unit not in skip]
+    return outside_user_strategy(run_units, run, units, Settings(sweep=sweep, epochs=epochs), progress)
+
+
+# ---------------------------------------------------------------- each stage alone
+
+def data_stage(run: RunContext) -> list[CheckResult]:
+    """The Data stage's checks on the batch and the split (learnability, which trains, runs apart)."""
+    return run_units(run, [unit for unit in registry.units_of("data") if not registry.UNITS[unit].copy])
+
+
+def learnability_stage(run: RunContext) -> list[CheckResult]:
+    """data.learnability: a short run on the given labels against shuffled ones (trains two copies)."""
+    return run_units(run, ("learnability",))
+
+
+def model_stage(run: RunContext) -> list[CheckResult]:
+    """The Model stage on the first batch."""
+    return run_units(run, ("model",))
+
+
+def hparams_stage(run: RunContext, *, sweep: SweepSettings = SweepSettings(), progress=None,
+                  parts: tuple[str, ...] = PARTS) -> list[CheckResult]:
+    """The Hyperparameters stage: "setup" checks take seconds, "training" ones (the sweep and the range test) train
+    a copy."""
+    return run_units(run, parts, Settings(sweep=sweep), progress)
+
+
+def overfit_stage(run: RunContext, *, epochs: int = DEFAULT_EPOCHS, rate: float | None = None,
+                  best_rate: float | None = None, configured_broke: bool | None = None,
+                  progress=None) -> list[CheckResult]:
+    """The overfit-one-batch test; `rate` overrides the configured one (e.g. the sweep's best); with the sweep's
+    measurement (`best_rate`, `configured_broke`) it never trains at a rate the sweep measured as broken."""
+    return run_units(run, ("overfit",), Settings(epochs=epochs, rate=rate, best_rate=best_rate,
+                                                 configured_broke=configured_broke), progress)
