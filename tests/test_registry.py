@@ -546,3 +546,68 @@ def test_every_verdict_is_judged_by_the_registrys_rules():
 
 def values_of(check_id: str) -> dict:
     return {condition.name: condition.value for condition in registry.CHECKS[check_id].conditions}
+
+
+# ---------------------------------------------------------------- adding a check
+
+WHITESPACE_CHECK = '''
+"""data.whitespace: text cells with stray whitespace at either end."""
+
+from typing import TypedDict
+
+from diagnostics.core.check import Check, Condition
+from diagnostics.core.result import judge
+from diagnostics.core.rules import ShareAbove
+from diagnostics.i18n import N_, msg
+
+
+class Evidence(TypedDict, total=False):
+    padded_cells: int
+    cells: int
+
+
+def measure(run):
+    cells = [value for column in run.config.glue_task.text_columns for value in run.split[column]]
+    padded = sum(isinstance(value, str) and value != value.strip() for value in cells)
+    summary = msg("{padded} of {cells} text cells carry stray whitespace.", padded=padded, cells=len(cells))
+    return judge(CHECK, {"padded_cells": padded, "cells": len(cells)}, {
+        "warn_padded_share": (summary, "dataset = dataset.map(lambda row: {k: v.strip() for k, v in row.items()})")},
+        summary)
+
+
+CHECK = Check("data.whitespace", N_("text cells with stray whitespace"), unit="data", requires=("texts",),
+              measure=measure, evidence=Evidence, conditions=(
+    Condition("warn_padded_share", 0.05, "warn when more than this share of the text cells carry stray whitespace",
+              ShareAbove("padded_cells", "cells")),))
+'''
+
+
+def test_a_new_check_is_one_module_the_runner_lists_runs_and_judges(demo_inputs, demo_model, monkeypatch, capsys):
+    """The issue's example: data.whitespace, written as one module (measurement, condition, sentence, evidence) and
+    collected like the stage packages collect theirs; nothing else is edited for the runner, the listing and the
+    evidence checks to take it."""
+    import types
+
+    from diagnostics.walk import runner
+
+    module = types.ModuleType("whitespace")
+    exec(compile(WHITESPACE_CHECK, "whitespace.py", "exec"), module.__dict__)
+    check = module.CHECK
+    monkeypatch.setattr(registry, "CHECKS", {**registry.CHECKS, check.id: check})
+    monkeypatch.setitem(registry.EVIDENCE, check.id, check.evidence)
+    tokenizer, split = demo_inputs
+    padded = split.map(lambda row, index: {"premise": f" {row['premise']} " if index % 3 == 0 else row["premise"]},
+                       with_indices=True)
+    found = {r.id: r for r in runner.run_units(RunContext(RunConfig(batch_size=8), tokenizer, padded,
+                                                          lambda *args: demo_model), ["data"])}
+    result = found["data.whitespace"]
+    assert result.status is Status.WARN and result.condition == "warn_padded_share"
+    assert result.evidence["padded_cells"] == len(range(0, len(split), 3))
+    assert set(result.evidence) <= registry.declared_keys(check.id)
+    clean = {r.id: r for r in runner.run_units(RunContext(RunConfig(batch_size=8), tokenizer, split,
+                                                          lambda *args: demo_model), ["data"])}
+    assert clean["data.whitespace"].status is Status.PASS and clean["data.whitespace"].evidence["padded_cells"] == 0
+    assert main(["checks", "--json"]) == 0
+    listed = {c["id"]: c for c in json.loads(capsys.readouterr().out)}
+    assert listed["data.whitespace"]["conditions"][0]["rule"] == "padded_cells > threshold * cells"
+    assert listed["data.whitespace"]["needs"] == ["texts"]
