@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 import numpy as np  # noqa: E402
 
 import diagnostics  # noqa: E402,F401
-from diagnostics.keras import loading  # noqa: E402
+from diagnostics.keras import data_files, loading  # noqa: E402
 from diagnostics.config.run import RunConfig  # noqa: E402
 from diagnostics.keras.batches import LABEL, build_batch  # noqa: E402
 from diagnostics.keras.training import Trainer, split_batch  # noqa: E402
@@ -65,7 +65,7 @@ def fine_tune_truth(task: str, checkpoint: str, rates, steps: int, batch_size: i
     """Held-out accuracy after `steps` Adam steps at each rate, every rate from the same pretrained start."""
     config = task_config(task, checkpoint, batch_size, max_length).validated()
     tokenizer = loading.load_tokenizer(checkpoint)
-    split = loading.load_split(config)
+    split = data_files.load_split(config)
     model = loading.load_model(checkpoint, config.effective_num_labels, config.seed)
     held, train = held_out_split(len(split))
     train_batches = [build_batch(split, tokenizer, config, train[i:i + batch_size]).tf_batch

@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from diagnostics.keras import loading
+from diagnostics.keras import data_files, loading
 from diagnostics.config.run import RunConfig
 from diagnostics.keras.batches import build_batch, held_out_indices, training_batches
 from diagnostics.checks.hparams.lr_range_test import check_lr_range_test, lr_range_test
@@ -37,7 +37,7 @@ def debugger_table(config: RunConfig, rates) -> dict:
     """rate -> {"sweep": verdict text, "overfit": status, "bad": bool}, plus "recommended" and "range_suggestion"."""
     config = config.validated()
     tokenizer = loading.load_tokenizer(config.checkpoint)
-    split = loading.load_split(config)
+    split = data_files.load_split(config)
     model = loading.load_model(config.checkpoint, config.effective_num_labels, config.seed)
     settings = GridWithRates(extra=tuple(rates))
     count = max(1, min(settings.steps // 4, 4))

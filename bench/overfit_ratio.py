@@ -17,7 +17,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import diagnostics  # noqa: E402,F401
-from diagnostics.keras import loading  # noqa: E402
+from diagnostics.keras import data_files, loading  # noqa: E402
 from diagnostics.config.run import DEMO_LEARNING_RATE, RunConfig  # noqa: E402
 from diagnostics.keras.batches import build_first_batch  # noqa: E402
 from diagnostics.checks.overfit.one_batch import overfit_one_batch  # noqa: E402
@@ -43,7 +43,7 @@ def main() -> None:
 
     config = RunConfig(checkpoint=args.checkpoint, learning_rate=DEMO_LEARNING_RATE)
     tokenizer = loading.load_tokenizer(config.checkpoint)
-    split = loading.load_split(config)
+    split = data_files.load_split(config)
     model = loading.load_model(config.checkpoint, config.effective_num_labels)
     batch = build_first_batch(split, tokenizer, config)
 

@@ -28,7 +28,7 @@ import pyarrow.compute as pc  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
 import diagnostics  # noqa: E402,F401
-from diagnostics.keras import loading  # noqa: E402
+from diagnostics.keras import data_files  # noqa: E402
 from diagnostics.config.run import RunConfig  # noqa: E402
 from diagnostics.checks.data.duplicates import check_duplicates, duplicate_figures  # noqa: E402
 from diagnostics.checks.data.label_balance import check_label_balance  # noqa: E402
@@ -90,7 +90,7 @@ def main() -> None:
         path = Path(folder) / "train.parquet"
         write_split(path, args.rows)
         config = RunConfig(task="mnli", data_source="files", data_files=(("train", str(path)),))
-        split = loading.load_split(config)
+        split = data_files.load_split(config)
         table, texts = split.data.table, list(config.glue_task.text_columns)  # what the checks read
         results = scan(split, config, cached=False)  # warm
         floor(table, texts)

@@ -1,6 +1,6 @@
 """Training Pipeline Debugger: checks for TensorFlow + Transformers fine-tuning on GLUE.
 
-`from diagnostics import diagnose, DiagnoseCallback` runs the checks on your own model and dataset (see usercode/api.py);
+`from diagnostics import diagnose, DiagnoseCallback` runs the checks on your own model and dataset (see usercode/api.py and usercode/callback.py);
 they import TensorFlow on first use, not with the package. `with diagnostics.watch():` around your `to_tf_dataset`
 calls lets the checks batch your rows with your own call (usercode/hooks.py). Importing the package patches no library.
 
@@ -36,6 +36,10 @@ def __getattr__(name):
         from diagnostics.usercode.hooks import watch
 
         return watch
+    if name == "DiagnoseCallback":
+        from diagnostics.usercode.callback import DiagnoseCallback
+
+        return DiagnoseCallback
     if name in _API:
         from diagnostics.usercode import api
 

@@ -227,7 +227,8 @@ def seeded_models():
 def demo_inputs():
     """The demo tokenizer and the bundled MNLI train split."""
     from diagnostics.config.run import RunConfig
-    from diagnostics.keras.loading import load_split, load_tokenizer
+    from diagnostics.keras.data_files import load_split
+    from diagnostics.keras.loading import load_tokenizer
 
     return load_tokenizer("demo"), load_split(RunConfig())
 

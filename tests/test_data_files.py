@@ -209,7 +209,7 @@ def test_uploaded_files_get_the_same_answers_and_keep_the_sidebar(tmp_path, monk
 
 
 def test_an_upload_is_kept_by_its_contents_and_names_its_split(tmp_path):
-    from diagnostics.keras.loading import keep_upload, split_for_upload, with_data_file
+    from diagnostics.keras.data_files import keep_upload, split_for_upload, with_data_file
 
     first = keep_upload("dev.tsv", b"a\tb\n", tmp_path)
     assert keep_upload("dev.tsv", b"a\tb\n", tmp_path) == first and first.read_bytes() == b"a\tb\n"

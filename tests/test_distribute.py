@@ -17,7 +17,7 @@ import diagnostics
 import tensorflow as tf
 cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
-from diagnostics.keras import loading
+from diagnostics.keras import data_files, loading
 from diagnostics.config.run import RunConfig
 from diagnostics.keras.batches import build_first_batch, training_batches
 from diagnostics.checks.data.learnability import learnability_figures
@@ -27,7 +27,7 @@ from diagnostics.keras.training import SharedCopy
 out = {}
 for seed in json.loads(sys.argv[1]):
     config = RunConfig(batch_size=8, seed=seed).validated()
-    tokenizer, split = loading.load_tokenizer("demo"), loading.load_split(config)
+    tokenizer, split = loading.load_tokenizer("demo"), data_files.load_split(config)
     model = loading.load_model("demo", 3, seed)
     before = [weight.copy() for weight in model.get_weights()]
     batch = build_first_batch(split, tokenizer, config)
@@ -94,10 +94,10 @@ tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfigur
 import tf_keras
 from transformers import TFAutoModelForSequenceClassification
 from diagnostics import diagnose, watch
-from diagnostics.keras import loading
+from diagnostics.keras import data_files, loading
 from diagnostics.config.run import RunConfig
 
-tokenizer, split = loading.load_tokenizer("demo"), loading.load_split(RunConfig(batch_size=8).validated())
+tokenizer, split = loading.load_tokenizer("demo"), data_files.load_split(RunConfig(batch_size=8).validated())
 tokenized = split.map(lambda rows: tokenizer(rows["premise"], rows["hypothesis"], truncation=True), batched=True)
 strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
 with strategy.scope():

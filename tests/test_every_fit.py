@@ -117,7 +117,7 @@ def test_the_callback_checks_each_fit_on_its_own_data_and_says_what_it_trains(ki
 
     import tf_keras as keras
 
-    from diagnostics.usercode.api import DiagnoseCallback
+    from diagnostics.usercode.callback import DiagnoseCallback
     from diagnostics.keras.keras_model import fresh_copy
     from diagnostics.keras.loading import load_tokenizer
 

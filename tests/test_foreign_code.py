@@ -176,7 +176,7 @@ def test_a_batch_after_to_tf_dataset_keeps_the_split_for_the_task_and_reads_the_
 def test_the_task_comes_from_the_user_the_split_or_the_model_and_is_never_guessed():
     from transformers import BertConfig
 
-    from diagnostics.usercode.own_code import find_task
+    from diagnostics.usercode.task_finding import find_task
 
     pairs, labels = ["sentence1", "sentence2", "label"], np.array([0, 1] * 10)
     assert find_task("RTE", columns=pairs, labels=labels).name == "rte"

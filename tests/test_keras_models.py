@@ -317,7 +317,7 @@ def raised(call):
 def test_a_datasets_column_given_to_the_tokenizer_is_named_with_its_fix(kit):
     from datasets import Dataset
 
-    from diagnostics.usercode.trace import stack_change
+    from diagnostics.usercode.script_errors import stack_change
 
     _, tokenizer = kit
     split = Dataset.from_dict({"sentence1": ["a b", "c d"], "sentence2": ["e", "f"], "label": [0, 1]})
@@ -333,7 +333,7 @@ def test_removed_tokenizer_and_fit_arguments_and_keras_3_objects_are_named_with_
     import tf_keras
     from transformers import TFAutoModelForSequenceClassification
 
-    from diagnostics.usercode.trace import stack_change
+    from diagnostics.usercode.script_errors import stack_change
 
     checkpoint, tokenizer = kit
     finding, fix = stack_change(raised(lambda: tokenizer(["a b"], pad_to_max_length=True, max_length=8)))

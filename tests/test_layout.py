@@ -41,6 +41,20 @@ def test_no_function_of_the_app_is_longer_than_80_lines():
     assert not long, long
 
 
+def test_no_module_of_the_package_is_longer_than_450_lines():
+    """A module past 450 lines holds more than one concern (the layers are folders, a check is a module)."""
+    long = {str(path.relative_to(ROOT)): len(path.read_text().splitlines()) for path in MODULES
+            if "demo_data" not in path.parts and len(path.read_text().splitlines()) > 450}
+    assert long == {}
+
+
+def test_the_package_imports_nothing_by_name_at_run_time():
+    """The runner calls check and unit objects: no module looks a function up by a dotted string."""
+    dynamic = [str(path.relative_to(ROOT)) for path in MODULES
+               if "import_module(" in path.read_text() or "__import__(" in path.read_text()]
+    assert dynamic == []
+
+
 def ui_imports(path: Path) -> set[str]:
     """The ui modules a ui module imports, at the top or inside a function."""
     names = set()

@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from diagnostics.keras import loading
+from diagnostics.keras import data_files, loading
 from diagnostics.config.run import RunConfig
 from diagnostics.core.errors import InputError
 from diagnostics.config.tasks import TASKS
@@ -103,7 +103,7 @@ def _write(frame: pd.DataFrame, path):
 def test_local_files_load_in_the_glue_schema(tmp_path, suffix, task, rows):
     path = tmp_path / f"train{suffix}"
     _write(pd.DataFrame(rows), path)
-    split = loading.load_split(RunConfig(task=task, data_source="files", data_files=(("train", str(path)),)))
+    split = data_files.load_split(RunConfig(task=task, data_source="files", data_files=(("train", str(path)),)))
     assert split.column_names[: len(TASKS[task].text_columns)] == list(TASKS[task].text_columns)
     assert split["label"] == [row["label"] for row in rows]
 
@@ -111,7 +111,7 @@ def test_local_files_load_in_the_glue_schema(tmp_path, suffix, task, rows):
 def test_label_names_in_a_tsv_become_ids(tmp_path):
     path = tmp_path / "dev.tsv"
     path.write_text('premise\thypothesis\tlabel\nhe said "yes\tsaid yes\tentailment\na b\tc d\tcontradiction\nx\ty\tmaybe\n')
-    split = loading.load_split(RunConfig(task="mnli", split="dev", data_source="files", data_files=(("dev", str(path)),)))
+    split = data_files.load_split(RunConfig(task="mnli", split="dev", data_source="files", data_files=(("dev", str(path)),)))
     assert split["label"] == [0, 2, -2]
     assert split["premise"][0] == 'he said "yes'
 
@@ -125,14 +125,14 @@ def test_unusable_data_file_is_a_clear_error(tmp_path, content, message):
     if content is not None:
         path.write_text(content)
     with pytest.raises(InputError, match=message):
-        loading.load_split(RunConfig(task="sst2", data_source="files", data_files=(("train", str(path)),)))
+        data_files.load_split(RunConfig(task="sst2", data_source="files", data_files=(("train", str(path)),)))
 
 
 def test_split_without_a_file_names_the_splits_given(tmp_path):
     path = tmp_path / "train.csv"
     _write(pd.DataFrame(ROWS_SST2), path)
     with pytest.raises(InputError, match="cover: train"):
-        loading.load_split(RunConfig(task="sst2", split="validation", data_source="files",
+        data_files.load_split(RunConfig(task="sst2", split="validation", data_source="files",
                                      data_files=(("train", str(path)),)))
 
 
@@ -202,7 +202,7 @@ def test_tidy_cache_drops_old_uploads_then_the_oldest_past_the_size_and_keeps_th
 def test_an_upload_kept_again_is_young_again(tmp_path):
     import os
 
-    path = loading.keep_upload("dev.csv", b"premise,hypothesis,label\na,b,0\n", root=tmp_path)
+    path = data_files.keep_upload("dev.csv", b"premise,hypothesis,label\na,b,0\n", root=tmp_path)
     os.utime(path, (0, 0))
-    assert loading.keep_upload("dev.csv", b"premise,hypothesis,label\na,b,0\n", root=tmp_path) == path
+    assert data_files.keep_upload("dev.csv", b"premise,hypothesis,label\na,b,0\n", root=tmp_path) == path
     assert path.stat().st_mtime > 1e9

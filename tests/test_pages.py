@@ -234,7 +234,7 @@ def test_the_start_text_goes_away_when_dismissed(app):
 
 def test_decoded_rows_show_the_raw_text_beside_what_the_model_reads_and_read_in_full(app):
     from diagnostics.config.run import RunConfig
-    from diagnostics.keras.loading import load_split
+    from diagnostics.keras.data_files import load_split
 
     table = app.dataframe[0].value
     assert {"premise", "hypothesis", "decoded"} <= set(table.columns)  # MNLI's two sentences, each in its own column

@@ -113,7 +113,7 @@ def test_an_uploaded_scripts_name_is_only_a_base_name(tmp_path, name, kept):
 
 
 def test_an_uploaded_data_files_name_is_only_a_base_name(tmp_path):
-    from diagnostics.keras.loading import keep_upload
+    from diagnostics.keras.data_files import keep_upload
 
     path = keep_upload("../../x\x00.csv", b"premise,hypothesis,label\na,b,0\n", root=tmp_path)
     assert path.name == "x.csv" and path.resolve().is_relative_to(tmp_path.resolve())

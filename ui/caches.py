@@ -7,6 +7,7 @@ import streamlit as st
 
 import diagnostics  # noqa: F401  (selects Keras 2 before TensorFlow loads)
 from diagnostics.keras import loading
+from diagnostics.keras.data_files import load_split
 from diagnostics.config.run import RunConfig
 from diagnostics.core.context import RunContext
 
@@ -25,7 +26,7 @@ def cached_tokenizer(checkpoint: str):
 @st.cache_resource(show_spinner=False, max_entries=16)
 def cached_split(task: str, split: str, data_source: str, data_files: tuple, shuffle_labels: bool, seed: int):
     """Shared by every session; datasets are immutable (select/map return new objects)."""
-    return loading.load_split(RunConfig(task=task, split=split, data_source=data_source, data_files=data_files,
+    return load_split(RunConfig(task=task, split=split, data_source=data_source, data_files=data_files,
                                         shuffle_labels=shuffle_labels, seed=seed))
 
 

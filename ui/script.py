@@ -9,7 +9,7 @@ import streamlit as st
 
 from diagnostics.config.tasks import TASKS
 from diagnostics.i18n import N_, _, localize, said
-from diagnostics.keras.loading import safe_file_name
+from diagnostics.keras.data_files import safe_file_name
 from diagnostics.core.check import STAGE_ORDER, STAGE_TITLES
 from diagnostics.core.result import CheckResult
 from diagnostics.usercode.course_scripts import COURSE_SCRIPTS

@@ -9,7 +9,7 @@ import streamlit as st
 
 from diagnostics.config import limits
 
-from diagnostics.keras import loading
+from diagnostics.keras import data_files
 from diagnostics.config.run import DEMO_CHECKPOINT, RunConfig, default_config, parse_data_files
 from diagnostics.core.errors import InputError
 from diagnostics.config.tasks import get_task
@@ -160,7 +160,7 @@ def _data_source(setting, where, options, hosted) -> bool:
 def _data_files(setting, where, options, hosted) -> bool:
     """The files' lines, then uploads that become lines of their own."""
     _widget(setting.ui, where, options, [])
-    where.file_uploader(_("Or upload them"), type=[suffix[1:] for suffix in loading.LOCAL_FORMATS],
+    where.file_uploader(_("Or upload them"), type=[suffix[1:] for suffix in data_files.LOCAL_FORMATS],
                         accept_multiple_files=True, key=UPLOADS_KEY, on_change=take_uploads,
                         help=_("Each file is kept on this machine and gets a SPLIT=PATH line above; its name before "
                                "the type names the split (dev.tsv: split 'dev'), which you can edit there."))
@@ -229,12 +229,12 @@ def take_uploads() -> None:
     text, problems, split = state["run.data_files"], [], None
     for upload in state.get(UPLOADS_KEY) or ():
         try:
-            path = loading.keep_upload(upload.name, upload.getvalue())
+            path = data_files.keep_upload(upload.name, upload.getvalue())
         except (InputError, OSError) as exc:
             problems.append(msg("{name} was not kept: {reason}", name=upload.name, reason=message_of(exc)))
             continue
-        split = loading.split_for_upload(upload.name)
-        text = loading.with_data_file(text, split, str(path))
+        split = data_files.split_for_upload(upload.name)
+        text = data_files.with_data_file(text, split, str(path))
     state["run.data_files"], state[UPLOAD_PROBLEMS_KEY] = text, problems
     if split:
         state["run.split"] = split

@@ -10,7 +10,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from diagnostics.keras import loading
+from diagnostics.keras import data_files, loading
 from diagnostics.keras.batches import (LABEL, UNUSABLE_LABEL, FirstBatch, build_batch, build_first_batch, held_out_indices,
                                  invalid_labels, not_prose, split_labels, text_cell_problems,
                                  training_batches)
@@ -46,7 +46,7 @@ class RunContext:
         """
         config = config.validated()
         tokenizer = tokenizer if tokenizer is not None else loading.load_tokenizer(config.checkpoint)
-        split = split if split is not None else loading.load_split(config)
+        split = split if split is not None else data_files.load_split(config)
         loading.validate_for_tokenizer(config, tokenizer)
         return cls(config, tokenizer, split, functools.lru_cache(maxsize=1)(model_loader))
 

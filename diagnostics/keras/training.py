@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -303,24 +302,6 @@ def held_out_figures(model, batch, regression: bool) -> dict[str, Any]:
 def _finite_mean(values: np.ndarray) -> float | None:
     value = float(np.mean(values)) if len(values) else float("nan")
     return value if np.isfinite(value) else None
-
-
-def round_down_rate(rate: float) -> float:
-    """A rate rounded down to one significant digit (1.4e-4 -> 1e-4), as a fix should name it."""
-    exponent = math.floor(math.log10(rate))
-    return math.floor(rate / 10 ** exponent) * 10 ** exponent
-
-
-def smoothed(losses: list[float], beta: float = 0.98) -> list[float]:
-    """Exponential moving average with bias correction (fastai's and Lightning's finders); NaN stays NaN."""
-    average, out = 0.0, []
-    for index, loss in enumerate(losses, start=1):
-        if not np.isfinite(loss):
-            out.append(float("nan"))
-            continue
-        average = beta * average + (1 - beta) * loss
-        out.append(average / (1 - beta ** index))
-    return out
 
 
 def effective_rate(config: RunConfig) -> float:

@@ -33,7 +33,7 @@ UNITS: dict[str, Unit] = {unit.name: unit for unit in sorted((unit for stage in 
 # The shape of each check's evidence, declared beside its measurement.
 EVIDENCE: dict[str, type] = {check.id: check.evidence for check in CHECKS.values()}
 # What watches a user's own fit (the checks of the FIT part), for the listing.
-FIT_FUNCTION = "diagnostics.usercode.api.DiagnoseCallback"
+FIT_FUNCTION = "diagnostics.usercode.callback.DiagnoseCallback"
 
 
 def declared_keys(check_id: str) -> set[str]:

@@ -14,7 +14,8 @@ from diagnostics.core.check import Check, Condition
 from diagnostics.core.result import CheckResult, judge
 from diagnostics.core.rules import Above, AtMost
 from diagnostics.i18n import N_, msg
-from diagnostics.keras.training import Trainer, round_down_rate, smoothed
+from diagnostics.keras.training import Trainer
+from diagnostics.core.curves import round_down_rate, smoothed
 
 
 RANGE_SMOOTHING = 0.98

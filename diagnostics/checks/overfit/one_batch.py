@@ -21,8 +21,8 @@ from diagnostics.core.rules import Above, All, AtMost, Holds, ShareAbove
 from diagnostics.i18n import N_, Text, joined, msg
 from diagnostics.keras.batches import FirstBatch, LABEL, build_batch, decoded_rows, split_labels
 from diagnostics.keras.keras_model import call, class_logits, head_of
-from diagnostics.keras.training import (SharedCopy, effective_rate, first_line, is_pretrained, round_down_rate,
-                                        smoothed, split_batch, usual_rate_of, weight_drift)
+from diagnostics.keras.training import SharedCopy, effective_rate, first_line, is_pretrained, split_batch, usual_rate_of, weight_drift
+from diagnostics.core.curves import round_down_rate, smoothed
 
 
 def every_label_indices(labels: np.ndarray, task: GlueTask, batch_size: int, seed: int) -> tuple[list[int], list[str]]:

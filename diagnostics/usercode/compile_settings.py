@@ -1,0 +1,120 @@
+"""What a user's `compile` set, read back: the loss and the optimizer with its rate and schedule."""
+
+from __future__ import annotations
+
+
+from typing import Any
+
+
+
+
+from diagnostics.i18n import msg
+from diagnostics.core.errors import InputError
+from diagnostics.keras.internals import is_dummy_loss, optimizer_rate, uses_internal_loss
+from diagnostics.keras.optimizers import plain_rate
+
+
+# When the model is not compiled, the checks assume the course's fixed setup, and say so.
+UNCOMPILED_RATE = 5e-5
+
+
+LOSS_STRINGS = {"sparse_categorical_crossentropy": "sparse_categorical_crossentropy", "mse": "mse",
+                "mean_squared_error": "mse", "categorical_crossentropy": "categorical_crossentropy",
+                "binary_crossentropy": "binary_crossentropy"}
+
+
+# Keras loss classes (and their functions) read as `config.LOSSES`/`CODE_LOSSES` keys.
+LOSS_CLASSES = {"SparseCategoricalCrossentropy": "sparse_categorical_crossentropy",
+                "CategoricalCrossentropy": "categorical_crossentropy", "BinaryCrossentropy": "binary_crossentropy"}
+
+
+def read_loss(model, given: Any = None, *, seen: bool = False) -> str:
+    """The `config.LOSSES` key of the model's loss, from what `compile` got (`given`, when `seen`) or the model.
+
+    Raises:
+        InputError: a loss the checks do not model (they would judge it wrongly).
+    """
+    if not seen:
+        if getattr(model, "optimizer", None) is None:
+            return "internal"
+        if uses_internal_loss(model):
+            return "internal"
+        given = getattr(model, "loss", None)
+    if given is None or (isinstance(given, str) and given in ("auto", "auto_with_warning", "passthrough")):
+        return "internal"
+    if is_dummy_loss(given):
+        return "internal"
+    if isinstance(given, str):
+        if given in LOSS_STRINGS:
+            return LOSS_STRINGS[given]
+    else:
+        name = type(given).__name__ if not callable(given) or hasattr(given, "get_config") else given.__name__
+        if name in LOSS_CLASSES:
+            from_logits = bool(given.get_config().get("from_logits"))
+            return f"{name}(from_logits={from_logits})"
+        if name in LOSS_STRINGS:
+            return LOSS_STRINGS[name]
+        if name in ("MeanSquaredError", "mean_squared_error"):
+            return "mse"
+    raise InputError(msg("compile(loss={loss}) is not a loss the debugger can judge: it reads the model's internal "
+                         "loss, sparse, categorical and binary cross-entropy (a string or an object, from logits or "
+                         "not) and mean squared error.", loss=repr(given)))
+
+
+def read_optimizer(model, given: Any = None, *, seen: bool = False) -> dict[str, Any]:
+    """The configuration's optimizer fields (optimizer, learning_rate, weight_decay, train_steps, warmup_steps)
+    for the optimizer the user compiled with.
+
+    Raises:
+        InputError: an optimizer the checks do not model.
+    """
+    if seen and isinstance(given, str):
+        if given.lower() == "adam":
+            return {"optimizer": "adam"}
+        raise InputError(msg("compile(optimizer={optimizer}): the debugger models Adam ('adam', Adam, AdamW or "
+                             "transformers.create_optimizer); other optimizers are not judged.", optimizer=repr(given)))
+    optimizer = _optimizer_of(model, given)
+    if optimizer is None:
+        return {"optimizer": "Adam", "learning_rate": UNCOMPILED_RATE}
+    name = type(optimizer).__name__
+    rate = optimizer_rate(optimizer)
+    schedule = _schedule(rate)
+    if schedule is not None:
+        weight_decay = float(getattr(optimizer, "weight_decay_rate", 0.0) or 0.0)
+        return {"optimizer": "create_optimizer", "weight_decay": weight_decay, **schedule}
+    value = plain_rate(rate)
+    if name == "AdamWeightDecay":
+        return {"optimizer": "create_optimizer", "learning_rate": value, "train_steps": 1, "warmup_steps": 0,
+                "weight_decay": float(optimizer.weight_decay_rate or 0.0)}
+    if name == "AdamW":
+        return {"optimizer": "AdamW", "learning_rate": value, "weight_decay": float(optimizer.weight_decay or 0.0)}
+    if name == "Adam":
+        return {"optimizer": "Adam", "learning_rate": value}
+    raise InputError(msg("compile(optimizer={optimizer}): the debugger models Adam ('adam', Adam, AdamW or "
+                         "transformers.create_optimizer); other optimizers are not judged.", optimizer=f"{name}(...)"))
+
+
+def _optimizer_of(model, given: Any = None):
+    """The optimizer the model trains with: the one it was compiled with, else one given as an object (a custom
+    loop's, given to `diagnose(optimizer=)` or seen at its first `apply_gradients`)."""
+    optimizer = getattr(model, "optimizer", None) if model is not None else None
+    if optimizer is None and given is not None and not isinstance(given, str):
+        return given
+    return optimizer
+
+
+def _schedule(rate) -> dict[str, Any] | None:
+    """create_optimizer's schedule (a linear decay, after a warmup or not) as configuration fields."""
+    kind = type(rate).__name__
+    if kind == "WarmUp":
+        decay = rate.decay_schedule_fn
+        warmup = int(rate.warmup_steps)
+        return {"learning_rate": plain_rate(rate.initial_learning_rate), "warmup_steps": warmup,
+                "train_steps": warmup + int(getattr(decay, "decay_steps", 0))}
+    if kind == "PolynomialDecay":
+        return {"learning_rate": plain_rate(rate.initial_learning_rate), "warmup_steps": 0,
+                "train_steps": int(rate.decay_steps)}
+    if hasattr(rate, "get_config") and not hasattr(rate, "numpy"):
+        raise InputError(msg("a {kind} learning-rate schedule is not one the debugger models (create_optimizer's "
+                             "warmup and linear decay are).", kind=kind))
+    return None

@@ -1,0 +1,424 @@
+"""The tracer's child: runs a user's script with `fit`, `compile` and a loop's `apply_gradients` intercepted,
+checks what each fit was given, and writes the report the parent reads back."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import json
+import math
+import os
+from pathlib import Path
+import sys
+import threading
+import traceback
+from typing import Any
+import weakref
+
+from diagnostics.i18n import msg
+from diagnostics.keras.keras_model import what_it_trains
+from diagnostics.usercode.script_errors import _versions
+from diagnostics.usercode.trace import _end_descendants, _notes, _tie_to_parent, script_notes
+from diagnostics.usercode.trace_report import BRIEF_STEPS, MAX_CHECKED_FITS, Reports, _quiet_checks
+
+
+class _Child(Reports):
+    """The child's state: the spec, compile calls seen, and the report once written."""
+
+    def __init__(self, spec: dict):
+        self.spec = spec
+        self.script = spec["script"]
+        self.compiled: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()
+        self.reported = False
+        self.fits = 0  # the script's fit calls so far
+        self.checked_keys: list[tuple] = []  # what each checked fit trained, with what optimizer and rate
+        self.reports: list[dict] = []  # each checked fit's report, in order
+        self.unchecked: list[int] = []  # fits past MAX_CHECKED_FITS that train something new
+        self.briefly: set[str] = set()  # the methods run briefly after the checks
+        self.in_fit = 0  # fits running now (their apply_gradients calls are theirs)
+        self.looped = False  # a custom loop's first apply_gradients was seen
+        self.pending_loop: dict | None = None  # with --then-train, a tf.function loop is checked when the script ends
+        # Per model, the train step Keras built (at its first fit after a compile): (fit, trainable ids, weights).
+        self.steps_built: "weakref.WeakKeyDictionary[Any, tuple]" = weakref.WeakKeyDictionary()
+        self.checking = False  # the checks' own fit and compile calls (on copies) pass straight through
+        self._compiling = threading.local()
+
+
+    # ------------------------------------------------------------ hooks
+
+    def install(self) -> None:
+        import datasets
+        import tf_keras
+        from transformers import modeling_tf_utils
+
+        from diagnostics.usercode import hooks
+
+        # The script's own `map` calls run, rather than load a result an earlier run cached: its tokenizer call (its
+        # truncation and max_length) is then seen. The rows are the same; only the time to make them is spent again.
+        datasets.disable_caching()
+
+        # Open for the whole script (the child process ends with it); held here, as a dropped block would close.
+        self.watching = hooks.watch()
+        self.watching.__enter__()
+        child = self
+        keras_fit = tf_keras.Model.fit
+
+        def fit(model, *args, **kwargs):
+            if child.checking:
+                return keras_fit(model, *args, **kwargs)
+            child.fits += 1
+            builds = getattr(model, "train_function", None) is None  # this fit builds the train step Keras runs
+            trainable = [id(variable) for variable in model.trainable_variables]
+            if child.to_check(model):
+                child.checking = True
+                try:
+                    with _quiet_checks():
+                        child.on_fit(model, args, kwargs, stale=None if builds else child.stale_step(model, trainable))
+                finally:
+                    child.checking = False
+            if builds:
+                child.steps_built[model] = (child.fits, trainable, _count(model.trainable_variables))
+            child.in_fit += 1  # the optimizer's apply_gradients inside fit is fit's, not a custom loop's
+            try:
+                if child.spec.get("then_train"):
+                    child.say(msg("Checks done: training goes on (--then-train)"))
+                    return keras_fit(model, *args, **kwargs)
+                return child.brief(keras_fit, model, args, kwargs, "fit")
+            finally:
+                child.in_fit -= 1
+
+        tf_keras.Model.fit = fit
+        for method in ("evaluate", "predict"):
+            self._bound(tf_keras.Model, method)
+        for owner in (modeling_tf_utils.TFPreTrainedModel, tf_keras.Model):
+            self._wrap_compile(owner)
+        for owner in (tf_keras.optimizers.Optimizer, tf_keras.optimizers.legacy.Optimizer):
+            self._wrap_apply_gradients(owner)
+
+    def _wrap_apply_gradients(self, owner) -> None:
+        """A custom training loop (a `tf.GradientTape` loop, no fit) is checked at its first `apply_gradients`:
+        the model whose weights it updates, the data and the loss found among the script's objects, the
+        optimizer itself. The script then ends (`--then-train` lets it go on)."""
+        original = owner.apply_gradients
+        child = self
+
+        @functools.wraps(original)
+        def apply_gradients(optimizer, grads_and_vars, *args, **kwargs):
+            if child.in_fit or child.checking or child.looped or child.reports:
+                return original(optimizer, grads_and_vars, *args, **kwargs)
+            pairs = list(grads_and_vars)
+            child.looped = True
+            frame = child._script_frame(sys._getframe(1))
+            # What the checks need, held while the script's frames unwind: the checks run once they are gone (a
+            # loop's tf.function may be tracing this call, where nothing can run eagerly).
+            loop = {"optimizer": optimizer, "variables": [variable for _, variable in pairs],
+                    "where": f"{Path(child.script).name} line {frame.f_lineno}" if frame else Path(child.script).name,
+                    "scopes": [dict(scope) for scope in child._scopes(frame)],
+                    "namespace": frame.f_globals if frame else None}
+            if not child.spec.get("then_train"):
+                raise _LoopChecked(loop)
+            import tensorflow as tf
+
+            if tf.inside_function():  # a tf.function tracing its step: nothing runs eagerly until the script ends
+                child.pending_loop = loop
+            else:
+                child.check_loop(loop)
+            return original(optimizer, pairs, *args, **kwargs)
+
+        owner.apply_gradients = apply_gradients
+
+    def check_loop(self, loop: dict, *, after_training: bool = False) -> None:
+        self.checking = True
+        try:
+            with _quiet_checks():
+                self.on_loop(**loop)
+        finally:
+            self.checking = False
+        if after_training:  # said in that check's report, beside its notes
+            self.reports[-1].update(_notes([*script_notes(self.reports[-1]), msg(
+                "Checked after the script ended (--then-train with a tf.function step): the weights are those "
+                "training left, not those it started from.")]))
+            self.write_fits()
+
+    def on_loop(self, optimizer, variables: list, where: str, scopes: list[dict], namespace) -> None:
+        """The checks on a custom loop's first update, as the report of its one checked step."""
+        from diagnostics.usercode.api import capture
+        from diagnostics.core.errors import InputError
+
+        self.say(msg("The script's training loop reached apply_gradients at {where}: running the checks on what it "
+                     "built", where=where))
+        model = _owner_of(variables, scopes)
+        phase = {"fit": 1, "at": where, "loop": True, **(what_it_trains(model) if model is not None else {})}
+
+        def captured():
+            if model is None:
+                raise InputError(msg("No Keras model among the script's objects holds the weights apply_gradients "
+                                     "updates."))
+            data, loss = _loop_data(scopes), _loop_loss(scopes)
+            if data is None:
+                raise InputError(msg("No dataset among the script's objects (a tf.data.Dataset, a "
+                                     "keras.utils.Sequence): check the loop with diagnose(model, dataset, loss=..., "
+                                     "optimizer=...)."))
+            found = capture(model, data, self._tokenizer_in(scopes), self.spec.get("task"),
+                            origin=Path(self.script).name)
+            found.compile_args = {"optimizer": optimizer, "loss": loss}
+            found.namespace = namespace
+            found.notes.append(
+                msg("A custom training loop: checked at its first apply_gradients with its optimizer and the loss "
+                    "{loss} found among its objects.", loss=_describe_loss(loss)) if loss is not None else
+                msg("A custom training loop: checked at its first apply_gradients with its optimizer and the model's "
+                    "own loss (no Keras loss among its objects; diagnose(model, dataset, loss=...) takes the one it "
+                    "computes)."))
+            return found
+
+        self.checked(where, phase, captured)
+
+    def _scopes(self, frame) -> list[dict]:
+        """The script's local and global names, innermost frame first."""
+        scopes = []
+        while frame is not None:
+            if os.path.abspath(frame.f_code.co_filename) == self.script:
+                scopes += [frame.f_locals, frame.f_globals]
+            frame = frame.f_back
+        return scopes
+
+    def stale_step(self, model, trainable: list[int]) -> tuple[int, int, int] | None:
+        """(the fit that built it, the weights it trains, the weights marked trainable now) when this fit reuses a
+        train step built before `trainable` changed: Keras traced it with the trainable weights of then."""
+        built = self.steps_built.get(model)
+        if built is None or built[1] == trainable:
+            return None
+        return built[0], built[2], _count(model.trainable_variables)
+
+    def to_check(self, model) -> bool:
+        """Whether this fit is checked: the first, and each later one that trains other weights, with another
+        optimizer or at another rate (freeze-then-fine-tune's second phase); a fit that repeats a checked one (a
+        loop of fits, one epoch each) is not checked again, and after MAX_CHECKED_FITS none is."""
+        from diagnostics.keras.optimizers import current_rate
+
+        try:
+            rate = current_rate(model)
+        except Exception:
+            rate = None
+        key = (id(model), tuple(id(variable) for variable in model.trainable_variables),
+               id(getattr(model, "optimizer", None)), rate)
+        if key in self.checked_keys:
+            return False
+        if len(self.checked_keys) >= MAX_CHECKED_FITS:
+            self.unchecked.append(self.fits)
+            return False
+        self.checked_keys.append(key)
+        return True
+
+    def brief(self, original, model, args: tuple, kwargs: dict, method: str):
+        """A fit, evaluate or predict after the checks, run for BRIEF_STEPS steps (one epoch, no callbacks) so the
+        script goes on to what follows (its next fit) in seconds rather than the whole run it asked for."""
+        bound = inspect.signature(original).bind(model, *args, **kwargs)
+        arguments = dict(bound.arguments)
+        arguments.pop("self", None)
+        arguments.update(kwargs)  # **kwargs as given
+        arguments.pop("kwargs", None)
+        # No callbacks, workers or output of the script's own: a few steps in this process (workers=-1, which
+        # tf-keras refuses, is said in the fit's notes).
+        arguments.update(callbacks=None, verbose=0, workers=1, use_multiprocessing=False)
+        if method == "fit":
+            arguments.update(epochs=1, initial_epoch=0, steps_per_epoch=_bounded(arguments.get("steps_per_epoch")))
+            if arguments.get("validation_data") is not None:
+                arguments["validation_steps"] = _bounded(arguments.get("validation_steps"))
+        else:
+            arguments["steps"] = _bounded(arguments.get("steps"))
+        if method not in self.briefly:  # the report's note names the methods that ran briefly
+            self.briefly.add(method)
+            self.write_fits()
+        return original(model, **arguments)
+
+    def _bound(self, owner, method: str) -> None:
+        """After the checks, the script's evaluate and predict run briefly too (`brief`), unless --then-train."""
+        original = getattr(owner, method)
+        child = self
+
+        @functools.wraps(original)
+        def bounded(model, *args, **kwargs):
+            if child.checking or not child.reports or child.spec.get("then_train"):
+                return original(model, *args, **kwargs)
+            return child.brief(original, model, args, kwargs, method)
+
+        setattr(owner, method, bounded)
+
+    def _wrap_compile(self, owner) -> None:
+        original = owner.__dict__["compile"]
+        child = self
+
+        signature = inspect.signature(original)
+
+        @functools.wraps(original)  # Transformers reads Keras's compile signature
+        def compile(model, *args, **kwargs):
+            outer = not getattr(child._compiling, "active", False) and not child.checking
+            if outer:
+                bound = signature.bind(model, *args, **kwargs)
+                bound.apply_defaults()
+                child.compiled[model] = {"optimizer": bound.arguments.get("optimizer"),
+                                         "loss": bound.arguments.get("loss")}
+            child._compiling.active = True
+            try:
+                return original(model, *args, **kwargs)
+            finally:
+                if outer:
+                    child._compiling.active = False
+
+        owner.compile = compile
+
+    # ------------------------------------------------------------ fit reached
+
+    def on_fit(self, model, args: tuple, kwargs: dict, *, stale: tuple[int, int, int] | None = None) -> None:
+        """Run the checks on what this fit got, as the fit's report (the report file holds every checked fit's)."""
+        from diagnostics.usercode.api import capture
+        from diagnostics.usercode.read_back import arrays_as_dataset
+
+        frame = self._script_frame(sys._getframe(1))
+        where = f"{Path(self.script).name} line {frame.f_lineno}" if frame else Path(self.script).name
+        number = len(self.reports) + 1
+        self.say(msg("The script reached fit at {where}: running the checks on what it built", where=where)
+                 if number == 1 else msg("The script reached fit {number} at {where}: running the checks on what it "
+                                         "trains", number=number, where=where))
+        x = args[0] if args else kwargs.get("x")
+        y = args[1] if len(args) > 1 else kwargs.get("y")
+        phase = {"fit": self.fits, "at": where, **what_it_trains(model, stale)}
+
+        def captured():
+            nonlocal x
+            if y is not None:
+                x = arrays_as_dataset(x, y, kwargs.get("batch_size"))
+            found = capture(model, x, self._tokenizer(frame), self.spec.get("task"),
+                            origin=f"{Path(self.script).name}")
+            found.compile_args = self.compiled.get(model)
+            found.stale_train_step = stale
+            workers = kwargs.get("workers")
+            if isinstance(workers, int) and workers < 1:  # fit would raise this before training (tf-keras 2.20)
+                found.notes.append(msg("{finding} Fix: {fix}", finding=msg(
+                    "fit(workers=-1) is refused by tf-keras {version} (older Keras read it as every core).",
+                    version=_versions()["tf-keras"]), fix="model.fit(..., workers=1)  # or leave workers out"))
+            found.namespace = frame.f_globals if frame else None
+            return found
+
+        self.checked(where, phase, captured)
+
+
+    # ------------------------------------------------------------ an error before fit
+
+
+def _count(variables) -> int:
+    """The weights in these variables."""
+    return sum(math.prod(int(size) for size in variable.shape) for variable in variables)
+
+
+def _bounded(steps) -> int:
+    return min(int(steps), BRIEF_STEPS) if isinstance(steps, int) and steps > 0 else BRIEF_STEPS
+
+
+class _LoopChecked(BaseException):
+    """Raised from a custom loop's first apply_gradients once its report is written: ends the script (a
+    BaseException, so the script's own `except Exception` cannot swallow it)."""
+
+
+def _owner_of(variables: list, scopes: list[dict]):
+    """The Keras model among the script's objects whose trainable weights include those apply_gradients updates."""
+    import tf_keras
+
+    wanted = {id(variable) for variable in variables}
+    for scope in scopes:
+        for value in list(scope.values()):
+            if isinstance(value, tf_keras.Model) and wanted & {id(v) for v in value.trainable_variables}:
+                return value
+    return None
+
+
+def _loop_data(scopes: list[dict]):
+    """The data a custom loop trains on: a batched tf.data.Dataset or a keras.utils.Sequence among the script's
+    objects, innermost first, a training split's before others."""
+    import tensorflow as tf
+    import tf_keras
+
+    found = [(name, value) for scope in scopes for name, value in list(scope.items())
+             if isinstance(value, (tf.data.Dataset, tf_keras.utils.Sequence))]
+    training = [value for name, value in found if "train" in name.lower()]
+    return (training or [value for _, value in found] or [None])[0]
+
+
+def _loop_loss(scopes: list[dict]):
+    """The Keras loss a custom loop computes: a loss object (or a loss function of Keras's) among its objects."""
+    import tf_keras
+
+    for scope in scopes:
+        for value in list(scope.values()):
+            if isinstance(value, tf_keras.losses.Loss):
+                return value
+            if callable(value) and getattr(value, "__module__", "").startswith("tf_keras.src.losses") and \
+                    not isinstance(value, type):
+                return value
+    return None
+
+
+def _describe_loss(loss) -> str:
+    if isinstance(loss, type) or not hasattr(loss, "get_config"):
+        return getattr(loss, "__name__", repr(loss))
+    settings = {key: value for key, value in loss.get_config().items() if key == "from_logits"}
+    return f"{type(loss).__name__}({', '.join(f'{key}={value}' for key, value in settings.items())})"
+
+
+def child_main(spec_path: str) -> int:
+    """Run the script of a spec with `fit` intercepted, writing the report (the child process's entry point); no
+    process the script started outlives it."""
+    spec = json.loads(Path(spec_path).read_text())
+    _tie_to_parent(spec["parent"])
+    try:
+        return _run_child(spec)
+    finally:
+        _end_descendants()
+
+
+def _run_child(spec: dict) -> int:
+    import runpy
+
+    child = _Child(spec)
+    child.say(msg("Running {name}", name=Path(spec["script"]).name))
+    child.install()
+    # Seeded as `run` is (seed 0), so two traces of one unseeded script build the same head and agree; a script
+    # that seeds itself still wins.
+    import tf_keras
+
+    tf_keras.utils.set_random_seed(0)
+    sys.argv = [spec["script"], *spec["args"]]
+    sys.path.insert(0, str(Path(spec["script"]).parent))
+    try:
+        try:
+            runpy.run_path(spec["script"], run_name="__main__")
+        finally:
+            if child.pending_loop is not None:
+                loop, child.pending_loop = child.pending_loop, None
+                child.check_loop(loop, after_training=True)
+    except _LoopChecked as checked:
+        child.check_loop(checked.args[0])
+    except SystemExit as exc:
+        if not child.reports and exc.code not in (None, 0):
+            child.on_error(RuntimeError(f"the script exited with status {exc.code} before fit"))
+    except Exception as exc:
+        if child.reports:  # a failure after the checks ran: their reports stand, with a note of it
+            traceback.print_exc()
+            child.write_fits(after=exc)
+            return 0
+        child.say(msg("The script raised {error} before fit: diagnosing it", error=type(exc).__name__))
+        child.on_error(exc)
+        return 0
+    if child.reports:
+        child.write_fits()
+    elif not child.reported:
+        child.write({"run": {}, "checks": [], "notes": [], "counts": {},
+                     "script": {"path": spec["script"], "reached_fit": False, "fit_at": None, "error": None}})
+    return 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "--child":
+        sys.exit(child_main(sys.argv[2]))
+    sys.exit("usage: python -m diagnostics trace SCRIPT (this module is the tracer's child)")
