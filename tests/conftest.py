@@ -47,23 +47,15 @@ def pytest_sessionstart(session):
                                 f"{cache} holds {left}; HF_HOME={os.environ.get('HF_HOME')!r} (see .ci/run)")
 
 
-# Which marker each test gets, from its module, the fixtures it uses and its name (pytest.ini declares them).
-MODULE_MARKS = {"test_browser": ("browser", "subprocess", "slow"), "test_real_checkpoint": ("real_checkpoint", "slow"),
-                "test_distribute": ("subprocess", "slow"), "test_space": ("subprocess",),
-                "test_scenarios": ("slow",), "test_concurrency": ("slow",)}
+# A test module declares its own markers (`pytestmark`, or a test's decorator; pytest.ini lists them); a test that
+# uses one of these fixtures gets theirs as well, wherever it lives.
 FIXTURE_MARKS = {"real_checkpoint": ("real_checkpoint", "slow"), "full_demo_run": ("slow",), "seed": ("slow",)}
 
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        names = set(MODULE_MARKS.get(item.module.__name__, ()))
-        for fixture in getattr(item, "fixturenames", ()):
-            names.update(FIXTURE_MARKS.get(fixture, ()))
-        if ("trace" in item.name or "tracing" in item.name) and item.module.__name__ in (
-                "test_own_code", "test_i18n", "test_cli", "test_script_page", "test_foreign_code", "test_every_fit",
-                "test_keras_models"):
-            names.add("subprocess")
-        for name in sorted(names):
+        names = {name for fixture in getattr(item, "fixturenames", ()) for name in FIXTURE_MARKS.get(fixture, ())}
+        for name in sorted(names - {mark.name for mark in item.iter_markers()}):
             item.add_marker(getattr(pytest.mark, name))
     # The longest files first (each runs whole on one worker), so the run ends on short files that even out the
     # two workers instead of on a ten-minute file that one worker starts last; within a file the order is kept.

@@ -13,13 +13,15 @@ import pytest
 
 from conftest import ROOT
 
+
 CHROMIUM = "/usr/bin/chromium"
 SCREENSHOTS = Path(os.environ.get("SCREENSHOT_DIR", ROOT / "screenshots"))
 LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                "--disable-sync", "--no-first-run", "--disable-quic"]
 
-pytestmark = pytest.mark.skipif(not shutil.which(CHROMIUM) and not Path(CHROMIUM).exists(),
-                                reason=f"Chromium not installed at {CHROMIUM} (apt-get install -y chromium)")
+pytestmark = [pytest.mark.browser, pytest.mark.subprocess, pytest.mark.slow,
+              pytest.mark.skipif(not shutil.which(CHROMIUM) and not Path(CHROMIUM).exists(),
+                                 reason=f"Chromium not installed at {CHROMIUM} (apt-get install -y chromium)")]
 
 
 def _free_port() -> int:

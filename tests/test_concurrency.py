@@ -1,4 +1,5 @@
 """Many users at once: sessions share the cached model (st.cache_resource) and must not disturb each other."""
+import pytest
 
 import threading
 
@@ -11,6 +12,8 @@ from diagnostics.config.training import SweepSettings
 from diagnostics.core.context import RunContext
 from diagnostics.walk.stages import hparams_stage, overfit_stage
 from ui.caches import cached_model, load_inputs
+
+pytestmark = [pytest.mark.slow]
 
 APP = str(ROOT / "app.py")
 

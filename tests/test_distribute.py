@@ -10,6 +10,8 @@ import pytest
 from conftest import ROOT, SEEDS
 from diagnostics.keras.devices import DEVICES_ENV, training_strategy
 
+pytestmark = [pytest.mark.subprocess, pytest.mark.slow]
+
 # Logical devices must be configured before TensorFlow starts, so this runs in a fresh process.
 SCRIPT = """
 import json, os, sys

@@ -29,6 +29,7 @@ def flagged(fit):
     return {check["id"]: check for check in fit["checks"] if check["status"] in ("fail", "error", "warn")}
 
 
+@pytest.mark.subprocess
 def test_trace_a_healthy_freeze_then_fine_tune_script_is_checked_fit_by_fit_and_passes_clean(tmp_path, real_checkpoint):
     outcome, (head, whole) = trace(tmp_path, real_checkpoint)
     assert outcome.exit_code == 0, outcome.message
@@ -47,6 +48,7 @@ def test_trace_a_healthy_freeze_then_fine_tune_script_is_checked_fit_by_fit_and_
     assert "2 steps" in " ".join(outcome.report["script"]["notes"])
 
 
+@pytest.mark.subprocess
 def test_trace_a_rate_too_high_for_the_fine_tuning_phase_is_named_in_that_fit_alone(tmp_path, real_checkpoint):
     outcome, (head, whole) = trace(tmp_path, real_checkpoint, "--fine_tune_lr", "1e-3", stages="hparams")
     assert outcome.exit_code == 0  # a warning: the sweep, left out here, is what fails a rate
@@ -56,6 +58,7 @@ def test_trace_a_rate_too_high_for_the_fine_tuning_phase_is_named_in_that_fit_al
     assert "5e-05" in whole["causes"][0]["fix"]
 
 
+@pytest.mark.subprocess
 def test_trace_unfreezing_without_compiling_again_is_named_once_by_weights_after_step(tmp_path, real_checkpoint):
     outcome, (head, whole) = trace(tmp_path, real_checkpoint, "--recompile", "0", stages="model,hparams")
     assert outcome.exit_code == 1
@@ -161,6 +164,7 @@ def trace_loop(tmp_path, checkpoint, *script_args):
     return outcome
 
 
+@pytest.mark.subprocess
 def test_trace_a_gradient_tape_loop_is_checked_at_its_first_apply_gradients(tmp_path, real_checkpoint):
     outcome = trace_loop(tmp_path, real_checkpoint)
     assert outcome.exit_code == 0 and flagged(outcome.report) == {}, flagged(outcome.report)
@@ -173,6 +177,7 @@ def test_trace_a_gradient_tape_loop_is_checked_at_its_first_apply_gradients(tmp_
     assert "epoch 0 step 0" not in outcome.output  # stopped at its first update
 
 
+@pytest.mark.subprocess
 def test_trace_a_gradient_tape_loop_at_a_rate_too_high_names_it_once(tmp_path, real_checkpoint):
     outcome = trace_loop(tmp_path, real_checkpoint, "1e-3")
     assert [(cause["owner"], cause["status"]) for cause in outcome.report["causes"]] == [("hparams.optimizer", "warn")]
@@ -233,6 +238,7 @@ def test_diagnose_reads_a_generator_back_and_says_it_is_used_up(kit_model):
     assert next(data, None) is None  # used up, as the note says
 
 
+@pytest.mark.subprocess
 def test_trace_then_train_checks_a_tf_function_loop_once_it_has_run(tmp_path):
     """--then-train lets a loop's tf.function step train; its check waits for the script's end (nothing can run
     eagerly while the step is traced) and says the weights are the trained ones. On the kit."""

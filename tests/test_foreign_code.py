@@ -52,6 +52,7 @@ def test_step_taking_checks_pass_on_a_model_built_inside_a_strategy_scope(strate
 # ---------------------------------------------------------------- the script's own output
 
 
+@pytest.mark.subprocess
 def test_tracing_leaves_the_scripts_logging_and_progress_settings_as_they_were(tmp_path):
     import subprocess
     import sys
@@ -315,6 +316,7 @@ def named_elsewhere(checks, words, owner):
             and any(word in check["summary"] for word in words)]
 
 
+@pytest.mark.subprocess
 def test_trace_a_healthy_script_of_a_new_shape_on_the_kit_fails_nothing_and_warns_on_no_guess(tmp_path):
     from diagnostics.keras.loading import demo_checkpoint_dir
 
@@ -330,6 +332,7 @@ def test_trace_a_healthy_script_of_a_new_shape_on_the_kit_fails_nothing_and_warn
     assert "2 labels: [0, 1]" in outcome.output  # the script's own logging still prints
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize("task", [None, "rte"])
 def test_trace_a_stray_label_is_named_with_its_rows_by_data_label_range_alone(tmp_path, task):
     from diagnostics.keras.loading import demo_checkpoint_dir
@@ -350,6 +353,7 @@ def test_trace_a_stray_label_is_named_with_its_rows_by_data_label_range_alone(tm
         ["data.label_range"] if task else [])
 
 
+@pytest.mark.subprocess
 def test_trace_truncation_by_the_scripts_own_tokenizer_is_measured_on_the_raw_text(tmp_path):
     from diagnostics.keras.loading import demo_checkpoint_dir, load_tokenizer
 
@@ -370,6 +374,7 @@ def test_trace_truncation_by_the_scripts_own_tokenizer_is_measured_on_the_raw_te
     assert named_elsewhere(checks, ["truncat"], "data.truncation") == []
 
 
+@pytest.mark.subprocess
 def test_trace_truncation_is_said_at_the_scripts_max_length_when_no_row_reaches_it(tmp_path):
     from diagnostics.keras.loading import demo_checkpoint_dir, load_tokenizer
 
@@ -384,6 +389,7 @@ def test_trace_truncation_is_said_at_the_scripts_max_length_when_no_row_reaches_
     assert truncation["evidence"]["max_length"] == longest + 20 and truncation["evidence"]["cut_source"] == "call"
 
 
+@pytest.mark.subprocess
 def test_trace_a_loss_that_stops_the_gradients_is_named_once_and_blocks_the_measurements(tmp_path):
     from diagnostics.keras.loading import demo_checkpoint_dir
 
@@ -413,6 +419,7 @@ def real_rows():
     return rows[:200], rows[200:]
 
 
+@pytest.mark.subprocess
 def test_trace_a_healthy_script_of_a_new_shape_on_the_real_checkpoint_fails_nothing(tmp_path, real_checkpoint):
     train, validation = real_rows()
     outcome, checks = trace_classifier(tmp_path, real_checkpoint, train, rate=5e-5, validation_rows=validation)
@@ -425,6 +432,7 @@ def test_trace_a_healthy_script_of_a_new_shape_on_the_real_checkpoint_fails_noth
     assert "global_clipnorm=1" in checks["hparams.optimizer"]["summary"]
 
 
+@pytest.mark.subprocess
 def test_trace_a_rate_real_fine_tuning_calls_bad_is_named_by_the_sweep_alone(tmp_path, real_checkpoint):
     train, validation = real_rows()
     outcome, checks = trace_classifier(tmp_path, real_checkpoint, train, rate=1e-3, validation_rows=validation,

@@ -305,6 +305,7 @@ def test_a_report_without_sentences_reads_back_as_english():
     assert CheckResult.from_dict(tampered).summary == "Fine."
 
 
+@pytest.mark.subprocess
 def test_a_traced_script_is_reported_in_the_chosen_language(tmp_path):
     """The child writes English with its sentences; the parent says the outcome, the error's finding and fix, the
     progress lines and every check in another language."""

@@ -284,6 +284,7 @@ def trace_functional(tmp_path, checkpoint, loss_name):
     return outcome, {check["id"]: check for check in outcome.report["checks"]}
 
 
+@pytest.mark.subprocess
 def test_trace_a_healthy_functional_script_on_the_real_checkpoint_passes_clean(tmp_path, real_checkpoint):
     outcome, checks = trace_functional(tmp_path, real_checkpoint, "categorical_crossentropy")
     found = {check_id: check["summary"] for check_id, check in checks.items() if check["status"] in ("fail", "error", "warn")}
@@ -294,6 +295,7 @@ def test_trace_a_healthy_functional_script_on_the_real_checkpoint_passes_clean(t
     assert "max_length=64 (your tokenizer call's)" in checks["data.truncation"]["summary"]
 
 
+@pytest.mark.subprocess
 def test_trace_a_from_logits_loss_on_a_softmax_head_is_one_cause_on_the_real_checkpoint(tmp_path, real_checkpoint):
     outcome, checks = trace_functional(tmp_path, real_checkpoint, "from_logits")
     causes = outcome.report["causes"]

@@ -295,6 +295,7 @@ def statuses(report):
     return {check["id"]: check["status"] for check in report["checks"]}
 
 
+@pytest.mark.subprocess
 def test_trace_the_course_script_diagnoses_the_error_before_fit(tmp_path, capsys):
     code, report, junit = trace(tmp_path, SCRIPTS / "course_script.py")
     assert code == 1
@@ -313,6 +314,7 @@ def test_trace_the_course_script_diagnoses_the_error_before_fit(tmp_path, capsys
     assert f"stopped before fit at course_script.py line {line}" in capsys.readouterr().out
 
 
+@pytest.mark.subprocess
 def test_trace_the_repaired_course_script_flags_each_remaining_bug(tmp_path):
     code, report, _ = trace(tmp_path, SCRIPTS / "course_script_repaired.py")
     assert code == 1
@@ -329,6 +331,7 @@ def test_trace_the_repaired_course_script_flags_each_remaining_bug(tmp_path):
     assert report["run"]["recipe"]["collate_fn"] == "DataCollatorWithPadding"
 
 
+@pytest.mark.subprocess
 def test_trace_the_fixed_course_script_has_no_failing_check(tmp_path, capsys):
     import re
 
@@ -341,6 +344,7 @@ def test_trace_the_fixed_course_script_has_no_failing_check(tmp_path, capsys):
     assert any(re.search(r"\(\d+%, about \d+ (s|min) left\)$", line) for line in lines), lines[-10:]
 
 
+@pytest.mark.subprocess
 def test_trace_ends_a_script_that_never_reaches_fit(tmp_path, capsys):
     script = tmp_path / "loop.py"
     script.write_text("import time\nwhile True:\n    time.sleep(0.1)\n")
@@ -349,6 +353,7 @@ def test_trace_ends_a_script_that_never_reaches_fit(tmp_path, capsys):
     assert "loop.py was stopped after 8 s before reaching fit" in capsys.readouterr().err
 
 
+@pytest.mark.subprocess
 def test_trace_a_missing_data_file_is_a_clear_finding(tmp_path):
     script = tmp_path / "train.py"
     script.write_text("from datasets import load_dataset\n\nraw = load_dataset('json', data_files='no-such-file.jsonl')\n")
@@ -359,18 +364,21 @@ def test_trace_a_missing_data_file_is_a_clear_finding(tmp_path):
     assert "no-such-file.jsonl" in error["finding"]
 
 
+@pytest.mark.subprocess
 def test_trace_refuses_a_script_that_is_not_there(tmp_path, capsys):
     code, report, _ = trace(tmp_path, tmp_path / "absent.py")
     assert code == 2 and report is None
     assert "No script at" in capsys.readouterr().err
 
 
+@pytest.mark.subprocess
 def test_trace_runs_in_a_child_so_the_caller_keeps_its_fit():
     import tf_keras
 
     assert tf_keras.Model.fit.__module__.startswith("tf_keras")  # intercepted in the child process only
 
 
+@pytest.mark.subprocess
 def test_trace_gives_the_findings_the_app_gives_for_the_same_pipeline(tmp_path):
     """The repaired course script and the same pipeline set in the app's terms (the command line's run)."""
     code, traced, _ = trace(tmp_path, SCRIPTS / "course_script_repaired.py", "--stages", "data,model,hparams")
@@ -387,6 +395,7 @@ def test_trace_gives_the_findings_the_app_gives_for_the_same_pipeline(tmp_path):
         {k: v for k, v in app.items() if k != "model.initial_loss"}
 
 
+@pytest.mark.subprocess
 def test_trace_leaves_out_the_checks_given_to_skip_as_run_does(tmp_path, capsys):
     code, report, _ = trace(tmp_path, SCRIPTS / "course_script_fixed.py", "--stages", "data", "--skip",
                             "data.learnability")
@@ -400,6 +409,7 @@ def test_trace_leaves_out_the_checks_given_to_skip_as_run_does(tmp_path, capsys)
     assert "Unknown check(s) data.vibes to skip" in capsys.readouterr().err
 
 
+@pytest.mark.subprocess
 def test_trace_then_train_lets_fit_go_on_after_the_checks(tmp_path, capsys):
     code, report, _ = trace(tmp_path, SCRIPTS / "course_script_fixed.py", "--stages", "data", "--then-train")
     assert code == 0 and report["script"]["reached_fit"]
@@ -418,6 +428,7 @@ def test_diagnose_an_uncompiled_model_says_what_it_assumed(bert_checkpoint, bert
     assert report["model.gradients"].status.value == "pass"
 
 
+@pytest.mark.subprocess
 def test_trace_is_refused_by_the_library_in_hosted_mode(tmp_path, monkeypatch, capsys):
     marker = tmp_path / "ran.txt"
     script = tmp_path / "train.py"
@@ -428,6 +439,7 @@ def test_trace_is_refused_by_the_library_in_hosted_mode(tmp_path, monkeypatch, c
     assert "Hosted mode never runs code" in capsys.readouterr().err
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize("timeout", ["nan", "-1", "0", "inf"])
 def test_trace_time_limit_must_be_a_positive_number(tmp_path, capsys, timeout):
     script = tmp_path / "train.py"
@@ -437,6 +449,7 @@ def test_trace_time_limit_must_be_a_positive_number(tmp_path, capsys, timeout):
     assert "positive number of seconds" in capsys.readouterr().err
 
 
+@pytest.mark.subprocess
 def test_trace_a_report_cut_short_reads_as_none(tmp_path):
     from diagnostics.usercode.trace import _read_report
 
@@ -478,6 +491,7 @@ def family_script(tmp_path, then: str):
 
 # The timeout covers the traced child's start too (importing TensorFlow and Transformers: 3 s alone, over 6 s on a
 # machine busy with the rest of the suite), so it leaves room for the script to spawn its family first.
+@pytest.mark.subprocess
 @pytest.mark.parametrize("then, timeout", [("sys.exit(0)", 120), ("time.sleep(600)", 30)],
                          ids=["normal-exit", "timeout"])
 def test_trace_leaves_no_process_behind(tmp_path, then, timeout):
@@ -495,6 +509,7 @@ def test_trace_leaves_no_process_behind(tmp_path, then, timeout):
     assert gone(same) and gone(apart)
 
 
+@pytest.mark.subprocess
 def test_trace_interrupted_by_its_caller_leaves_no_process_behind(tmp_path):
     import time
 

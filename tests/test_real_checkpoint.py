@@ -10,6 +10,8 @@ from conftest import REAL_DATA
 from diagnostics.__main__ import main
 from diagnostics.usercode.hooks import watch
 
+pytestmark = [pytest.mark.real_checkpoint, pytest.mark.slow]
+
 SMALL = ["--batch-size", "8", "--max-length", "64"]
 
 

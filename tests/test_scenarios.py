@@ -16,6 +16,8 @@ from diagnostics.walk.stages import run_stages
 from diagnostics.core.result import Status
 from diagnostics.config.scenarios import SCENARIOS, get_scenario
 
+pytestmark = [pytest.mark.slow]
+
 SWEEP = SweepSettings(rates=4, steps=8, range_steps=20)
 
 

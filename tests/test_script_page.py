@@ -21,6 +21,7 @@ def test_hosted_mode_offers_no_script_and_says_how_to_run_one_locally(monkeypatc
     assert any("never runs code" in rendered(info.value) and "python -m diagnostics trace" in rendered(info.value) for info in at.info)
 
 
+@pytest.mark.subprocess
 def test_tracing_the_course_script_fills_the_walk_and_the_report(monkeypatch):
     monkeypatch.delenv(limits.HOSTED_ENV, raising=False)
     at = AppTest.from_file(APP, default_timeout=300).run()
@@ -70,6 +71,7 @@ def test_the_pages_inputs_outlast_a_visit_to_another_page(monkeypatch):
     assert at.selectbox(key="script.task").value == "rte"
 
 
+@pytest.mark.subprocess
 def test_the_task_chosen_on_the_page_is_the_one_the_trace_judges_against(monkeypatch, tmp_path):
     import csv
     import json
@@ -119,6 +121,7 @@ def test_an_uploaded_data_files_name_is_only_a_base_name(tmp_path):
     assert path.name == "x.csv" and path.resolve().is_relative_to(tmp_path.resolve())
 
 
+@pytest.mark.subprocess
 def test_tracing_a_two_fit_script_shows_each_fit_with_what_it_trains(monkeypatch):
     from diagnostics.keras.loading import demo_checkpoint_dir
 

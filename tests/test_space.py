@@ -16,6 +16,8 @@ import pytest
 
 from conftest import ROOT
 
+pytestmark = [pytest.mark.subprocess]
+
 DOCKERFILE = ROOT / "Dockerfile"
 CHROMIUM = "/usr/bin/chromium"
 
