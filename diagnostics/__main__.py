@@ -19,7 +19,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from diagnostics.config.run import RunConfig, default_config, task_title
-from diagnostics.config.settings import EPOCHS, SETTINGS, SWEEP_SETTINGS, cli_overrides, sweep_from_args
+from diagnostics.config.settings import EPOCHS, SETTINGS, SWEEP_SETTINGS
+from diagnostics.config.forms import cli_overrides, sweep_from_args
 from diagnostics.core.errors import InputError
 from diagnostics.i18n import DEFAULT_LANGUAGE, LANGUAGES, Text, _, localize, message_of, msg, set_language
 from diagnostics.core.result import Status
@@ -56,7 +57,7 @@ def add_setting_flags(parser: argparse.ArgumentParser) -> None:
         options = {"nargs": "+", "metavar": "SPLIT=PATH"} if setting.field == "data_files" else {}
         if setting.choices:
             options["choices"] = list(setting.choices)
-        parse = setting.cli_parse or setting.parse
+        parse = setting.cli_parse if setting.bounds is not None else setting.parse
         parser.add_argument(setting.flag, dest=setting.field, help=setting.help,
                             type=parse if parse in (int, str) else _argument(parse), **options)
 

@@ -161,7 +161,6 @@ def test_overfit_at_rate_10_fails_with_the_cause(tmp_path):
     "args, message",
     [
         (["--max-length", "1000"], "beyond this checkpoint's limit of 128 tokens"),
-        (["--sweep-rates", "300"], "2 to 25 rates"),
         (["--scenario", "nope"], "Unknown scenario"),
         (["--skip", "data.learnability,data.vibes"], "Unknown check(s) data.vibes to skip"),
         (["--skip", "hparams.lr_range_test"], "skip them all or none (add hparams.lr_sweep)"),

@@ -133,7 +133,7 @@ def test_a_link_with_numbers_past_their_bounds_is_refused_before_anything_runs()
     at = open_link({"num_labels": "10000000000", "seed": "-5", "batch_size": "99999999999", "max_length": "1e20"})
     assert not at.exception
     warning = rendered(at.sidebar.warning[0].value)
-    assert "num_labels must be at most 100" in warning and "the seed must be a whole number from 0" in warning
+    assert "num_labels must be at most 100" in warning and "the seed must be at least 0, got -5" in warning
     assert "batch size must be at most 1024" in warning and "max length must be at most 2048" in warning
     assert (at.number_input(key="run.num_labels").value, at.number_input(key="run.seed").value,
             at.number_input(key="run.batch_size").value) == (None, 0, 16)  # the defaults (10^7 labels took 2.5 GB)

@@ -254,7 +254,8 @@ def test_the_sidebar_draws_every_settings_row_and_follows_its_conditions():
     """Each row of the settings table with a widget is drawn under its session key, holding the session's value;
     a row shown only for one optimizer or data source is drawn only then, and one enabled only for some is disabled
     otherwise."""
-    from diagnostics.config.settings import BY_FIELD, SETTINGS, widget_values
+    from diagnostics.config.settings import BY_FIELD, SETTINGS
+    from diagnostics.config.forms import widget_values
     from diagnostics.config.run import RunConfig
 
     everything = RunConfig(checkpoint="demo", data_source="files", data_files=(("dev", "nowhere/dev.tsv"),),

@@ -8,7 +8,8 @@ import pytest
 from diagnostics.__main__ import build_parser, config_from_args
 from diagnostics.config.run import RunConfig
 from diagnostics.core.errors import InputError
-from diagnostics.config.settings import BY_FIELD, SETTINGS, config_from_widgets, widget_values
+from diagnostics.config.settings import BY_FIELD, SETTINGS
+from diagnostics.config.forms import config_from_widgets, widget_values
 from ui.links import Link, config_fields, link_params, parse_link
 
 # A configuration with every setting away from its default.
@@ -86,7 +87,8 @@ def test_a_settings_parser_names_what_is_wrong(field, text, message):
 
 def test_the_pages_own_settings_round_trip_through_the_session_a_link_and_the_command_line():
     from diagnostics.config.training import SweepSettings
-    from diagnostics.config.settings import EPOCHS, SWEEP_SETTINGS, sweep_from_widgets, sweep_widget_values
+    from diagnostics.config.settings import EPOCHS, SWEEP_SETTINGS
+    from diagnostics.config.forms import sweep_from_widgets, sweep_widget_values
 
     sweep = SweepSettings(min_rate=2e-6, max_rate=3e-3, rates=5, steps=6, range_steps=30)
     assert sweep_from_widgets(sweep_widget_values(sweep)) == sweep
@@ -95,9 +97,41 @@ def test_the_pages_own_settings_round_trip_through_the_session_a_link_and_the_co
     assert problems == [] and (link.sweep, link.epochs) == (sweep, 12)
     flags = [text for setting in SWEEP_SETTINGS for text in (setting.flag, str(getattr(sweep, setting.field)))]
     args = build_parser().parse_args(["run", *flags, EPOCHS.flag, "12"])
-    from diagnostics.config.settings import sweep_from_args
+    from diagnostics.config.forms import sweep_from_args
 
     assert sweep_from_args(args) == sweep and args.epochs == 12
     # The range test's own bounds are fixed (1e-7 to 1): no page, link or flag sets them.
     assert set(SweepSettings.__dataclass_fields__) - {setting.field for setting in SWEEP_SETTINGS} == {
         "range_start", "range_end"}
+
+
+def test_a_numbers_bounds_are_its_rows_and_judge_it_wherever_it_comes_from(capsys):
+    """One row holds a number's bounds: RunConfig.validated, the command line and a number widget that clamps all
+    read them there, so moving a bound in the row moves it everywhere."""
+    from dataclasses import replace
+
+    import pytest
+
+    from diagnostics.__main__ import main
+    from diagnostics.config import settings
+    from diagnostics.config.run import RunConfig
+    from diagnostics.core.errors import InputError
+
+    batch = BY_FIELD["batch_size"]
+    assert batch.bounds.problem(batch.bounds.high + 1) is not None and batch.bounds.problem(batch.bounds.high) is None
+    with pytest.raises(InputError, match="batch size must be at most"):
+        RunConfig(batch_size=int(batch.bounds.high) + 1).validated()
+    with pytest.raises(SystemExit):
+        main(["run", "--batch-size", str(int(batch.bounds.high) + 1)])
+    assert "batch size must be at most" in capsys.readouterr().err
+    narrower = replace(batch, bounds=replace(batch.bounds, high=8))
+    rows = tuple(narrower if row.field == "batch_size" else row for row in settings.SETTINGS)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(settings, "SETTINGS", rows)
+        from diagnostics.config import run as run_module
+        patch.setattr(run_module, "SETTINGS", rows)
+        with pytest.raises(InputError, match="batch size must be at most 8, got 9"):
+            RunConfig(batch_size=9).validated()
+    seed = BY_FIELD["seed"]
+    assert seed.ui.clamps and seed.bounds.low == 0
+    assert all(setting.bounds is not None for setting in settings.SWEEP_SETTINGS + (settings.EPOCHS,))

@@ -8,7 +8,7 @@ import streamlit as st
 
 from diagnostics.config.training import SweepSettings
 from diagnostics.i18n import _
-from diagnostics.config.settings import sweep_widget_values, widget_values
+from diagnostics.config.forms import sweep_widget_values, widget_values
 from ui.caches import hub_reachable
 from ui.links import Link, link_params, parse_link
 from ui.render import shown

@@ -9,8 +9,8 @@ from diagnostics.keras import loading
 from diagnostics.config.run import RunConfig, default_config
 from diagnostics.config.training import DEFAULT_EPOCHS, SweepSettings
 from diagnostics.i18n import DEFAULT_LANGUAGE, LANGUAGES, N_, _, language_from_locale, set_language
-from diagnostics.config.settings import (EPOCHS, SWEEP_SETTINGS, config_from_widgets, sweep_from_widgets, sweep_widget_values,
-                                  widget_values)
+from diagnostics.config.settings import EPOCHS, SWEEP_SETTINGS
+from diagnostics.config.forms import config_from_widgets, sweep_from_widgets, sweep_widget_values, widget_values
 from ui.caches import hub_reachable
 from ui.render import CHOICE_KEYS, shown
 from ui.script import SCRIPT_DEFAULTS

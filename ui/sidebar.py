@@ -10,7 +10,8 @@ import streamlit as st
 from diagnostics.config import limits
 
 from diagnostics.keras import data_files
-from diagnostics.config.run import DEMO_CHECKPOINT, RunConfig, default_config, parse_data_files
+from diagnostics.config.run import DEMO_CHECKPOINT, RunConfig, default_config
+from diagnostics.config.settings import parse_data_files
 from diagnostics.core.errors import InputError
 from diagnostics.config.tasks import get_task
 from diagnostics.i18n import _, localize, message_of, msg, said
@@ -120,6 +121,8 @@ def draw(setting: Setting, where, hosted) -> None:
         options["help"] = "\n\n".join(f"**{key}**: {_(text)}" for key, text in spec.choice_help.items())
     if spec.enabled is not None:
         options["disabled"] = not spec.enabled(held)
+    if spec.clamps and setting.bounds is not None:
+        options["min_value"] = int(setting.bounds.low)
     if special is None or special(setting, where, options, hosted):
         _widget(spec, where, options, list(spec.options or setting.choices or ()))
     for child in SETTINGS:
@@ -132,8 +135,8 @@ def _widget(spec, where, options: dict, choices: list) -> None:
     if spec.placeholder and "placeholder" not in options and spec.kind in ("text", "area", "number"):
         options["placeholder"] = _(spec.placeholder)
     if spec.kind == "number":
-        options.update({name: value for name, value in (("min_value", spec.min_value), ("step", spec.step))
-                        if value is not None})
+        if spec.step is not None:
+            options["step"] = spec.step
     if spec.labels and spec.kind in ("select", "radio"):
         options["format_func"] = said(spec.labels).get
         choice(options["key"])

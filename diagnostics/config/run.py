@@ -2,58 +2,20 @@
 
 from __future__ import annotations
 
-import math
 import os
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from diagnostics.config import limits
 from diagnostics.core.errors import InputError
+from diagnostics.config.settings import (CODE_LOSSES, DATA_SOURCES, LABEL_PLACEMENTS, LOSSES, MAX_TRAIN_STEPS,
+                                         OPTIMIZERS, SETTINGS)
 from diagnostics.config.tasks import GlueTask, get_task
 from diagnostics.i18n import N_, joined, msg
 
 DEMO_CHECKPOINT = "demo"
 HUB_DEFAULT_CHECKPOINT = "distilbert-base-uncased"
 DEFAULT_TASK = "mnli"
-DATA_SOURCES = ("demo", "hub", "files")
-LABEL_PLACEMENTS = ("inputs", "separate")
-# How the loss reaches model.compile: the model's own loss, or a Keras loss as a string or an object.
-LOSSES = {
-    "internal": N_("compile(optimizer) with no loss: the model's internal loss"),
-    "sparse_categorical_crossentropy": N_('compile(loss="sparse_categorical_crossentropy"): a string, from_logits=False'),
-    "SparseCategoricalCrossentropy(from_logits=True)": "compile(loss=SparseCategoricalCrossentropy(from_logits=True))",
-    "SparseCategoricalCrossentropy(from_logits=False)": "compile(loss=SparseCategoricalCrossentropy(from_logits=False))",
-    "mse": N_('compile(loss="mse"): mean squared error, for regression (stsb)'),
-}
-# Losses only a user's own code gives (a Keras model with its own head: one-hot labels, or one binary output).
-CODE_LOSSES = {
-    "categorical_crossentropy": 'compile(loss="categorical_crossentropy"): one-hot labels, from_logits=False',
-    "CategoricalCrossentropy(from_logits=True)": "compile(loss=CategoricalCrossentropy(from_logits=True))",
-    "CategoricalCrossentropy(from_logits=False)": "compile(loss=CategoricalCrossentropy(from_logits=False))",
-    "binary_crossentropy": 'compile(loss="binary_crossentropy"): from_logits=False',
-    "BinaryCrossentropy(from_logits=True)": "compile(loss=BinaryCrossentropy(from_logits=True))",
-    "BinaryCrossentropy(from_logits=False)": "compile(loss=BinaryCrossentropy(from_logits=False))",
-}
-# How the optimizer reaches model.compile: a string (Keras defaults) or an object with a learning rate.
-OPTIMIZERS = {
-    "adam": N_('compile(optimizer="adam"): a string, Keras defaults'),
-    "Adam": "compile(optimizer=Adam(learning_rate=LR))",
-    "AdamW": "compile(optimizer=AdamW(learning_rate=LR, weight_decay=WD))",
-    "create_optimizer": "transformers.create_optimizer(LR, num_train_steps, num_warmup_steps, weight_decay_rate=WD)",
-}
-
-
-# Upper bounds on the numbers of a run, whoever gives them (the sidebar, a link, the command line, diagnose()):
-# GLUE tasks have at most three labels, a BERT-family model reads at most 512 tokens, and nothing a check builds
-# or shows (label names, counts per label, the first batch, the schedule) may grow with a number past these.
-# Hosted mode lowers the first three (limits.Limits).
-MAX_NUM_LABELS = 100
-MAX_BATCH_SIZE = 1024
-MAX_LENGTH = 2048
-MAX_SEED = 2**32 - 1  # NumPy's and Keras's seeds
-MAX_TRAIN_STEPS = 10_000_000
-
-
 @dataclass(frozen=True, eq=False)
 class Recipe:
     """A user's own `to_tf_dataset` call, for a pipeline built by the user's code (`diagnose`, `trace`): batches are
@@ -202,23 +164,8 @@ class RunConfig:
         problems = []
         if not self.checkpoint or not self.checkpoint.strip():
             problems.append(msg("the checkpoint is empty: give a Hub name, a local directory or 'demo'"))
-        if self.num_labels is not None and self.num_labels < 1:
-            problems.append(msg("num_labels must be at least 1, got {value}", value=self.num_labels))
-        if self.num_labels is not None and self.num_labels > MAX_NUM_LABELS:
-            problems.append(msg("num_labels must be at most {cap} (a GLUE task has at most 3 labels), got {value}",
-                                cap=MAX_NUM_LABELS, value=self.num_labels))
-        if self.batch_size < 1:
-            problems.append(msg("batch size must be at least 1, got {value}", value=self.batch_size))
-        if self.batch_size > MAX_BATCH_SIZE:
-            problems.append(msg("batch size must be at most {cap}, got {value}", cap=MAX_BATCH_SIZE,
-                                value=self.batch_size))
-        if self.max_length < 1:
-            problems.append(msg("max length must be at least 1, got {value}", value=self.max_length))
-        if self.max_length > MAX_LENGTH:
-            problems.append(msg("max length must be at most {cap}, got {value}", cap=MAX_LENGTH, value=self.max_length))
-        if not (isinstance(self.seed, int) and 0 <= self.seed <= MAX_SEED):
-            problems.append(msg("the seed must be a whole number from 0 to {cap}, got {value}", cap=MAX_SEED,
-                                value=self.seed))
+        problems += [problem for setting in SETTINGS if setting.bounds is not None
+                     and (problem := setting.bounds.problem(getattr(self, setting.field))) is not None]
         if self.data_source not in DATA_SOURCES:
             problems.append(msg("data source must be one of {choices}, got {value}", choices=", ".join(DATA_SOURCES),
                                 value=repr(self.data_source)))
@@ -237,13 +184,7 @@ class RunConfig:
         if self.optimizer not in OPTIMIZERS:
             problems.append(msg("optimizer must be one of {choices}, got {value}", choices=", ".join(OPTIMIZERS),
                                 value=repr(self.optimizer)))
-        if not (isinstance(self.learning_rate, (int, float)) and math.isfinite(self.learning_rate)
-                and self.learning_rate > 0):
-            problems.append(msg("learning rate must be a positive number, got {value}", value=repr(self.learning_rate)))
-        if not (math.isfinite(self.weight_decay) and self.weight_decay >= 0):
-            problems.append(msg("weight decay must be zero or positive, got {value}", value=repr(self.weight_decay)))
-        if self.train_steps < 1 or self.warmup_steps < 0 or self.warmup_steps > self.train_steps \
-                or self.train_steps > MAX_TRAIN_STEPS:
+        if self.warmup_steps > self.train_steps:
             problems.append(msg("need 0 <= warmup steps ({warmup}) <= train steps ({steps}), and 1 to {cap} train "
                                 "steps", warmup=self.warmup_steps, steps=self.train_steps, cap=MAX_TRAIN_STEPS))
         if self.data_source != "files" and self.split not in task.splits:
@@ -270,26 +211,6 @@ class RunConfig:
 # The demo checkpoint has random weights: its workable rate is far above a pretrained checkpoint's 5e-5
 # (measured with the sweep and the overfit test on the bundled samples), so the demo configuration starts here.
 DEMO_LEARNING_RATE = 3e-3
-
-
-def parse_data_files(text: str) -> tuple[tuple[str, str], ...]:
-    """SPLIT=PATH entries, one a line or separated by ';' (a link's form), into (split, path) pairs: the one parser
-    of the sidebar's box, a link's `files` and the command line's `--data-files`.
-
-    Raises:
-        InputError: an entry without a split, an '=' or a path.
-    """
-    pairs = []
-    for line in text.replace(";", "\n").splitlines():
-        line = line.strip()
-        if not line:
-            continue
-        split, sep, path = line.partition("=")
-        if not sep or not split.strip() or not path.strip():
-            raise InputError(msg("Data file line {line} should read SPLIT=PATH, e.g. train=/data/mnli/train.tsv.",
-                                 line=repr(line)))
-        pairs.append((split.strip(), path.strip()))
-    return tuple(pairs)
 
 
 # A new head trained on a frozen pretrained encoder: Keras's Adam default, the rate of the head-only phase of

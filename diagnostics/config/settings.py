@@ -1,21 +1,59 @@
-"""Every setting of a run configuration, declared once: its `RunConfig` field, its type, a link's query parameter,
-the command line's flag and help, and the sidebar's widget (its kind, label, help, section and when it shows). The
-links (`ui/links.py`), the sidebar (`ui/sidebar.py` draws each row's `Widget`; `ui/session.py` gives each its
-default) and the command line (`diagnostics/__main__.py`) are generated from `SETTINGS`, and `RunConfig.validated`
-judges every value however it came; adding a setting is a `RunConfig` field and a row here.
+"""Every setting of a run configuration, declared once: its `RunConfig` field, its parser, its bounds, a link's
+query parameter, the command line's flag and help, and the sidebar's widget (its kind, label, help, section and when
+it shows); and the values the choice settings may take. The links (`ui/links.py`), the sidebar (`ui/sidebar.py` draws
+each row's `Widget`; `ui/session.py` gives each its default) and the command line (`diagnostics/__main__.py`) are
+generated from `SETTINGS` (`diagnostics/config/forms.py` reads a configuration to and from them), and
+`RunConfig.validated` judges every value however it came by its row's `Bounds`; adding a setting is a `RunConfig`
+field and a row here.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from diagnostics.config.run import DATA_SOURCES, LOSSES, OPTIMIZERS, RunConfig, parse_data_files
 from diagnostics.core.errors import InputError
-from diagnostics.config.training import SweepSettings
 from diagnostics.config.tasks import TASKS
-from diagnostics.i18n import N_, msg
+from diagnostics.i18n import N_, Text, msg
+
+DATA_SOURCES = ("demo", "hub", "files")
+LABEL_PLACEMENTS = ("inputs", "separate")
+# How the loss reaches model.compile: the model's own loss, or a Keras loss as a string or an object.
+LOSSES = {
+    "internal": N_("compile(optimizer) with no loss: the model's internal loss"),
+    "sparse_categorical_crossentropy": N_('compile(loss="sparse_categorical_crossentropy"): a string, from_logits=False'),
+    "SparseCategoricalCrossentropy(from_logits=True)": "compile(loss=SparseCategoricalCrossentropy(from_logits=True))",
+    "SparseCategoricalCrossentropy(from_logits=False)": "compile(loss=SparseCategoricalCrossentropy(from_logits=False))",
+    "mse": N_('compile(loss="mse"): mean squared error, for regression (stsb)'),
+}
+# Losses only a user's own code gives (a Keras model with its own head: one-hot labels, or one binary output).
+CODE_LOSSES = {
+    "categorical_crossentropy": 'compile(loss="categorical_crossentropy"): one-hot labels, from_logits=False',
+    "CategoricalCrossentropy(from_logits=True)": "compile(loss=CategoricalCrossentropy(from_logits=True))",
+    "CategoricalCrossentropy(from_logits=False)": "compile(loss=CategoricalCrossentropy(from_logits=False))",
+    "binary_crossentropy": 'compile(loss="binary_crossentropy"): from_logits=False',
+    "BinaryCrossentropy(from_logits=True)": "compile(loss=BinaryCrossentropy(from_logits=True))",
+    "BinaryCrossentropy(from_logits=False)": "compile(loss=BinaryCrossentropy(from_logits=False))",
+}
+# How the optimizer reaches model.compile: a string (Keras defaults) or an object with a learning rate.
+OPTIMIZERS = {
+    "adam": N_('compile(optimizer="adam"): a string, Keras defaults'),
+    "Adam": "compile(optimizer=Adam(learning_rate=LR))",
+    "AdamW": "compile(optimizer=AdamW(learning_rate=LR, weight_decay=WD))",
+    "create_optimizer": "transformers.create_optimizer(LR, num_train_steps, num_warmup_steps, weight_decay_rate=WD)",
+}
+
+
+# Upper bounds on the numbers of a run, whoever gives them (the sidebar, a link, the command line, diagnose()):
+# GLUE tasks have at most three labels, a BERT-family model reads at most 512 tokens, and nothing a check builds
+# or shows (label names, counts per label, the first batch, the schedule) may grow with a number past these.
+# Hosted mode lowers the first three (limits.Limits).
+MAX_NUM_LABELS = 100
+MAX_BATCH_SIZE = 1024
+MAX_LENGTH = 2048
+MAX_SEED = 2**32 - 1  # NumPy's and Keras's seeds
+MAX_TRAIN_STEPS = 10_000_000
 
 
 def parse_flag(text: str) -> bool:
@@ -52,30 +90,69 @@ def parse_columns(text: str) -> tuple[str, ...] | None:
     return tuple(column.strip() for column in str(text).split(",") if column.strip()) or None
 
 
-def parse_positive_whole(text: str) -> int:
-    """A count the command line takes (at least 1)."""
-    value = parse_whole(text)
-    if value < 1:
-        raise InputError(msg("must be at least 1, got {value}", value=value))
-    return value
+@dataclass(frozen=True)
+class Bounds:
+    """The values a number setting may take, whoever gives it (the sidebar, a link, the command line, `diagnose()`):
+    `RunConfig.validated` and the sweep's and epochs' validation judge every value by it, the command line refuses
+    the rest when it parses them, and a number widget that clamps starts at `low`.
+
+    Attributes:
+        name: how a problem names the setting (a message id).
+        low: the lowest value; with `above`, values must be above it (a rate must be positive).
+        high: the highest value (None: no upper bound).
+        whole: the value is a whole number.
+        note: said after the upper bound (a message id), e.g. why it is there.
+    """
+
+    name: str
+    low: float
+    high: float | None = None
+    above: bool = False
+    whole: bool = False
+    note: str = ""
+
+    def problem(self, value) -> Text | None:
+        """What is wrong with `value`, or None (a value left unset, None, is the default's and fine)."""
+        if value is None:
+            return None
+        name = msg(self.name)
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value) \
+                or (self.above and value <= self.low):
+            if self.above:
+                return msg("{name} must be a positive number, got {value}", name=name, value=repr(value))
+            return msg("{name} must be a number, got {value}", name=name, value=repr(value))
+        if self.whole and not float(value).is_integer():
+            return msg("{name} must be a whole number, got {value}", name=name, value=repr(value))
+        if value < self.low:
+            return msg("{name} must be at least {low}, got {value}", name=name, low=self._text(self.low),
+                       value=repr(value))
+        if self.high is not None and value > self.high:
+            return msg("{name} must be at most {high}{note}, got {value}", name=name, high=self._text(self.high),
+                       note=msg(self.note) if self.note else "", value=repr(value))
+        return None
+
+    def _text(self, bound: float) -> str:
+        return str(int(bound)) if self.whole else f"{bound:g}"
 
 
-def parse_rate(text: str) -> float:
-    """A learning rate the command line takes: a positive, finite number."""
-    return _bounded_number(text, allow_zero=False)
+def parse_data_files(text: str) -> tuple[tuple[str, str], ...]:
+    """SPLIT=PATH entries, one a line or separated by ';' (a link's form), into (split, path) pairs: the one parser
+    of the sidebar's box, a link's `files` and the command line's `--data-files`.
 
-
-def parse_non_negative(text: str) -> float:
-    return _bounded_number(text, allow_zero=True)
-
-
-def _bounded_number(text: str, *, allow_zero: bool) -> float:
-    value = parse_number(text)
-    if allow_zero and (not math.isfinite(value) or value < 0):
-        raise InputError(msg("must be a non-negative number, got {text}", text=text))
-    if not allow_zero and (not math.isfinite(value) or value <= 0):
-        raise InputError(msg("must be a positive number, got {text}", text=text))
-    return value
+    Raises:
+        InputError: an entry without a split, an '=' or a path.
+    """
+    pairs = []
+    for line in text.replace(";", "\n").splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        split, sep, path = line.partition("=")
+        if not sep or not split.strip() or not path.strip():
+            raise InputError(msg("Data file line {line} should read SPLIT=PATH, e.g. train=/data/mnli/train.tsv.",
+                                 line=repr(line)))
+        pairs.append((split.strip(), path.strip()))
+    return tuple(pairs)
 
 
 def rate_text(value: float) -> str:
@@ -120,7 +197,8 @@ class Widget:
         when: drawn only while this holds.
         enabled: drawn disabled unless this holds.
         under: drawn right after that setting's widget (the data files under their data source).
-        min_value, step: a number's.
+        clamps: a number widget that starts at its setting's lowest value (`Bounds.low`).
+        step: a number's.
     """
 
     kind: str
@@ -135,7 +213,7 @@ class Widget:
     when: When | None = None
     enabled: When | None = None
     under: str = ""
-    min_value: int | None = None
+    clamps: bool = False
     step: int | None = None
 
 
@@ -150,7 +228,7 @@ class Setting:
         flag: the command line's flag (None: not on the command line).
         help: the command line's help.
         choices: the values it may take, when they are a fixed list.
-        cli_parse: the command line's stricter parser, when it has one (a count of at least 1, a positive rate).
+        bounds: the values a number may take (`Bounds`), judged wherever it comes from.
         widget: the value as the sidebar's widget holds it (a rate as text, the data files as lines).
         from_widget: the widget's value back to the value.
         ui: the sidebar's widget (None: the setting has none there; a page's own setting is drawn by its page).
@@ -162,11 +240,19 @@ class Setting:
     flag: str | None = None
     help: str = ""
     choices: tuple | None = None
-    cli_parse: Callable[[str], Any] | None = None
+    bounds: Bounds | None = None
     widget: Callable[[Any], Any] = _same
     from_widget: Callable[[Any], Any] = _same
     session_key: str = ""
     ui: Widget | None = None
+
+    def cli_parse(self, text: str):
+        """The command line's argument to the value, refused at once when out of `bounds`."""
+        value = self.parse(text)
+        problem = self.bounds.problem(value) if self.bounds is not None else None
+        if problem is not None:
+            raise InputError(problem)
+        return value
 
     @property
     def key(self) -> str:
@@ -190,7 +276,7 @@ SETTINGS: tuple[Setting, ...] = (
     _S("task", "task", str.strip, "--task", "GLUE task (default: mnli)",
        ui=_W("select", N_("GLUE task"), options=tuple(TASKS))),
     _S("data_files", "files", parse_data_files, "--data-files",
-       "local files in the task's GLUE schema (csv, tsv, json, jsonl, parquet)", cli_parse=parse_data_files,
+       "local files in the task's GLUE schema (csv, tsv, json, jsonl, parquet)",
        widget=_files_text, from_widget=parse_data_files,
        ui=_W("area", N_("Data files (one SPLIT=PATH a line)"), under="data_source", when=_FILES,
              placeholder="train=/data/mnli/train.tsv\nvalidation_matched=/data/mnli/dev.tsv",
@@ -201,14 +287,15 @@ SETTINGS: tuple[Setting, ...] = (
     _S("split", "split", str.strip, "--split", "split to check (default: train)", from_widget=str.strip,
        ui=_W("select", N_("Split"))),
     _S("num_labels", "num_labels", parse_optional_whole, "--num-labels",
-       "num_labels for from_pretrained (default: the task's)", cli_parse=parse_positive_whole,
+       "num_labels for from_pretrained (default: the task's)", bounds=Bounds(N_("num_labels"), 1, MAX_NUM_LABELS, whole=True, note=N_(" (a GLUE task has at most 3 labels)")),
        from_widget=lambda value: None if value is None else int(value),
        ui=_W("number", N_("num_labels"), step=1, placeholder=N_("task default ({count})"),
              help=N_("What from_pretrained(..., num_labels=N) gets. Empty: the task's own count."))),
     _S("batch_size", "batch_size", parse_whole, "--batch-size", "rows per batch, as to_tf_dataset gets them (default "
-       "16)", cli_parse=parse_positive_whole, from_widget=int, ui=_W("number", N_("Batch size"), step=1, pair=True)),
+       "16)", bounds=Bounds(N_("batch size"), 1, MAX_BATCH_SIZE, whole=True), from_widget=int, ui=_W("number", N_("Batch size"), step=1, pair=True)),
     _S("max_length", "max_length", parse_whole, "--max-length", "the tokenizer's truncation length (default 128)",
-       cli_parse=parse_positive_whole, from_widget=int, ui=_W("number", N_("Max length"), step=1)),
+       bounds=Bounds(N_("max length"), 1, MAX_LENGTH, whole=True), from_widget=int,
+       ui=_W("number", N_("Max length"), step=1)),
     _S("columns", "columns", parse_columns, "--columns",
        "comma-separated columns= for to_tf_dataset (default: the model's inputs + label)",
        widget=lambda value: ",".join(value) if value else "", from_widget=parse_columns,
@@ -223,26 +310,29 @@ SETTINGS: tuple[Setting, ...] = (
        from_widget=bool, ui=_W("check", N_("Shuffle (to_tf_dataset(shuffle=True))"), "options")),
     _S("shuffle_labels", "shuffle_labels", parse_flag, None, "", from_widget=bool,
        ui=_W("check", N_("Shuffle the labels apart from their texts (a bug)"), "options")),
-    _S("seed", "seed", parse_whole, "--seed", "seeds every random choice (default 0)", cli_parse=int,
-       from_widget=int, ui=_W("number", N_("Seed"), "options", min_value=0, step=1)),
+    _S("seed", "seed", parse_whole, "--seed", "seeds every random choice (default 0)",
+       bounds=Bounds(N_("the seed"), 0, MAX_SEED, whole=True), from_widget=int,
+       ui=_W("number", N_("Seed"), "options", clamps=True, step=1)),
     _S("loss", "loss", str.strip, "--loss", "internal (the model's own, default), or a Keras loss as compile() gets "
        "it", choices=tuple(LOSSES), ui=_W("select", N_("Loss"), "training", choice_help=LOSSES)),
     _S("optimizer", "optimizer", str.strip, "--optimizer", "'adam' (a string, Keras defaults), Adam or AdamW "
        "objects, or create_optimizer (default Adam)", choices=tuple(OPTIMIZERS),
        ui=_W("select", N_("Optimizer"), "training", choice_help=OPTIMIZERS)),
     _S("learning_rate", "lr", parse_number, "--learning-rate", "for Adam, AdamW and create_optimizer (default 5e-5)",
-       cli_parse=parse_rate, widget=rate_text, from_widget=lambda text: _named_number(msg("learning rate"), text),
+       bounds=Bounds(N_("learning rate"), 0, above=True), widget=rate_text,
+       from_widget=lambda text: _named_number(msg("learning rate"), text),
        ui=_W("text", N_("Learning rate"), "training", pair=True)),
     _S("weight_decay", "weight_decay", parse_number, "--weight-decay", "for AdamW and create_optimizer (default 0)",
-       cli_parse=parse_non_negative, widget=rate_text,
+       bounds=Bounds(N_("weight decay"), 0), widget=rate_text,
        from_widget=lambda text: _named_number(msg("weight decay"), text),
        ui=_W("text", N_("Weight decay"), "training", enabled=_DECAYS)),
     _S("train_steps", "train_steps", parse_whole, "--train-steps",
-       "planned training steps, for create_optimizer's schedule", cli_parse=parse_positive_whole, from_widget=int,
-       ui=_W("number", N_("Planned train steps"), "training", min_value=1, step=100, pair=True, when=_SCHEDULED)),
+       "planned training steps, for create_optimizer's schedule",
+       bounds=Bounds(N_("train steps"), 1, MAX_TRAIN_STEPS, whole=True), from_widget=int,
+       ui=_W("number", N_("Planned train steps"), "training", clamps=True, step=100, pair=True, when=_SCHEDULED)),
     _S("warmup_steps", "warmup_steps", parse_whole, "--warmup-steps", "warmup steps, for create_optimizer's schedule",
-       cli_parse=int, from_widget=int,
-       ui=_W("number", N_("Warmup steps"), "training", min_value=0, step=10, when=_SCHEDULED)),
+       bounds=Bounds(N_("warmup steps"), 0, whole=True), from_widget=int,
+       ui=_W("number", N_("Warmup steps"), "training", clamps=True, step=10, when=_SCHEDULED)),
 )
 BY_FIELD = {setting.field: setting for setting in SETTINGS}
 # The settings a link carries as its own parameters (the checkpoint it reads first, with the scenario).
@@ -253,33 +343,18 @@ LINKED = tuple(setting for setting in SETTINGS if setting.param)
 # or "epochs"; each kept in the session under its page's key and carried by links and the command line.
 SWEEP_SETTINGS: tuple[Setting, ...] = (
     _S("min_rate", "min_rate", parse_number, "--sweep-min", "lowest rate of the sweep (default 1e-6)",
-       cli_parse=parse_rate, from_widget=float, session_key="hparams.min_rate"),
+       bounds=Bounds(N_("the sweep's lowest rate"), 0, above=True), from_widget=float, session_key="hparams.min_rate"),
     _S("max_rate", "max_rate", parse_number, "--sweep-max", "highest rate of the sweep (default 1e-2)",
-       cli_parse=parse_rate, from_widget=float, session_key="hparams.max_rate"),
+       bounds=Bounds(N_("the sweep's highest rate"), 0, above=True), from_widget=float, session_key="hparams.max_rate"),
     _S("rates", "rates", parse_whole, "--sweep-rates", "rates in the sweep's log grid (default 7)",
-       cli_parse=parse_positive_whole, from_widget=int, session_key="hparams.rates"),
+       bounds=Bounds(N_("the sweep's rates"), 2, 25, whole=True), from_widget=int, session_key="hparams.rates"),
     _S("steps", "steps", parse_whole, "--sweep-steps", "train steps at each rate (default 8)",
-       cli_parse=parse_positive_whole, from_widget=int, session_key="hparams.steps"),
+       bounds=Bounds(N_("the steps per rate"), 1, 500, whole=True), from_widget=int, session_key="hparams.steps"),
     _S("range_steps", "range_steps", parse_whole, "--range-steps", "steps of the learning-rate range test (default "
-       "40)", cli_parse=parse_positive_whole, from_widget=int, session_key="hparams.range_steps"),
+       "40)", bounds=Bounds(N_("the range test's steps"), 5, 1000, whole=True), from_widget=int, session_key="hparams.range_steps"),
 )
 EPOCHS = _S("epochs", "epochs", parse_whole, "--epochs", "epochs of the overfit-one-batch test (default 20)",
-            cli_parse=parse_positive_whole, from_widget=int, session_key="overfit.epochs")
-
-
-def sweep_from_widgets(values: Mapping[str, Any]) -> SweepSettings:
-    """The sweep the Hyperparameters page's inputs (or a link's) hold, not yet validated."""
-    return SweepSettings(**{setting.field: setting.from_widget(values[setting.key]) for setting in SWEEP_SETTINGS})
-
-
-def sweep_widget_values(sweep: SweepSettings) -> dict[str, Any]:
-    return {setting.key: getattr(sweep, setting.field) for setting in SWEEP_SETTINGS}
-
-
-def sweep_from_args(args) -> SweepSettings:
-    """The sweep the command line asks for (argparse's namespace: each flag's value under "sweep_<field>")."""
-    return SweepSettings(**{setting.field: value for setting in SWEEP_SETTINGS
-                            if (value := getattr(args, f"sweep_{setting.field}", None)) is not None})
+            bounds=Bounds(N_("the overfit test's epochs"), 1, 1000, whole=True), from_widget=int, session_key="overfit.epochs")
 
 
 def _named_number(name, text) -> float:
@@ -289,37 +364,3 @@ def _named_number(name, text) -> float:
     except ValueError:
         raise InputError(msg("{name} {text} is not a number; write it like 5e-5 or 0.00005", name=name,
                              text=repr(text))) from None
-
-
-def widget_values(config: RunConfig) -> dict[str, Any]:
-    """What each of the sidebar's widgets holds for this configuration, by session key."""
-    return {setting.key: setting.widget(getattr(config, setting.field)) for setting in SETTINGS}
-
-
-def config_from_widgets(values: Mapping[str, Any]) -> RunConfig:
-    """The validated configuration the sidebar's widgets hold (data files only when they are the data source).
-
-    Raises:
-        InputError: a value that cannot be used, named.
-    """
-    config = RunConfig(**{setting.field: setting.from_widget(values[setting.key]) for setting in SETTINGS})
-    if config.data_source != "files":
-        config = replace(config, data_files=())
-    return config.validated()
-
-
-def cli_overrides(args) -> dict[str, Any]:
-    """The settings given on the command line (argparse's namespace), by field; `--data-files` also makes the data
-    source "files" unless `--data-source` says otherwise."""
-    overrides = {}
-    for setting in SETTINGS:
-        value = getattr(args, setting.field, None)
-        if setting.field == "shuffle":
-            value = False if value else None  # --no-shuffle
-        if value is not None and value != ():
-            # Each --data-files argument is parsed as the sidebar's box is (one SPLIT=PATH, or several split by ';').
-            overrides[setting.field] = tuple(pair for pairs in value for pair in pairs) \
-                if setting.field == "data_files" else value
-    if "data_files" in overrides and "data_source" not in overrides:
-        overrides["data_source"] = "files"
-    return overrides

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from diagnostics.config import limits
+from diagnostics.config.settings import SWEEP_SETTINGS
 from diagnostics.i18n import joined, msg
 
 DEFAULT_EPOCHS = 20
@@ -32,16 +33,14 @@ class SweepSettings:
     def validated(self) -> "SweepSettings":
         from diagnostics.core.errors import InputError
 
-        problems = []
-        if not (0 < self.min_rate < self.max_rate) or not all(map(math.isfinite, (self.min_rate, self.max_rate))):
+        problems = [problem for setting in SWEEP_SETTINGS
+                    if (problem := setting.bounds.problem(getattr(self, setting.field))) is not None]
+        if not problems and self.min_rate >= self.max_rate:
             problems.append(msg("the sweep needs 0 < lowest rate < highest rate, got {low:g} and {high:g}",
                                 low=self.min_rate, high=self.max_rate))
-        if not 2 <= self.rates <= 25:
-            problems.append(msg("the sweep needs 2 to 25 rates, got {rates}", rates=self.rates))
-        if not 1 <= self.steps <= 500:
-            problems.append(msg("steps per rate must be 1 to 500, got {steps}", steps=self.steps))
-        if not (0 < self.range_start < self.range_end) or not 5 <= self.range_steps <= 1000:
-            problems.append(msg("the range test needs 0 < start rate < end rate and 5 to 1000 steps"))
+        if not (0 < self.range_start < self.range_end) or not all(map(math.isfinite, (self.range_start,
+                                                                                      self.range_end))):
+            problems.append(msg("the range test needs 0 < start rate < end rate"))
         problems += limits.sweep_problems(self)
         if problems:
             raise InputError(msg("{problems}.", problems=joined(problems, "; ")))

@@ -192,7 +192,7 @@ def _truncation(call: dict | None, tokenizer, source) -> tuple[int, str]:
     code's own tokenizer call: its max_length ("call"; Transformers truncates at it even without truncation=True),
     the tokenizer's maximum for truncation=True without one ("model"), else the split's longest row ("none": the
     call does not truncate; "unknown": no call was seen)."""
-    from diagnostics.config.run import MAX_LENGTH
+    from diagnostics.config.settings import MAX_LENGTH
 
     longest = _longest(source)
     if call is None:

@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass, fields, replace
 
 from diagnostics.config import limits
+from diagnostics.config.settings import EPOCHS
 
 from diagnostics.walk import registry
 from diagnostics.core.check import Unit
@@ -60,9 +61,9 @@ class Settings:
 
 def validate_epochs(epochs) -> int:
     """The overfit test's epoch count, or an InputError saying what it may be."""
-    if not (isinstance(epochs, int) or float(epochs).is_integer()) or not 1 <= epochs <= 1000:
-        raise InputError(msg("The overfit test needs a whole number of epochs from 1 to 1000, got {epochs}.",
-                             epochs=epochs))
+    problem = EPOCHS.bounds.problem(epochs)
+    if problem is not None:
+        raise InputError(msg("{problems}.", problems=problem))
     problems = limits.epochs_problems(int(epochs))
     if problems:
         raise InputError(msg("{problems}.", problems=joined(problems, "; ")))
