@@ -74,9 +74,38 @@ def test_checkpoint_beyond_the_parameter_cap_is_refused_before_and_after_loading
         loading.load_model("demo", 3)
 
 
-def test_parameter_estimate_from_the_config_is_close_to_the_built_model(demo_model):
-    estimate = loading.estimated_parameters(demo_model.config)
-    assert abs(estimate - demo_model.count_params()) / demo_model.count_params() < 0.1
+def test_the_parameter_count_from_the_config_is_the_built_models(demo_model, bert_checkpoint):
+    from transformers import TFAutoModelForSequenceClassification
+
+    from diagnostics.keras.parameters import counted_parameters
+
+    assert counted_parameters(demo_model.config) == demo_model.count_params()
+    bert = TFAutoModelForSequenceClassification.from_pretrained(bert_checkpoint, num_labels=3)
+    assert counted_parameters(bert.config, 3) == bert.count_params()
+
+
+def test_a_config_that_sizes_a_weight_past_the_cap_is_refused_before_anything_is_built(hosted, tmp_path, monkeypatch):
+    """A config whose usual fields are tiny and whose token-type table is huge (the estimate of the usual fields
+    said 0.04M; building it made 51M parameters): counted from every field, it is refused, and nothing is built."""
+    from transformers import BertConfig, TFAutoModelForSequenceClassification
+
+    BertConfig(vocab_size=100, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=16,
+               max_position_embeddings=64, type_vocab_size=3_000_000).save_pretrained(tmp_path)
+    monkeypatch.setenv("DEBUGGER_MAX_PARAMETERS", "1000000")
+    built = []
+    monkeypatch.setattr(TFAutoModelForSequenceClassification, "from_pretrained",
+                        classmethod(lambda cls, *args, **kwargs: built.append(args)))
+    with pytest.raises(InputError, match="has about 48M parameters; hosted mode caps checkpoints at 1M"):
+        loading.load_model(str(tmp_path), 2)
+    assert built == []
+
+
+def test_an_architecture_the_count_does_not_know_is_refused_in_hosted_mode(hosted, tmp_path):
+    from transformers import GPT2Config
+
+    GPT2Config(n_embd=16, n_layer=1, n_head=2, vocab_size=100).save_pretrained(tmp_path)
+    with pytest.raises(InputError, match="cannot count .* \\(model type 'gpt2'\\): it counts bert, roberta"):
+        loading.load_model(str(tmp_path), 2)
 
 
 def test_checkpoint_code_is_never_run(tmp_path):

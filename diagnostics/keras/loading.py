@@ -15,6 +15,7 @@ from pathlib import Path
 
 
 from diagnostics.config import limits
+from diagnostics.keras.parameters import COUNTERS, counted_parameters
 from diagnostics.i18n import msg
 from diagnostics.config.run import DEMO_CHECKPOINT, DEMO_LEARNING_RATE, RunConfig, is_local_path
 from diagnostics.core.errors import InputError, NotClassifierError
@@ -150,17 +151,25 @@ def _from_pretrained(loader, checkpoint: str, **kwargs):
         raise
 
 
-def refuse_oversized(checkpoint: str) -> None:
+def refuse_oversized(checkpoint: str, num_labels: int | None = None) -> None:
     """In hosted mode, refuse a checkpoint past the parameter cap from its config alone (config.json, a few hundred
-    bytes), before its tokenizer or weights are fetched.
+    bytes), counted for every field that sizes a weight before its tokenizer, its weights or any variable exist; an
+    architecture the count does not know is refused rather than built to find out.
 
     Raises:
-        InputError: naming the checkpoint's estimated size and the cap.
+        InputError: naming the checkpoint's size and the cap, or the architecture that cannot be counted.
     """
     if limits.hosted() is not None:
         from transformers import AutoConfig
 
-        _refuse_size(checkpoint, estimated_parameters(_from_pretrained(AutoConfig, checkpoint)))
+        config = _from_pretrained(AutoConfig, checkpoint)
+        parameters = counted_parameters(config, num_labels)
+        if parameters is None:
+            raise InputError(msg("Hosted mode counts a checkpoint's parameters from its config before building it, and "
+                                 "cannot count {checkpoint} (model type {kind}): it counts {kinds}.",
+                                 checkpoint=repr(checkpoint), kind=repr(getattr(config, "model_type", None)),
+                                 kinds=", ".join(COUNTERS)))
+        _refuse_size(checkpoint, parameters)
 
 
 def load_tokenizer(checkpoint: str):
@@ -192,7 +201,7 @@ def load_model(checkpoint: str, num_labels: int, seed: int = 0):
     import tf_keras
     from transformers import TFAutoModelForSequenceClassification
 
-    refuse_oversized(checkpoint)  # before its weights are downloaded
+    refuse_oversized(checkpoint, num_labels)  # before its weights are downloaded or any variable exists
     try:
         with _LOAD_LOCK:  # the seed is process-wide: two loads at once would draw each other's head weights
             tf_keras.utils.set_random_seed(seed)
@@ -313,19 +322,6 @@ def demo_vocabulary(texts: list[str], size: int = DEMO_VOCAB_SIZE) -> list[str]:
 
 
 UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
-
-
-def estimated_parameters(config) -> int:
-    """A transformer's parameter count from its config alone, before any weights are downloaded.
-
-    Embeddings plus, for each layer, attention (4·h²) and the feed-forward block (2·h·ffn). Within a
-    few percent for BERT-style encoders; the exact count is checked again once the model is built.
-    """
-    hidden, layers, _ = config_size(config)
-    ffn = _first(config, "intermediate_size", "hidden_dim", "d_ff", "n_inner") or 4 * hidden
-    vocab = getattr(config, "vocab_size", 0) or 0
-    positions = _first(config, "max_position_embeddings", "n_positions") or 0
-    return int((vocab + positions) * hidden + layers * (4 * hidden * hidden + 2 * hidden * ffn))
 
 
 def config_size(config) -> tuple[int, int, int]:

@@ -1,0 +1,88 @@
+"""A checkpoint's parameter count from its config alone, before any weight or variable exists: every field that
+sizes a weight of its TensorFlow sequence-classification model, counted the way the model builds it.
+
+Only the architectures counted here can be counted; for any other the count is None, and hosted mode refuses the
+checkpoint rather than build it to find out (`loading.refuse_oversized`). `tests/test_parameters.py` holds each
+count to `count_params()` of the model built from tiny configs of that architecture.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+
+def _encoder(hidden: int, layers: int, ffn: int) -> int:
+    """BERT's layers: query, key, value and output (4h² + 4h), two layer norms (4h), the feed-forward block
+    (2·h·ffn + ffn + h)."""
+    return layers * (4 * hidden * hidden + 4 * hidden + 4 * hidden + 2 * hidden * ffn + ffn + hidden)
+
+
+def _dense(inputs: int, outputs: int) -> int:
+    return inputs * outputs + outputs
+
+
+def _bert(config, labels: int) -> int:
+    """BERT: word, position and token-type embeddings with a layer norm, the layers, the pooler, the classifier."""
+    h = config.hidden_size
+    embeddings = (config.vocab_size + config.max_position_embeddings + config.type_vocab_size) * h + 2 * h
+    return embeddings + _encoder(h, config.num_hidden_layers, config.intermediate_size) + _dense(h, h) \
+        + _dense(h, labels)
+
+
+def _distilbert(config, labels: int) -> int:
+    """DistilBERT: word and position embeddings with a layer norm, the layers, pre_classifier, the classifier."""
+    h = config.dim
+    embeddings = (config.vocab_size + config.max_position_embeddings) * h + 2 * h
+    return embeddings + _encoder(h, config.n_layers, config.hidden_dim) + _dense(h, h) + _dense(h, labels)
+
+
+def _electra(config, labels: int) -> int:
+    """ELECTRA: embeddings of `embedding_size` (projected to the hidden size when they differ), the layers, a
+    dense + out_proj classification head."""
+    e, h = config.embedding_size, config.hidden_size
+    embeddings = (config.vocab_size + config.max_position_embeddings + config.type_vocab_size) * e + 2 * e
+    projection = _dense(e, h) if e != h else 0
+    return embeddings + projection + _encoder(h, config.num_hidden_layers, config.intermediate_size) \
+        + _dense(h, h) + _dense(h, labels)
+
+
+def _albert(config, labels: int) -> int:
+    """ALBERT: embeddings of `embedding_size`, their mapping to the hidden size, one set of layers per hidden group
+    (shared across the layers), the pooler, the classifier."""
+    e, h = config.embedding_size, config.hidden_size
+    embeddings = (config.vocab_size + config.max_position_embeddings + config.type_vocab_size) * e + 2 * e
+    groups = config.num_hidden_groups * config.inner_group_num
+    return embeddings + _dense(e, h) + _encoder(h, groups, config.intermediate_size) + _dense(h, h) \
+        + _dense(h, labels)
+
+
+def _mpnet(config, labels: int) -> int:
+    """MPNet: word and position embeddings with a layer norm, the layers, their shared relative-position bias, the
+    pooler (built though the classifier does not read it), a dense + out_proj classification head."""
+    h = config.hidden_size
+    embeddings = (config.vocab_size + config.max_position_embeddings) * h + 2 * h
+    bias = config.relative_attention_num_buckets * config.num_attention_heads
+    return embeddings + _encoder(h, config.num_hidden_layers, config.intermediate_size) + bias + 2 * _dense(h, h) \
+        + _dense(h, labels)
+
+
+# RoBERTa's family builds BERT's embeddings and layers; its classification head (dense + out_proj) has the pooler's
+# and classifier's sizes.
+COUNTERS: dict[str, Callable[..., int]] = {
+    "bert": _bert, "roberta": _bert, "xlm-roberta": _bert, "camembert": _bert, "distilbert": _distilbert,
+    "electra": _electra, "albert": _albert, "mpnet": _mpnet,
+}
+
+
+def counted_parameters(config, num_labels: int | None = None) -> int | None:
+    """The parameters of the sequence classifier `config` describes, with `num_labels` outputs (the config's own
+    when None); None for an architecture not counted here, or a config missing a field that sizes a weight."""
+    counter = COUNTERS.get(getattr(config, "model_type", None))
+    if counter is None:
+        return None
+    labels = num_labels if num_labels is not None else getattr(config, "num_labels", 2)
+    try:
+        count = counter(config, int(labels))
+    except (AttributeError, TypeError, ValueError):
+        return None
+    return int(count) if isinstance(count, int) and count > 0 else None
