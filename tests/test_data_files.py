@@ -123,6 +123,54 @@ def test_an_unreadable_file_is_one_line_and_exit_2_with_no_library_log(tmp_path,
     assert "Failed to read file" not in out.err + out.out + caplog.text
 
 
+def deep_row(depth: int) -> str:
+    return '{"sentence1": "a", "sentence2": "b", "label": ' + "[" * depth + "]" * depth + "}\n"
+
+
+@pytest.mark.parametrize("name, content, says", [
+    # pyarrow's JSON reader segfaults on a row nested 100,000 levels deep (the whole server exits); json.loads recurses.
+    ("deep.jsonl", deep_row(100_000), "line 1 holds more than 100,000 characters (DEBUGGER_FILE_MAX_ROW_CHARS"),
+    ("nested.jsonl", deep_row(40), "line 1 nests deeper than 32 levels (DEBUGGER_FILE_MAX_DEPTH"),
+    ("broken-deep.jsonl", '{"sentence1": "a", "label": ' + "[" * 5000 + "\n", "nests deeper than 32 levels"),
+    # 20,000 columns stall datasets for minutes; 100,000 of them in 4.7 MB for more than five.
+    ("wide.csv", ",".join(f"c{i}" for i in range(200)) + "\n" + ",".join("1" * 200) + "\n",
+     "200 columns, past the limit of 100 (DEBUGGER_FILE_MAX_COLUMNS"),
+    ("wide.jsonl", json.dumps({f"c{i}": 1 for i in range(300)}) + "\n", "line 1 holds 300 columns"),
+    ("cell.csv", HEADER + "x" * 200_000 + ",b,0\n", "line 2 holds more than 100,000 characters"),
+])
+def test_a_file_past_a_limit_is_refused_before_it_is_parsed_in_one_line(tmp_path, capsys, name, content, says):
+    code, report = run_data(write(tmp_path, name, content), tmp_path)
+    out = capsys.readouterr()
+    assert code == 2 and report is None and says in out.err and len(out.err.strip().splitlines()) == 1
+
+
+def test_an_uploaded_parquet_file_that_decodes_past_its_limit_is_refused(tmp_path, monkeypatch):
+    """One dictionary-encoded text over 300,000 rows: 68 KB on disk, 600 MB once decoded. A visitor's upload has the
+    shared limits (200 MB decoded); the same file of the user's own is read."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from diagnostics.keras import data_files
+    from diagnostics.keras.loading import cache_dir
+
+    rows = 300_000
+    table = pa.table({"sentence1": pa.array(["word " * 400] * rows).dictionary_encode(),
+                      "sentence2": pa.array(["b"] * rows).dictionary_encode(), "label": pa.array([0] * rows)})
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink, compression="zstd")
+    path = data_files.keep_upload("train.parquet", sink.getvalue().to_pybytes())
+    assert path.is_relative_to(cache_dir() / "uploads") and path.stat().st_size < 200_000
+    with pytest.raises(InputError, match="more than 200,000,000 bytes once decoded"):
+        data_files.load_local_file(str(path))
+    monkeypatch.setenv("DEBUGGER_FILE_MAX_DECODED_BYTES", "100000")
+    mine = tmp_path / "train.parquet"
+    pq.write_table(table.slice(0, 1000), mine)
+    with pytest.raises(InputError, match="DEBUGGER_FILE_MAX_DECODED_BYTES sets the limit"):
+        data_files.load_local_file(str(mine))
+    monkeypatch.delenv("DEBUGGER_FILE_MAX_DECODED_BYTES")
+    assert len(data_files.load_local_file(str(mine))) == 1000
+
+
 def test_a_utf16_file_is_read(tmp_path):
     path = write(tmp_path, "utf16.csv", HEADER + csv_rows(), encoding="utf-16")
     code, report = run_data(path, tmp_path)
@@ -159,6 +207,7 @@ PAGE_CASES = [
     ("semicolons.csv", HEADER.replace(",", ";") + csv_rows(separator=";"), "separates them with ';'"),
     ("latin1.csv", (HEADER + "Caf\xe9 au lait,B,1\n").encode("latin-1"), "line 2 holds bytes that are not UTF-8"),
     ("broken.jsonl", jsonl({"sentence1": "a", "sentence2": "b", "label": 0}) + "{oops\n", "line 2 is not valid JSON"),
+    ("deep.jsonl", deep_row(100_000), "line 1 holds more than 100,000 characters"),
 ]
 
 

@@ -84,3 +84,44 @@ def parameters_problem(checkpoint: str, parameters: int) -> str | None:
         return msg("{checkpoint} has about {parameters:,.0f}M parameters; hosted mode caps checkpoints at {cap:,.0f}M",
                    checkpoint=repr(checkpoint), parameters=parameters / 1e6, cap=limits.max_parameters / 1e6)
     return None
+
+
+@dataclass(frozen=True)
+class FileLimits:
+    """What a data file may hold, checked by a streaming pre-scan before `datasets` or pyarrow parses it
+    (`keras/file_scan.py`): a row nested thousands of levels deep crashes pyarrow's JSON reader, a hundred thousand
+    columns stall `datasets` for minutes, and one cell or one dictionary-encoded text repeated over many rows grows a
+    small file into gigabytes. Each field is read from `DEBUGGER_FILE_<FIELD NAME IN CAPITALS>` when set.
+
+    Attributes:
+        max_bytes: the file's size on disk.
+        max_rows: its lines (text files) or rows (parquet).
+        max_columns: its columns (a GLUE split has at most five).
+        max_row_chars: the characters of one line of a text file, or of one cell of a parquet file.
+        max_depth: how deep a JSON value nests (a GLUE row is flat).
+        max_decoded_bytes: a parquet file's text once decoded (dictionary-encoded text repeats there).
+    """
+
+    max_bytes: int = 1_000_000_000
+    max_rows: int = 5_000_000
+    max_columns: int = 100
+    max_row_chars: int = 100_000
+    max_depth: int = 32
+    max_decoded_bytes: int = 2_000_000_000
+
+    @classmethod
+    def from_environment(cls, base: "FileLimits") -> "FileLimits":
+        values = {field.name: int(text) for field in fields(cls)
+                  if (text := os.environ.get(f"DEBUGGER_FILE_{field.name.upper()}"))}
+        return FileLimits(**{**{field.name: getattr(base, field.name) for field in fields(cls)}, **values})
+
+
+# A visitor's upload on a shared server (a workshop room), and any file in hosted mode: a tenth of what a user's own
+# files on their own machine may be.
+SHARED_FILE_LIMITS = FileLimits(max_bytes=200_000_000, max_rows=1_000_000, max_columns=50, max_row_chars=20_000,
+                                max_depth=16, max_decoded_bytes=200_000_000)
+
+
+def file_limits(shared: bool) -> FileLimits:
+    """The limits on a data file: a visitor's upload's (or any file's in hosted mode), or a user's own."""
+    return FileLimits.from_environment(SHARED_FILE_LIMITS if shared or hosted() is not None else FileLimits())

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-
 import codecs
 import contextlib
 import json
@@ -13,11 +12,13 @@ from pathlib import Path
 
 import numpy as np
 
-from diagnostics.i18n import msg
+from diagnostics.config import limits
 from diagnostics.config.run import RunConfig
-from diagnostics.core.errors import InputError
-from diagnostics.keras.batches import LABEL, LABEL_AS_WRITTEN, SHUFFLED_LABELS_BUG, UNUSABLE_LABEL, shuffled_labels
 from diagnostics.config.tasks import GlueTask, get_task
+from diagnostics.core.errors import InputError
+from diagnostics.i18n import msg
+from diagnostics.keras.batches import LABEL, LABEL_AS_WRITTEN, SHUFFLED_LABELS_BUG, UNUSABLE_LABEL, shuffled_labels
+from diagnostics.keras.file_scan import scan_file
 from diagnostics.keras.loading import DEMO_DATA_DIR, UTF16_BOMS, cache_dir, hub_reachable, tidy_cache
 
 
@@ -145,6 +146,8 @@ def load_local_file(path: str):
         raise InputError(msg("Data file {path} is empty.", path=path))
     # GLUE's own tsv files hold unbalanced quotes, so quoting is off for tsv (csv.QUOTE_NONE).
     options = {"delimiter": "\t", "quoting": 3} if suffix == ".tsv" else {}
+    uploaded = file.resolve().is_relative_to((cache_dir() / "uploads").resolve())
+    scan_file(file, builder, limits.file_limits(shared=uploaded), delimiter=options.get("delimiter", ","))
     if builder != "parquet":
         with file.open("rb") as handle:
             start = handle.read(2)
