@@ -212,3 +212,15 @@ def test_the_workshop_page_links_every_scenario_and_warms_them_up():
 def test_a_precise_rate_in_a_link_is_kept_exactly():
     at = open_link({"lr": "1.2345678e-05", "weight_decay": "0.0123456789"})
     assert at.query_params == {"lr": "1.2345678e-05", "weight_decay": "0.0123456789"}
+
+
+def test_thousands_of_unknown_link_parameters_are_one_short_message():
+    from ui.links import parse_link
+
+    params = {f"p{i}{'x' * 100}": "1" for i in range(2000)}
+    _, problems = parse_link({**params, "task": "rte"}, hub_reachable=False)
+    assert len(problems) == 1
+    said = str(problems[0])
+    assert said.startswith("The link has 2000 parameters this app does not read: 'p0xxx") and "x...', " in said
+    assert ", ... (it reads " in said
+    assert len(said) < 1000

@@ -67,15 +67,26 @@ def _with_task(config: RunConfig, task: str) -> RunConfig:
     return replace(config, task=new.name, split=split)
 
 
+def _unknown(names: list[str]):
+    """One message for every parameter a link has that the app does not read, however many (the first few named,
+    each cut short)."""
+    known = ", ".join(sorted(KNOWN))
+    shown = [repr(name if len(name) <= 40 else name[:40] + "...") for name in names[:5]]
+    if len(names) == 1:
+        return msg("The link's parameter {name} is not one this app reads (it reads {known}).", name=shown[0],
+                   known=known)
+    return msg("The link has {count} parameters this app does not read: {names} (it reads {known}).",
+               count=len(names), names=", ".join(shown) + (", ..." if len(names) > 5 else ""), known=known)
+
+
 def parse_link(params: dict[str, str], hub_reachable: bool) -> tuple[Link, list[str]]:
     """The run a link describes, and one message for each parameter it could not use (that one keeps its default).
 
     Args:
         params: the URL's query parameters (the last value of a repeated one).
     """
-    problems = [msg("The link's parameter {name} is not one this app reads (it reads {known}).", name=repr(name),
-                    known=", ".join(sorted(KNOWN)))
-                for name in params if name not in KNOWN and name not in RESERVED]
+    unknown = [name for name in params if name not in KNOWN and name not in RESERVED]
+    problems = [_unknown(unknown)] if unknown else []
 
     def refused(name: str, exc: Exception) -> None:
         reason = message_of(exc)
