@@ -3,6 +3,7 @@ so a room's first clicks are answered from the shared results."""
 
 import streamlit as st
 
+from diagnostics.config import limits
 from diagnostics.i18n import _
 from diagnostics.core.check import STAGE_TITLES
 from diagnostics.config.scenarios import SCENARIOS
@@ -30,7 +31,11 @@ with st.container(border=True):
     chosen = st.multiselect(_("What to compute for every scenario"), WARM_CHOICES, default=list(WARM_CHOICES),
                             key=choice("workshop.kinds"), format_func=kind_names.get)
     kinds = [kind for choice in chosen for kind in computed_with(choice)]
-    if st.button(_("Warm up every scenario"), type="primary", key="workshop.warm_up", disabled=not kinds):
+    hosted = limits.hosted() is not None
+    if hosted:
+        st.caption(_("The warm-up is the presenter's: it runs on a server the presenter starts for the room (not in "
+                     "hosted mode), which keeps its results for everyone."))
+    if st.button(_("Warm up every scenario"), type="primary", key="workshop.warm_up", disabled=not kinds or hosted):
         overall = st.progress(0.0, text=_("Starting"))
         for number, (name, link) in enumerate(links.items()):
             overall.progress(number / len(links), text=_("Scenario {number} of {count}: {name}").format(

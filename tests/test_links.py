@@ -209,6 +209,13 @@ def test_the_workshop_page_links_every_scenario_and_warms_them_up():
     assert "FAIL] `model.config`" in shown and "SEE] `model.nan_rows`" in shown  # the head's cause, named once
 
 
+def test_a_hosted_visitor_cannot_warm_up_the_room(monkeypatch):
+    monkeypatch.setenv("DEBUGGER_HOSTED", "1")
+    at = open_link({}, "app_pages/workshop.py")
+    assert not at.exception and at.button(key="workshop.warm_up").disabled
+    assert any("The warm-up is the presenter's" in rendered(caption.value) for caption in at.caption)
+
+
 def test_a_precise_rate_in_a_link_is_kept_exactly():
     at = open_link({"lr": "1.2345678e-05", "weight_decay": "0.0123456789"})
     assert at.query_params == {"lr": "1.2345678e-05", "weight_decay": "0.0123456789"}

@@ -264,6 +264,23 @@ def test_the_store_is_bounded_in_bytes_and_keeps_pinned_entries():
     assert store.get("d") is not None and store.get("a") is None
 
 
+def test_pinned_entries_count_in_the_bounds_and_nothing_is_pinned_in_hosted_mode(monkeypatch):
+    """A warm-up of every scenario for any checkpoint kept 41 pinned entries against a bound of 4: pins are kept
+    before anything else, never past the bounds; and a hosted visitor pins nothing."""
+    store = SharedResults(max_entries=4)
+    for number in range(10):
+        store.start(f"warm{number}", lambda progress, number=number: [number], pin=True).done.wait(5)
+    assert len(store) == 4 and [store.get(f"warm{number}") is not None for number in range(10)] == [False] * 6 + [True] * 4
+    store.result("visitor", lambda progress: ["v"])
+    assert len(store) == 4 and store.get("visitor") is not None  # the oldest pin made room
+    monkeypatch.setenv("DEBUGGER_HOSTED", "1")
+    hosted = SharedResults(max_entries=2)
+    hosted.start("pin", lambda progress: ["p"], pin=True).done.wait(5)
+    for key in ("a", "b"):
+        hosted.result(key, lambda progress: [key])
+    assert hosted.get("pin") is None
+
+
 def test_a_stuck_computation_is_given_up_and_asking_again_starts_afresh():
     store = SharedResults(time_limit_s=0.3)
     forever = threading.Event()

@@ -162,7 +162,8 @@ class SharedResults:
     """The store: finished entries and flights under way.
 
     Bounded in entries and in bytes (pickled size), least recently used dropped first, pinned entries (the
-    presenter's warm-up) never. A computation runs in a thread of its own, not in the asking session's, so a
+    presenter's warm-up) only when pins alone pass the bounds; in hosted mode nothing is pinned (a visitor's
+    warm-up would keep results for any checkpoint). A computation runs in a thread of its own, not in the asking session's, so a
     session that leaves (a rerun, a closed tab) never stops the work others wait for. Heavy computations are
     admitted `heavy_slots` at a time, the rest queued in order with their place shown to their waiters; each
     session may have `per_session` heavy ones queued or running. An error is handed to every waiter and never kept,
@@ -217,6 +218,7 @@ class SharedResults:
         Raises:
             Busy: `owner` already has `per_session` heavy computations queued or running.
         """
+        pin = pin and limits.hosted() is None  # a presenter's warm-up only: hosted visitors pin nothing
         with self._lock:
             flight = self._flights.get(key)
             if flight is not None and flight.stuck(self.limit_s()):
@@ -330,12 +332,16 @@ class SharedResults:
         self._sizes[key] = _size(entry)
         if pin:
             self._pinned.add(key)
-        for old in list(self._entries):
-            if len(self._entries) <= self.max_entries and self.nbytes <= self.max_bytes:
-                break
-            if old not in self._pinned and old != key:
-                del self._entries[old]
-                self._sizes.pop(old, None)
+        # The least recently used unpinned entries go first; then, when pins alone pass the bounds, the oldest pinned
+        # ones: a warm-up is kept before anything else but never grows the store past its bounds.
+        for spare_pins in (False, True):
+            for old in list(self._entries):
+                if len(self._entries) <= self.max_entries and self.nbytes <= self.max_bytes:
+                    return
+                if old != key and (spare_pins or old not in self._pinned):
+                    del self._entries[old]
+                    self._sizes.pop(old, None)
+                    self._pinned.discard(old)
 
     def result(self, key: Hashable, compute: Callable[[Progress], list[CheckResult]], *, again: bool = False,
                progress: Progress | None = None, poll_s: float = 0.25, heavy: bool = False,
