@@ -673,3 +673,34 @@ def test_the_callbacks_watch_is_gone_after_a_fit_that_raises_and_a_users_own_tra
     model.fit(stsb_dataset(bert_tokenizer, [0.5, 0.5, 0.5, 0.5]), epochs=1, verbose=0)
     assert all(np.array_equal(before, variable.numpy()) for before, variable in zip(stashed, callback._stash))
     assert calls  # fit traced the user's own step
+
+
+@pytest.mark.subprocess
+def test_a_daemon_the_script_leaves_is_ended_however_the_script_ends(tmp_path):
+    """A script that double-forks a daemon into a session of its own, then ends with os._exit before fit: the child
+    cannot end the daemon, and the daemon would hold the command's stdout open (`trace ... | tail` hanging). The
+    trace ends it, and its output pipe closes."""
+    import subprocess
+    import sys
+
+    import psutil
+
+    pid_file = tmp_path / "daemon.pid"
+    script = tmp_path / "daemon_script.py"
+    script.write_text(f"""import os, sys, time
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        open({str(pid_file)!r}, "w").write(str(os.getpid()))
+        time.sleep(600)
+    os._exit(0)
+while not os.path.exists({str(pid_file)!r}):
+    time.sleep(0.05)
+os._exit(3)
+""")
+    command = subprocess.Popen([sys.executable, "-m", "diagnostics", "trace", str(script)], cwd=ROOT,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    output, _ = command.communicate(timeout=300)  # returns only once every holder of the pipe is gone
+    daemon = int(pid_file.read_text())
+    assert command.returncode != 0 and b"daemon_script.py" in output
+    assert not psutil.pid_exists(daemon) or psutil.Process(daemon).status() == psutil.STATUS_ZOMBIE

@@ -15,6 +15,7 @@ import contextlib
 import json
 import math
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -35,6 +36,8 @@ EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
 
 DEFAULT_TIMEOUT = 600.0
+# The environment variable that marks every process of one trace (`_marked`).
+TRACE_TOKEN_ENV = "DEBUGGER_TRACE_TOKEN"
 
 
 @dataclass
@@ -81,8 +84,9 @@ def trace_script(script: str | Path, script_args: list[str] | None = None, *, st
         spec_path = Path(work) / "spec.json"
         spec_path.write_text(json.dumps(spec))
         # The script's environment as the user's: without what importing the debugger set to quiet itself.
+        token = secrets.token_hex(16)  # every process of this trace inherits it, whatever session it moves to
         env = {**{key: value for key, value in os.environ.items() if key not in (*SET_ON_IMPORT, QUIETED_ENV)},
-               TRACE_CHILD_ENV: "1", "PYTHONPATH": os.pathsep.join(
+               TRACE_CHILD_ENV: "1", TRACE_TOKEN_ENV: token, "PYTHONPATH": os.pathsep.join(
                    [str(PROJECT_ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])}
         output_file = open(Path(work) / "output.txt", "w+") if capture_output else None
         child = subprocess.Popen([sys.executable, "-m", "diagnostics.usercode.trace_child", "--child", str(spec_path)],
@@ -101,7 +105,7 @@ def trace_script(script: str | Path, script_args: list[str] | None = None, *, st
                 time.sleep(0.2)
             _relay(Path(spec["progress"]), seen, progress)
         finally:  # a timeout, the caller interrupted or its progress callback raising, or a normal exit alike
-            _stop(child)
+            _stop(child, token)
         output = ""
         if output_file:
             output_file.seek(0)
@@ -201,9 +205,11 @@ def _relay(progress_file: Path, seen: list[str], progress) -> None:
             progress(said)
 
 
-def _stop(child: subprocess.Popen) -> None:
-    """End the child and everything it started: its process group (the child leads one), and its descendants that
-    left the group for a session of their own. After a normal exit this ends what the script left running."""
+def _stop(child: subprocess.Popen, token: str) -> None:
+    """End the child and everything it started: its process group (the child leads one), its descendants that
+    left the group for a session of their own, and any process still carrying the trace's token in its environment
+    (a daemon whose parents are gone: the script ended with os._exit or a signal before the child could end it).
+    After a normal exit this ends what the script left running."""
     import psutil
 
     try:
@@ -214,13 +220,26 @@ def _stop(child: subprocess.Popen) -> None:
         os.killpg(child.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
-    for process in family:
-        with contextlib.suppress(psutil.Error):
-            process.kill()
     if child.poll() is None:
         child.kill()
     child.wait()
+    family += _marked(token)
+    for process in family:
+        with contextlib.suppress(psutil.Error):
+            process.kill()
     psutil.wait_procs(family, timeout=5)
+
+
+def _marked(token: str) -> list:
+    """The processes whose environment carries this trace's token (the caller's own excepted)."""
+    import psutil
+
+    found = []
+    for process in psutil.process_iter():
+        with contextlib.suppress(psutil.Error):
+            if process.pid != os.getpid() and process.environ().get(TRACE_TOKEN_ENV) == token:
+                found.append(process)
+    return found
 
 
 def _end_descendants() -> None:
