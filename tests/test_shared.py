@@ -327,3 +327,66 @@ def test_time_left_is_said_in_seconds_then_minutes_in_the_readers_language():
     assert str(time_left_text(0.2)) == "about 1 s left" and str(time_left_text(89)) == "about 89 s left"
     assert str(time_left_text(200)) == "about 3 min left"
     assert "3" in localize(time_left_text(200), "ru") and localize(time_left_text(200), "ru") != "about 3 min left"
+
+
+def stepping(steps: int, done: list):
+    """A computation that checks for a reason to stop at each of its steps, as training does."""
+    from diagnostics.core.budget import BudgetExceeded, check_deadline
+
+    def compute(progress):
+        try:
+            for step in range(steps):
+                check_deadline(f"at step {step + 1}")
+                time.sleep(0.05)
+        except BudgetExceeded as exc:
+            done.append(str(exc))
+            return ["stopped"]
+        done.append("finished")
+        return ["finished"]
+
+    return compute
+
+
+def test_work_everyone_left_stops_at_its_next_step_and_a_rerun_within_the_grace_keeps_it():
+    store = SharedResults(heavy_slots=1, leave_grace_s=0.3)
+    done: list = []
+    flight = store.start("left", stepping(400, done), heavy=True, owner="a")
+    time.sleep(0.2)
+    store.leave("left", flight)  # the tab closed
+    assert flight.done.wait(5) and len(done) == 1 and done[0].startswith("Stopped at step ")
+    assert "everyone waiting for it left" in done[0] and store.get("left") is None  # not kept
+    kept: list = []
+    rerun = store.start("rerun", stepping(30, kept), heavy=True, owner="b")
+    store.leave("rerun", rerun)
+    assert store.start("rerun", stepping(30, kept), heavy=True, owner="b") is rerun  # back within the grace
+    assert rerun.done.wait(10) and kept == ["finished"] and store.get("rerun") is not None
+
+
+def test_a_computation_given_up_stops_at_its_next_step_instead_of_training_on():
+    store = SharedResults(heavy_slots=1, time_limit_s=0.3)
+    done: list = []
+    flight = store.start("slow", stepping(400, done), heavy=True, owner="a")
+    time.sleep(0.5)
+    store.give_up_if_stuck("slow", flight)
+    deadline = time.monotonic() + 5
+    while not done and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert done and "given up" in done[0]
+
+
+def test_a_full_queue_says_so_and_one_visitor_is_bounded_across_tabs():
+    from diagnostics.serve.store import Busy
+    from ui.shared import visitor_of
+
+    store = SharedResults(heavy_slots=1, max_queue=2)
+    hold = threading.Event()
+    store.start("running", lambda progress: hold.wait(10) and ["r"], heavy=True, owner="v0")
+    time.sleep(0.2)
+    for number in (1, 2):
+        store.start(f"queued{number}", lambda progress: ["q"], heavy=True, owner=f"v{number}")
+    with pytest.raises(Busy, match="The server is full: 2 heavy computations are waiting for its 1 slot"):
+        store.start("one too many", lambda progress: ["x"], heavy=True, owner="v3")
+    hold.set()
+    # Two tabs of one browser share its XSRF cookie: one visitor, bounded as one.
+    cookies = {"_streamlit_xsrf": "2|1a2b|3c4d|1700000000"}
+    assert visitor_of(cookies, "tab-1") == visitor_of(cookies, "tab-2") != visitor_of({}, "tab-1") == "tab-1"

@@ -41,12 +41,25 @@ def waiting_text(label: str, flight: Flight) -> str:
     return f"{label} {shown(flight.text)} ({flight.elapsed():.0f} s{horizon}{others})"
 
 
-def session_id() -> str | None:
-    """This browser session's id, so the store can bound how much heavy work one visitor queues."""
+def visitor_id() -> str | None:
+    """Who is asking, so the store bounds how much heavy work one visitor queues however many tabs they open: the
+    browser's cookie that Streamlit's XSRF protection sets (one for every tab of a browser), else this tab's
+    session."""
     from streamlit.runtime.scriptrunner import get_script_run_ctx
 
     context = get_script_run_ctx()
-    return context.session_id if context is not None else None
+    session = context.session_id if context is not None else None
+    try:
+        cookies = dict(st.context.cookies)
+    except Exception:  # no browser behind this run (AppTest, a bare script)
+        cookies = {}
+    return visitor_of(cookies, session)
+
+
+def visitor_of(cookies: dict, session: str | None) -> str | None:
+    """The visitor a request comes from: its browser's XSRF cookie when it has one, else its session."""
+    token = cookies.get("_streamlit_xsrf")
+    return f"browser:{token}" if token else session
 
 
 def computed(job: Job, label: str, *, again: bool = False, pin: bool = False) -> Entry | None:
@@ -72,13 +85,16 @@ def computed(job: Job, label: str, *, again: bool = False, pin: bool = False) ->
                 run.classifier
         store = shared_results()
         flight = store.start(job, lambda progress: job.run(run, progress), again=again,
-                             heavy=job.kind in NEEDS_MODEL, owner=session_id(), pin=pin)
-        if not flight.done.is_set():
-            bar = st.progress(0.0, text=waiting_text(label, flight))
-            while not flight.done.wait(0.25):
-                bar.progress(flight.fraction, text=waiting_text(label, flight))
-                store.give_up_if_stuck(job, flight)
-            bar.empty()
+                             heavy=job.kind in NEEDS_MODEL, owner=visitor_id(), pin=pin)
+        try:  # a closed tab or a rerun stops this script at its next call: it stops waiting here
+            if not flight.done.is_set():
+                bar = st.progress(0.0, text=waiting_text(label, flight))
+                while not flight.done.wait(0.25):
+                    bar.progress(flight.fraction, text=waiting_text(label, flight))
+                    store.give_up_if_stuck(job, flight)
+                bar.empty()
+        finally:
+            store.leave(job, flight)
         if isinstance(flight.error, TimeoutError):
             raise InputError(flight.error.args[0]) from None
         if flight.error is not None:

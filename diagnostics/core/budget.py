@@ -7,6 +7,7 @@ import contextlib
 import contextvars
 import time
 from dataclasses import dataclass
+from typing import Callable
 
 from diagnostics.i18n import Text, msg
 from diagnostics.config.limits import hosted
@@ -26,6 +27,19 @@ class Budget:
 
 
 _deadline: contextvars.ContextVar[Budget | None] = contextvars.ContextVar("run_deadline", default=None)
+# Why the computation running in this context must stop at its next step, asked at each step (None: go on).
+_stop: contextvars.ContextVar[Callable[[], str | None] | None] = contextvars.ContextVar("run_stop", default=None)
+
+
+@contextlib.contextmanager
+def stoppable(reason: Callable[[], str | None]):
+    """Within it, `check_deadline` (called before each check and at each training step or epoch) also stops the
+    work when `reason()` says why (everyone waiting for it left, or it was given up), with that reason."""
+    token = _stop.set(reason)
+    try:
+        yield
+    finally:
+        _stop.reset(token)
 
 
 @contextlib.contextmanager
@@ -46,7 +60,11 @@ def run_budget():
 
 
 def check_deadline(where: str = "") -> None:
-    """Raise BudgetExceeded when the current run is past its deadline (a no-op outside hosted mode)."""
+    """Raise BudgetExceeded when the current run is past its deadline (hosted mode), or has a reason to stop
+    (`stoppable`)."""
+    stop = _stop.get()
+    if stop is not None and (reason := stop()) is not None:
+        raise BudgetExceeded(f"Stopped{' ' + where if where else ''}: {reason}.")
     budget = _deadline.get()
     if budget is not None and time.monotonic() > budget.deadline:
         budget.exceeded = True

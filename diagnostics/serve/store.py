@@ -4,6 +4,7 @@ waiter. A room of thirty opening one link waits for one computation, not thirty.
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 import time
@@ -96,6 +97,8 @@ class Flight:
         owners: the sessions that asked for it (a session may have only so many heavy ones waiting).
         partial: the run's time budget cut it short: its results are shown to its waiters but not kept.
         abandoned: it outlived its time limit and was replaced; whatever it returns is dropped.
+        left_at: when its last waiter left (None while someone waits): past the store's grace, it stops at its next
+            step (a rerun within the grace joins it again).
     """
 
     started: float = field(default_factory=time.monotonic)
@@ -111,6 +114,7 @@ class Flight:
     partial: bool = False
     abandoned: bool = False
     admitted: float | None = None  # when it began to compute (a heavy one waits in the queue before)
+    left_at: float | None = None
 
     def report(self, fraction: float, text: str) -> None:
         if not self.abandoned:
@@ -133,7 +137,7 @@ class Flight:
 
 
 class Busy(InputError):
-    """A session asked for more heavy computations than it may have waiting at once."""
+    """A visitor asked for more heavy computations than they may have waiting at once, or the queue is full."""
 
 
 def heavy_capacity() -> int:
@@ -172,9 +176,13 @@ class SharedResults:
     """
 
     def __init__(self, max_entries: int = 64, *, max_bytes: int = 256 * 2**20, heavy_slots: int | None = None,
-                 per_session: int = 2, time_limit_s: float | None = None):
+                 per_session: int = 2, time_limit_s: float | None = None, max_queue: int | None = None,
+                 leave_grace_s: float = 15.0):
         self.max_entries, self.max_bytes, self.per_session = max_entries, max_bytes, per_session
         self.heavy_slots = heavy_slots or heavy_capacity()
+        self.max_queue = max_queue if max_queue is not None else 8 * self.heavy_slots
+        self.leave_grace_s = leave_grace_s
+        self._durations: list[float] = []  # the last heavy computations' seconds, for the full queue's message
         self.time_limit_s = time_limit_s
         self.runs = 0  # computations started: what single flight keeps at one per key
         self.heavy_peak = 0  # the most heavy computations that ever ran at once
@@ -235,6 +243,8 @@ class SharedResults:
                 if heavy and owner is not None and self._owned(owner) >= self.per_session:
                     raise Busy(msg("You already have {count} computations waiting or running on this server; this "
                                    "one can start when one of them is done.", count=self._owned(owner)))
+                if heavy and len(self._queue) >= self.max_queue:
+                    raise Busy(self._full())
                 flight = self._flights[key] = Flight(heavy=heavy, pin=pin)
                 if heavy:
                     self._queue.append(flight)  # in the order asked, whichever thread starts first
@@ -242,10 +252,39 @@ class SharedResults:
                 threading.Thread(target=self._compute, args=(key, compute, flight), daemon=True,
                                  name=f"shared-results-{self.runs}").start()
             flight.waiters += 1
+            flight.left_at = None
             flight.pin = flight.pin or pin
             if owner is not None:
                 flight.owners.add(owner)
             return flight
+
+    def leave(self, key: Hashable, flight: Flight) -> None:
+        """A waiter stops waiting (its page moved on, or its tab closed): with nobody left waiting, an unpinned
+        computation stops at its next step once `leave_grace_s` has passed without anyone joining it again."""
+        with self._lock:
+            flight.waiters -= 1
+            if flight.waiters <= 0 and not flight.done.is_set():
+                flight.left_at = time.monotonic()
+
+    def stop_reason(self, flight: Flight) -> str | None:
+        """Why `flight` must stop at its next step, or None."""
+        if flight.abandoned:
+            return "it ran past its time limit and was given up"
+        if not flight.pin and flight.waiters <= 0 and flight.left_at is not None \
+                and time.monotonic() - flight.left_at > self.leave_grace_s:
+            return "everyone waiting for it left"
+        return None
+
+    def _full(self):
+        """The message for a heavy computation asked for while the queue is full, with when to try again when the
+        last computations' durations say it."""
+        if self._durations:
+            minutes = max(1, math.ceil(sum(self._durations) / len(self._durations)
+                                       * (len(self._queue) + len(self._running)) / self.heavy_slots / 60))
+            return msg("The server is full: {queued} heavy computations are waiting for its {slots} slot(s); try again "
+                       "in about {minutes} min.", queued=len(self._queue), slots=self.heavy_slots, minutes=minutes)
+        return msg("The server is full: {queued} heavy computations are waiting for its {slots} slot(s); try again "
+                   "once some of them are done.", queued=len(self._queue), slots=self.heavy_slots)
 
     def _owned(self, owner: Hashable) -> int:
         return sum(1 for flight in self._flights.values() if flight.heavy and owner in flight.owners)
@@ -271,6 +310,13 @@ class SharedResults:
         is stuck); False when this flight was abandoned meanwhile."""
         with self._slots:
             while not flight.abandoned and not (self._queue[0] is flight and len(self._running) < self.heavy_slots):
+                if self.stop_reason(flight) is not None:  # everyone waiting left before it could start
+                    self._queue.remove(flight)
+                    self._flights.pop(key, None)
+                    flight.error = TimeoutError(msg("Nobody was waiting for this computation any more."))
+                    self._slots.notify_all()
+                    flight.done.set()
+                    return False
                 for held, holder in list(self._running.items()):
                     if holder.stuck(self.limit_s()):
                         self._abandon(held, holder)
@@ -289,22 +335,23 @@ class SharedResults:
             return True
 
     def _compute(self, key: Hashable, compute, flight: Flight) -> None:
-        from diagnostics.core.budget import run_budget
+        from diagnostics.core.budget import run_budget, stoppable
 
         if flight.heavy and not self._admit(key, flight):
             return
         if flight.admitted is None:
             flight.admitted = time.monotonic()
         try:
-            with run_budget() as budget:  # starts now, at admission: copies and compiles count
+            with run_budget() as budget, stoppable(lambda: self.stop_reason(flight)):  # starts at admission
                 results = compute(flight.report)
             flight.entry = Entry(results, time.time(), time.monotonic() - flight.admitted)
-            flight.partial = budget is not None and budget.exceeded
+            flight.partial = budget is not None and budget.exceeded or self.stop_reason(flight) is not None
         except BaseException as exc:  # handed to every waiter; a thread's exception would otherwise vanish
             flight.error = exc
         with self._slots:
             if self._running.get(key) is flight:
                 del self._running[key]
+                self._durations = [*self._durations[-9:], time.monotonic() - flight.admitted]
                 self._slots.notify_all()
             if flight.abandoned:
                 return
