@@ -38,8 +38,17 @@ if st.button(_("Trace the script"), type="primary", key="script.run",
         with st.status(_("Tracing {name}…").format(name=markdown_text(path.name)), expanded=True) as box:
             line = st.empty()
             started = time.monotonic()
+            shown_seconds = [-1]
+
+            def tick(seconds: float) -> None:
+                # Each second, how long it has run against its limit; a visitor who left stops the trace here.
+                if int(seconds) != shown_seconds[0]:
+                    shown_seconds[0] = int(seconds)
+                    box.update(label=_("Tracing {name}… {seconds} s of its {limit:.0f} s limit").format(
+                        name=markdown_text(path.name), seconds=int(seconds), limit=options["timeout"]))
+
             outcome = trace_script(path, capture_output=True, progress=lambda text: line.write(shown(text)),
-                                   **options)
+                                   tick=tick, **options)
             # What it found is said once, below; the box keeps the progress lines and how long it took.
             box.update(label=_("Traced {name} in {seconds:.0f} s").format(name=markdown_text(path.name),
                                                                          seconds=time.monotonic() - started),

@@ -704,3 +704,32 @@ os._exit(3)
     daemon = int(pid_file.read_text())
     assert command.returncode != 0 and b"daemon_script.py" in output
     assert not psutil.pid_exists(daemon) or psutil.Process(daemon).status() == psutil.STATUS_ZOMBIE
+
+
+@pytest.mark.subprocess
+def test_a_visitor_who_leaves_ends_the_trace_and_what_its_script_started(tmp_path):
+    """The page's tick raises once its visitor is gone (a closed tab stops the page's script at its next call): the
+    trace ends the child and the script's processes at once instead of running on to its time limit."""
+    import time
+
+    import psutil
+
+    from diagnostics.usercode.trace import trace_script
+
+    pid_file = tmp_path / "script.pid"
+    script = tmp_path / "forever.py"
+    script.write_text(f"import os, time\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\ntime.sleep(600)\n")
+
+    class Left(Exception):
+        pass
+
+    def tick(seconds: float) -> None:
+        if pid_file.exists():
+            raise Left()
+
+    started = time.monotonic()
+    with pytest.raises(Left):
+        trace_script(script, timeout=300, capture_output=True, tick=tick)
+    assert time.monotonic() - started < 60
+    pid = int(pid_file.read_text())
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE

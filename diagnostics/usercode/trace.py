@@ -61,8 +61,12 @@ class TraceOutcome:
 def trace_script(script: str | Path, script_args: list[str] | None = None, *, stages: str | None = None,
                  skip: str | None = None, timeout: float = DEFAULT_TIMEOUT, tokenizer: str | None = None, task: str | None = None,
                  then_train: bool = False, capture_output: bool = False, cwd: str | Path | None = None,
-                 progress: Callable[[str], None] | None = None) -> TraceOutcome:
+                 progress: Callable[[str], None] | None = None,
+                 tick: Callable[[float], None] | None = None) -> TraceOutcome:
     """Run `script` in a child process with `fit` intercepted; never raises for what the script does.
+
+    `progress` gets each line the child says; `tick` the seconds so far, every fifth of a second. Whatever either
+    raises (a page whose visitor left stops there) ends the child and everything it started, then propagates.
 
     Refused in hosted mode, whoever asks (the app's page, the command line, a caller of this function): a public
     deployment never runs code it is given."""
@@ -99,6 +103,8 @@ def trace_script(script: str | Path, script_args: list[str] | None = None, *, st
         try:
             while child.poll() is None:
                 _relay(Path(spec["progress"]), seen, progress)
+                if tick is not None:
+                    tick(time.monotonic() - (deadline - timeout))
                 if time.monotonic() > deadline:
                     timed_out = True
                     break
