@@ -82,3 +82,11 @@ def test_ui_is_split_by_concern_small_modules_and_no_import_circle():
 
     for name in graph:
         visit(name, [])
+
+
+def test_the_tests_mirror_the_package():
+    """Each folder of tests/ is a layer of the package (its tests), or app/ for the Streamlit side, or fixtures."""
+    layers = {path.name for path in (ROOT / "diagnostics").iterdir() if (path / "__init__.py").is_file()}
+    folders = {path.name for path in (ROOT / "tests").iterdir() if path.is_dir() and not path.name.startswith((".", "_"))}
+    assert folders - {"data", "scripts"} <= layers | {"app"}
+    assert all(list((ROOT / "tests" / folder).glob("test_*.py")) for folder in folders - {"data", "scripts"})

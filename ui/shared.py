@@ -3,6 +3,7 @@ computing it, watching its progress), say how old a result is, and offer to comp
 
 from __future__ import annotations
 
+import hashlib
 import math
 
 import streamlit as st
@@ -57,9 +58,20 @@ def visitor_id() -> str | None:
 
 
 def visitor_of(cookies: dict, session: str | None) -> str | None:
-    """The visitor a request comes from: its browser's XSRF cookie when it has one, else its session."""
-    token = cookies.get("_streamlit_xsrf")
-    return f"browser:{token}" if token else session
+    """The visitor a request comes from: its browser's XSRF token when it sends one, else its session. The cookie is
+    written anew with a fresh mask on each page load ("2|mask|masked token|time"), so the token is unmasked first:
+    every tab of one browser has the same."""
+    value = (cookies.get("_streamlit_xsrf") or "").strip("\"'")
+    parts = value.split("|")
+    try:
+        if len(parts) == 4 and parts[0] == "2":
+            mask, masked = bytes.fromhex(parts[1]), bytes.fromhex(parts[2])
+            token = bytes(left ^ right for left, right in zip(mask, masked)).hex()
+        else:
+            token = value
+    except ValueError:
+        token = value
+    return f"browser:{hashlib.sha256(token.encode()).hexdigest()[:16]}" if token else session
 
 
 def computed(job: Job, label: str, *, again: bool = False, pin: bool = False) -> Entry | None:

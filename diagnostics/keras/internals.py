@@ -1,7 +1,7 @@
 """Every read of a private or version-dependent part of the libraries the debugger diagnoses, in one place.
 
 Each function here reads something Keras, Transformers, `tf.data` or `datasets` keep for themselves (or spell in a
-way they may change): an upgrade that moves one breaks it here, and `tests/test_internals.py` names which, on the
+way they may change): an upgrade that moves one breaks it here, and `tests/keras/test_internals.py` names which, on the
 pinned versions (requirements.txt), instead of a check elsewhere quietly judging wrongly.
 """
 

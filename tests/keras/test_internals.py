@@ -14,7 +14,7 @@ from diagnostics.keras import internals
 def test_the_reads_were_measured_on_the_installed_versions(package):
     assert version(package) == internals.MEASURED_ON[package], (
         f"{package} {version(package)} is installed; diagnostics/keras/internals.py was measured on "
-        f"{internals.MEASURED_ON[package]}: run tests/test_internals.py and update MEASURED_ON when all pass")
+        f"{internals.MEASURED_ON[package]}: run tests/keras/test_internals.py and update MEASURED_ON when all pass")
 
 
 @pytest.fixture(scope="module")

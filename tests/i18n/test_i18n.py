@@ -172,7 +172,7 @@ def test_every_page_opens_in_each_language(language):
 def test_switching_language_on_each_page_from_a_language_link_then_opening_the_next_keeps_the_session():
     """Opened from a ?lang= link with a scenario, the language is switched on every page in turn and the next page
     opened: no page shows an exception, and the scenario, task and data source stay what the session chose (the
-    browser's own half of this, a choice's stale label, is tested in Chromium: tests/test_browser.py)."""
+    browser's own half of this, a choice's stale label, is tested in Chromium: tests/app/test_browser.py)."""
     at = _app()
     at.query_params["lang"] = "ru"
     at.query_params["scenario"] = "num-labels-too-small"

@@ -388,5 +388,8 @@ def test_a_full_queue_says_so_and_one_visitor_is_bounded_across_tabs():
         store.start("one too many", lambda progress: ["x"], heavy=True, owner="v3")
     hold.set()
     # Two tabs of one browser share its XSRF cookie: one visitor, bounded as one.
-    cookies = {"_streamlit_xsrf": "2|1a2b|3c4d|1700000000"}
-    assert visitor_of(cookies, "tab-1") == visitor_of(cookies, "tab-2") != visitor_of({}, "tab-1") == "tab-1"
+    token = bytes.fromhex("00112233")
+    masked = [(mask, bytes(a ^ b for a, b in zip(mask, token))) for mask in (b"\x01\x02\x03\x04", b"\xff\x00\xaa\x55")]
+    first, second = ({"_streamlit_xsrf": f"2|{mask.hex()}|{value.hex()}|1700000000"} for mask, value in masked)
+    assert first != second  # written anew on each page load, with a fresh mask
+    assert visitor_of(first, "tab-1") == visitor_of(second, "tab-2") != visitor_of({}, "tab-1") == "tab-1"
