@@ -9,7 +9,7 @@ Off (the default), nothing is capped and no time budget applies.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 
 from diagnostics.i18n import N_, Text, msg
 
@@ -32,13 +32,7 @@ class Limits:
 
     @classmethod
     def from_environment(cls) -> "Limits":
-        values = {}
-        for field in fields(cls):
-            text = os.environ.get(f"DEBUGGER_{field.name.upper()}")
-            if text:
-                cast = float if field.type in ("float", float) else int
-                values[field.name] = cast(text)
-        return cls(**values)
+        return from_environment(cls(), "DEBUGGER_")
 
     def describe(self) -> Text:
         return msg("batch size ≤ {batch}, max length ≤ {length}, sweeps ≤ {rates} rates × {steps} steps, range test ≤ "
@@ -47,6 +41,16 @@ class Limits:
                    length=self.max_length, rates=self.max_sweep_rates, steps=self.max_sweep_steps,
                    range_steps=self.max_range_steps, epochs=self.max_overfit_epochs,
                    parameters=self.max_parameters / 1e6, budget=self.run_budget_s)
+
+
+def from_environment(base, prefix: str):
+    """`base` with each field the environment sets as `<prefix><FIELD NAME IN CAPITALS>` replaced."""
+    values = {}
+    for field in fields(base):
+        text = os.environ.get(f"{prefix}{field.name.upper()}")
+        if text:
+            values[field.name] = (float if field.type in ("float", float) else int)(text)
+    return replace(base, **values)
 
 
 def hosted() -> Limits | None:
@@ -109,11 +113,6 @@ class FileLimits:
     max_depth: int = 32
     max_decoded_bytes: int = 2_000_000_000
 
-    @classmethod
-    def from_environment(cls, base: "FileLimits") -> "FileLimits":
-        values = {field.name: int(text) for field in fields(cls)
-                  if (text := os.environ.get(f"DEBUGGER_FILE_{field.name.upper()}"))}
-        return FileLimits(**{**{field.name: getattr(base, field.name) for field in fields(cls)}, **values})
 
 
 # A visitor's upload on a shared server (a workshop room), and any file in hosted mode: a tenth of what a user's own
@@ -124,4 +123,4 @@ SHARED_FILE_LIMITS = FileLimits(max_bytes=200_000_000, max_rows=1_000_000, max_c
 
 def file_limits(shared: bool) -> FileLimits:
     """The limits on a data file: a visitor's upload's (or any file's in hosted mode), or a user's own."""
-    return FileLimits.from_environment(SHARED_FILE_LIMITS if shared or hosted() is not None else FileLimits())
+    return from_environment(SHARED_FILE_LIMITS if shared or hosted() is not None else FileLimits(), "DEBUGGER_FILE_")
