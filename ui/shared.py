@@ -3,12 +3,12 @@ computing it, watching its progress), say how old a result is, and offer to comp
 
 from __future__ import annotations
 
-import hashlib
 import math
 
 import streamlit as st
 
 from diagnostics.core.budget import time_left_text
+from ui.visitors import visitor_id
 from diagnostics.walk.causes import explain
 from diagnostics.core.errors import InputError
 from diagnostics.config.training import DEFAULT_EPOCHS, SweepSettings
@@ -40,38 +40,6 @@ def waiting_text(label: str, flight: Flight) -> str:
     left = flight.remaining()
     horizon = "" if left is None else " · " + localize(time_left_text(left))
     return f"{label} {shown(flight.text)} ({flight.elapsed():.0f} s{horizon}{others})"
-
-
-def visitor_id() -> str | None:
-    """Who is asking, so the store bounds how much heavy work one visitor queues however many tabs they open: the
-    browser's cookie that Streamlit's XSRF protection sets (one for every tab of a browser), else this tab's
-    session."""
-    from streamlit.runtime.scriptrunner import get_script_run_ctx
-
-    context = get_script_run_ctx()
-    session = context.session_id if context is not None else None
-    try:
-        cookies = dict(st.context.cookies)
-    except Exception:  # no browser behind this run (AppTest, a bare script)
-        cookies = {}
-    return visitor_of(cookies, session)
-
-
-def visitor_of(cookies: dict, session: str | None) -> str | None:
-    """The visitor a request comes from: its browser's XSRF token when it sends one, else its session. The cookie is
-    written anew with a fresh mask on each page load ("2|mask|masked token|time"), so the token is unmasked first:
-    every tab of one browser has the same."""
-    value = (cookies.get("_streamlit_xsrf") or "").strip("\"'")
-    parts = value.split("|")
-    try:
-        if len(parts) == 4 and parts[0] == "2":
-            mask, masked = bytes.fromhex(parts[1]), bytes.fromhex(parts[2])
-            token = bytes(left ^ right for left, right in zip(mask, masked)).hex()
-        else:
-            token = value
-    except ValueError:
-        token = value
-    return f"browser:{hashlib.sha256(token.encode()).hexdigest()[:16]}" if token else session
 
 
 def computed(job: Job, label: str, *, again: bool = False, pin: bool = False) -> Entry | None:

@@ -207,7 +207,7 @@ PAGE_CASES = [
     ("semicolons.csv", HEADER.replace(",", ";") + csv_rows(separator=";"), "separates them with ';'"),
     ("latin1.csv", (HEADER + "Caf\xe9 au lait,B,1\n").encode("latin-1"), "line 2 holds bytes that are not UTF-8"),
     ("broken.jsonl", jsonl({"sentence1": "a", "sentence2": "b", "label": 0}) + "{oops\n", "line 2 is not valid JSON"),
-    ("deep.jsonl", deep_row(100_000), "line 1 holds more than 100,000 characters"),
+    ("deep.jsonl", deep_row(100_000), "characters (DEBUGGER_FILE_MAX_ROW_CHARS sets the limit)"),  # any limit
 ]
 
 

@@ -376,7 +376,7 @@ def test_a_computation_given_up_stops_at_its_next_step_instead_of_training_on():
 
 def test_a_full_queue_says_so_and_one_visitor_is_bounded_across_tabs():
     from diagnostics.serve.store import Busy
-    from ui.shared import visitor_of
+    from ui.visitors import visitor_of
 
     store = SharedResults(heavy_slots=1, max_queue=2)
     hold = threading.Event()
