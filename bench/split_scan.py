@@ -102,7 +102,7 @@ def main() -> None:
     first, least = statistics.median(first_times), statistics.median(floor_times)
     print(f"rows = {len(split)}")
     for result in results:
-        print(f"# {result.id}: {result.status.value}: {result.summary}")
+        print(f"# {result.id}: {result.status.value}: " + str(result.summary))
     print(f"arrow_floor_s = {least:.4f}")
     print(f"split_checks_first_scan_s = {first:.4f}")
     print(f"split_checks_rescan_s = {again:.4f}")
