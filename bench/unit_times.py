@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import diagnostics  # noqa: E402,F401
 from diagnostics.walk import registry  # noqa: E402
-from diagnostics.core import runner
+from diagnostics.walk import runner  # noqa: E402
 from diagnostics.config.run import RunConfig  # noqa: E402
 from diagnostics.config.settings import parse_data_files  # noqa: E402
 from diagnostics.core.context import RunContext  # noqa: E402
