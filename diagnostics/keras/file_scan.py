@@ -57,8 +57,9 @@ def _scan_text(file: Path, kind: str, limits: FileLimits, delimiter: str) -> Non
 def _json_depth(file: Path, line: bytes, number: int, depth: int, limit: int) -> int:
     """The nesting depth after `line` (carried across lines for a JSON file that is not JSON lines); refuses past
     `limit` before a parser recurses into it."""
-    if depth == 0 and line.count(b"{") + line.count(b"[") <= limit:
-        return 0  # cannot nest past the limit, whatever the brackets inside strings
+    opens = line.count(b"{") + line.count(b"[")
+    if depth == 0 and opens <= limit and opens == line.count(b"}") + line.count(b"]"):
+        return 0  # a balanced line (a JSON-lines row) cannot nest past the limit, nor leave any depth open
     inside, escaped = False, False
     for byte in line:
         if inside:

@@ -132,6 +132,8 @@ def deep_row(depth: int) -> str:
     ("deep.jsonl", deep_row(100_000), "line 1 holds more than 100,000 characters (DEBUGGER_FILE_MAX_ROW_CHARS"),
     ("nested.jsonl", deep_row(40), "line 1 nests deeper than 32 levels (DEBUGGER_FILE_MAX_DEPTH"),
     ("broken-deep.jsonl", '{"sentence1": "a", "label": ' + "[" * 5000 + "\n", "nests deeper than 32 levels"),
+    # One bracket a line, as a pretty-printed .json file has them: the depth carries from line to line.
+    ("deep.json", "".join("[\n" for _ in range(40)) + "".join("]\n" for _ in range(40)), "nests deeper than 32 levels"),
     # 20,000 columns stall datasets for minutes; 100,000 of them in 4.7 MB for more than five.
     ("wide.csv", ",".join(f"c{i}" for i in range(200)) + "\n" + ",".join("1" * 200) + "\n",
      "200 columns, past the limit of 100 (DEBUGGER_FILE_MAX_COLUMNS"),
