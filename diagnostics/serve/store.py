@@ -342,10 +342,17 @@ class SharedResults:
         if flight.admitted is None:
             flight.admitted = time.monotonic()
         try:
-            with run_budget() as budget, stoppable(lambda: self.stop_reason(flight)):  # starts at admission
+            stopped: list[str] = []
+
+            def stop() -> str | None:  # a reason given is a step not taken: the results are cut short
+                reason = self.stop_reason(flight)
+                stopped.extend([reason] if reason else [])
+                return reason
+
+            with run_budget() as budget, stoppable(stop):  # starts at admission: copies and compiles count
                 results = compute(flight.report)
             flight.entry = Entry(results, time.time(), time.monotonic() - flight.admitted)
-            flight.partial = budget is not None and budget.exceeded or self.stop_reason(flight) is not None
+            flight.partial = budget is not None and budget.exceeded or bool(stopped)
         except BaseException as exc:  # handed to every waiter; a thread's exception would otherwise vanish
             flight.error = exc
         with self._slots:
