@@ -80,6 +80,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--stages", help="comma-separated stages to run (default: all)")
     run.add_argument("--skip", metavar="CHECKS", help="comma-separated checks to leave out of the run, e.g. "
                      "data.learnability (it trains two copies of the model: a minute or more on a CPU)")
+    run.add_argument("--with", dest="asked", metavar="CHECKS", help="comma-separated checks to run that run only "
+                     "when asked for: data.learnability on a pretrained checkpoint (it trains two copies of the model "
+                     "for a minute or more on a CPU)")
     run.add_argument("--json", type=Path, metavar="PATH", help="write the JSON report here")
     run.add_argument("--markdown", type=Path, metavar="PATH", help="write the Markdown report here (in --lang)")
     run.add_argument("--junit", type=Path, metavar="PATH",
@@ -98,6 +101,8 @@ def build_parser() -> argparse.ArgumentParser:
     trace.add_argument("--junit", type=Path, metavar="PATH", help="write a JUnit XML report here")
     trace.add_argument("--stages", help="comma-separated stages to run (default: all)")
     trace.add_argument("--skip", metavar="CHECKS", help="comma-separated checks to leave out, as for run")
+    trace.add_argument("--with", dest="asked", metavar="CHECKS", help="checks to run that run only when asked for, "
+                       "as for run")
     trace.add_argument("--tokenizer", help="the tokenizer's name or directory (default: the one the script built)")
     trace.add_argument("--task", help="the GLUE task (default: found from the split's columns)")
     trace.add_argument("--timeout", type=float, default=600.0,
@@ -165,15 +170,18 @@ def run_command(args) -> int:
     from diagnostics.keras import loading
     from diagnostics.config.training import DEFAULT_EPOCHS
     from diagnostics.core.context import RunContext
-    from diagnostics.walk.stages import parse_skip, parse_stages, run_stages
+    from diagnostics.walk.stages import parse_asked, parse_skip, parse_stages, run_stages
     from diagnostics.walk.causes import causes, owners
     from diagnostics.report.formats import build_report, cause_lines, checklist_lines, junit_report, markdown_report
+    from diagnostics.usercode.progress_bar import shown_progress
 
     config = config_from_args(args)
-    stages, skip = parse_stages(args.stages), parse_skip(args.skip)
+    stages, skip, asked = parse_stages(args.stages), parse_skip(args.skip), parse_asked(args.asked)
     sweep = sweep_from_args(args).validated()
     report_paths(args, ("json", "junit", "markdown"))
-    results = run_stages(RunContext.open(config), stages, sweep=sweep, epochs=args.epochs or DEFAULT_EPOCHS, skip=skip)
+    with shown_progress("checks", notebook=False) as progress:  # lines on stderr: the report goes to stdout
+        results = run_stages(RunContext.open(config), stages, sweep=sweep, epochs=args.epochs or DEFAULT_EPOCHS,
+                             skip=skip, asked=asked, progress=progress)
     report = build_report(config, results, resolved_checkpoint=loading.resolve_checkpoint(config.checkpoint))
     print(_("Checked {checkpoint} on {task}/{split} ({source} data), stages: {stages}").format(
         checkpoint=config.checkpoint, task=localize(config.task_title), split=config.split, source=config.data_source,
@@ -204,7 +212,7 @@ def exit_code(found, fail_on: str) -> int:
 
 def trace_command(args) -> int:
     from diagnostics.walk.causes import causes
-    from diagnostics.walk.stages import parse_skip, parse_stages
+    from diagnostics.walk.stages import parse_asked, parse_skip, parse_stages
     from diagnostics.report.formats import cause_lines, checklist_lines, junit_report
     from diagnostics.core.result import CheckResult
     from diagnostics.usercode.trace import (EXIT_OK as TRACE_OK, fit_reports, phase_title, script_finding, script_fix,
@@ -212,8 +220,10 @@ def trace_command(args) -> int:
 
     parse_stages(args.stages)
     parse_skip(args.skip)
+    parse_asked(args.asked)
     report_paths(args, ("json", "junit"))
-    outcome = trace_script(args.script, args.script_args, stages=args.stages, skip=args.skip, timeout=args.timeout,
+    outcome = trace_script(args.script, args.script_args, stages=args.stages, skip=args.skip, asked=args.asked,
+                           timeout=args.timeout,
                            tokenizer=args.tokenizer, task=args.task, then_train=args.then_train,
                            progress=lambda line: print(f"[trace] {localize(line)}", flush=True))
     if outcome.report is None:

@@ -29,20 +29,18 @@ def run(tmp_path, real_checkpoint, task, *args, small=SMALL):
 def test_fixed_scenario_on_real_text_warns_of_nothing_a_healthy_run_does_not_have(tmp_path, real_checkpoint, task):
     # MRPC at the default max_length (128) is a healthy run, so it must not warn at all; MNLI's premises run at 64
     # for speed, where the rows that are cut are a true finding of data.truncation and the one warning allowed.
-    # On a pretrained model learnability's short run is often inconclusive (a skip that says so: random labels are
-    # memorised about as fast as real ones), as it is on both these splits; MNLI leaves it out (50 s of training on
-    # a CPU for that skip), MRPC keeps it, and the traced script in test_foreign_code passes it on real MRPC text.
-    small = ["--batch-size", "8"] if task == "mrpc" else [*SMALL, "--skip", "data.learnability"]
+    # On a pretrained model learnability runs only when asked for (--with data.learnability): its short runs are
+    # mostly inconclusive there (random labels are memorised about as fast as real ones), as on both these splits.
+    small = ["--batch-size", "8"] if task == "mrpc" else SMALL
     code, checks, _ = run(tmp_path, real_checkpoint, task, "--scenario", "fixed", "--fail-on", "warn", small=small)
     failing = {check_id: check["summary"] for check_id, check in checks.items() if check["status"] in ("fail", "error")}
     assert failing == {}
     warned = {check_id: check["summary"] for check_id, check in checks.items() if check["status"] == "warn"}
     assert warned == {} if task == "mrpc" else set(warned) <= {"data.truncation"}, warned
     assert code == (1 if warned else 0)
-    if task == "mrpc":
+    if task == "mrpc":  # not asked for: on a pretrained checkpoint it says so instead of training two copies
         learnability = checks["data.learnability"]
-        assert learnability["status"] == "pass" or (
-            learnability["status"] == "skip" and learnability["summary"].startswith("Inconclusive")), learnability
+        assert learnability["status"] == "skip" and learnability["summary"].startswith("Not run by default")
     assert checks["hparams.lr_sweep"]["status"] == "pass", checks["hparams.lr_sweep"]["summary"]
     assert checks["overfit.one_batch"]["status"] == "pass", checks["overfit.one_batch"]["summary"]
 

@@ -1,5 +1,5 @@
-"""Time: the budget of one run in hosted mode (checks past the deadline stop with a `skip` saying so), and how long
-a long computation has left, estimated from its pace so far."""
+"""Time: the budget of one run in hosted mode (checks past the deadline stop with a `skip` saying so), and how the
+time a computation has left is said (`core.progress` estimates it)."""
 
 from __future__ import annotations
 
@@ -73,15 +73,6 @@ def check_deadline(where: str = "") -> None:
             + (f" {where}" if where else "")
             + ". Try fewer rates, steps or epochs, or run the app on your own machine."
         )
-
-
-def time_left(computing: float, fraction: float, *, min_fraction: float = 0.05,
-              min_seconds: float = 2.0) -> float | None:
-    """Seconds left of a computation `fraction` done after `computing` seconds, at the pace so far; None until there
-    is enough of it to say (a twentieth done, two seconds in) and once it is done."""
-    if fraction < min_fraction or computing < min_seconds or fraction >= 1.0:
-        return None
-    return computing * (1.0 - fraction) / fraction
 
 
 def time_left_text(seconds: float) -> Text:

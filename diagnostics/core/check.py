@@ -164,6 +164,10 @@ class Unit:
         progress: it reports its progress (it is called with `progress=`).
         copy: it trains a copy of the model, the one its call of the runner shares between such units (it is called
             with `copies=`, a `training.SharedCopy`), so the copy is made and traced once a call.
+        plan: `plan(run, settings) -> steps`, the training steps it will take (`runner.Settings`), so the runner
+            can tell how long the whole call has left from the pace of a step (`core.progress`); None: none.
+        on_request: `on_request(run) -> reason or None`: why, on this run, it runs only when asked for
+            (`runner.Settings.asked`); its checks are skipped with that reason otherwise. None: it always runs.
     """
 
     name: str
@@ -175,3 +179,5 @@ class Unit:
     heavy: bool = True
     progress: bool = False
     copy: bool = False
+    plan: Callable | None = None
+    on_request: Callable | None = None

@@ -10,7 +10,9 @@ import numpy as np
 
 from diagnostics.config.run import RunConfig, usual_rate
 from diagnostics.keras.devices import batch_rows, per_replica_dataset, training_strategy
+from diagnostics.core import progress
 from diagnostics.core.budget import check_deadline
+from diagnostics.i18n import msg
 from diagnostics.keras.internals import is_pretrained_kernel
 from diagnostics.keras.keras_model import (call, class_ids, class_logits, copy_weights, fresh_copy, head_of,  # noqa: F401 (re-exported)
                                      encoder_variables, model_config, pretrained_variables,
@@ -258,52 +260,6 @@ def weight_drift(source, copy) -> float:
     return float(np.median(ratios)) if ratios else 0.0
 
 
-def per_sample_losses(logits: np.ndarray, labels: np.ndarray, regression: bool) -> np.ndarray:
-    """Loss of every row, computed the same way on every device.
-
-    Cross-entropy from `log_softmax` and a gather, with NaN where the label is outside
-    [0, num_labels) (CPU kernels raise there, GPU kernels return NaN). Regression: squared error.
-    """
-    logits = np.asarray(logits, dtype=np.float64)
-    labels = np.asarray(labels)
-    if regression:
-        return (logits.reshape(len(labels), -1)[:, 0] - labels.astype(np.float64)) ** 2
-    with np.errstate(all="ignore"):
-        shifted = logits - logits.max(axis=1, keepdims=True)
-        log_probs = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
-    labels = labels.astype(np.int64)
-    valid = (labels >= 0) & (labels < logits.shape[1])
-    picked = np.take_along_axis(log_probs, np.where(valid, labels, 0)[:, None], axis=1)[:, 0]
-    return np.where(valid, -picked, np.nan)
-
-
-def held_out_figures(model, batch, regression: bool) -> dict[str, Any]:
-    """Loss, accuracy and the share of the commonest predicted class on a batch the model never trained on.
-
-    Rows whose label is outside the head's range are left out (they have no loss to measure).
-    """
-    inputs, labels = split_batch(batch)
-    logits = class_logits(model, call(model, inputs))
-    labels = class_ids(labels)
-    losses = per_sample_losses(logits, labels, regression)
-    if regression:
-        return {"loss": _finite_mean(losses), "accuracy": None, "commonest_share": None, "rows": int(len(labels))}
-    labels = labels.astype(np.int64)
-    valid = (labels >= 0) & (labels < logits.shape[1])
-    predictions = logits.argmax(axis=1)
-    return {
-        "loss": _finite_mean(losses[valid]),
-        "accuracy": float(np.mean(predictions[valid] == labels[valid])) if valid.any() else None,
-        "commonest_share": float(np.bincount(predictions).max() / len(predictions)) if len(predictions) else None,
-        "rows": int(valid.sum()),
-    }
-
-
-def _finite_mean(values: np.ndarray) -> float | None:
-    value = float(np.mean(values)) if len(values) else float("nan")
-    return value if np.isfinite(value) else None
-
-
 def effective_rate(config: RunConfig) -> float:
     """The rate training runs at: the string "adam" means 0.001; create_optimizer's peak rate otherwise."""
     return 0.001 if config.optimizer == "adam" else config.learning_rate
@@ -371,7 +327,13 @@ class Trainer:
         # Keras needs a step count for a distributed dataset, and then keeps one iterator across epochs.
         distributed = self.strategy.num_replicas_in_sync > 1
         return self.model.fit(per_replica_dataset([batch], self.strategy, repeat=distributed), epochs=epochs,
-                              steps_per_epoch=1 if distributed else None, verbose=0, callbacks=callbacks)
+                              steps_per_epoch=1 if distributed else None, verbose=0,
+                              callbacks=[*(callbacks or []), _Steps(self)])
+
+    def traces(self) -> int:
+        """How many times the train step has been traced (a new input shape traces it again)."""
+        counted = getattr(self.model.train_function, "experimental_get_tracing_count", None)
+        return counted() if counted is not None else 0
 
     def reset(self, rate: float) -> None:
         """Initial weights, fresh optimizer state, the given learning rate, and back to the first batch."""
@@ -402,13 +364,42 @@ class Trainer:
             check_deadline(f"at training step {index + 1} of {steps}")
             if rates is not None:
                 self.optimizer.learning_rate = rates[index]
+            traces = self.traces()
             means.append(self.train_function(self._iterator)["loss"])
             self._taken += 1
+            progress.step(traced=self.traces() > traces)
         running = np.asarray([float(np.asarray(mean)) for mean in means], dtype=np.float64)
         counts = np.arange(1, steps + 1)
         totals = running * counts
         with np.errstate(invalid="ignore"):
             return np.diff(totals, prepend=0.0).tolist()
+
+
+_STEPS: list = []  # the callback class, made on first use (tf_keras is imported only when training)
+
+
+def _Steps(trainer: Trainer):
+    """A callback counting each step of a `fit` into the current computation's progress (`core.progress`); it
+    lets the copy go when the fit ends, so nothing the fit keeps holds the copy."""
+    if not _STEPS:
+        import tf_keras
+
+        class Steps(tf_keras.callbacks.Callback):
+            def __init__(self, trainer):
+                super().__init__()
+                self.trainer, self.traces = trainer, 0
+
+            def on_train_batch_begin(self, batch, logs=None):
+                self.traces = self.trainer.traces()
+
+            def on_train_batch_end(self, batch, logs=None):
+                progress.step(traced=self.trainer.traces() > self.traces)
+
+            def on_train_end(self, logs=None):
+                self.trainer = None
+
+        _STEPS.append(Steps)
+    return _STEPS[0](trainer)
 
 
 class SharedCopy:
@@ -429,8 +420,10 @@ class SharedCopy:
         held = self._trainer
         if held is not None and held.takes(model, batches, config):
             held.use(batches)
+            progress.idle()  # building the batches is not a step's time
             return held
         self._trainer = None  # the old copy goes before the new one is made
+        progress.doing(msg("Copying the model and tracing its train step"))
         self._trainer = Trainer(model, batches, config, metrics=None if config.glue_task.regression else ["accuracy"])
         return self._trainer
 

@@ -9,13 +9,12 @@ import os
 import threading
 import time
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Hashable
 
 from diagnostics.config import limits
 
 from diagnostics.walk import registry
-from diagnostics.core.budget import time_left
 from diagnostics.config.run import RunConfig
 from diagnostics.core.errors import InputError
 from diagnostics.config.training import DEFAULT_EPOCHS, SweepSettings
@@ -23,7 +22,7 @@ from diagnostics.i18n import Text, msg, msgn
 from diagnostics.core.result import CheckResult
 from diagnostics.walk.runner import Settings, run_units
 
-Progress = Callable[[float, str], None]
+Progress = Callable[[float, str, "float | None"], None]  # (fraction, text, seconds left): `core.progress.Report`
 
 # The units of the walk a job may run, in walk order, with each one's stage and whether it loads the model.
 KINDS = tuple(registry.UNITS)
@@ -51,7 +50,7 @@ class Job:
 
     def run(self, run, progress: Progress | None = None) -> list[CheckResult]:
         """The job's results on `run` (a RunContext of this configuration), from the one runner."""
-        return run_units(run, (self.kind,), self.settings, progress)
+        return run_units(run, (self.kind,), replace(self.settings, asked=(self.kind,)), progress)  # a page asks
 
 
 def training_job(config: RunConfig, settings: SweepSettings = SweepSettings()) -> Job:
@@ -115,21 +114,24 @@ class Flight:
     abandoned: bool = False
     admitted: float | None = None  # when it began to compute (a heavy one waits in the queue before)
     left_at: float | None = None
+    seconds_left: float | None = None  # the computation's estimate of its seconds left, when it last reported
+    seconds_left_at: float = 0.0
 
-    def report(self, fraction: float, text: str) -> None:
+    def report(self, fraction: float, text: str, left: float | None = None) -> None:
+        """The computation's progress (`core.progress.Work`): how far, what runs, and its own estimate of the seconds
+        left (None while it has no pace to go on)."""
         if not self.abandoned:
             self.fraction, self.text = min(max(float(fraction), 0.0), 1.0), text
+            self.seconds_left, self.seconds_left_at = left, time.monotonic()
 
     def elapsed(self) -> float:
         return time.monotonic() - self.started
 
-    def remaining(self, *, min_fraction: float = 0.05, min_seconds: float = 2.0) -> float | None:
-        """Seconds left, estimated from the pace so far (time computing, queue excluded, against the fraction done);
-        None until there is enough of it to say (a twentieth done, two seconds in)."""
-        if self.admitted is None and self.heavy:
+    def remaining(self) -> float | None:
+        """Seconds left, the computation's last estimate less the time since it said it; None when it has none."""
+        if self.seconds_left is None:
             return None
-        computing = time.monotonic() - (self.admitted or self.started)
-        return time_left(computing, self.fraction, min_fraction=min_fraction, min_seconds=min_seconds)
+        return max(1.0, self.seconds_left - (time.monotonic() - self.seconds_left_at))
 
     def stuck(self, limit_s: float) -> bool:
         """Computing for longer than `limit_s` (time in the queue does not count)."""
@@ -409,7 +411,7 @@ class SharedResults:
         flight = self.start(key, compute, again=again, heavy=heavy, owner=owner)
         while not flight.done.wait(poll_s):
             if progress is not None:
-                progress(flight.fraction, flight.text)
+                progress(flight.fraction, flight.text, flight.remaining())
             self.give_up_if_stuck(key, flight)
         if flight.error is not None:
             raise flight.error

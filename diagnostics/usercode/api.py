@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 
+import contextlib
 import html
 import json
 import inspect
@@ -20,8 +21,9 @@ from diagnostics.keras.devices import outside_user_strategy
 from diagnostics.config.training import DEFAULT_EPOCHS, SweepSettings
 from diagnostics.i18n import localize, msg
 from diagnostics.usercode.own_code import Captured, build_run
+from diagnostics.usercode.progress_bar import shown_progress
 from diagnostics.usercode.read_back import arrays_as_dataset
-from diagnostics.walk.stages import parse_stages, run_stages
+from diagnostics.walk.stages import parse_asked, parse_stages, run_stages
 from diagnostics.walk.runner import run_units
 from diagnostics.core.check import STAGE_ORDER, STAGE_TITLES
 from diagnostics.report.formats import STATUS_MARKS, build_report, cause_lines, checklist_lines, markdown_report
@@ -162,7 +164,7 @@ def capture(model, dataset, tokenizer=None, task: str | None = None, *, origin: 
 
 def diagnose(model, dataset, tokenizer=None, task: str | None = None, stages: str | Iterable[str] | None = None, *,
              loss=None, optimizer=None, sweep: SweepSettings = SweepSettings(), epochs: int = DEFAULT_EPOCHS,
-             progress=None) -> Report:
+             with_checks: str | Iterable[str] | None = None, progress=None) -> Report:
     """Run the debugger's checks on your own model and dataset, as the app runs them on its own pipeline.
 
     Args:
@@ -178,25 +180,36 @@ def diagnose(model, dataset, tokenizer=None, task: str | None = None, stages: st
         loss / optimizer: what a custom training loop (a `tf.GradientTape` loop, no `compile`) trains with: the
             loss it calls (a Keras loss, a string Keras knows, or None for a Transformers model's own loss) and
             its optimizer (default: what the model was compiled with).
+        with_checks: checks that run only when asked for ("data.learnability" on a pretrained checkpoint: two
+            short runs, a minute or more on a CPU), as a list or a comma-separated string.
+        progress: None (default) shows what runs and how long is left, a bar in a notebook and lines on stderr
+            elsewhere; False shows nothing; a callable is called with (fraction, text, seconds left or None).
 
     Raises:
         InputError: the objects cannot be checked (no token ids, an optimizer or loss the checks cannot judge).
     """
     names = parse_stages(stages if isinstance(stages, str) or stages is None else ",".join(stages))
-    captured = capture(model, dataset, tokenizer, task)
-    if loss is not None or optimizer is not None:  # a custom loop's, given as compile would have been
-        compiled = getattr(model, "optimizer", None) is not None
-        captured.compile_args = {"optimizer": optimizer if optimizer is not None else getattr(model, "optimizer", None),
-                                 "loss": loss if loss is not None else getattr(model, "loss", None) if compiled else None}
-    run = build_run(captured)
-    results = run_stages(run, names, sweep=sweep, progress=progress, epochs=epochs)
+    asked = parse_asked(with_checks if isinstance(with_checks, str) or with_checks is None else ",".join(with_checks))
+    with (contextlib.nullcontext(progress or None) if progress is not None else shown_progress("diagnose")) as report:
+        if report is not None:
+            report(0.0, msg("Reading the model and the dataset"), None)
+        captured = capture(model, dataset, tokenizer, task)
+        if loss is not None or optimizer is not None:  # a custom loop's, given as compile would have been
+            compiled = getattr(model, "optimizer", None) is not None
+            captured.compile_args = {"optimizer": optimizer if optimizer is not None else getattr(model, "optimizer",
+                                                                                                   None),
+                                     "loss": loss if loss is not None else getattr(model, "loss", None) if compiled
+                                     else None}
+        run = build_run(captured)
+        results = run_stages(run, names, sweep=sweep, progress=report, epochs=epochs, asked=asked)
     return Report(run.config, results, captured.notes)
 
 
-def quick_checks(run: RunContext) -> list[CheckResult]:
+def quick_checks(run: RunContext, progress=None) -> list[CheckResult]:
     """The checks that take seconds: the Data stage without learnability, the Model stage (one step on a copy),
     and the Hyperparameters stage's setup (optimizer, loss, schedule)."""
-    return outside_user_strategy(run_units, run, [name for name, unit in registry.UNITS.items() if not unit.copy])
+    return outside_user_strategy(run_units, run, [name for name, unit in registry.UNITS.items() if not unit.copy],
+                                 progress=progress)
 
 
 class PipelineError(Exception):

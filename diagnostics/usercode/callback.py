@@ -13,13 +13,14 @@ import numpy as np
 
 from diagnostics.core.context import RunContext
 from diagnostics.core.fixes import CodeStyle, code_style
-from diagnostics.i18n import localize
+from diagnostics.i18n import localize, msg
 from diagnostics.keras.internals import fit_argument
 from diagnostics.keras.keras_model import call, class_ids, class_logits, head_of, what_it_trains
 from diagnostics.usercode.read_back import arrays_as_dataset
 from diagnostics.usercode.own_code import build_run
 from diagnostics.report.formats import cause_lines
 from diagnostics.usercode.api import HTML_ROWS, PipelineError, Report, capture, quick_checks
+from diagnostics.usercode.progress_bar import shown_progress
 
 
 def _tf_keras_callback():
@@ -160,8 +161,10 @@ class DiagnoseCallback(_tf_keras_callback()):
             self._print("DiagnoseCallback: no dataset to check before training (pass dataset=); watching the loss only.")
             return
         try:
-            self._run = self._build_run()
-            results = quick_checks(self._run)
+            with shown_progress("DiagnoseCallback", write=self._print) as report:
+                report(0.0, msg("Reading the model and the dataset"), None)
+                self._run = self._build_run()
+                results = quick_checks(self._run, report)
         except Exception as exc:  # the callback never stops a training run it cannot check
             self._print(f"DiagnoseCallback: cannot check this pipeline: {type(exc).__name__}: {exc}")
             return
@@ -250,7 +253,8 @@ class DiagnoseCallback(_tf_keras_callback()):
         """The watched batch: the run context, the task, its inputs and labels, and each row's logits and loss on
         the weights training started from, beside the row decoded."""
         from diagnostics.keras.batches import FirstBatch, decoded_rows
-        from diagnostics.keras.training import fresh_copy, per_sample_losses, split_batch
+        from diagnostics.keras.scoring import per_sample_losses
+        from diagnostics.keras.training import fresh_copy, split_batch
         import tensorflow as tf
 
         batch = tf.nest.pack_sequence_as(self._structure, [tf.identity(v) for v in self._stash])
@@ -287,7 +291,7 @@ class DiagnoseCallback(_tf_keras_callback()):
         """A run that diverges with a finite loss: the batch's rows on the weights training started from and on
         the weights now say whether the rows or the weights make the loss high."""
         from diagnostics.checks.model.divergence import check_divergence
-        from diagnostics.keras.training import per_sample_losses
+        from diagnostics.keras.scoring import per_sample_losses
 
         run, task, inputs, labels, _, at_start, decoded = self._batch_rows()
         now = per_sample_losses(class_logits(self.model, call(self.model, inputs)), labels, task.regression)

@@ -59,7 +59,7 @@ class TraceOutcome:
 
 
 def trace_script(script: str | Path, script_args: list[str] | None = None, *, stages: str | None = None,
-                 skip: str | None = None, timeout: float = DEFAULT_TIMEOUT, tokenizer: str | None = None, task: str | None = None,
+                 skip: str | None = None, asked: str | None = None, timeout: float = DEFAULT_TIMEOUT, tokenizer: str | None = None, task: str | None = None,
                  then_train: bool = False, capture_output: bool = False, cwd: str | Path | None = None,
                  progress: Callable[[str], None] | None = None,
                  tick: Callable[[float], None] | None = None) -> TraceOutcome:
@@ -82,7 +82,7 @@ def trace_script(script: str | Path, script_args: list[str] | None = None, *, st
     if not path.is_file():
         return TraceOutcome(None, EXIT_BAD_INPUT, msg("No script at {path}.", path=path))
     with tempfile.TemporaryDirectory(prefix="tpd-trace-") as work:
-        spec = {"script": str(path.resolve()), "args": list(script_args or []), "stages": stages, "skip": skip,
+        spec = {"script": str(path.resolve()), "args": list(script_args or []), "stages": stages, "skip": skip, "asked": asked,
                 "tokenizer": tokenizer, "task": task, "then_train": then_train, "parent": os.getpid(),
                 "report": str(Path(work) / "report.json"), "progress": str(Path(work) / "progress.txt")}
         spec_path = Path(work) / "spec.json"
@@ -100,9 +100,12 @@ def trace_script(script: str | Path, script_args: list[str] | None = None, *, st
         seen: list[str] = []
         deadline = time.monotonic() + timeout
         timed_out = False
+        quiet = Quiet(time.monotonic())
         try:
             while child.poll() is None:
-                _relay(Path(spec["progress"]), seen, progress)
+                said = _relay(Path(spec["progress"]), seen, progress)
+                if progress is not None:
+                    quiet.heard(said, progress, time.monotonic() - (deadline - timeout))
                 if tick is not None:
                     tick(time.monotonic() - (deadline - timeout))
                 if time.monotonic() > deadline:
@@ -196,19 +199,44 @@ def script_fix(error: dict) -> Any:
     return sentence if sentence is not None and str(sentence) == error.get("fix") else error.get("fix")
 
 
-def _relay(progress_file: Path, seen: list[str], progress) -> None:
-    """Pass on the child's new progress lines (each a JSON sentence, so it can be translated)."""
+# Seconds without a line from the child (its script loading, say) after which the parent says it still runs.
+QUIET_S = 10.0
+
+
+@dataclass
+class Quiet:
+    """When the child last said something, and what: past `QUIET_S` seconds of silence (its script loading, say)
+    the parent says the script still runs, with the time so far."""
+
+    since: float
+    last: Any = None
+
+    def heard(self, said: list, progress, seconds: float) -> None:
+        now = time.monotonic()
+        if said:
+            self.since, self.last = now, said[-1]
+        elif now - self.since >= QUIET_S:
+            self.since = now
+            progress(msg("Still running ({seconds:.0f} s so far): {doing}", seconds=seconds,
+                         doing=self.last if self.last is not None else msg("starting the script")))
+
+
+def _relay(progress_file: Path, seen: list[str], progress) -> list:
+    """Pass on the child's new progress lines (each a JSON sentence, so it can be translated); returns them."""
     if not progress_file.is_file():
-        return
+        return []
     lines = progress_file.read_text().splitlines()
+    new = []
     for line in lines[len(seen):]:
         try:
             said = from_data(json.loads(line))
         except ValueError:
             said = line
         seen.append(str(said))
+        new.append(said)
         if progress:
             progress(said)
+    return new
 
 
 def _stop(child: subprocess.Popen, token: str) -> None:

@@ -11,7 +11,7 @@ import time
 import traceback
 from typing import Any, Callable
 
-from diagnostics.core.budget import time_left, time_left_text
+from diagnostics.core.budget import time_left_text
 from diagnostics.i18n import message_of, msg, to_data
 from diagnostics.usercode.script_errors import _classify
 from diagnostics.usercode.trace import _notes, _said
@@ -20,6 +20,8 @@ from diagnostics.usercode.trace import _notes, _said
 # After its checks a fit trains this many steps (and evaluate and predict run this many), so that a script goes on
 # to its next fit (freeze-then-fine-tune's second phase) in seconds.
 BRIEF_STEPS = 2
+# Seconds between two progress lines of the checks (each says what runs, how far, and how long is left).
+LINE_EVERY_S = 3.0
 # At most this many fits are checked a trace (a hyperparameter search fits many models).
 MAX_CHECKED_FITS = 4
 
@@ -28,12 +30,18 @@ class Reports:
     """What `_Child` says and writes (a mixin: it reads the child's spec, its reports and its fits)."""
 
     def checks_progress(self):
-        """The checks' progress as lines for the parent: the step, how far along, and from the pace so far how
-        long is left."""
-        started = time.monotonic()
+        """The checks' progress as lines for the parent: what runs, how far along, and from the pace of a step
+        how long is left (`core.progress`)."""
 
-        def progress(fraction: float, text) -> None:
-            left = time_left(time.monotonic() - started, fraction)
+        last = [time.monotonic()]
+
+        def progress(fraction: float, text, left: float | None) -> None:
+            # At most a line every LINE_EVERY_S seconds (a line a check or a step would flood the terminal); the
+            # heartbeat says one at least every `runner.HEARTBEAT_S`.
+            now = time.monotonic()
+            if now - last[0] < LINE_EVERY_S:
+                return
+            last[0] = now
             self.say(msg("{text} ({fraction:.0%})", text=text, fraction=fraction) if left is None else
                      msg("{text} ({fraction:.0%}, {left})", text=text, fraction=fraction, left=time_left_text(left)))
 
@@ -49,14 +57,14 @@ class Reports:
         write the report file; what the checks cannot take is said, never a traceback."""
         from diagnostics.core.errors import InputError
         from diagnostics.usercode.own_code import build_run
-        from diagnostics.walk.stages import parse_skip, parse_stages, run_stages
+        from diagnostics.walk.stages import parse_asked, parse_skip, parse_stages, run_stages
         from diagnostics.report.formats import build_report
 
         try:
             found = captured()
             run = build_run(found)
             results = run_stages(run, parse_stages(self.spec.get("stages")), progress=self.checks_progress(),
-                                 skip=parse_skip(self.spec.get("skip")))
+                                 skip=parse_skip(self.spec.get("skip")), asked=parse_asked(self.spec.get("asked")))
             report = build_report(run.config, results)
             report.update(_notes(found.notes))
         except Exception as exc:

@@ -7,6 +7,7 @@ what this returns) all run checks through `run_units`; nothing else decides what
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import math
 from dataclasses import dataclass, fields, replace
@@ -16,6 +17,7 @@ from diagnostics.config.settings import EPOCHS
 
 from diagnostics.walk import registry
 from diagnostics.core.check import Unit
+from diagnostics.core import progress as progress_of
 from diagnostics.core.budget import BudgetExceeded, run_budget
 from diagnostics.walk.causes import explain
 from diagnostics.core.context import RunContext
@@ -42,6 +44,7 @@ class Settings:
             sweep's own when the sweep runs in the same call).
         configured_broke: whether the sweep measured the configured rate's loss turning NaN or blowing up, when
             known from elsewhere (likewise).
+        asked: units asked for by name, which run even where they run only on request (`Unit.on_request`).
     """
 
     sweep: SweepSettings = SweepSettings()
@@ -49,6 +52,7 @@ class Settings:
     rate: float | None = None
     best_rate: float | None = None
     configured_broke: bool | None = None
+    asked: tuple[str, ...] = ()
 
     def validated(self, takes: set[str]) -> "Settings":
         """These settings, or an InputError naming what is wrong with one that a unit to run takes."""
@@ -94,21 +98,69 @@ def _read_units(name: str) -> list[str]:
     return [registry.CHECKS[read.split(":", 1)[0]].runs_in for read in registry.UNITS[name].reads]
 
 
-def run_units(run: RunContext, names, settings: Settings = Settings(), progress=None) -> list[CheckResult]:
+# Seconds after which a computation says again what it is doing, when no step or new phase has said it since.
+HEARTBEAT_S = 5.0
+
+
+def run_units(run: RunContext, names, settings: Settings = Settings(), progress: progress_of.Report | None = None
+              ) -> list[CheckResult]:
     """Every check of the named units on one run context (they share its batches and model), in order, inside
     hosted mode's time budget; then each finding a cause explains pointing at its owner (`causes.explain`).
+
+    `progress(fraction, text, seconds_left)` hears what runs from the start, every training step, and every
+    `HEARTBEAT_S` seconds while nothing else is said; the time left is that of the whole call (every unit's planned
+    steps, `Unit.plan`), from the measured pace of a step (`core.progress.Work`). Called inside another call's
+    computation, its steps count into that one's.
 
     Raises:
         InputError: unusable settings, or an input a unit found unusable.
     """
     names = ordered(names)
     settings = settings.validated({taken for name in names for taken in registry.UNITS[name].takes})
+    outer = progress_of.current()
+    work = outer if outer is not None else progress_of.Work(progress or progress_of.no_report,
+                                                           heartbeat=HEARTBEAT_S if progress else None)
+    with progress_of.counting(work) if outer is None else contextlib.nullcontext():
+        work.doing(msg("Starting"))
+        unasked = {name: reason for name in names if (reason := not_asked(run, name, settings)) is not None}
+        planned_copy = False
+        for name in names:  # the plan before any work, so the first estimate already covers all of it
+            unit = registry.UNITS[name]
+            if unit.plan is not None and name not in unasked:
+                try:
+                    steps = unit.plan(run, settings)
+                except Exception:  # a plan that cannot be made (no split) is the unit's to report, not the plan's
+                    steps = 0
+                work.plan(steps, traces=int(unit.copy and not planned_copy))
+                planned_copy = planned_copy or unit.copy
+        return _run_units(run, names, settings, work, unasked)
+
+
+def not_asked(run: RunContext, name: str, settings: Settings) -> Text | None:
+    """Why unit `name` does not run on this run unless asked for (`Unit.on_request`), or None when it runs."""
+    unit = registry.UNITS[name]
+    if unit.on_request is None or name in settings.asked:
+        return None
+    try:
+        if blocked(run, unit.needs) is not None:  # a unit that cannot run says why it cannot, not that it was not asked
+            return None
+        return unit.on_request(run)
+    except Exception:  # what stops the question (no model) stops the unit too: its needs say so
+        return None
+
+
+def _run_units(run: RunContext, names: list[str], settings: Settings, work: progress_of.Work,
+               unasked: dict[str, Text]) -> list[CheckResult]:
     results: list[CheckResult] = []
     copies = SharedCopy()  # this call's own: the app's pages may run units of one context in several threads
     try:
         with run_budget(), code_style(CodeStyle.of(run.config)):  # fixes in the names the user's code uses
             for name in names:
-                results += run_unit(run, name, settings, progress, results, copies)
+                if name in unasked:
+                    stage = registry.UNITS[name].stage
+                    results += [skipped(check, stage, unasked[name]) for check in registry.unit_checks(name)]
+                    continue
+                results += run_unit(run, name, settings, work, results, copies)
     finally:
         if copies.close():  # the trained copy refers to itself through its traced step: only a collection frees it
             gc.collect()
@@ -116,8 +168,8 @@ def run_units(run: RunContext, names, settings: Settings = Settings(), progress=
     return explain(sorted(results, key=lambda result: walk.get(result.id, len(walk))))
 
 
-def run_unit(run: RunContext, name: str, settings: Settings, progress=None, earlier=(), copies=None
-             ) -> list[CheckResult]:
+def run_unit(run: RunContext, name: str, settings: Settings, work: progress_of.Work | None = None, earlier=(),
+             copies=None) -> list[CheckResult]:
     """One unit's results: each check whose needs are not met skipped with the first unmet need's reason, the others
     its function's results (or, for a unit without one, each check's own `measure`); never raising but for unusable
     input.
@@ -137,13 +189,15 @@ def run_unit(run: RunContext, name: str, settings: Settings, progress=None, earl
     try:
         with run_budget():
             if not unit.function:  # each check measures alone: its needs are read, and it runs, in its own guard
-                return [measured_alone(run, check) for check in registry.unit_checks(unit.name)]
+                return [measured_alone(run, check, work) for check in registry.unit_checks(unit.name)]
             reasons = {check: blocked(run, registry.needs_of(registry.CHECKS[check])) for check in wanted}
             skips = [skipped(check, unit.stage, reason) for check, reason in reasons.items() if reason is not None]
             wanted = tuple(check for check, reason in reasons.items() if reason is None)
             if not wanted:
                 return skips
-            kwargs = inputs(unit, settings, progress, earlier, copies)
+            if work is not None:
+                work.doing(msg("Checking {checks}", checks=", ".join(wanted)))
+            kwargs = inputs(unit, settings, work, earlier, copies)
             return skips + [result for result in unit.function(run, **kwargs) if result.id in wanted]
     except InputError:
         raise
@@ -156,12 +210,14 @@ def run_unit(run: RunContext, name: str, settings: Settings, progress=None, earl
             gc.collect()
 
 
-def measured_alone(run: RunContext, check_id: str) -> CheckResult:
+def measured_alone(run: RunContext, check_id: str, work: progress_of.Work | None = None) -> CheckResult:
     """A check of a unit without a function, inside its own guard: skipped with the first unmet need's reason, else
     its own `measure`. A need read here, such as the forward pass or the train step that several checks share, is
     measured once on the run context, inside the guard of the first check that reads it; unusable input (an
     InputError) is raised to the caller, as from any unit."""
     check = registry.CHECKS[check_id]
+    if work is not None:
+        work.doing(msg("Checking {checks}", checks=check_id))
 
     def measure() -> CheckResult:
         reason = blocked(run, registry.needs_of(check))
@@ -170,7 +226,7 @@ def measured_alone(run: RunContext, check_id: str) -> CheckResult:
     return run_check(check_id, check.stage, measure, reraise=InputError)
 
 
-def inputs(unit: Unit, settings: Settings, progress, earlier, copies=None) -> dict:
+def inputs(unit: Unit, settings: Settings, work: progress_of.Work | None, earlier, copies=None) -> dict:
     """The keywords a unit is called with: the settings it takes, the outputs it reads (from a result of this
     call, else from `settings`), its progress callback, and the call's shared copy of the model."""
     kwargs = {field.name: getattr(settings, field.name) for field in fields(settings) if field.name in unit.takes}
@@ -178,8 +234,9 @@ def inputs(unit: Unit, settings: Settings, progress, earlier, copies=None) -> di
         check_id, key = read.split(":", 1)
         found = next((result for result in earlier if result.id == check_id), None)
         kwargs[key] = (found.evidence or {}).get(key) if found is not None else getattr(settings, key, None)
-    if unit.progress:
-        kwargs["progress"] = progress or (lambda fraction, text: None)
+    if unit.progress:  # a unit says what it does; how far the whole call is comes from its steps
+        kwargs["progress"] = (lambda fraction, text: work.doing(text)) if work is not None else \
+            (lambda fraction, text: None)
     if unit.copy:
         kwargs["copies"] = copies if copies is not None else SharedCopy()
     return kwargs

@@ -13,7 +13,7 @@ from diagnostics.walk import registry
 from diagnostics.walk.runner import Settings, run_units
 
 
-__all__ = ["STAGES", "parse_stages", "parse_skip", "run_stages", "data_stage",
+__all__ = ["STAGES", "parse_stages", "parse_skip", "parse_asked", "run_stages", "data_stage",
            "learnability_stage", "model_stage", "hparams_stage", "overfit_stage"]
 
 STAGES = registry.STAGE_ORDER
@@ -53,12 +53,23 @@ def parse_skip(text: str | None) -> tuple[str, ...]:
     return units
 
 
+def parse_asked(text: str | None) -> tuple[str, ...]:
+    """'data.learnability' -> the units of those checks, to run even where they run only on request
+    (`Unit.on_request`); the same rules and errors as `parse_skip`."""
+    return parse_skip(text)
+
+
 def run_stages(run: RunContext, stages: tuple[str, ...] = STAGES, *, sweep: SweepSettings = SweepSettings(),
-               progress=None, epochs: int = DEFAULT_EPOCHS, skip: tuple[str, ...] = ()) -> list[CheckResult]:
+               progress=None, epochs: int = DEFAULT_EPOCHS, skip: tuple[str, ...] = (),
+               asked: tuple[str, ...] = ()) -> list[CheckResult]:
     """Run the chosen stages in pipeline order on one run context (every stage shares its batches and model), outside
-    any strategy scope the caller is in (`devices.outside_user_strategy`); `skip`: units left out (`parse_skip`)."""
+    any strategy scope the caller is in (`devices.outside_user_strategy`); `skip`: units left out (`parse_skip`);
+    `asked`: units run even where they run only on request (`parse_asked`; a unit asked for runs with its stage
+    or alone)."""
     units = [unit for stage in stages for unit in registry.units_of(stage) if unit not in skip]
-    return outside_user_strategy(run_units, run, units, Settings(sweep=sweep, epochs=epochs), progress)
+    units += [unit for unit in asked if unit not in units and unit not in skip]
+    return outside_user_strategy(run_units, run, units, Settings(sweep=sweep, epochs=epochs, asked=tuple(asked)),
+                                 progress)
 
 
 # ---------------------------------------------------------------- each stage alone
@@ -69,8 +80,8 @@ def data_stage(run: RunContext) -> list[CheckResult]:
 
 
 def learnability_stage(run: RunContext) -> list[CheckResult]:
-    """data.learnability: a short run on the given labels against shuffled ones (trains two copies)."""
-    return run_units(run, ("learnability",))
+    """data.learnability, asked for: a short run on the given labels against shuffled ones (trains two copies)."""
+    return run_units(run, ("learnability",), Settings(asked=("learnability",)))
 
 
 def model_stage(run: RunContext) -> list[CheckResult]:

@@ -15,9 +15,12 @@ def test_learnability_held_out_win_passes():
     assert check_learnability(figures(0.9, 0.35, (1.1, 0.1), (1.1, 1.0))).status is Status.PASS
 
 
-def test_learnability_given_labels_fitted_faster_passes_with_held_out_inconclusive():
-    result = check_learnability(figures(0.41, 0.44, (1.1, 0.30), (1.1, 0.45)))
-    assert result.status is Status.PASS and "fitted faster" in result.summary
+@pytest.mark.parametrize("pretrained, status", [(False, Status.PASS), (True, Status.SKIP)])
+def test_learnability_given_labels_fitted_faster_passes_only_on_random_weights(pretrained, status):
+    # A pretrained model fits shuffled labels about as fast as real ones, so there a faster fit with held-out rows
+    # at or below the majority (44% against 62% on real RTE) is no evidence of signal.
+    result = check_learnability(figures(0.41, 0.44, (1.1, 0.30), (1.1, 0.45), pretrained=pretrained))
+    assert result.status is status and result.summary.startswith("Inconclusive") is pretrained
 
 
 @pytest.mark.parametrize("pretrained, status", [(True, Status.SKIP), (False, Status.WARN)])

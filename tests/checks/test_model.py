@@ -17,7 +17,8 @@ from diagnostics.keras.batches import build_first_batch
 from diagnostics.core.context import RunContext
 from diagnostics.walk.stages import model_stage
 from diagnostics.core.result import Status
-from diagnostics.keras.training import GradientStats, per_sample_losses
+from diagnostics.keras.scoring import per_sample_losses
+from diagnostics.keras.training import GradientStats
 
 
 def stage(config, split, tokenizer, model=None, loader=None):

@@ -95,7 +95,7 @@ def test_a_heavy_check_in_one_session_does_not_block_another_sessions_page(demo_
     started, stop = threading.Event(), threading.Event()
     epochs_done: list[int] = []
 
-    def progress(fraction: float, text: str) -> None:
+    def progress(fraction: float, text: str, left) -> None:
         epochs_done.append(1)
         started.set()
         if stop.is_set():

@@ -426,9 +426,12 @@ def test_trace_a_healthy_script_of_a_new_shape_on_the_real_checkpoint_fails_noth
     failing = {check_id: check["summary"] for check_id, check in checks.items() if check["status"] in ("fail", "error")}
     assert failing == {}, failing
     assert outcome.report["run"]["task_candidates"] == ["mrpc", "rte", "wnli"]
-    for check_id in ("data.label_range", "data.label_balance", "data.baselines", "data.learnability", "model.config",
+    for check_id in ("data.label_range", "data.label_balance", "data.baselines", "model.config",
                      "model.gradients", "hparams.optimizer", "hparams.loss", "hparams.lr_sweep", "overfit.one_batch"):
         assert checks[check_id]["status"] == "pass", (check_id, checks[check_id]["summary"])
+    # On a pretrained checkpoint learnability runs only when asked for (--with), and says so.
+    learnability = checks["data.learnability"]
+    assert learnability["status"] == "skip" and learnability["summary"].startswith("Not run by default")
     assert "global_clipnorm=1" in checks["hparams.optimizer"]["summary"]
 
 

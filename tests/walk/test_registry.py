@@ -433,7 +433,8 @@ def test_rules_read_declared_evidence_and_are_listed_with_their_status(capsys):
     ("data.label_balance", {"top_share": 0.8, "mix_chance": 1e-3}, None),
     # Learnability: held-out rows first, then the training rows, then what the model's start says.
     ("data.learnability", {"accuracy_gain": 0.1, "p_value": 0.01, "fit_gain": 0.5}, "min_accuracy_gain"),
-    ("data.learnability", {"accuracy_gain": 0.1, "p_value": 0.011, "fit_gain": 0.5}, "fit_margin"),
+    ("data.learnability", {"accuracy_gain": 0.1, "p_value": 0.011, "fit_gain": 0.5, "pretrained": False}, "fit_margin"),
+    ("data.learnability", {"accuracy_gain": 0.1, "p_value": 0.011, "fit_gain": 0.5, "pretrained": True}, None),
     ("data.learnability", {"accuracy_gain": 0.09, "p_value": 0.001, "fit_gain": 0.1, "pretrained": False},
      "random_weights"),
     ("data.learnability", {"accuracy_gain": 0.09, "p_value": 0.001, "fit_gain": 0.1, "pretrained": True}, None),

@@ -19,6 +19,7 @@ from diagnostics.core.errors import InputError
 from diagnostics.walk.registry import EVIDENCE
 from diagnostics.config.training import SweepSettings
 from diagnostics.core.result import CheckResult, Status
+from diagnostics.core.progress import Work
 from diagnostics.keras.training import SharedCopy, Trainer
 
 SMALL = runner.Settings(sweep=SweepSettings(rates=2, steps=2, range_steps=5), epochs=2)
@@ -58,11 +59,35 @@ def walk(demo_inputs, demo_model):
         make(self, model, *args, **kwargs)
         alive.append(weakref.ref(self.model))  # the Keras copy, which refers to itself through its traced step
 
+    reports, works = [], []
+    begin = Work.__init__
+
+    def kept(self, *args, **kwargs):
+        begin(self, *args, **kwargs)
+        works.append(self)
+
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(Trainer, "__init__", counted)
-        results = runner.run_units(run, list(registry.UNITS), SMALL)
+        patch.setattr(Work, "__init__", kept)
+        results = runner.run_units(run, list(registry.UNITS), SMALL,
+                                   lambda fraction, text, left: reports.append((fraction, str(text), left)))
         left = [copy for ref in alive if (copy := ref()) is not None]  # read before any collection of the test's
-    return results, made, left
+    return results, made, left, (reports, works)
+
+
+def test_the_whole_walk_plans_every_training_step_it_takes_and_says_what_runs_from_the_start(walk):
+    """The plan made before any work (each training unit's `plan`) is the steps taken, so the fraction ends at 1
+    and the estimate covers the whole call; the copy is traced once; every unit says what it runs."""
+    reports, works = walk[3]
+    assert len(works) == 1  # one computation for the whole call
+    work = works[0]
+    assert work.planned == work.done > 0 and work.traces_done == 1
+    assert reports[0][0] == 0.0 and reports[-1][0] == 1.0
+    assert [fraction for fraction, _, _ in reports] == sorted(fraction for fraction, _, _ in reports)
+    said = [text for _, text, _ in reports]
+    assert "Checking data.columns" in said and "Copying the model and tracing its train step" in said
+    assert any(text.startswith("Training on the given labels") for text in said)
+    assert any(left is not None for _, _, left in reports)
 
 
 @pytest.fixture(scope="module")
@@ -112,7 +137,7 @@ def test_the_overfit_unit_gets_the_sweeps_recommended_rate_from_the_same_call(wa
 def test_one_call_trains_one_copy_of_the_model_for_every_unit_that_trains(walk, demo_model):
     """Learnability, the sweep, the range test and the overfit test start from the copy's reset, so one call makes
     (and traces) the copy once; the model itself is never trained."""
-    results, made, left = walk
+    results, made, left, _ = walk
     assert [unit.name for unit in registry.UNITS.values() if unit.copy] == ["learnability", "training", "overfit"]
     assert left == []  # the runner freed the copy before returning, not whenever Python next collects
     trained = [result.id for result in results if registry.CHECKS[result.id].trains

@@ -10,6 +10,7 @@ import numpy as np
 from diagnostics.checks.common import WARN_DRIFT
 from diagnostics.checks.hparams.lr_sweep import Progress, _finite_or_none, _no_progress
 from diagnostics.config.training import SweepSettings
+from diagnostics.core import progress as planned
 from diagnostics.core.check import Check, Condition
 from diagnostics.core.result import CheckResult, judge
 from diagnostics.core.rules import Above, AtMost
@@ -44,6 +45,7 @@ def lr_range_test(trainer: Trainer, settings: SweepSettings, progress: Progress 
                 break
     finally:
         trainer.reset(settings.range_start)
+        planned.plan(-(len(rates) - len(tried)))  # the steps a stop spared are no longer to come
     progress(1.0, msg("Range test done"))
     return {"learning_rates": tried, "losses": [_finite_or_none(v) for v in losses],
             "smoothed": [_finite_or_none(v) for v in smoothed(losses, RANGE_SMOOTHING)]}

@@ -15,7 +15,8 @@ from diagnostics.core.fixes import RateFix
 from diagnostics.core.result import CheckResult, judge
 from diagnostics.core.rules import Above, All, Holds
 from diagnostics.i18n import N_, joined, msg
-from diagnostics.keras.training import Trainer, held_out_figures, weight_drift
+from diagnostics.keras.scoring import held_out_figures
+from diagnostics.keras.training import Trainer, weight_drift
 from diagnostics.core.curves import smoothed
 
 

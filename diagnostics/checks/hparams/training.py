@@ -52,6 +52,12 @@ def _batches(run: RunContext, sweep: SweepSettings):
     return run.training_batches(max(1, min(sweep.steps // 4, 4)))
 
 
+def planned_steps(run: RunContext, settings) -> int:
+    """The steps the sweep (each rate of its grid and the configured rate) and the range test (at most) take."""
+    sweep = settings.sweep
+    return len(set(sweep.grid() + [effective_rate(run.config)])) * sweep.steps + sweep.range_steps
+
+
 def measure_training(run: RunContext, *, sweep: SweepSettings, progress, copies) -> list[CheckResult]:
     batches, held = _batches(run, sweep)
     return run_training_checks(run.config, run.classifier[0], batches, sweep, progress, held=held, copies=copies)

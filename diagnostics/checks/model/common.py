@@ -10,7 +10,7 @@ import numpy as np
 from diagnostics.core.context import RunContext
 from diagnostics.keras import keras_model
 from diagnostics.keras.internals import LAYER_PREFIX, variable_path
-from diagnostics.keras.training import per_sample_losses
+from diagnostics.keras.scoring import per_sample_losses
 
 
 def finite_share(array: np.ndarray) -> float:

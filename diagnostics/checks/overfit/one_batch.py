@@ -272,6 +272,11 @@ def run_overfit_checks(config: RunConfig, model, tokenizer, split, *, epochs: in
     return [check_overfit(figures, rows, missing_labels=missing, best_rate=best_rate)]
 
 
+def planned_steps(run: RunContext, settings) -> int:
+    """One step an epoch."""
+    return settings.epochs
+
+
 def measure_overfit(run: RunContext, *, epochs: int, rate: float | None, best_rate: float | None,
                     configured_broke: bool | None, progress, copies) -> list[CheckResult]:
     return run_overfit_checks(run.config, run.classifier[0], run.tokenizer, run.split, epochs=epochs, rate=rate,

@@ -1,0 +1,184 @@
+"""How far one whole computation is, and how long it has left, told as it goes.
+
+A call of the runner plans its work in training steps (each unit that trains says how many it will take, before it
+starts), and every training step, wherever it runs, counts itself here (`step`). The time left is the steps that
+remain times the measured cost of a step, the first step of each traced copy (which traces the train step and costs
+many steps' time) left out of that pace and counted apart. Nothing is estimated before a few steps have a pace to go
+on, and a computation whose plan is spent says nothing of time rather than guess.
+
+What is running is said at once (`doing`), and said again every `heartbeat` seconds while a step or a load takes
+long, so a page, a trace or a notebook never goes long without a line.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import threading
+import time
+from typing import Callable
+
+from diagnostics.i18n import Text, msg
+
+# A report of progress: (share of the planned steps done, what runs now, seconds left or None).
+Report = Callable[[float, Text, "float | None"], None]
+
+# Steps timed after the first traced one before any time is told: one step is noise, two are a pace.
+MIN_PACED_STEPS = 2
+
+
+class Work:
+    """The progress of one computation: planned and done steps, the pace of a step, and what runs now.
+
+    Args:
+        report: called with (fraction, text, seconds left or None) at each step, each new text, and each heartbeat.
+        clock: seconds, monotonic (a test passes its own).
+        heartbeat: seconds after which an unchanged status is reported again from a thread (None: never).
+    """
+
+    def __init__(self, report: Report, *, clock: Callable[[], float] = time.monotonic,
+                 heartbeat: float | None = None):
+        self.report, self.clock, self.heartbeat = report, clock, heartbeat
+        self.planned = 0.0  # steps the whole computation plans
+        self.done = 0.0
+        self.traces_planned = 0  # traced copies planned, each one's first step costing more than a step
+        self.traces_done = 0
+        self.paced_seconds = 0.0  # time spent in steps other than a trace's first
+        self.paced_steps = 0.0
+        self.trace_seconds: list[float] = []  # the first step of each traced copy, tracing included
+        self.text: Text = msg("Starting")
+        self.started = self._last = clock()
+        self._said = self.started
+        self._lock = threading.Lock()
+        self._stopped = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # ------------------------------------------------------------------ what the work says of itself
+
+    def plan(self, steps: float, traces: int = 0) -> None:
+        """More work to come: `steps` training steps, of which `traces` are a new copy's first (traced) step."""
+        with self._lock:
+            self.planned = max(0.0, self.planned + steps)  # less: steps spared (a range test that stopped)
+            self.traces_planned += traces
+
+    def doing(self, text: Text) -> None:
+        """What runs now; reported at once."""
+        with self._lock:
+            self.text = text
+        self.emit()
+
+    def step(self, count: float = 1, *, traced: bool = False) -> None:
+        """`count` steps done since the last one; `traced`: the first step of a new copy, whose time is tracing's."""
+        now = self.clock()
+        with self._lock:
+            seconds, self._last = now - self._last, now
+            if traced:
+                self.trace_seconds.append(seconds)
+                self.traces_done += 1
+            else:
+                self.paced_seconds += seconds
+                self.paced_steps += count
+            self.done += count
+        self.emit()
+
+    def idle(self) -> None:
+        """Time since the last step that is not a step's (building batches, scoring): left out of the next step."""
+        with self._lock:
+            self._last = self.clock()
+
+    # ------------------------------------------------------------------ what is told
+
+    def fraction(self) -> float:
+        with self._lock:
+            return min(1.0, self.done / self.planned) if self.planned else 0.0
+
+    def pace(self) -> float | None:
+        """Seconds a step, past the traced first ones; None before `MIN_PACED_STEPS` of them."""
+        with self._lock:
+            return self.paced_seconds / self.paced_steps if self.paced_steps >= MIN_PACED_STEPS else None
+
+    def left(self) -> float | None:
+        """Seconds left: the remaining steps at the pace, plus what tracing the copies still to come costs beyond a
+        step (as the traced ones so far took); less the time the step under way has run. None without a pace, and
+        once the planned steps are done (what remains then is not in the plan)."""
+        pace = self.pace()
+        with self._lock:
+            remaining = self.planned - self.done
+            if pace is None or remaining <= 0:
+                return None
+            traces = max(0, self.traces_planned - self.traces_done)
+            extra = max(0.0, sum(self.trace_seconds) / len(self.trace_seconds) - pace) if self.trace_seconds else \
+                10 * pace  # no copy traced yet in this computation: tracing costs about ten steps
+            seconds = remaining * pace + traces * extra
+            under_way = self.clock() - self._last
+        return max(pace * min(remaining, 1.0), seconds - under_way)
+
+    def emit(self) -> None:
+        self._said = self.clock()
+        self.report(self.fraction(), self.text, self.left())
+
+    # ------------------------------------------------------------------ a line every so often
+
+    def __enter__(self) -> "Work":
+        if self.heartbeat:
+            self._thread = threading.Thread(target=self._beat, daemon=True, name="progress-heartbeat")
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stopped.set()
+        if self._thread is not None:
+            self._thread.join(timeout=1.0)
+
+    def _beat(self) -> None:
+        while not self._stopped.wait(min(1.0, self.heartbeat)):
+            if self.clock() - self._said >= self.heartbeat:
+                try:
+                    self.emit()
+                except Exception:  # a report that fails (a closed notebook output) must not end the heartbeat
+                    pass
+
+
+_current: contextvars.ContextVar[Work | None] = contextvars.ContextVar("progress_work", default=None)
+
+
+def current() -> Work | None:
+    """The computation this context counts its steps into, or None."""
+    return _current.get()
+
+
+@contextlib.contextmanager
+def counting(work: Work):
+    """Steps taken within count into `work` (`step`, `doing`, `plan` reach it from anywhere below)."""
+    token = _current.set(work)
+    try:
+        with work:
+            yield work
+    finally:
+        _current.reset(token)
+
+
+def step(count: float = 1, *, traced: bool = False) -> None:
+    """Count a training step into the current computation, if any."""
+    if (work := _current.get()) is not None:
+        work.step(count, traced=traced)
+
+
+def doing(text: Text) -> None:
+    """Say what runs now in the current computation, if any."""
+    if (work := _current.get()) is not None:
+        work.doing(text)
+
+
+def idle() -> None:
+    if (work := _current.get()) is not None:
+        work.idle()
+
+
+def plan(steps: float, traces: int = 0) -> None:
+    if (work := _current.get()) is not None:
+        work.plan(steps, traces)
+
+
+def no_report(fraction: float, text: Text, left: float | None) -> None:
+    return None

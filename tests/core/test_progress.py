@@ -1,0 +1,116 @@
+"""The time a computation has left, on a clock the test controls: from the steps that remain at the pace of a step
+after the traced first one, over the whole computation; never before there is a pace; within a factor of 2 of the
+truth once a quarter of the work is done, whatever the tracing cost and however the phases differ."""
+
+import threading
+
+import pytest
+
+from diagnostics.core.progress import Work, counting, doing, plan, step
+
+
+
+class Clock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def tick(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def simulate(phases, *, traces: int = 1):
+    """Run `phases` [(steps, seconds each, seconds of the first when traced or None)] through a Work, planned in
+    full before it starts; returns [(seconds so far, fraction, estimate)] after every step, and the total time."""
+    clock, told = Clock(), []
+    work = Work(lambda fraction, text, left: told.append((clock.now, fraction, left)), clock=clock)
+    work.plan(sum(steps for steps, _, _ in phases), traces=traces)
+    for steps, seconds, traced in phases:
+        for index in range(steps):
+            first = traced is not None and index == 0
+            clock.tick(traced if first else seconds)
+            work.step(traced=first)
+    return told, clock.now
+
+
+def test_no_estimate_before_two_steps_past_the_traced_one():
+    told, _ = simulate([(10, 1.0, 30.0)])
+    assert [left for _, _, left in told[:2]] == [None, None]  # the traced step, then one paced step
+    assert told[2][2] is not None
+
+
+@pytest.mark.parametrize("phases", [
+    [(100, 1.0, 40.0)],  # one copy: the traced step costs forty steps
+    [(12, 2.0, 25.0), (56, 1.0, None), (40, 1.2, None), (20, 0.8, None)],  # learnability, sweep, range test, overfit
+    [(20, 0.5, 60.0), (200, 1.5, None)],  # a slow phase after a fast one
+    [(30, 1.0, 10.0), (30, 1.0, 10.0)],  # two copies, each traced (planned as two)
+])
+def test_past_a_quarter_of_the_work_every_estimate_is_within_a_factor_of_2(phases):
+    traces = sum(traced is not None for _, _, traced in phases)
+    told, total = simulate(phases, traces=traces)
+    checked = 0
+    for now, fraction, left in told:
+        truth = total - now
+        if fraction >= 0.25 and truth > 0:
+            assert left is not None, (now, fraction)
+            assert truth / 2 <= left <= truth * 2, (now, left, truth)
+            checked += 1
+    assert checked > len(told) / 2
+
+
+def test_a_trace_still_to_come_counts_at_the_cost_of_the_one_measured():
+    clock = Clock()
+    work = Work(lambda *told: None, clock=clock)
+    work.plan(20, traces=2)
+    clock.tick(21.0)
+    work.step(traced=True)
+    for _ in range(4):
+        clock.tick(1.0)
+        work.step()
+    assert work.left() == pytest.approx(15 * 1.0 + 20.0)  # 15 steps, and the next trace's 20 s beyond a step
+
+
+def test_steps_spared_are_withdrawn_and_the_fraction_ends_at_one():
+    clock = Clock()
+    told = []
+    work = Work(lambda fraction, text, left: told.append(fraction), clock=clock)
+    work.plan(10)
+    for _ in range(6):
+        clock.tick(1.0)
+        work.step()
+    work.plan(-4)  # a range test that stopped early
+    work.doing("Done")
+    assert told[-1] == 1.0 and work.left() is None
+
+
+def test_the_step_under_way_counts_against_the_estimate_but_never_below_a_step():
+    clock = Clock()
+    work = Work(lambda *told: None, clock=clock)
+    work.plan(10)
+    for _ in range(3):
+        clock.tick(2.0)
+        work.step()
+    assert work.left() == pytest.approx(14.0)
+    clock.tick(5.0)
+    assert work.left() == pytest.approx(9.0)
+    clock.tick(100.0)
+    assert work.left() == pytest.approx(2.0)
+
+
+def test_steps_and_texts_reach_the_computation_of_the_context_and_nothing_outside_it():
+    told = []
+    step()  # outside any computation: nothing to count into, nothing raised
+    with counting(Work(lambda fraction, text, left: told.append((fraction, text)))) as work:
+        plan(2)
+        doing("Training")
+        step()
+        step()
+    assert told == [(0.0, "Training"), (0.5, "Training"), (1.0, "Training")] and work.done == 2
+
+
+def test_the_heartbeat_says_the_status_again_while_a_step_takes_long():
+    told = threading.Event()
+    with Work(lambda *said: told.set(), heartbeat=0.05):
+        assert told.wait(5.0)
