@@ -4,14 +4,16 @@ import json
 
 import streamlit as st
 
-from diagnostics.i18n import _
+from diagnostics.core.budget import time_left_text
+from diagnostics.core.progress import in_sequence
+from diagnostics.i18n import _, localize
 from diagnostics.walk.stages import STAGES
 from diagnostics.walk.causes import causes
 from diagnostics.core.check import STAGE_TITLES
 from diagnostics.report.formats import build_report, markdown_report
 from diagnostics.core.result import CheckResult
 from ui.render import TRACED_KEY, causes_block, checklist, shown, status_line, traced_results
-from ui.shared import computed, overfit_jobs, recalled, recalled_all, kept, stage_jobs
+from ui.shared import computed, overfit_jobs, planned_jobs, recalled, recalled_all, kept, stage_jobs
 from ui.session import current_config
 
 st.title(_("Report"))
@@ -35,12 +37,21 @@ config = current_config()
 if st.button(_("Run every stage now"), type="primary", key="report.run_all",
              help=_("Each stage with this session's page settings; what any session has computed is reused.")):
     overall = st.progress(0.0, text=_("Running the checks"))
-    for number, stage in enumerate(STAGES):  # in order: the overfit test's recommended rate comes from the sweep
-        overall.progress(number / len(STAGES), text=_("Running the checks: {stage}").format(
-            stage=_(STAGE_TITLES[stage])))
+    # Every job's training steps, planned before any runs, so the bar over all of them tells the time left of all
+    # (the overfit test's job is made once the sweep is kept, as its key holds the sweep's rate; its steps do not).
+    planned = planned_jobs([job for stage in STAGES for job in stage_jobs(stage, config)])
+    number = 0
+    for stage in STAGES:  # in order: the overfit test's recommended rate comes from the sweep
+        said = _("Running the checks: {stage}").format(stage=_(STAGE_TITLES[stage]))
         for job in stage_jobs(stage, config):
-            if computed(job, f"{_(STAGE_TITLES[stage])}:") is None:
+            def watch(flight, number=number, said=said):
+                fraction, left = in_sequence(planned, number, flight.fraction, flight.remaining())
+                overall.progress(fraction, text=said if left is None else f"{said} · {localize(time_left_text(left))}")
+
+            overall.progress(in_sequence(planned, min(number, len(planned) - 1), 0.0, None)[0], text=said)
+            if computed(job, f"{_(STAGE_TITLES[stage])}:", watch=watch) is None:
                 st.stop()
+            number += 1
     overall.empty()
 done = {stage: recalled(stage, config) for stage in STAGES}
 

@@ -130,6 +130,7 @@ def main() -> None:
         if args.truth_only:
             for rate, entry in truth["rates"].items():
                 print(f"  {rate:>6}  held-out {entry['accuracy']:.1%}  {'bad' if bad[rate] else 'good'}")
+            print(f"\ntruth_rates = {len(truth['rates'])}")
             continue
         from lr_truth_debugger import debugger_table
 

@@ -34,14 +34,18 @@ def child(code: str) -> int:
     return int(line.split()[1]) * 1024
 
 
-def build_checkpoint(directory: Path) -> int:
-    """A DistilBERT-base-size classifier with random weights and the demo tokenizer; its parameter count."""
+# The model's size: DistilBERT-base's, or a tiny one for the small mode the suite runs (tests/test_benches.py).
+SIZES = {"base": "", "tiny": "n_layers=1, dim=64, hidden_dim=128, n_heads=2"}
+
+
+def build_checkpoint(directory: Path, size: str = "base") -> int:
+    """A DistilBERT classifier of `size` with random weights and the demo tokenizer; its parameter count."""
     code = f"""
 import diagnostics, tf_keras
 from transformers import DistilBertConfig, TFDistilBertForSequenceClassification
 from diagnostics.keras.loading import load_tokenizer
 tf_keras.utils.set_random_seed(0)
-model = TFDistilBertForSequenceClassification(DistilBertConfig(num_labels=3))
+model = TFDistilBertForSequenceClassification(DistilBertConfig(num_labels=3, {SIZES[size]}))
 model(model.dummy_inputs)
 model.save_pretrained({str(directory)!r})
 load_tokenizer("demo").save_pretrained({str(directory)!r})
@@ -58,11 +62,13 @@ def main() -> None:
     parser.add_argument("--sweep-steps", default="4")
     parser.add_argument("--range-steps", default="10")
     parser.add_argument("--epochs", default="5")
+    parser.add_argument("--size", choices=sorted(SIZES), default="base", help="the model's size (tiny: a quick check "
+                        "that the bench runs, its ratio dominated by the runtime)")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as folder:
-        checkpoint = Path(folder) / "distilbert-base-size"
-        parameters = build_checkpoint(checkpoint)
+        checkpoint = Path(folder) / f"distilbert-{args.size}-size"
+        parameters = build_checkpoint(checkpoint, args.size)
         argv = ["run", "--checkpoint", str(checkpoint), "--learning-rate", "5e-5", "--sweep-rates", args.sweep_rates,
                 "--sweep-steps", args.sweep_steps, "--range-steps", args.range_steps, "--epochs", args.epochs]
         run = ("import sys; from diagnostics.__main__ import main; "

@@ -3,6 +3,8 @@
     python bench/run_all.py                    run every bench, keep their output, rewrite the table
     python bench/run_all.py --only sweep_overhead split_scan    run these, keep the others' last output
     python bench/run_all.py --table-only       rewrite the table from the kept output alone
+    python bench/run_all.py --check            say each kept figure beside its target; exit 1 when the table in
+                                               docs/performance.md is not the kept output's
 
 Each bench prints `name = value` lines, its figure last. The output of each run is kept in
 `bench/results.json` with the machine it ran on, so a partial run keeps the other rows' figures.
@@ -38,6 +40,19 @@ class Bench:
     shown: tuple[str, ...]  # the other printed figures the table's "measured" column gives
     target: str
 
+    def meets(self, value: str) -> bool | None:
+        """Whether a measured figure meets the target ("at most 1.5", "below 1", "under 0.5 s"); None for a target
+        without a number, or a figure not measured."""
+        found = re.match(r"(at most|below|under) ([0-9.]+)", self.target)
+        try:
+            measured = float(value)
+        except ValueError:
+            return None
+        if found is None:
+            return None
+        limit = float(found.group(2))
+        return measured <= limit if found.group(1) == "at most" else measured < limit
+
 
 BENCHES = (
     Bench("startup", "startup_ratio", "a fresh process rendering the Data page on the demo kit (AppTest, first batch "
@@ -68,6 +83,9 @@ BENCHES = (
           "test, the string-\"adam\" scenario on the demo kit; threads making the pages' own calls on the shared "
           "results) until all have it, against one session alone", ("room_s", "one_session_s", "sweeps_trained"),
           "at most 1.2"),
+    Bench("unit_times", "walk_s", "the whole walk through the one runner on the demo kit (MNLI, batch 16), with "
+          "the training steps it takes; `--checkpoint` and `--data-files` time it on the real checkpoint",
+          ("training_steps",), "no target; where the walk's time goes, unit by unit"),
 )
 SCRIPTS = tuple(dict.fromkeys(bench.name for bench in BENCHES))
 
@@ -88,13 +106,14 @@ def run(name: str) -> dict:
 
 
 def table(results: dict) -> str:
-    lines = ["| figure | what it compares | command | measured | target |", "|---|---|---|---|---|"]
+    lines = ["| figure | what it compares | command | measured | target | met |", "|---|---|---|---|---|---|"]
     for bench in BENCHES:
         kept = results.get(bench.name, {}).get("figures", {})
         value = kept.get(bench.figure, "not run yet")
         others = ", ".join(f"{name} {kept[name]}" for name in bench.shown if name in kept)
+        met = {True: "yes", False: "**no**", None: ""}[bench.meets(value)]
         lines.append(f"| `{bench.figure}` | {bench.what} | `python bench/{bench.name}.py` | "
-                     f"{value}{f' ({others})' if others else ''} | {bench.target} |")
+                     f"{value}{f' ({others})' if others else ''} | {bench.target} | {met} |")
     machines = sorted({kept["machine"] for kept in results.values() if "machine" in kept})
     dates = sorted({kept["date"] for kept in results.values() if "date" in kept})
     if machines:
@@ -107,8 +126,20 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="+", choices=SCRIPTS, help="run only these benches")
     parser.add_argument("--table-only", action="store_true", help="rewrite the table from bench/results.json")
+    parser.add_argument("--check", action="store_true", help="say each kept figure beside its target; fail when "
+                        "docs/performance.md's table is not bench/results.json's")
     args = parser.parse_args()
     results = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+    if args.check:
+        for bench in BENCHES:
+            value = results.get(bench.name, {}).get("figures", {}).get(bench.figure, "not run yet")
+            verdict = {True: "meets", False: "OVER", None: "-"}[bench.meets(value)]
+            print(f"{bench.figure} = {value}  (target: {bench.target}; {verdict})")
+        written = PERFORMANCE_DOC.read_text()
+        if replace_between(written, "performance", table(results)) != written:
+            print("docs/performance.md's table is not bench/results.json's: run python bench/run_all.py --table-only")
+            return 1
+        return 0
     if not args.table_only:
         for name in args.only or SCRIPTS:
             print(f"running bench/{name}.py", flush=True)

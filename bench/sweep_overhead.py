@@ -34,6 +34,21 @@ from diagnostics.config.training import SweepSettings  # noqa: E402
 from diagnostics.keras.training import Trainer, build_loss  # noqa: E402
 
 
+def profiled(function, top: int = 25) -> None:
+    """Run `function` under cProfile; print its heaviest functions by cumulative time as `#` lines."""
+    import cProfile
+    import io
+    import pstats
+
+    profile = cProfile.Profile()
+    profile.runcall(function)
+    out = io.StringIO()
+    pstats.Stats(profile, stream=out).sort_stats("cumulative").print_stats(top)
+    for line in out.getvalue().splitlines():
+        if line.strip():
+            print(f"# {line}")
+
+
 def timed(function) -> float:
     start = time.perf_counter()
     function()
@@ -65,6 +80,8 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--by-hand-repeats", type=int, default=2)
+    parser.add_argument("--profile", action="store_true", help="print where a warm sweep's time goes (cProfile, the "
+                        "functions of most cumulative time), as comment lines")
     args = parser.parse_args()
 
     config = RunConfig(checkpoint=args.checkpoint, batch_size=args.batch_size)
@@ -92,6 +109,8 @@ def main() -> None:
     for _ in range(args.repeats):  # interleaved, so drift in the machine's speed hits both sides alike
         floor_times.append(timed(floor))
         sweep_times.append(timed(lambda: lr_sweep(trainer, settings, held)))
+    if args.profile:
+        profiled(lambda: lr_sweep(trainer, settings, held))
     hand_times, cold_times = [], []
     for _ in range(args.by_hand_repeats):
         hand_times.append(timed(lambda: by_hand(config, settings.grid(), batches, held, args.steps)))

@@ -30,6 +30,9 @@ from diagnostics.walk import runner  # noqa: E402
 from diagnostics.config.run import RunConfig  # noqa: E402
 from diagnostics.config.settings import parse_data_files  # noqa: E402
 from diagnostics.core.context import RunContext  # noqa: E402
+from diagnostics.core.progress import Work, counting, no_report  # noqa: E402
+from diagnostics.config.training import DEFAULT_EPOCHS, SweepSettings  # noqa: E402
+from diagnostics.walk.stages import parse_asked  # noqa: E402
 
 
 def main() -> int:
@@ -40,6 +43,12 @@ def main() -> int:
     parser.add_argument("--split", default="train")
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--max-length", type=int, default=128)
+    parser.add_argument("--with", dest="asked", default="", help="checks run only when asked for, e.g. "
+                        "data.learnability (as the command line's --with)")
+    parser.add_argument("--sweep-rates", type=int, default=SweepSettings.rates)
+    parser.add_argument("--sweep-steps", type=int, default=SweepSettings.steps)
+    parser.add_argument("--range-steps", type=int, default=SweepSettings.range_steps)
+    parser.add_argument("--epochs", type=int, default=DEFAULT_EPOCHS)
     args = parser.parse_args()
     files = parse_data_files(args.data_files)
     config = RunConfig(checkpoint=args.checkpoint, task=args.task, data_files=files, split=args.split,
@@ -47,18 +56,24 @@ def main() -> int:
                        max_length=args.max_length)
     run = RunContext.open(config)
     timed = runner.run_unit
+    work = Work(no_report)
 
     def unit_timed(context, name, *rest, **keywords):
-        start = time.perf_counter()
+        start, steps = time.perf_counter(), work.done
         results = timed(context, name, *rest, **keywords)
-        print(f"{name:<14} {time.perf_counter() - start:7.1f} s  " + ", ".join(
+        print(f"{name:<14} {time.perf_counter() - start:7.1f} s  {work.done - steps:4.0f} steps  " + ", ".join(
             f"{result.id} {result.status.value}" for result in results), flush=True)
         return results
 
     runner.run_unit = unit_timed
+    settings = runner.Settings(sweep=SweepSettings(rates=args.sweep_rates, steps=args.sweep_steps,
+                                                   range_steps=args.range_steps),
+                               epochs=args.epochs, asked=parse_asked(args.asked))
     start = time.perf_counter()
-    runner.run_units(run, list(registry.UNITS))
-    print(f"{'walk':<14} {time.perf_counter() - start:7.1f} s")
+    with counting(work):  # the runner counts every training step into it
+        runner.run_units(run, list(registry.UNITS), settings)
+    print(f"training_steps = {work.done:.0f}")
+    print(f"walk_s = {time.perf_counter() - start:.1f}")
     return 0
 
 

@@ -12,16 +12,59 @@ from conftest import ROOT
 
 pytestmark = pytest.mark.subprocess
 
-SMALL = {"split_scan.py": (["--rows", "20000", "--repeats", "1"], "split_scan_ratio")}
+# Every bench of bench/, each with the arguments of its small mode and the figure it prints last (run_all.py's
+# own is --check: the performance table is the kept figures', each said beside its target).
+SMALL = {
+    "split_scan.py": (["--rows", "20000", "--repeats", "1"], "split_scan_ratio"),
+    "startup.py": (["--repeats", "1"], "startup_ratio"),
+    "page_switch.py": (["--rounds", "1"], "page_switch_s"),
+    "overfit_ratio.py": (["--epochs", "3", "--repeats", "1"], "overfit_ratio"),
+    "sweep_overhead.py": (["--rates", "2", "--steps", "2", "--repeats", "1", "--by-hand-repeats", "1"],
+                          "sweep_overhead_ratio"),
+    "memory.py": (["--size", "tiny", "--sweep-rates", "2", "--sweep-steps", "2", "--range-steps", "3", "--epochs",
+                   "2"], "memory_ratio"),
+    "room.py": (["--sessions", "2", "--rates", "2", "--steps", "2", "--range-steps", "3"], "room_ratio"),
+    "unit_times.py": (["--sweep-rates", "2", "--sweep-steps", "2", "--range-steps", "3", "--epochs", "2"], "walk_s"),
+    "run_all.py": (["--check"], "room_ratio"),
+}
+# Those that start a streamlit server and drive Chromium.
+BROWSER = {
+    "concurrent_pages.py": (["--epochs", "30"], "page_while_training_ratio"),
+    "shared_server.py": (["--distinct", "1", "--same", "1", "--timeout", "120"], "answered_share"),
+}
+# The one that fine-tunes the real checkpoint for the truth it judges the debugger by.
+REAL = {"lr_truth.py": (["--tasks", "mrpc", "--steps", "2", "--truth-only", "--refresh"], "truth_rates")}
 
 
+def ran(bench: str, args: list[str], figure: str) -> None:
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / bench), *args], cwd=ROOT / "bench",
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:] + done.stdout[-2000:]
+    assert re.search(rf"^{figure} = [0-9.]+", done.stdout, re.M), done.stdout[-2000:]
+
+
+def test_every_bench_has_a_small_mode_here():
+    assert sorted(SMALL) + sorted(BROWSER) + sorted(REAL) == sorted(path.name for path in (ROOT / "bench").glob("*.py")
+                                                                    if path.name != "lr_truth_debugger.py")
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("bench", sorted(SMALL))
 def test_a_bench_runs_in_its_small_mode_and_prints_its_figure(bench):
-    args, figure = SMALL[bench]
-    done = subprocess.run([sys.executable, str(ROOT / "bench" / bench), *args], cwd=ROOT / "bench",
-                          capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert re.search(rf"^{figure} = [0-9.]+$", done.stdout, re.M), done.stdout[-2000:]
+    ran(bench, *SMALL[bench])
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+@pytest.mark.parametrize("bench", sorted(BROWSER))
+def test_a_bench_driving_a_browser_runs_in_its_small_mode(bench):
+    ran(bench, *BROWSER[bench])
+
+
+@pytest.mark.slow
+@pytest.mark.real_checkpoint
+def test_the_rate_truth_bench_runs_in_its_small_mode(real_checkpoint):
+    ran("lr_truth.py", *REAL["lr_truth.py"])
 
 
 def test_every_bench_imports_what_it_uses():

@@ -4,12 +4,14 @@ computing it, watching its progress), say how old a result is, and offer to comp
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import streamlit as st
 
 from diagnostics.core.budget import time_left_text
 from ui.visitors import visitor_id
 from diagnostics.walk.causes import explain
+from diagnostics.walk.runner import planned_steps
 from diagnostics.core.errors import InputError
 from diagnostics.config.training import DEFAULT_EPOCHS, SweepSettings
 from diagnostics.i18n import _, localize, msgn
@@ -42,13 +44,14 @@ def waiting_text(label: str, flight: Flight) -> str:
     return f"{label} {shown(flight.text)} ({flight.elapsed():.0f} s{horizon}{others})"
 
 
-def computed(job: Job, label: str, *, again: bool = False, pin: bool = False) -> Entry | None:
+def computed(job: Job, label: str, *, again: bool = False, pin: bool = False, watch=None) -> Entry | None:
     """The job's shared entry: kept, computed now, or awaited while another session computes it (or while it waits
     its turn for one of the server's heavy slots), with its progress on this page. Unusable input, a visitor with
     too much work queued and a computation past its time limit are messages on the page, and None.
 
     Args:
         pin: keep the entry however many others are computed after it (the Workshop's warm-up).
+        watch: called with the flight at each look while waiting (the Report's bar over every stage).
     """
     requested = st.session_state.get(AGAIN_KEY, set())
     again = again or job.kind in requested
@@ -71,6 +74,8 @@ def computed(job: Job, label: str, *, again: bool = False, pin: bool = False) ->
                 bar = st.progress(0.0, text=waiting_text(label, flight))
                 while not flight.done.wait(0.25):
                     bar.progress(flight.fraction, text=waiting_text(label, flight))
+                    if watch is not None:
+                        watch(flight)
                     store.give_up_if_stuck(job, flight)
                 bar.empty()
         finally:
@@ -120,6 +125,18 @@ def stage_jobs(stage: str, config) -> list[Job]:
     """The jobs whose results make up a stage for this session's settings: one for each of the stage's units
     (`registry.UNITS`), in walk order."""
     return [job for unit in units_of(stage) if (job := session_job(unit, config)) is not None]
+
+
+def planned_jobs(jobs: list[Job]) -> list[tuple[int, bool]]:
+    """Each job's (training steps it plans, whether it traces a copy of its own), for a bar over all of them
+    (`core.progress.in_sequence`); 0 steps for one whose inputs cannot be opened (its own run says why)."""
+    def steps(job: Job) -> int:
+        try:
+            return planned_steps(open_run(job.config), job.kind, replace(job.settings, asked=(job.kind,)))
+        except Exception:
+            return 0
+
+    return [(steps(job), UNITS[job.kind].copy) for job in jobs]
 
 
 def session_job(unit: str, config) -> Job | None:

@@ -182,3 +182,20 @@ def plan(steps: float, traces: int = 0) -> None:
 
 def no_report(fraction: float, text: Text, left: float | None) -> None:
     return None
+
+
+def in_sequence(planned: list[tuple[float, bool]], current: int, fraction: float, left: float | None
+                ) -> tuple[float, float | None]:
+    """How far a sequence of computations run one after another is, and how long all of it has left: `planned` is
+    each one's (steps, whether it traces a copy of its own), `current` the one running, `fraction` of its steps done,
+    `left` its own estimate. The computations still to come cost their steps at the current one's pace, and a trace
+    about ten steps; None without a pace (the current one has none, or plans no steps)."""
+    total = sum(steps for steps, _ in planned) or 1.0
+    steps = planned[current][0]
+    done = sum(steps for steps, _ in planned[:current]) + fraction * steps
+    remaining = (1.0 - fraction) * steps
+    if left is None or remaining <= 0:
+        return min(1.0, done / total), None
+    pace = left / remaining
+    later = sum(count + (10 if traces else 0) for count, traces in planned[current + 1:])
+    return min(1.0, done / total), left + later * pace

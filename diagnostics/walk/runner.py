@@ -127,13 +127,19 @@ def run_units(run: RunContext, names, settings: Settings = Settings(), progress:
         for name in names:  # the plan before any work, so the first estimate already covers all of it
             unit = registry.UNITS[name]
             if unit.plan is not None and name not in unasked:
-                try:
-                    steps = unit.plan(run, settings)
-                except Exception:  # a plan that cannot be made (no split) is the unit's to report, not the plan's
-                    steps = 0
-                work.plan(steps, traces=int(unit.copy and not planned_copy))
+                work.plan(planned_steps(run, name, settings), traces=int(unit.copy and not planned_copy))
                 planned_copy = planned_copy or unit.copy
         return _run_units(run, names, settings, work, unasked)
+
+
+def planned_steps(run: RunContext, name: str, settings: Settings) -> int:
+    """The training steps unit `name` plans on this run (`Unit.plan`); 0 for one that trains nothing, or whose plan
+    cannot be made (no split: the unit reports that itself)."""
+    unit = registry.UNITS[name]
+    try:
+        return int(unit.plan(run, settings)) if unit.plan is not None else 0
+    except Exception:
+        return 0
 
 
 def not_asked(run: RunContext, name: str, settings: Settings) -> Text | None:

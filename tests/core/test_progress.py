@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from diagnostics.core.progress import Work, counting, doing, plan, step
+from diagnostics.core.progress import Work, counting, doing, in_sequence, plan, step
 
 
 
@@ -114,3 +114,11 @@ def test_the_heartbeat_says_the_status_again_while_a_step_takes_long():
     told = threading.Event()
     with Work(lambda *said: told.set(), heartbeat=0.05):
         assert told.wait(5.0)
+
+
+def test_a_sequence_of_computations_tells_the_time_left_of_all_of_them_from_the_running_ones_pace():
+    planned = [(0, False), (60, True), (20, True)]  # quick checks, the sweep, the overfit test (each its own copy)
+    assert in_sequence(planned, 0, 0.5, None) == (0.0, None)  # no steps yet, no pace
+    fraction, left = in_sequence(planned, 1, 0.5, 30.0)  # half the sweep's 60 steps done, 30 s left of it: 1 s a step
+    assert fraction == pytest.approx(30 / 80) and left == pytest.approx(30.0 + 20 + 10)
+    assert in_sequence(planned, 2, 1.0, None) == (1.0, None)
