@@ -3,7 +3,7 @@
 Both start from a fresh copy of the same loaded model, compile, trace and train on the same batch for
 N epochs on CPU; the overfit test adds its bookkeeping (weight reset, progress callback, final predictions).
 
-    python bench/overfit_ratio.py [--checkpoint demo] [--epochs 20] [--repeats 3]
+    python bench/overfit_ratio.py [--checkpoint real|demo|DIR] [--epochs 20] [--repeats 3]
 """
 
 from __future__ import annotations
@@ -15,8 +15,10 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 
 import diagnostics  # noqa: E402,F401
+from real_checkpoint import checkpoint_argument  # noqa: E402
 from diagnostics.keras import data_files, loading  # noqa: E402
 from diagnostics.config.run import DEMO_LEARNING_RATE, RunConfig  # noqa: E402
 from diagnostics.keras.batches import build_first_batch  # noqa: E402
@@ -36,12 +38,15 @@ def plain_fit(model, batch, config, epochs) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--checkpoint", default="demo")
+    parser.add_argument("--checkpoint", default="real", help="real (the real pretrained checkpoint, what users "
+                        "train: the default), demo (the kit's tiny random model, where fixed costs dominate), or a "
+                        "directory")
     parser.add_argument("--epochs", type=int, default=20)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
 
-    config = RunConfig(checkpoint=args.checkpoint, learning_rate=DEMO_LEARNING_RATE)
+    checkpoint = checkpoint_argument(args.checkpoint)
+    config = RunConfig(checkpoint=checkpoint, **({"learning_rate": DEMO_LEARNING_RATE} if checkpoint == "demo" else {}))
     tokenizer = loading.load_tokenizer(config.checkpoint)
     split = data_files.load_split(config)
     model = loading.load_model(config.checkpoint, config.effective_num_labels)

@@ -34,6 +34,23 @@ SECOND = APP + (
 )
 
 
+# The first page rendered after the floor's imports, each thread of the script run profiled (AppTest runs the page in
+# a thread of its own): where the app's time beyond `import tensorflow, transformers` goes.
+PROFILED = (
+    "import cProfile, io, pstats, threading; import tensorflow, transformers; profiles = []; run = threading.Thread.run\n"
+    "def profiled(self):\n"
+    "    profile = cProfile.Profile(); profiles.append(profile); profile.enable()\n"
+    "    try: run(self)\n"
+    "    finally: profile.disable()\n"
+    "threading.Thread.run = profiled\n"
+    "from streamlit.testing.v1 import AppTest\n"
+    f"AppTest.from_file({str(ROOT / 'app.py')!r}, default_timeout=600).run()\n"
+    "out = io.StringIO(); stats = pstats.Stats(*profiles, stream=out); stats.sort_stats('cumulative').print_stats("
+    "'diagnostics|ui/|app_pages|datasets/(load|arrow_dataset)|tokenization_utils_base', 30)\n"
+    "print(out.getvalue())"
+)
+
+
 def timed_process(code: str) -> float:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TF_CPP_MIN_LOG_LEVEL": "3"}
     start = time.perf_counter()
@@ -50,6 +67,8 @@ def second_session_s() -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--profile", action="store_true", help="print where the first page's time goes beyond the "
+                        "floor's imports (cProfile of the page's threads), as comment lines")
     args = parser.parse_args()
 
     timed_process(APP)  # builds the demo checkpoint if needed and warms the file cache for both sides
@@ -57,6 +76,13 @@ def main() -> None:
     for _ in range(args.repeats):  # interleaved, so drift in the machine's load hits both sides alike
         floor.append(timed_process(FLOOR))
         app.append(timed_process(APP))
+    if args.profile:
+        env = {**os.environ, "HF_HUB_OFFLINE": "1", "TF_CPP_MIN_LOG_LEVEL": "3"}
+        done = subprocess.run([sys.executable, "-c", PROFILED], cwd=ROOT, env=env, check=True, capture_output=True,
+                              text=True)
+        for line in done.stdout.splitlines():
+            if line.strip():
+                print(f"# {line}")
     print(f"second_session_first_page_s = {second_session_s():.2f}")
     print(f"import_tf_transformers_s = {statistics.median(floor):.2f}")
     print(f"first_page_s = {statistics.median(app):.2f}")

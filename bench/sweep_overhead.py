@@ -9,7 +9,7 @@ held-out rows, and measuring how far each rate moved the pretrained kernels.
 rate, `from_pretrained`, `compile` with Adam at that rate, `fit` for K steps on the same batches and
 `evaluate` on the same held-out rows; against the sweep from cold (its one copy and trace included).
 
-    python bench/sweep_overhead.py [--checkpoint demo] [--rates 7] [--steps 8] [--repeats 5]
+    python bench/sweep_overhead.py [--checkpoint real|demo|DIR] [--rates 7] [--steps 8] [--repeats 5]
 
 The two sides of each figure are timed in turn; each ratio is the median of the per-turn ratios.
 """
@@ -23,8 +23,10 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 
 import diagnostics  # noqa: E402,F401
+from real_checkpoint import checkpoint_argument  # noqa: E402
 from diagnostics.keras import loading  # noqa: E402
 from diagnostics.config.run import RunConfig  # noqa: E402
 from diagnostics.core.context import RunContext  # noqa: E402
@@ -74,17 +76,19 @@ def by_hand(config: RunConfig, rates: list[float], batches: list, held, steps: i
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--checkpoint", default="demo")
+    parser.add_argument("--checkpoint", default="real", help="real (the real pretrained checkpoint, what users "
+                        "train: the default), demo (the kit's tiny random model, where fixed costs dominate), or a "
+                        "directory")
     parser.add_argument("--rates", type=int, default=7)
     parser.add_argument("--steps", type=int, default=8)
-    parser.add_argument("--batch-size", type=int, default=16)
+    parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--by-hand-repeats", type=int, default=2)
+    parser.add_argument("--by-hand-repeats", type=int, default=1)
     parser.add_argument("--profile", action="store_true", help="print where a warm sweep's time goes (cProfile, the "
                         "functions of most cumulative time), as comment lines")
     args = parser.parse_args()
 
-    config = RunConfig(checkpoint=args.checkpoint, batch_size=args.batch_size)
+    config = RunConfig(checkpoint=checkpoint_argument(args.checkpoint), batch_size=args.batch_size)
     model = loading.load_model(config.checkpoint, config.effective_num_labels)
     run = RunContext.open(config, model_loader=lambda *_: model)
     batches, held = run.training_batches(max(1, min(args.steps // 4, 4)))  # as the Hyperparameters stage does

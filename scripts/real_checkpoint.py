@@ -72,5 +72,11 @@ def _fetch(cache: Path, target: Path, timeout: float) -> Path:
     return build_directory(target, unpack)
 
 
+def checkpoint_argument(name: str) -> str:
+    """A bench's --checkpoint: "real" is this checkpoint's directory (fetched when missing); any other name or
+    directory is itself."""
+    return str(real_checkpoint_dir()) if name == "real" else name
+
+
 if __name__ == "__main__":
     print(real_checkpoint_dir(Path(sys.argv[1]) if len(sys.argv) > 1 else None))
