@@ -1,0 +1,76 @@
+"""What a person running the checks sees while they run: lines in a terminal (a few, not one a step), a
+`tqdm.auto` bar in a notebook, `diagnose()` saying what it runs, and a traced script that says it still runs
+while it is silent."""
+
+import io
+
+import pytest
+
+from diagnostics.usercode import progress_bar
+from diagnostics.usercode.progress_bar import shown_progress
+
+
+def test_a_terminal_gets_a_line_at_most_every_few_seconds_with_the_time_left(monkeypatch):
+    clock = [100.0]
+    monkeypatch.setattr(progress_bar.time, "monotonic", lambda: clock[0])
+    lines = []
+    with shown_progress("diagnose", notebook=False, write=lines.append) as report:
+        report(0.0, "Checking data.columns", None)  # at once: work done within seconds says nothing
+        clock[0] += 4
+        report(0.1, "Training at learning rate 1.0e-05 (1 of 8)", None)
+        clock[0] += 1
+        report(0.2, "Training at learning rate 1.0e-05 (1 of 8)", 50.0)  # within the interval: not said
+        clock[0] += 3
+        report(0.3, "Training at learning rate 4.6e-05 (2 of 8)", 40.0)
+    assert lines == ["diagnose: Training at learning rate 1.0e-05 (1 of 8) (10%)",
+                     "diagnose: Training at learning rate 4.6e-05 (2 of 8) (30%, about 40 s left)"]
+
+
+def test_a_notebook_gets_a_tqdm_bar_that_closes_whatever_happens(monkeypatch):
+    import tqdm.auto
+
+    made = []
+
+    class Bar(tqdm.auto.tqdm):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, file=io.StringIO(), **kwargs)
+            made.append(self)
+
+    monkeypatch.setattr(tqdm.auto, "tqdm", Bar)
+    with pytest.raises(KeyboardInterrupt):
+        with shown_progress("diagnose", notebook=True) as report:
+            report(0.25, "Training on the given labels (36 steps)", 60.0)
+            raise KeyboardInterrupt
+    bar = made[0]
+    assert bar.n == 25 and "about 60 s left" in bar.postfix and bar.disable  # closed (a closed bar is disabled)
+
+
+def test_diagnose_says_what_it_runs_on_stderr_outside_a_notebook(demo_inputs, demo_model, monkeypatch, capsys):
+    from transformers import DataCollatorWithPadding
+
+    from diagnostics import diagnose
+
+    tokenizer, split = demo_inputs
+    tokenized = split.map(lambda rows: tokenizer(rows["premise"], rows["hypothesis"]), batched=True)
+    dataset = tokenized.to_tf_dataset(columns=["input_ids", "attention_mask", "label"], batch_size=16,
+                                      collate_fn=DataCollatorWithPadding(tokenizer, return_tensors="np"))
+    monkeypatch.setattr(progress_bar, "LINE_EVERY_S", 0.0)  # every report a line
+    diagnose(demo_model, dataset, tokenizer, stages="model")
+    said = capsys.readouterr().err
+    assert "diagnose: Reading the model and the dataset (0%)" in said and "diagnose: Checking model.config" in said
+
+
+@pytest.mark.subprocess
+def test_a_traced_script_that_is_silent_is_said_to_still_run(tmp_path, monkeypatch):
+    from diagnostics.usercode import trace
+    from diagnostics.i18n import localize
+
+    monkeypatch.setattr(trace, "QUIET_S", 1.0)
+    script = tmp_path / "slow.py"
+    script.write_text("import time\ntime.sleep(4)\n")
+    said = []
+    trace.trace_script(script, progress=said.append, timeout=60)
+    lines = [localize(line) for line in said]
+    assert lines[0] == "Running slow.py"
+    assert any(line.startswith("Still running (") and line.endswith("s so far): Running slow.py") for line in lines), \
+        lines
