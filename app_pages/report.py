@@ -13,7 +13,9 @@ from diagnostics.core.check import STAGE_TITLES
 from diagnostics.report.formats import build_report, markdown_report
 from diagnostics.core.result import CheckResult
 from ui.render import TRACED_KEY, causes_block, checklist, shown, status_line, traced_results
-from ui.shared import computed, overfit_jobs, planned_jobs, recalled, recalled_all, kept, stage_jobs
+from diagnostics.serve.store import planned_jobs
+from ui.caches import open_run
+from ui.shared import computed, overfit_jobs, recalled, recalled_all, kept, stage_jobs
 from ui.session import current_config
 
 st.title(_("Report"))
@@ -39,7 +41,7 @@ if st.button(_("Run every stage now"), type="primary", key="report.run_all",
     overall = st.progress(0.0, text=_("Running the checks"))
     # Every job's training steps, planned before any runs, so the bar over all of them tells the time left of all
     # (the overfit test's job is made once the sweep is kept, as its key holds the sweep's rate; its steps do not).
-    planned = planned_jobs([job for stage in STAGES for job in stage_jobs(stage, config)])
+    planned = planned_jobs([job for stage in STAGES for job in stage_jobs(stage, config)], open_run)
     number = 0
     for stage in STAGES:  # in order: the overfit test's recommended rate comes from the sweep
         said = _("Running the checks: {stage}").format(stage=_(STAGE_TITLES[stage]))

@@ -117,13 +117,16 @@ def main() -> None:
     parser.add_argument("--max-length", type=int, default=64)
     parser.add_argument("--refresh", action="store_true", help="rerun the fine-tuning even when cached")
     parser.add_argument("--truth-only", action="store_true", help="fine-tune and print the truth, no debugger")
+    parser.add_argument("--rates", default=",".join(f"{rate:g}" for rate in RATES),
+                        help="comma-separated rates to fine-tune at (default: all six)")
     args = parser.parse_args()
+    rates = tuple(float(rate) for rate in args.rates.split(","))
     from real_checkpoint import real_checkpoint_dir
 
     checkpoint = str(real_checkpoint_dir())
     agree = total = 0
     for task in args.tasks.split(","):
-        truth = cached_truth(task, checkpoint, RATES, args.steps, args.batch_size, args.max_length, args.refresh)
+        truth = cached_truth(task, checkpoint, rates, args.steps, args.batch_size, args.max_length, args.refresh)
         bad = truth_labels(truth)
         print(f"\n{task}: {truth['train_rows']} training rows, {truth['held_rows']} held out, "
               f"majority class {truth['majority']:.1%}, {args.steps} steps of batch {args.batch_size}")
@@ -134,12 +137,12 @@ def main() -> None:
             continue
         from lr_truth_debugger import debugger_table
 
-        rows = debugger_table(task_config(task, checkpoint, 8, args.max_length), RATES)
+        rows = debugger_table(task_config(task, checkpoint, 8, args.max_length), rates)
         if not any(not is_bad for is_bad in bad.values()):
             print("  no rate beats the majority class by 5 points: this sample cannot separate the rates")
         print(f"  {'rate':>6}  {'held-out':>8}  {'one class':>9}  {'truth':>5}  {'sweep':>24}  {'overfit':>8}  "
               f"{'debugger':>8}")
-        for rate in RATES:
+        for rate in rates:
             key = f"{rate:g}"
             row = rows[key]
             verdict_bad = row["bad"]

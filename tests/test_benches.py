@@ -34,7 +34,8 @@ BROWSER = {
     "shared_server.py": (["--distinct", "1", "--same", "1", "--timeout", "120"], "answered_share"),
 }
 # The one that fine-tunes the real checkpoint for the truth it judges the debugger by.
-REAL = {"lr_truth.py": (["--tasks", "mrpc", "--steps", "2", "--truth-only", "--refresh"], "truth_rates")}
+REAL = {"lr_truth.py": (["--tasks", "mrpc", "--steps", "2", "--rates", "1e-05,0.001", "--truth-only", "--refresh"],
+                        "truth_rates")}
 
 
 def ran(bench: str, args: list[str], figure: str) -> None:

@@ -4,14 +4,12 @@ computing it, watching its progress), say how old a result is, and offer to comp
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 
 import streamlit as st
 
 from diagnostics.core.budget import time_left_text
 from ui.visitors import visitor_id
 from diagnostics.walk.causes import explain
-from diagnostics.walk.runner import planned_steps
 from diagnostics.core.errors import InputError
 from diagnostics.config.training import DEFAULT_EPOCHS, SweepSettings
 from diagnostics.i18n import _, localize, msgn
@@ -125,18 +123,6 @@ def stage_jobs(stage: str, config) -> list[Job]:
     """The jobs whose results make up a stage for this session's settings: one for each of the stage's units
     (`registry.UNITS`), in walk order."""
     return [job for unit in units_of(stage) if (job := session_job(unit, config)) is not None]
-
-
-def planned_jobs(jobs: list[Job]) -> list[tuple[int, bool]]:
-    """Each job's (training steps it plans, whether it traces a copy of its own), for a bar over all of them
-    (`core.progress.in_sequence`); 0 steps for one whose inputs cannot be opened (its own run says why)."""
-    def steps(job: Job) -> int:
-        try:
-            return planned_steps(open_run(job.config), job.kind, replace(job.settings, asked=(job.kind,)))
-        except Exception:
-            return 0
-
-    return [(steps(job), UNITS[job.kind].copy) for job in jobs]
 
 
 def session_job(unit: str, config) -> Job | None:

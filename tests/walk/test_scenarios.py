@@ -23,9 +23,12 @@ SWEEP = SweepSettings(rates=4, steps=8, range_steps=20)
 
 @functools.lru_cache(maxsize=None)  # a scenario's run is read by several tests; none changes it
 def run_scenario(name, seed=0):
+    """Every stage of the scenario; under the other seeds learnability (half a kit walk's time: two runs of 36
+    steps) runs only where it owns one of the scenario's causes, as seed 0 holds it to no false finding anywhere."""
     scenario = get_scenario(name)
     config = scenario.apply(default_config(False, seed=seed)).validated()
-    return scenario, run_stages(RunContext.open(config), sweep=SWEEP)
+    skip = () if seed == 0 or "data.learnability" in scenario.expected_ids() else ("learnability",)
+    return scenario, run_stages(RunContext.open(config), sweep=SWEEP, skip=skip)
 
 
 def assert_one_voice(scenario, results):
