@@ -13,7 +13,7 @@ from diagnostics.core.check import STAGE_TITLES
 from diagnostics.report.formats import build_report, markdown_report
 from diagnostics.core.result import CheckResult
 from ui.render import TRACED_KEY, causes_block, checklist, shown, status_line, traced_results
-from diagnostics.serve.store import planned_jobs
+from diagnostics.walk.runner import planned_jobs
 from ui.caches import open_run
 from ui.shared import computed, overfit_jobs, recalled, recalled_all, kept, stage_jobs
 from ui.session import current_config

@@ -20,7 +20,7 @@ from diagnostics.core.errors import InputError
 from diagnostics.config.training import DEFAULT_EPOCHS, SweepSettings
 from diagnostics.i18n import Text, msg, msgn
 from diagnostics.core.result import CheckResult
-from diagnostics.walk.runner import Settings, planned_steps, run_units
+from diagnostics.walk.runner import Settings, run_units
 
 Progress = Callable[[float, str, "float | None"], None]  # (fraction, text, seconds left): `core.progress.Report`
 
@@ -51,19 +51,6 @@ class Job:
     def run(self, run, progress: Progress | None = None) -> list[CheckResult]:
         """The job's results on `run` (a RunContext of this configuration), from the one runner."""
         return run_units(run, (self.kind,), replace(self.settings, asked=(self.kind,)), progress)  # a page asks
-
-
-def planned_jobs(jobs: list[Job], open_run) -> list[tuple[int, bool]]:
-    """Each job's (training steps it plans, whether it traces a copy of its own), for a bar over all of them
-    (`core.progress.in_sequence`); `open_run(config)` gives a job's run context. 0 steps for one whose inputs cannot
-    be opened (its own run says why)."""
-    def steps(job: Job) -> int:
-        try:
-            return planned_steps(open_run(job.config), job.kind, replace(job.settings, asked=(job.kind,)))
-        except Exception:
-            return 0
-
-    return [(steps(job), registry.UNITS[job.kind].copy) for job in jobs]
 
 
 def training_job(config: RunConfig, settings: SweepSettings = SweepSettings()) -> Job:

@@ -142,6 +142,19 @@ def planned_steps(run: RunContext, name: str, settings: Settings) -> int:
         return 0
 
 
+def planned_jobs(jobs, open_run) -> list[tuple[int, bool]]:
+    """For each job (a `serve.store.Job`: a unit's `kind`, `config` and `settings`), the training steps it plans and
+    whether it traces a copy of its own, for a bar over all of them (`core.progress.in_sequence`); `open_run(config)`
+    gives a job's run context. 0 steps for one whose inputs cannot be opened (its own run says why)."""
+    def steps(job) -> int:
+        try:
+            return planned_steps(open_run(job.config), job.kind, replace(job.settings, asked=(job.kind,)))
+        except Exception:
+            return 0
+
+    return [(steps(job), registry.UNITS[job.kind].copy) for job in jobs]
+
+
 def not_asked(run: RunContext, name: str, settings: Settings) -> Text | None:
     """Why unit `name` does not run on this run unless asked for (`Unit.on_request`), or None when it runs."""
     unit = registry.UNITS[name]
