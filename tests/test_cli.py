@@ -164,6 +164,8 @@ def test_overfit_at_rate_10_fails_with_the_cause(tmp_path):
         (["--scenario", "nope"], "Unknown scenario"),
         (["--skip", "data.learnability,data.vibes"], "Unknown check(s) data.vibes to skip"),
         (["--skip", "hparams.lr_range_test"], "skip them all or none (add hparams.lr_sweep)"),
+        (["--with", "data.vibes"], "Unknown check(s) data.vibes to run"),
+        (["--with", "hparams.lr_sweep"], "ask for them all or none (add hparams.lr_range_test)"),
     ],
 )
 def test_more_unusable_input_exits_2_with_one_line(args, message, capsys):

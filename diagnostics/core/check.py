@@ -161,7 +161,6 @@ class Unit:
         reads: outputs of other checks it is called with, as "check_id:key" (an evidence key of that check's
             result; the key is also the keyword), so the runner runs that check's unit first when both run.
         heavy: it loads the model or trains a copy (the app queues it for one of the server's heavy slots).
-        progress: it reports its progress (it is called with `progress=`).
         copy: it trains a copy of the model, the one its call of the runner shares between such units (it is called
             with `copies=`, a `training.SharedCopy`), so the copy is made and traced once a call.
         plan: `plan(run, settings) -> steps`, the training steps it will take (`runner.Settings`), so the runner
@@ -177,7 +176,6 @@ class Unit:
     takes: tuple[str, ...] = ()
     reads: tuple[str, ...] = ()
     heavy: bool = True
-    progress: bool = False
     copy: bool = False
     plan: Callable | None = None
     on_request: Callable | None = None

@@ -25,6 +25,8 @@ Report = Callable[[float, Text, "float | None"], None]
 
 # Steps timed after the first traced one before any time is told: one step is noise, two are a pace.
 MIN_PACED_STEPS = 2
+# What tracing a copy's train step costs, in steps, before one has been measured.
+TRACE_STEPS = 10
 
 
 class Work:
@@ -47,8 +49,7 @@ class Work:
         self.paced_steps = 0.0
         self.trace_seconds: list[float] = []  # the first step of each traced copy, tracing included
         self.text: Text = msg("Starting")
-        self.started = self._last = clock()
-        self._said = self.started
+        self._last = self._said = clock()
         self._lock = threading.Lock()
         self._stopped = threading.Event()
         self._thread: threading.Thread | None = None
@@ -108,7 +109,7 @@ class Work:
                 return None
             traces = max(0, self.traces_planned - self.traces_done)
             extra = max(0.0, sum(self.trace_seconds) / len(self.trace_seconds) - pace) if self.trace_seconds else \
-                10 * pace  # no copy traced yet in this computation: tracing costs about ten steps
+                TRACE_STEPS * pace
             seconds = remaining * pace + traces * extra
             under_way = self.clock() - self._last
         return max(pace * min(remaining, 1.0), seconds - under_way)
@@ -184,12 +185,30 @@ def no_report(fraction: float, text: Text, left: float | None) -> None:
     return None
 
 
+class Lines:
+    """When progress is worth a line in a terminal or a log: nothing for work done within `every` seconds, then a
+    new text a second after the last line (the copy being traced says so while it is traced), the same text again
+    every `every` seconds; a line a check or a step would flood the screen."""
+
+    def __init__(self, every: float = 3.0, new_after: float = 1.0):
+        self.every, self.new_after = every, new_after
+        self.at, self.text = time.monotonic(), None
+
+    def due(self, text: str) -> bool:
+        now = time.monotonic()
+        wait = min(self.new_after, self.every) if self.text is not None and text != self.text else self.every
+        if now - self.at < wait:
+            return False
+        self.at, self.text = now, text
+        return True
+
+
 def in_sequence(planned: list[tuple[float, bool]], current: int, fraction: float, left: float | None
                 ) -> tuple[float, float | None]:
     """How far a sequence of computations run one after another is, and how long all of it has left: `planned` is
     each one's (steps, whether it traces a copy of its own), `current` the one running, `fraction` of its steps done,
     `left` its own estimate. The computations still to come cost their steps at the current one's pace, and a trace
-    about ten steps; None without a pace (the current one has none, or plans no steps)."""
+    `TRACE_STEPS`; None without a pace (the current one has none, or plans no steps)."""
     total = sum(steps for steps, _ in planned) or 1.0
     steps = planned[current][0]
     done = sum(steps for steps, _ in planned[:current]) + fraction * steps
@@ -197,5 +216,5 @@ def in_sequence(planned: list[tuple[float, bool]], current: int, fraction: float
     if left is None or remaining <= 0:
         return min(1.0, done / total), None
     pace = left / remaining
-    later = sum(count + (10 if traces else 0) for count, traces in planned[current + 1:])
+    later = sum(count + (TRACE_STEPS if traces else 0) for count, traces in planned[current + 1:])
     return min(1.0, done / total), left + later * pace

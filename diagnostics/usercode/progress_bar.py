@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import contextlib
 import sys
-import time
 from typing import Callable, Iterator
 
 from diagnostics.core.budget import time_left_text
-from diagnostics.core.progress import Report
+from diagnostics.core.progress import Lines, Report
 from diagnostics.i18n import localize
 
 # Seconds of work before a terminal's first line, and between two lines.
@@ -51,14 +50,12 @@ def shown_progress(title: str, *, notebook: bool | None = None, write: Callable[
         return
 
     out = write or (lambda line: print(line, file=sys.stderr, flush=True))
-    last = [time.monotonic()]
+    lines = Lines(every=LINE_EVERY_S)
 
     def line(fraction: float, text, left: float | None) -> None:
-        # Nothing for work done within LINE_EVERY_S, then a line at most every LINE_EVERY_S seconds.
-        now, said = time.monotonic(), localize(text)
-        if now - last[0] < LINE_EVERY_S:
+        said = localize(text)
+        if not lines.due(said):
             return
-        last[0] = now
         out(f"{title}: {said} ({fraction:.0%}" + ("" if left is None else f", {localize(time_left_text(left))}")
             + ")")
 

@@ -7,11 +7,11 @@ import contextlib
 import json
 import os
 from pathlib import Path
-import time
 import traceback
 from typing import Any, Callable
 
 from diagnostics.core.budget import time_left_text
+from diagnostics.core.progress import Lines
 from diagnostics.i18n import message_of, msg, to_data
 from diagnostics.usercode.script_errors import _classify
 from diagnostics.usercode.trace import _notes, _said
@@ -33,15 +33,13 @@ class Reports:
         """The checks' progress as lines for the parent: what runs, how far along, and from the pace of a step
         how long is left (`core.progress`)."""
 
-        last = [time.monotonic()]
+        lines = Lines(every=LINE_EVERY_S)
 
         def progress(fraction: float, text, left: float | None) -> None:
-            # At most a line every LINE_EVERY_S seconds (a line a check or a step would flood the terminal); the
-            # heartbeat says one at least every `runner.HEARTBEAT_S`.
-            now = time.monotonic()
-            if now - last[0] < LINE_EVERY_S:
+            # A few lines, not one a check or a step (`core.progress.Lines`); the heartbeat says one at least
+            # every `runner.HEARTBEAT_S`.
+            if not lines.due(str(text)):
                 return
-            last[0] = now
             self.say(msg("{text} ({fraction:.0%})", text=text, fraction=fraction) if left is None else
                      msg("{text} ({fraction:.0%}, {left})", text=text, fraction=fraction, left=time_left_text(left)))
 

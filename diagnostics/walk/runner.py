@@ -216,7 +216,7 @@ def run_unit(run: RunContext, name: str, settings: Settings, work: progress_of.W
                 return skips
             if work is not None:
                 work.doing(msg("Checking {checks}", checks=", ".join(wanted)))
-            kwargs = inputs(unit, settings, work, earlier, copies)
+            kwargs = inputs(unit, settings, earlier, copies)
             return skips + [result for result in unit.function(run, **kwargs) if result.id in wanted]
     except InputError:
         raise
@@ -245,17 +245,15 @@ def measured_alone(run: RunContext, check_id: str, work: progress_of.Work | None
     return run_check(check_id, check.stage, measure, reraise=InputError)
 
 
-def inputs(unit: Unit, settings: Settings, work: progress_of.Work | None, earlier, copies=None) -> dict:
+def inputs(unit: Unit, settings: Settings, earlier, copies=None) -> dict:
     """The keywords a unit is called with: the settings it takes, the outputs it reads (from a result of this
-    call, else from `settings`), its progress callback, and the call's shared copy of the model."""
+    call, else from `settings`), and the call's shared copy of the model. A unit says what it runs, and counts its
+    training steps, into the call's computation (`core.progress`)."""
     kwargs = {field.name: getattr(settings, field.name) for field in fields(settings) if field.name in unit.takes}
     for read in unit.reads:
         check_id, key = read.split(":", 1)
         found = next((result for result in earlier if result.id == check_id), None)
         kwargs[key] = (found.evidence or {}).get(key) if found is not None else getattr(settings, key, None)
-    if unit.progress:  # a unit says what it does; how far the whole call is comes from its steps
-        kwargs["progress"] = (lambda fraction, text: work.doing(text)) if work is not None else \
-            (lambda fraction, text: None)
     if unit.copy:
         kwargs["copies"] = copies if copies is not None else SharedCopy()
     return kwargs

@@ -40,23 +40,32 @@ def parse_skip(text: str | None) -> tuple[str, ...]:
     Raises:
         InputError: an unknown check, or a check named without the others of its unit.
     """
-    names = [name.strip() for name in (text or "").split(",") if name.strip()]
-    unknown = [name for name in names if name not in registry.CHECKS or registry.CHECKS[name].runs_in is None]
-    if unknown:
-        raise InputError(msg("Unknown check(s) {unknown} to skip; `python -m diagnostics checks` lists them.",
-                             unknown=", ".join(unknown)))
-    units = tuple(dict.fromkeys(registry.CHECKS[name].runs_in for name in names))
-    for unit in units:
-        if left := [check for check in registry.unit_checks(unit) if check not in names]:
-            raise InputError(msg("{checks} run together in one unit: skip them all or none (add {left}).",
-                                 checks=", ".join(registry.unit_checks(unit)), left=", ".join(left)))
-    return units
+    return _units_named(text, asked=False)
 
 
 def parse_asked(text: str | None) -> tuple[str, ...]:
     """'data.learnability' -> the units of those checks, to run even where they run only on request
-    (`Unit.on_request`); the same rules and errors as `parse_skip`."""
-    return parse_skip(text)
+    (`Unit.on_request`); the same rules as `parse_skip`, its errors saying "to run"."""
+    return _units_named(text, asked=True)
+
+
+def _units_named(text: str | None, *, asked: bool) -> tuple[str, ...]:
+    names = [name.strip() for name in (text or "").split(",") if name.strip()]
+    unknown = [name for name in names if name not in registry.CHECKS or registry.CHECKS[name].runs_in is None]
+    if unknown:
+        raise InputError(msg("Unknown check(s) {unknown} to run; `python -m diagnostics checks` lists them.",
+                             unknown=", ".join(unknown)) if asked else
+                         msg("Unknown check(s) {unknown} to skip; `python -m diagnostics checks` lists them.",
+                             unknown=", ".join(unknown)))
+    units = tuple(dict.fromkeys(registry.CHECKS[name].runs_in for name in names))
+    for unit in units:
+        if left := [check for check in registry.unit_checks(unit) if check not in names]:
+            checks = ", ".join(registry.unit_checks(unit))
+            raise InputError(msg("{checks} run together in one unit: ask for them all or none (add {left}).",
+                                 checks=checks, left=", ".join(left)) if asked else
+                             msg("{checks} run together in one unit: skip them all or none (add {left}).",
+                                 checks=checks, left=", ".join(left)))
+    return units
 
 
 def run_stages(run: RunContext, stages: tuple[str, ...] = STAGES, *, sweep: SweepSettings = SweepSettings(),

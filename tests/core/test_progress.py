@@ -122,3 +122,20 @@ def test_a_sequence_of_computations_tells_the_time_left_of_all_of_them_from_the_
     fraction, left = in_sequence(planned, 1, 0.5, 30.0)  # half the sweep's 60 steps done, 30 s left of it: 1 s a step
     assert fraction == pytest.approx(30 / 80) and left == pytest.approx(30.0 + 20 + 10)
     assert in_sequence(planned, 2, 1.0, None) == (1.0, None)
+
+
+def test_lines_say_a_new_step_within_a_second_and_the_same_one_every_few_seconds(monkeypatch):
+    from diagnostics.core import progress
+
+    clock = [0.0]
+    monkeypatch.setattr(progress.time, "monotonic", lambda: clock[0])
+    lines = progress.Lines(every=3.0, new_after=1.0)
+    said = []
+    for at, text in [(0.5, "Checking data.columns"), (3.0, "Checking model.forward"), (3.5, "Copying the model"),
+                     (4.2, "Copying the model"), (5.0, "Training"), (5.5, "Training"), (8.0, "Training")]:
+        clock[0] = at
+        if lines.due(text):
+            said.append((at, text))
+    # Work done within 3 s says nothing; a new text waits a second (the copy is said while it is traced), the same
+    # one three.
+    assert said == [(3.0, "Checking model.forward"), (4.2, "Copying the model"), (5.5, "Training")]

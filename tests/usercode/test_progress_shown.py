@@ -6,13 +6,14 @@ import io
 
 import pytest
 
+from diagnostics.core import progress as core_progress
 from diagnostics.usercode import progress_bar
 from diagnostics.usercode.progress_bar import shown_progress
 
 
 def test_a_terminal_gets_a_line_at_most_every_few_seconds_with_the_time_left(monkeypatch):
     clock = [100.0]
-    monkeypatch.setattr(progress_bar.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(core_progress.time, "monotonic", lambda: clock[0])
     lines = []
     with shown_progress("diagnose", notebook=False, write=lines.append) as report:
         report(0.0, "Checking data.columns", None)  # at once: work done within seconds says nothing

@@ -149,8 +149,8 @@ def test_one_call_trains_one_copy_of_the_model_for_every_unit_that_trains(walk, 
 
 def test_each_call_has_its_own_copy(run):
     """Two calls (two pages, or two sessions of the app at once on one context) never train the same copy."""
-    first = runner.inputs(registry.UNITS["overfit"], SMALL, None, ())["copies"]
-    second = runner.inputs(registry.UNITS["overfit"], SMALL, None, ())["copies"]
+    first = runner.inputs(registry.UNITS["overfit"], SMALL, ())["copies"]
+    second = runner.inputs(registry.UNITS["overfit"], SMALL, ())["copies"]
     assert isinstance(first, SharedCopy) and first is not second
 
 

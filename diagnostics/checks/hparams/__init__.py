@@ -12,5 +12,5 @@ CAUSES = tuple(cause for module in MODULES for cause in getattr(module, "CAUSES"
 UNITS = (
     Unit("setup", "hparams", needs=("columns", "model", "batch")),
     Unit("training", "hparams", training.measure_training, ("columns", "model", "batch", "range", "flows"),
-         takes=("sweep",), progress=True, copy=True, plan=training.planned_steps),
+         takes=("sweep",), copy=True, plan=training.planned_steps),
 )

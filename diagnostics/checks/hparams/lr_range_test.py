@@ -8,9 +8,9 @@ from typing import Any, Callable, TypedDict
 import numpy as np
 
 from diagnostics.checks.common import WARN_DRIFT
-from diagnostics.checks.hparams.lr_sweep import Progress, _finite_or_none, _no_progress
+from diagnostics.checks.hparams.lr_sweep import _finite_or_none
 from diagnostics.config.training import SweepSettings
-from diagnostics.core import progress as planned
+from diagnostics.core import progress
 from diagnostics.core.check import Check, Condition
 from diagnostics.core.result import CheckResult, judge
 from diagnostics.core.rules import Above, AtMost
@@ -22,7 +22,7 @@ from diagnostics.core.curves import round_down_rate, smoothed
 RANGE_SMOOTHING = 0.98
 
 
-def lr_range_test(trainer: Trainer, settings: SweepSettings, progress: Progress = _no_progress, *,
+def lr_range_test(trainer: Trainer, settings: SweepSettings, *,
                   stop_factor: float = 4.0) -> dict[str, Any]:
     """One run with the rate rising exponentially each step (fastai's lr_find); weights restored afterwards.
 
@@ -35,7 +35,7 @@ def lr_range_test(trainer: Trainer, settings: SweepSettings, progress: Progress 
     chunk = 10  # steps run back to back between checks for a blow-up
     try:
         for start in range(0, len(rates), chunk):
-            progress(start / len(rates), msg("Range test: learning rate {rate:.1e}", rate=rates[start]))
+            progress.doing(msg("Range test: learning rate {rate:.1e}", rate=rates[start]))
             block = rates[start:start + chunk]
             tried += block
             losses += trainer.run(len(block), block)
@@ -45,8 +45,7 @@ def lr_range_test(trainer: Trainer, settings: SweepSettings, progress: Progress 
                 break
     finally:
         trainer.reset(settings.range_start)
-        planned.plan(-(len(rates) - len(tried)))  # the steps a stop spared are no longer to come
-    progress(1.0, msg("Range test done"))
+        progress.plan(-(len(rates) - len(tried)))  # the steps a stop spared are no longer to come
     return {"learning_rates": tried, "losses": [_finite_or_none(v) for v in losses],
             "smoothed": [_finite_or_none(v) for v in smoothed(losses, RANGE_SMOOTHING)]}
 

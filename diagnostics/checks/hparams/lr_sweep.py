@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, TypedDict
+from typing import Any, TypedDict
 
 import numpy as np
 
 from diagnostics.checks.common import FAIL_DRIFT, WARN_DRIFT
 from diagnostics.config.run import usual_rate
 from diagnostics.config.training import SweepSettings
+from diagnostics.core import progress
 from diagnostics.core.check import Cause, Check, Condition, Explains
 from diagnostics.core.fixes import RateFix
 from diagnostics.core.result import CheckResult, judge
@@ -20,15 +21,8 @@ from diagnostics.keras.training import Trainer, weight_drift
 from diagnostics.core.curves import smoothed
 
 
-Progress = Callable[[float, str], None]
-
-
-def _no_progress(fraction: float, text: str) -> None:
-    return None
-
-
 def lr_sweep(trainer: Trainer, settings: SweepSettings, held, *, configured_rate: float | None = None,
-             regression: bool = False, progress: Progress = _no_progress) -> dict[str, Any]:
+             regression: bool = False) -> dict[str, Any]:
     """The same batches from the same initial weights, K steps at each rate of a log grid (and at the
     configured rate), each scored on held-out rows and by how far it moved the pretrained weights.
 
@@ -50,8 +44,8 @@ def lr_sweep(trainer: Trainer, settings: SweepSettings, held, *, configured_rate
     start = held_out_figures(trainer.model, held, regression)
     curves, scores, drifts = [], [], []
     for index, rate in enumerate(rates):
-        progress(index / len(rates), msg("Training at learning rate {rate:.1e} ({number} of {count})",
-                                                 rate=rate, number=index + 1, count=len(rates)))
+        progress.doing(msg("Training at learning rate {rate:.1e} ({number} of {count})", rate=rate,
+                           number=index + 1, count=len(rates)))
         trainer.reset(rate)
         curve = trainer.run(settings.steps)
         # Once a step is non-finite every later one is too; the running mean hides that, so say it.
@@ -60,7 +54,6 @@ def lr_sweep(trainer: Trainer, settings: SweepSettings, held, *, configured_rate
         scores.append(held_out_figures(trainer.model, held, regression))
         drifts.append(weight_drift(trainer.source, trainer.model) / settings.steps)
     trainer.reset(rates[0])
-    progress(1.0, msg("Sweep done"))
     return {
         "learning_rates": rates,
         "configured_rate": configured_rate,

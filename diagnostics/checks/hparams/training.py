@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 from diagnostics.checks.hparams.lr_range_test import CHECK as LR_RANGE_TEST, check_lr_range_test, lr_range_test
-from diagnostics.checks.hparams.lr_sweep import CHECK as LR_SWEEP, Progress, _no_progress, check_lr_sweep, lr_sweep
+from diagnostics.checks.hparams.lr_sweep import CHECK as LR_SWEEP, check_lr_sweep, lr_sweep
 from diagnostics.config.run import RunConfig
 from diagnostics.config.training import SweepSettings
 from diagnostics.core.context import RunContext
 from diagnostics.core.result import CheckResult, run_check
-from diagnostics.i18n import msg
 from diagnostics.keras.training import SharedCopy, Trainer, effective_rate, head_only, trains_pretrained
 
 
 def run_training_checks(config: RunConfig, model, batches: list, settings: SweepSettings,
-                        progress: Progress = _no_progress, *, held, copies: SharedCopy | None = None
+                        *, held, copies: SharedCopy | None = None
                         ) -> list[CheckResult]:
     """The Hyperparameters stage's checks that train (the sweep and the range test), on one copy of the (never
     modified) model (`copies`: the one shared with the call's other training checks; a new one when None).
@@ -28,20 +27,18 @@ def run_training_checks(config: RunConfig, model, batches: list, settings: Sweep
 
     def trainer() -> Trainer:
         if not holder:
-            progress(0.0, msg("Copying the model and tracing its train step (once for every rate)"))
             holder.append((copies or SharedCopy()).trainer(model, batches, config))
         return holder[0]
 
     rate = effective_rate(config)
     results.append(run_check(LR_SWEEP.id, LR_SWEEP.stage, lambda: check_lr_sweep(
         lr_sweep(trainer(), settings, held, configured_rate=rate,
-                 regression=task.regression, progress=lambda f, t: progress(0.7 * f, t)),
+                 regression=task.regression),
         rate, pretrained=pretrained, head_only=head)))
     safe, best = ((results[-1].evidence or {}).get(key) for key in ("max_safe_rate", "best_rate"))
     results.append(run_check(LR_RANGE_TEST.id, LR_RANGE_TEST.stage, lambda: check_lr_range_test(
-        lr_range_test(trainer(), settings, lambda f, t: progress(0.7 + 0.3 * f, t)), max_safe_rate=safe,
+        lr_range_test(trainer(), settings), max_safe_rate=safe,
         sweep_rate=best)))
-    progress(1.0, msg("Done"))
     return results
 
 
@@ -58,6 +55,6 @@ def planned_steps(run: RunContext, settings) -> int:
     return len(set(sweep.grid() + [effective_rate(run.config)])) * sweep.steps + sweep.range_steps
 
 
-def measure_training(run: RunContext, *, sweep: SweepSettings, progress, copies) -> list[CheckResult]:
+def measure_training(run: RunContext, *, sweep: SweepSettings, copies) -> list[CheckResult]:
     batches, held = _batches(run, sweep)
-    return run_training_checks(run.config, run.classifier[0], batches, sweep, progress, held=held, copies=copies)
+    return run_training_checks(run.config, run.classifier[0], batches, sweep, held=held, copies=copies)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, TypedDict
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -11,6 +11,7 @@ from diagnostics.checks.common import WARN_DRIFT
 from diagnostics.config.run import RunConfig
 from diagnostics.config.tasks import GlueTask
 from diagnostics.config.training import DEFAULT_EPOCHS
+from diagnostics.core import progress
 from diagnostics.core.budget import check_deadline
 from diagnostics.core.check import Check, Condition
 from diagnostics.core.context import RunContext
@@ -45,7 +46,6 @@ def every_label_indices(labels: np.ndarray, task: GlueTask, batch_size: int, see
 
 
 def overfit_one_batch(model, batch: FirstBatch, config: RunConfig, epochs: int, *, rate: float | None = None,
-                      progress: Callable[[float, str], None] = lambda fraction, text: None,
                       copies: SharedCopy | None = None) -> dict[str, Any]:
     """Train a copy of the model on one batch for `epochs` epochs with plain `model.fit`; the model is untouched.
     `copies` gives the copy (one shared with other training checks; a new one when None).
@@ -62,7 +62,8 @@ def overfit_one_batch(model, batch: FirstBatch, config: RunConfig, epochs: int, 
     trainer.reset(rate)
     report = tf_keras.callbacks.LambdaCallback(
         on_epoch_begin=lambda epoch, logs: check_deadline(f"at epoch {epoch + 1} of {epochs} of the overfit test"),
-        on_epoch_end=lambda epoch, logs: progress((epoch + 1) / epochs, msg("Epoch {epoch} of {epochs}: loss {loss:.4f}", epoch=epoch + 1, epochs=epochs, loss=logs["loss"])))
+        on_epoch_end=lambda epoch, logs: progress.doing(msg("Epoch {epoch} of {epochs}: loss {loss:.4f}",
+                                                            epoch=epoch + 1, epochs=epochs, loss=logs["loss"])))
     try:
         history = trainer.fit(batch.tf_batch, epochs, callbacks=[report])
     except Exception as exc:  # what model.fit itself raises is the finding (e.g. a label out of range on CPU)
@@ -227,9 +228,7 @@ def check_overfit(figures: dict[str, Any], rows: list[dict[str, Any]], *,
 
 def run_overfit_checks(config: RunConfig, model, tokenizer, split, *, epochs: int = DEFAULT_EPOCHS,
                        rate: float | None = None, best_rate: float | None = None,
-                       configured_broke: bool | None = None,
-                       progress: Callable[[float, str], None] = lambda fraction, text: None,
-                       copies: SharedCopy | None = None) -> list[CheckResult]:
+                       configured_broke: bool | None = None, copies: SharedCopy | None = None) -> list[CheckResult]:
     """The overfit test on a batch holding every label of a split that has labels; the model given is never
     modified (`copies`: the copy to train, shared with the call's other training checks).
 
@@ -255,7 +254,7 @@ def run_overfit_checks(config: RunConfig, model, tokenizer, split, *, epochs: in
         rate, source = (usual, "usual") if not math.isclose(usual, configured, rel_tol=1e-6) else (best_rate, "sweep")
         if rate is None:
             rate, source = configured, "configured"
-    figures = overfit_one_batch(model, batch, config, epochs, rate=rate, progress=progress, copies=copies)
+    figures = overfit_one_batch(model, batch, config, epochs, rate=rate, copies=copies)
     num_labels = head_of(model).num_labels
     batch_labels = np.asarray(batch.rows[LABEL])
     figures.update(configured_rate=configured, rate_source=source, num_labels=num_labels,
@@ -278,10 +277,9 @@ def planned_steps(run: RunContext, settings) -> int:
 
 
 def measure_overfit(run: RunContext, *, epochs: int, rate: float | None, best_rate: float | None,
-                    configured_broke: bool | None, progress, copies) -> list[CheckResult]:
+                    configured_broke: bool | None, copies) -> list[CheckResult]:
     return run_overfit_checks(run.config, run.classifier[0], run.tokenizer, run.split, epochs=epochs, rate=rate,
-                              best_rate=best_rate, configured_broke=configured_broke, progress=progress,
-                              copies=copies)
+                              best_rate=best_rate, configured_broke=configured_broke, copies=copies)
 
 
 class Evidence(TypedDict, total=False):
