@@ -71,7 +71,8 @@ BENCHES = (
                                                      "split_scan_ratio_rescan"), "at most 3"),
     Bench("sweep_overhead", "sweep_overhead_ratio", "the sweep over 7 rates x 8 steps on the real checkpoint (batch "
           "8), warm, against 7 x 8 calls of the same traced train function on the same tensors (what is left: "
-          "scoring each rate on held-out rows, about half, and each rate's reset and drift; `--profile`)", ("sweep_s", "floor_s", "sweep_setup_s"),
+          "scoring each rate on held-out rows through the copy's traced forward pass, and each rate's reset and "
+          "drift; `--profile`)", ("sweep_s", "floor_s", "sweep_setup_s"),
           "at most 1.3"),
     Bench("sweep_overhead", "sweep_vs_by_hand_ratio", "the same sweep from cold (copy and trace included) against "
           "writing it by hand: `from_pretrained`, `compile`, `fit` for 8 steps and `evaluate` at each of the 7 "

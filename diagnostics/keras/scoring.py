@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from diagnostics.keras.keras_model import call, class_ids, class_logits
+from diagnostics.keras.keras_model import Forward, call, class_ids, class_logits
 from diagnostics.keras.training import split_batch
 
 
@@ -30,13 +30,16 @@ def per_sample_losses(logits: np.ndarray, labels: np.ndarray, regression: bool) 
     return np.where(valid, -picked, np.nan)
 
 
-def held_out_figures(model, batch, regression: bool) -> dict[str, Any]:
+def held_out_figures(model, batch, regression: bool, forward: Forward | None = None) -> dict[str, Any]:
     """Loss, accuracy and the share of the commonest predicted class on a batch the model never trained on.
 
     Rows whose label is outside the head's range are left out (they have no loss to measure).
+
+    Args:
+        forward: the model's traced forward pass, when it scores more than once (a trainer's `forward`).
     """
     inputs, labels = split_batch(batch)
-    logits = class_logits(model, call(model, inputs))
+    logits = class_logits(model, forward(inputs) if forward is not None else call(model, inputs))
     labels = class_ids(labels)
     losses = per_sample_losses(logits, labels, regression)
     if regression:

@@ -14,7 +14,7 @@ from diagnostics.core import progress
 from diagnostics.core.budget import check_deadline
 from diagnostics.i18n import msg
 from diagnostics.keras.internals import is_pretrained_kernel
-from diagnostics.keras.keras_model import (call, class_ids, class_logits, copy_weights, fresh_copy, head_of,  # noqa: F401 (re-exported)
+from diagnostics.keras.keras_model import (Forward, call, class_ids, class_logits, copy_weights, fresh_copy, head_of,  # noqa: F401 (re-exported)
                                      encoder_variables, model_config, pretrained_variables,
                                      unused_by_output)
 from diagnostics.keras.optimizers import clone_optimizer, current_rate
@@ -306,6 +306,7 @@ class Trainer:
         self.config, self.metrics = config, metrics
         self.use(batches)
         self.train_function = self.model.make_train_function()
+        self.forward = Forward(self.model)  # the copy scored on held-out rows, as often as a sweep has rates
 
     def takes(self, model, batches: list, config: RunConfig) -> bool:
         """Whether this copy can train on these batches as a new Trainer would: the same model and configuration,
@@ -337,11 +338,13 @@ class Trainer:
 
     def reset(self, rate: float) -> None:
         """Initial weights, fresh optimizer state, the given learning rate, and back to the first batch."""
+        import tensorflow as tf
+
         copy_weights(self.source, self.model)
         # Legacy optimizers (AdamWeightDecay) list their variables with a method.
         variables = self.optimizer.variables
         for variable in (variables() if callable(variables) else variables):
-            variable.assign(np.zeros(variable.shape, dtype=variable.dtype.as_numpy_dtype))
+            variable.assign(tf.zeros(variable.shape, dtype=variable.dtype))
         self.optimizer.learning_rate = rate
         # Back to the first batch by reading on to the end of the cycle: dropping the iterator for a new one would
         # wait on tf.data's background work, at times for seconds (2 to 8 s measured between sweep rates).

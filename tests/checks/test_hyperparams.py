@@ -190,6 +190,37 @@ def test_trainer_reset_starts_again_from_the_first_batch(mnli_split, bert_tokeni
     np.testing.assert_array_equal(np.asarray(seen["input_ids"]), np.asarray(batches[0]["input_ids"]))
 
 
+def test_held_out_rows_are_scored_the_same_traced_as_eagerly_after_every_step_and_reset(mnli_split, bert_tokenizer,
+                                                                                       cached_bert):
+    """The sweep scores each rate through the copy's traced forward pass: the figures an eager call gives, on the
+    weights the copy holds now (trained, then put back), and eagerly for a layer that cannot be traced."""
+    import tensorflow as tf
+    import tf_keras
+
+    from diagnostics.keras.keras_model import Forward
+    from diagnostics.keras.scoring import held_out_figures
+
+    config = RunConfig(batch_size=4)
+    batches = training_batches(mnli_split, bert_tokenizer, config, count=3)
+    trainer, held = Trainer(cached_bert, batches[:2], config), batches[2]
+    for rate, steps in ((1e-2, 3), (1e-4, 0)):
+        trainer.reset(rate)
+        trainer.run(steps)
+        traced = held_out_figures(trainer.model, held, False, trainer.forward)
+        eager = held_out_figures(trainer.model, held, False)
+        assert traced["loss"] == pytest.approx(eager["loss"], rel=1e-4) and traced["accuracy"] == eager["accuracy"]
+    assert trainer.forward._function.experimental_get_tracing_count() == 1  # one trace for every score
+
+    class ReadsOnHost(tf_keras.Model):  # .numpy() runs only eagerly
+        def call(self, inputs, training=False):
+            return tf.constant(np.asarray(inputs.numpy(), dtype=np.float32) * 2.0)
+
+    forward = Forward(ReadsOnHost())
+    for _ in range(2):
+        np.testing.assert_allclose(np.asarray(forward(np.ones((3, 2), np.float32))), 2.0)
+    assert forward._function is False
+
+
 def test_a_shared_copy_is_made_once_and_remade_only_when_it_cannot_serve(mnli_split, bert_tokenizer, cached_bert):
     from diagnostics.keras.training import SharedCopy
 

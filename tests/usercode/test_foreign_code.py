@@ -112,8 +112,9 @@ def test_copies_train_with_every_setting_of_the_users_optimizer(bert_checkpoint,
     trainer = Trainer(model, [next(iter(dataset))], config)
     trainer.reset(1e-3)
     assert np.isfinite(trainer.run(2)).all()
-    trainer.reset(1e-3)  # the legacy optimizer's state zeroed after it was built
-    assert int(trainer.optimizer.iterations.numpy()) == 0
+    trainer.reset(1e-3)  # the legacy optimizer's state zeroed after it was built (its slots made in the first step)
+    assert int(trainer.optimizer.iterations.numpy()) == 0 and len(trainer.optimizer.variables()) > 1
+    assert all(not np.asarray(variable).any() for variable in trainer.optimizer.variables())
     assert int(optimizer.iterations.numpy()) == 0  # the user's own optimizer never stepped
 
 

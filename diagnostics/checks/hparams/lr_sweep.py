@@ -41,7 +41,7 @@ def lr_sweep(trainer: Trainer, settings: SweepSettings, held, *, configured_rate
     """
     rates = sorted(set(settings.grid() + ([configured_rate] if configured_rate else [])))
     trainer.reset(rates[0])
-    start = held_out_figures(trainer.model, held, regression)
+    start = held_out_figures(trainer.model, held, regression, trainer.forward)
     curves, scores, drifts = [], [], []
     for index, rate in enumerate(rates):
         progress.doing(msg("Training at learning rate {rate:.1e} ({number} of {count})", rate=rate,
@@ -51,7 +51,7 @@ def lr_sweep(trainer: Trainer, settings: SweepSettings, held, *, configured_rate
         # Once a step is non-finite every later one is too; the running mean hides that, so say it.
         first_bad = next((i for i, loss in enumerate(curve) if not math.isfinite(loss)), len(curve))
         curves.append(curve[:first_bad] + [math.nan] * (len(curve) - first_bad))
-        scores.append(held_out_figures(trainer.model, held, regression))
+        scores.append(held_out_figures(trainer.model, held, regression, trainer.forward))
         drifts.append(weight_drift(trainer.source, trainer.model) / settings.steps)
     trainer.reset(rates[0])
     return {
