@@ -45,7 +45,7 @@ def init_state() -> None:
     # Kept while their page is closed, or (the rate) while a string optimizer shows the rate it means instead.
     for key in (*SWEEP_KEYS, EPOCHS_KEY, *SCRIPT_DEFAULTS, "run.learning_rate"):
         st.session_state[key] = st.session_state[key]
-    loading.tidy_cache()  # old uploads and Arrow copies: at the server's first run, then every ten minutes at most
+    loading.tidy_cache_in_background()  # old uploads and Arrow copies: at the first run, then every ten minutes
 
 
 def browser_language() -> str:

@@ -199,6 +199,22 @@ def test_tidy_cache_drops_old_uploads_then_the_oldest_past_the_size_and_keeps_th
     assert loading.tidy_cache(now=now) == []  # at most once every ten minutes
 
 
+def test_the_pages_tidy_the_cache_on_a_thread_of_their_own_at_most_every_ten_minutes(tmp_path, monkeypatch):
+    import os
+    import time
+
+    monkeypatch.setenv("DEBUGGER_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(loading, "_tidied", [0.0])
+    old = tmp_path / "uploads" / "old"
+    old.mkdir(parents=True)
+    (old / "train.csv").write_text("x")
+    os.utime(old / "train.csv", (time.time() - 30 * 86400,) * 2)
+    thread = loading.tidy_cache_in_background()
+    thread.join(timeout=30)
+    assert not old.exists()
+    assert loading.tidy_cache_in_background() is None  # ran a moment ago
+
+
 def test_an_upload_kept_again_is_young_again(tmp_path):
     import os
 
