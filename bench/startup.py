@@ -34,10 +34,12 @@ SECOND = APP + (
 )
 
 
-# The first page rendered after the floor's imports, each thread of the script run profiled (AppTest runs the page in
+# The first page rendered after the floor's imports (made as the app makes them: Keras 2 selected, the collector
+# paused and then frozen), each thread of the script run profiled (AppTest runs the page in
 # a thread of its own): where the app's time beyond `import tensorflow, transformers` goes.
 PROFILED = (
-    "import cProfile, io, pstats, threading; import tensorflow, transformers; profiles = []; run = threading.Thread.run\n"
+    "import cProfile, io, pstats, threading; import diagnostics; from diagnostics.core.libraries import import_libraries\n"
+    "import_libraries(); profiles = []; run = threading.Thread.run\n"
     "def profiled(self):\n"
     "    profile = cProfile.Profile(); profiles.append(profile); profile.enable()\n"
     "    try: run(self)\n"

@@ -170,6 +170,7 @@ def run_command(args) -> int:
     from diagnostics.keras import loading
     from diagnostics.config.training import DEFAULT_EPOCHS
     from diagnostics.core.context import RunContext
+    from diagnostics.core.libraries import import_libraries
     from diagnostics.walk.stages import parse_asked, parse_skip, parse_stages, run_stages
     from diagnostics.walk.causes import causes, owners
     from diagnostics.report.formats import build_report, cause_lines, checklist_lines, junit_report, markdown_report
@@ -179,6 +180,8 @@ def run_command(args) -> int:
     stages, skip, asked = parse_stages(args.stages), parse_skip(args.skip), parse_asked(args.asked)
     sweep = sweep_from_args(args).validated()
     report_paths(args, ("json", "junit", "markdown"))
+    if __name__ == "__main__":  # the command line's own process, not main() called from a test or a notebook
+        import_libraries()
     with shown_progress("checks", notebook=False) as progress:  # lines on stderr: the report goes to stdout
         results = run_stages(RunContext.open(config), stages, sweep=sweep, epochs=args.epochs or DEFAULT_EPOCHS,
                              skip=skip, asked=asked, progress=progress)

@@ -13,6 +13,9 @@ os.environ.setdefault("DEBUGGER_CACHE_DIR", str(ROOT / ".cache-test"))
 os.environ.setdefault("DEBUGGER_STRICT_TEXT", "1")  # a sentence flattened by an f-string fails the test that does it
 
 import diagnostics  # noqa: E402,F401  (selects Keras 2 before TensorFlow loads)
+from diagnostics.core.libraries import import_libraries  # noqa: E402
+
+import_libraries()  # as the app and the command line do: each worker's collections then skip TensorFlow's objects
 
 WORDS = (
     "the a cat dog sat on mat ran in park sun is warm cold good bad film book great awful "

@@ -10,6 +10,7 @@ from diagnostics.keras import loading
 from diagnostics.keras.data_files import load_split
 from diagnostics.config.run import RunConfig
 from diagnostics.core.context import RunContext
+from diagnostics.core.libraries import import_libraries
 
 
 @st.cache_resource(show_spinner=False)
@@ -46,6 +47,7 @@ def open_run(config: RunConfig) -> RunContext:
 
 def load_inputs(config: RunConfig):
     """The tokenizer and split of a configuration, from the shared caches."""
+    import_libraries()  # the first page of the server's process pays TensorFlow's import here, collector paused
     tokenizer = cached_tokenizer(config.checkpoint)
     split = cached_split(config.task, config.split, config.data_source, config.data_files, config.shuffle_labels,
                          config.seed)

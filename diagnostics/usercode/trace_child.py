@@ -47,6 +47,9 @@ class _Child(Reports):
     # ------------------------------------------------------------ hooks
 
     def install(self) -> None:
+        from diagnostics.core.libraries import import_libraries
+
+        import_libraries()  # before the script: this process is the debugger's until the script starts
         import datasets
         import tf_keras
         from transformers import modeling_tf_utils
