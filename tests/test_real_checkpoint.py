@@ -65,6 +65,7 @@ def test_string_adam_is_flagged_by_a_measurement_with_a_good_rate_as_the_fix(tmp
     assert 1e-5 <= recommended <= 1.5e-4
     assert f"{recommended:.0e}" in sweep["fix"]
     range_test = checks["hparams.lr_range_test"]
+    assert range_test["status"] == "pass", range_test["summary"]
     assert range_test["evidence"]["finite_points"] >= 20
     assert 1e-6 <= range_test["evidence"]["suggested"] <= 1.5e-4
     assert code == 1

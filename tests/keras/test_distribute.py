@@ -16,6 +16,8 @@ pytestmark = [pytest.mark.subprocess, pytest.mark.slow]
 SCRIPT = """
 import json, os, sys
 import diagnostics
+from diagnostics.core.libraries import import_libraries
+import_libraries()  # as every process of the debugger's own (the logical devices are set before TF's runtime starts)
 import tensorflow as tf
 cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
