@@ -122,11 +122,27 @@ def build_first_batch(split, tokenizer, config: RunConfig) -> FirstBatch:
 
 def build_batch(split, tokenizer, config: RunConfig, indices: list[int]) -> FirstBatch:
     """A batch of the given split rows, built as `model.fit` would get it."""
+    batch, dataset = batched(split, tokenizer, config, indices, len(indices))
+    if dataset is not None:
+        try:
+            batch.tf_batch = next(iter(dataset))
+        except Exception as exc:
+            batch.error = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0]}"
+    return batch
+
+
+def batched(split, tokenizer, config: RunConfig, indices: list[int], batch_size: int, *, lengths: bool = True):
+    """The given split rows through the real `to_tf_dataset` + collator path, `batch_size` rows a batch in their
+    order: (what the rows were built from, the `tf.data.Dataset`, or None when it could not be made: see `error`).
+
+    Args:
+        lengths: also tokenize the rows untruncated (`full_lengths`, what data.truncation reads).
+    """
     from datasets import Dataset
     from transformers import DataCollatorWithPadding
 
     if config.recipe is not None:
-        return user_batch(split, tokenizer, config, indices)
+        return user_batch(split, tokenizer, config, indices, batch_size, lengths=lengths)
     task = config.glue_task
     rows = split.select(indices).to_dict()
     missing = [column for column in task.text_columns if column not in rows]
@@ -134,15 +150,15 @@ def build_batch(split, tokenizer, config: RunConfig, indices: list[int]) -> Firs
         return FirstBatch(indices=indices, rows=rows, input_ids=[], full_lengths=[],
                           requested_columns=config.requested_columns(list(tokenizer.model_input_names)),
                           label_columns=config.label_columns(), tokenized_columns=list(rows),
-                          error=f"KeyError: the split has no {', '.join(missing)} column, which {task.name} needs")
+                          error=f"KeyError: the split has no {', '.join(missing)} column, which {task.name} needs"), None
     encoded = tokenize(tokenizer, task, rows, config.max_length)
-    full = tokenize(tokenizer, task, rows, None)
+    full = tokenize(tokenizer, task, rows, None)["input_ids"] if lengths else []
     tokenized = Dataset.from_dict({**rows, **{key: list(value) for key, value in encoded.items()}})
     batch = FirstBatch(
         indices=indices,
         rows=rows,
         input_ids=list(encoded["input_ids"]),
-        full_lengths=[len(ids) for ids in full["input_ids"]],
+        full_lengths=[len(ids) for ids in full],
         requested_columns=config.requested_columns(list(tokenizer.model_input_names)),
         label_columns=config.label_columns(),
         tokenized_columns=tokenized.column_names,
@@ -150,35 +166,34 @@ def build_batch(split, tokenizer, config: RunConfig, indices: list[int]) -> Firs
     if tokenizer.pad_token is None:
         batch.error = "ValueError: the tokenizer has no padding token, so DataCollatorWithPadding cannot pad the batch"
         batch.error_fix = "tokenizer.pad_token = tokenizer.eos_token  # and model.config.pad_token_id = tokenizer.pad_token_id"
-        return batch
+        return batch, None
     collator = locked_collator(DataCollatorWithPadding(tokenizer, return_tensors="np"), tokenizer)
     try:
-        dataset = tokenized.to_tf_dataset(
+        return batch, tokenized.to_tf_dataset(
             columns=batch.requested_columns,
             # A one-element list triggers a FutureWarning about the output structure; a string gives (x, y).
             label_cols=batch.label_columns[0] if batch.label_columns and len(batch.label_columns) == 1
             else batch.label_columns,
-            batch_size=len(indices),
+            batch_size=batch_size,
             shuffle=False,
             collate_fn=collator,
             num_test_batches=shape_probes(len(indices)),
         )
-        batch.tf_batch = next(iter(dataset))
     except Exception as exc:
         batch.error = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0]}"
-    return batch
+        return batch, None
 
 
-def user_batch(split, tokenizer, config: RunConfig, indices: list[int]) -> FirstBatch:
-    """A batch of the given rows made by the user's own `to_tf_dataset` call (`config.recipe`) on the user's own
-    tokenized columns; the untruncated lengths come from tokenizing the task's text columns, where the split has them."""
+def user_batch(split, tokenizer, config: RunConfig, indices: list[int], batch_size: int, *, lengths: bool = True):
+    """`batched` for the user's own `to_tf_dataset` call (`config.recipe`) on the user's own tokenized columns; the
+    untruncated lengths come from tokenizing the task's text columns, where the split has them."""
     recipe = config.recipe
     task = config.glue_task
     rows = split.select(indices).to_dict()
     input_ids = [list(ids) for ids in rows.get("input_ids", [])]
     has_texts = all(column in rows for column in task.text_columns)
-    full = [len(ids) for ids in tokenize(tokenizer, task, rows, None)["input_ids"]] if has_texts and input_ids \
-        else [len(ids) for ids in input_ids]
+    full = ([] if not lengths else [len(ids) for ids in tokenize(tokenizer, task, rows, None)["input_ids"]]
+            if has_texts and input_ids else [len(ids) for ids in input_ids])
     kwargs = recipe.to_tf_dataset_kwargs()
     requested = kwargs["columns"] or [c for c in split.column_names if c not in (LABEL, COLLATOR_LABEL)]
     batch = FirstBatch(indices=indices, rows=rows, input_ids=input_ids, full_lengths=full,
@@ -188,16 +203,15 @@ def user_batch(split, tokenizer, config: RunConfig, indices: list[int]) -> First
     if not input_ids:
         batch.error = "KeyError: the split has no input_ids column: it was never tokenized"
         batch.error_fix = f"dataset = dataset.map(lambda rows: tokenizer(*(rows[c] for c in {list(task.text_columns)!r}), truncation=True), batched=True)"
-        return batch
+        return batch, None
     try:
-        dataset = split.select(indices).to_tf_dataset(**{**kwargs, "batch_size": len(indices), "shuffle": False,
-                                                         "num_test_batches": shape_probes(len(indices))})
-        batch.tf_batch = next(iter(dataset))
+        return batch, split.select(indices).to_tf_dataset(**{**kwargs, "batch_size": batch_size, "shuffle": False,
+                                                             "num_test_batches": shape_probes(len(indices))})
     except Exception as exc:
         batch.error = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0]}"
         if recipe.collate_fn is None and "shape" in str(exc):
             batch.error_fix = "to_tf_dataset(..., collate_fn=DataCollatorWithPadding(tokenizer, return_tensors='np'))"
-    return batch
+        return batch, None
 
 
 def renames_label(recipe, rows: dict[str, list], indices: list[int], columns: list[str]) -> bool:
@@ -225,9 +239,17 @@ def held_out_indices(num_rows: int, config: RunConfig, trained_rows: int, size: 
 
 
 def batches_of(split, tokenizer, config: RunConfig, rows: list[int]) -> list:
-    """The given split rows as consecutive batches of the configured size, each built as `model.fit` gets it."""
-    return [build_batch(split, tokenizer, config, rows[i:i + config.batch_size]).tf_batch
-            for i in range(0, len(rows), config.batch_size)]
+    """The given split rows as consecutive batches of the configured size, as `model.fit` gets them: through one
+    `to_tf_dataset` (its map functions traced once, not once a batch); None for each when it cannot make them."""
+    count = -(-len(rows) // config.batch_size)
+    if not count:
+        return []
+    _, dataset = batched(split, tokenizer, config, rows, config.batch_size, lengths=False)
+    try:
+        batches = list(dataset) if dataset is not None else []
+    except Exception:
+        batches = []
+    return batches if len(batches) == count else [None] * count
 
 
 def training_batches(split, tokenizer, config: RunConfig, count: int, *, skip: int = 0) -> list:
