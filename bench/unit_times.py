@@ -25,6 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import diagnostics  # noqa: E402,F401
+from diagnostics.core.libraries import import_libraries  # noqa: E402
 from diagnostics.walk import registry  # noqa: E402
 from diagnostics.walk import runner  # noqa: E402
 from diagnostics.config.run import RunConfig  # noqa: E402
@@ -54,6 +55,7 @@ def main() -> int:
     config = RunConfig(checkpoint=args.checkpoint, task=args.task, data_files=files, split=args.split,
                        data_source="files" if files else "demo", batch_size=args.batch_size,
                        max_length=args.max_length)
+    import_libraries()  # as the command line does
     run = RunContext.open(config)
     timed = runner.run_unit
     work = Work(no_report)

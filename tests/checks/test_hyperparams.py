@@ -178,6 +178,31 @@ def test_trainer_reset_restores_weights_and_optimizer_state(mnli_split, bert_tok
     assert float(trainer.optimizer.learning_rate.numpy()) == pytest.approx(1e-4)
 
 
+def test_a_copy_with_accuracy_traces_its_train_step_once(mnli_split, bert_tokenizer, cached_bert, monkeypatch):
+    """The compiled accuracy's variables are made before the first traced step (a tf.function that makes variables
+    runs its Python twice), and the first step's accuracy is the batch's own, not one left from that evaluation."""
+    import tensorflow as tf
+
+    model_class = type(cached_bert)
+    traced = []
+    step = model_class.train_step
+
+    def counted(self, data):
+        if not tf.executing_eagerly():
+            traced.append(1)
+        return step(self, data)
+
+    monkeypatch.setattr(model_class, "train_step", counted)
+    config = RunConfig(batch_size=4)
+    batches = training_batches(mnli_split, bert_tokenizer, config, count=2)
+    trainer = Trainer(cached_bert, batches, config, metrics=["accuracy"])
+    trainer.reset(1e-4)
+    trainer.run(3)
+    assert len(traced) == 1
+    accuracy = next(metric for metric in trainer.model.metrics if metric.name == "accuracy")
+    assert float(accuracy.count.numpy()) == 3 * 4  # three steps of four rows: the eager evaluation was reset
+
+
 def test_trainer_reset_starts_again_from_the_first_batch(mnli_split, bert_tokenizer, cached_bert):
     """Each rate of the sweep sees the same batches in the same order, whatever the run before it took."""
     batches = training_batches(mnli_split, bert_tokenizer, RunConfig(batch_size=4), count=3)
