@@ -48,6 +48,16 @@ def copy_decay_selection(source, copy) -> None:
             setattr(copy, attribute, getattr(source, attribute))
 
 
+def make_optimizer_state(optimizer, variables: list) -> None:
+    """Make the optimizer's state for these variables now, outside any traced step (a `tf.function` that makes
+    variables traces its Python twice): new Keras optimizers `build`; legacy ones, such as Transformers'
+    `AdamWeightDecay`, make it in `_create_all_weights`, which their `apply_gradients` calls."""
+    if hasattr(optimizer, "build"):
+        optimizer.build(variables)
+    elif hasattr(optimizer, "_create_all_weights"):
+        optimizer._create_all_weights(variables)
+
+
 def uses_internal_loss(model) -> bool:
     """Whether `compile` left a Transformers model on its own loss (it sets `_using_dummy_loss` when no loss was
     given)."""

@@ -13,7 +13,7 @@ from diagnostics.keras.devices import batch_rows, per_replica_dataset, training_
 from diagnostics.core import progress
 from diagnostics.core.budget import check_deadline
 from diagnostics.i18n import msg
-from diagnostics.keras.internals import is_pretrained_kernel
+from diagnostics.keras.internals import is_pretrained_kernel, make_optimizer_state
 from diagnostics.keras.keras_model import (Forward, call, class_ids, class_logits, copy_weights, fresh_copy, head_of,  # noqa: F401 (re-exported)
                                      encoder_variables, model_config, pretrained_variables,
                                      unused_by_output)
@@ -299,9 +299,7 @@ class Trainer:
             self.model.compile(optimizer=self.optimizer, loss=build_loss(config.loss), metrics=metrics)
             # The optimizer's slots made now, not inside the first traced step, which TensorFlow would then trace
             # twice (creating them, then without): about 3 s less a copy of a six-layer transformer on a CPU.
-            # Legacy optimizers (AdamWeightDecay) have no build and make theirs in the step.
-            if hasattr(self.optimizer, "build"):
-                self.optimizer.build(self.model.trainable_variables)
+            make_optimizer_state(self.optimizer, self.model.trainable_variables)
             if metrics and self.strategy.num_replicas_in_sync == 1:
                 self._build_metrics(batches[0])
         self.source = model  # read, never written: each reset copies its weights back in

@@ -24,6 +24,28 @@ def tiny_classifier(bert_checkpoint):
     return TFAutoModelForSequenceClassification.from_pretrained(str(bert_checkpoint), num_labels=3)
 
 
+@pytest.mark.parametrize("kind", ["new", "legacy", "create_optimizer"])
+def test_an_optimizer_is_built_before_any_step_and_its_first_traced_step_makes_nothing(kind):
+    import tensorflow as tf
+    import tf_keras
+    from transformers import create_optimizer
+
+    optimizer = {"new": lambda: tf_keras.optimizers.Adam(1e-3), "legacy": lambda: tf_keras.optimizers.legacy.Adam(1e-3),
+                 "create_optimizer": lambda: create_optimizer(init_lr=5e-5, num_train_steps=10, num_warmup_steps=2,
+                                                              weight_decay_rate=0.01)[0]}[kind]()
+    weights = [tf.Variable(np.ones((3, 2), np.float32)), tf.Variable(np.zeros(2, np.float32))]
+    internals.make_optimizer_state(optimizer, weights)
+    variables = optimizer.variables() if callable(optimizer.variables) else optimizer.variables
+    assert len(variables) >= 1 + 2 * len(weights)  # the step count and Adam's two slots a weight
+
+    @tf.function
+    def step():
+        optimizer.apply_gradients(zip([tf.ones((3, 2)), tf.ones(2)], weights))
+
+    step()
+    assert step.experimental_get_tracing_count() == 1 and not step._created_variables
+
+
 def test_optimizer_rates_new_legacy_and_create_optimizers():
     import tf_keras
     from transformers import create_optimizer
