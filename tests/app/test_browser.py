@@ -121,8 +121,16 @@ def _wait_for_text(page, text: str, timeout: int = 60_000) -> None:
 
 
 def _settle(page) -> None:
-    page.wait_for_timeout(2000)
-    page.locator("[data-testid='stStatusWidget']").wait_for(state="detached", timeout=180_000)
+    """Until the app has been idle for a second: no status widget (shown while a script runs) at any look over that
+    second, the first look 0.3 s after the last action (a rerun a click asked for takes a moment to start)."""
+    status = page.locator("[data-testid='stStatusWidget']")
+    page.wait_for_timeout(300)
+    quiet_since = time.monotonic()
+    while time.monotonic() - quiet_since < 1.0:
+        if status.count():
+            status.wait_for(state="detached", timeout=180_000)
+            quiet_since = time.monotonic()
+        page.wait_for_timeout(200)
 
 
 def test_walk_every_page_on_the_demo_kit(server, page):
