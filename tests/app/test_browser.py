@@ -133,6 +133,14 @@ def _settle(page) -> None:
         page.wait_for_timeout(200)
 
 
+def _has_value(page, label: str, value: str) -> None:
+    """A number input reads `value` once it has drawn the session's: under load a redrawn input can read "0" for a
+    moment (seen in full CI runs, never alone); a value that never arrives still fails."""
+    from playwright.sync_api import expect
+
+    expect(page.get_by_role("spinbutton", name=label)).to_have_value(value, timeout=30_000)
+
+
 def test_walk_every_page_on_the_demo_kit(server, page):
     page.goto(server)
     page.get_by_text("The first batch, decoded").wait_for(timeout=180_000)
@@ -143,7 +151,7 @@ def test_walk_every_page_on_the_demo_kit(server, page):
     _shot(page, "1_data")
 
     _choose(page, "Workshop scenario", "num-labels-too-small: num_labels=2 on MNLI's three labels")
-    assert page.get_by_role("spinbutton", name="num_labels").input_value() == "2"
+    _has_value(page, "num_labels", "2")
     _open(page, "2 · Model", "Rows with a NaN loss")
     page.get_by_text("every one has a label").first.wait_for(timeout=60_000)
     _settle(page)
@@ -240,7 +248,7 @@ def test_bad_input_gives_a_message_and_keeps_the_sidebar(server, page):
     rate.press("Enter")
     page.get_by_text("learning rate 'fast' is not a number").first.wait_for(timeout=60_000)
     _settle(page)
-    assert page.get_by_role("spinbutton", name="Batch size").input_value() == "8"
+    _has_value(page, "Batch size", "8")
     _shot(page, "6_bad_input")
     rate = page.get_by_role("textbox", name="Learning rate")
     rate.fill("0.003")
@@ -267,11 +275,7 @@ def test_link_values_show_as_text_and_a_huge_number_is_refused(server, page):
     assert "num_labels must be at most 100" in text
     assert warning.locator("a, img").count() == 0
     assert not [url for url in requests if ":9/" in url]
-    # Read once the sidebar's input has drawn the session's value: under load a redrawn input can read "0" for a
-    # moment (seen twice in full CI runs, never alone); a value that never arrives still fails here.
-    from playwright.sync_api import expect
-
-    expect(page.get_by_role("spinbutton", name="Batch size")).to_have_value("8", timeout=30_000)
+    _has_value(page, "Batch size", "8")
     _shot(page, "13_link_bait")
 
 
@@ -302,7 +306,7 @@ def test_a_scenario_link_reloads_with_its_configuration_and_results(server, page
     _settle(page)
     symptom = "compile(optimizer='adam') trains at Keras's default 0.001"  # the scenario's, under its picker
     assert symptom in page.locator("[data-testid='stSidebar']").inner_text()
-    assert page.get_by_role("spinbutton", name="Rates in the grid").input_value() == "3"
+    _has_value(page, "Rates in the grid", "3")
     page.get_by_role("button", name="Run the sweep and the range test").click()
     _wait_for_text(page, "Held-out loss against learning rate", timeout=180_000)
     _settle(page)
@@ -312,7 +316,7 @@ def test_a_scenario_link_reloads_with_its_configuration_and_results(server, page
     _wait_for_text(page, "Held-out loss against learning rate", timeout=180_000)
     _settle(page)
     assert symptom in page.locator("[data-testid='stSidebar']").inner_text()
-    assert page.get_by_role("spinbutton", name="Rates in the grid").input_value() == "3"
+    _has_value(page, "Rates in the grid", "3")
     assert page.get_by_role("button", name="Run the sweep and the range test").count() == 0
     _wait_for_text(page, "Computed")
     page.get_by_role("button", name="Copy link to this run").click()
