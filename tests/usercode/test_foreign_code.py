@@ -331,6 +331,7 @@ def test_trace_a_healthy_script_of_a_new_shape_on_the_kit_fails_nothing_and_warn
     assert "not known" in " ".join(outcome.report["notes"])
     assert "with_options()" in " ".join(outcome.report["notes"])
     assert "2 labels: [0, 1]" in outcome.output  # the script's own logging still prints
+    assert "final loss" in outcome.output  # its fit, run briefly after the checks, gave it a History to read
 
 
 @pytest.mark.subprocess

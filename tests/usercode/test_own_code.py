@@ -342,6 +342,10 @@ def test_trace_the_fixed_course_script_has_no_failing_check(tmp_path, capsys):
     # Its progress says how far the checks are and, once their pace is known, how long they have left.
     lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("[trace] ")]
     assert any(re.search(r"\(\d+%, about \d+ (s|min) left\)$", line) for line in lines), lines[-10:]
+    # Once they are done, the script's own fit runs its few steps (Keras first builds the script's train step): said,
+    # so that wait is not read as the checks' last line at 100%.
+    done = [index for index, line in enumerate(lines) if "Checks done: the script's fit runs 2 steps" in line]
+    assert done and all("%" not in line for line in lines[done[0]:]), lines[-10:]
 
 
 @pytest.mark.subprocess
@@ -414,6 +418,36 @@ def test_trace_then_train_lets_fit_go_on_after_the_checks(tmp_path, capsys):
     code, report, _ = trace(tmp_path, SCRIPTS / "course_script_fixed.py", "--stages", "data", "--then-train")
     assert code == 0 and report["script"]["reached_fit"]
     assert "training goes on (--then-train)" in capsys.readouterr().out
+
+
+def test_a_fit_after_the_checks_runs_its_few_steps_eagerly_and_leaves_the_models_setting_as_it_was(tmp_path):
+    import tensorflow as tf
+    import tf_keras
+
+    from diagnostics.usercode.trace_child import _Child
+    from diagnostics.usercode.trace_report import BRIEF_STEPS
+
+    seen = []
+
+    class Recording(tf_keras.Model):
+        def train_step(self, data):
+            seen.append(tf.executing_eagerly())
+            return super().train_step(data)
+
+    inputs = tf_keras.Input((4,))
+    model = Recording(inputs, tf_keras.layers.Dense(2)(inputs))
+    model.compile(optimizer="adam", loss=tf_keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                  run_eagerly=False)
+    before = [weight.copy() for weight in model.get_weights()]
+    progress = tmp_path / "progress.jsonl"
+    child = _Child({"script": str(tmp_path / "train.py"), "progress": str(progress)})
+    x, y = np.ones((64, 4), np.float32), np.zeros(64, np.int64)
+    history = child.brief(tf_keras.Model.fit, model, (x, y), {"batch_size": 8, "epochs": 5, "verbose": 0}, "fit")
+    assert len(history.history["loss"]) == 1 and seen == [True] * BRIEF_STEPS  # one epoch of two eager steps
+    assert any((a != b).any() for a, b in zip(before, model.get_weights()))
+    assert model.run_eagerly is False  # as the script compiled it
+    said = json.loads(progress.read_text())
+    assert said["params"] == {"method": "fit", "steps": BRIEF_STEPS} and said["template"].startswith("Checks done")
 
 
 def test_diagnose_an_uncompiled_model_says_what_it_assumed(bert_checkpoint, bert_tokenizer, mnli_split):
