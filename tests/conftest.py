@@ -11,6 +11,13 @@ sys.path.insert(0, str(ROOT))
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ.setdefault("DEBUGGER_CACHE_DIR", str(ROOT / ".cache-test"))
 os.environ.setdefault("DEBUGGER_STRICT_TEXT", "1")  # a sentence flattened by an f-string fails the test that does it
+# Two workers share two cores: each runs TensorFlow's ops on one thread (and so does each process it starts), as two
+# threads each on the demo kit's tiny model spend more in handing work between them than they save (measured: the
+# workshop scenarios on two workers 102 s -> 85 s). The real checkpoint's larger ops gain from two threads even
+# then (two of its walks at once: 118 s -> 105 s), so the tests that run it take them back (`real_checkpoint_threads`).
+INTRA_OP = "TF_NUM_INTRAOP_THREADS"
+if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
+    os.environ.setdefault(INTRA_OP, "1")
 
 import diagnostics  # noqa: E402,F401  (selects Keras 2 before TensorFlow loads)
 from diagnostics.core.libraries import import_libraries  # noqa: E402
@@ -226,6 +233,14 @@ def demo_inputs():
     from diagnostics.keras.loading import load_tokenizer
 
     return load_tokenizer("demo"), load_split(RunConfig())
+
+
+@pytest.fixture(autouse=True)
+def real_checkpoint_threads(request, monkeypatch):
+    """A test of the real checkpoint starts its processes with TensorFlow's own number of threads (see INTRA_OP);
+    a test that runs it in the worker's own process keeps the worker's."""
+    if "real_checkpoint" in request.fixturenames:
+        monkeypatch.delenv(INTRA_OP, raising=False)
 
 
 @pytest.fixture(scope="session")
