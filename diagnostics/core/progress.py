@@ -100,8 +100,10 @@ class Work:
 
     def left(self) -> float | None:
         """Seconds left: the remaining steps at the pace, plus what tracing the copies still to come costs beyond a
-        step (as the traced ones so far took); less the time the step under way has run. None without a pace, and
-        once the planned steps are done (what remains then is not in the plan)."""
+        step (as the traced ones so far took); less the time the step under way has run, never below a step. None
+        without a pace, once the planned steps are done (what remains then is not in the plan), and while the step
+        under way has run longer than the whole estimate: its pace no longer says anything (a step seen to stall
+        for 40 s on a loaded machine was told as "about 1 s left" throughout), so no time is told until it ends."""
         pace = self.pace()
         with self._lock:
             remaining = self.planned - self.done
@@ -112,6 +114,8 @@ class Work:
                 TRACE_STEPS * pace
             seconds = remaining * pace + traces * extra
             under_way = self.clock() - self._last
+        if under_way > seconds:
+            return None
         return max(pace * min(remaining, 1.0), seconds - under_way)
 
     def emit(self) -> None:

@@ -85,7 +85,7 @@ def test_steps_spared_are_withdrawn_and_the_fraction_ends_at_one():
     assert told[-1] == 1.0 and work.left() is None
 
 
-def test_the_step_under_way_counts_against_the_estimate_but_never_below_a_step():
+def test_the_step_under_way_counts_against_the_estimate_never_below_a_step_and_withdraws_it_once_outrun():
     clock = Clock()
     work = Work(lambda *told: None, clock=clock)
     work.plan(10)
@@ -95,8 +95,12 @@ def test_the_step_under_way_counts_against_the_estimate_but_never_below_a_step()
     assert work.left() == pytest.approx(14.0)
     clock.tick(5.0)
     assert work.left() == pytest.approx(9.0)
+    clock.tick(8.5)
+    assert work.left() == pytest.approx(2.0)  # 0.5 s of the estimate left: a step's time at least
     clock.tick(100.0)
-    assert work.left() == pytest.approx(2.0)
+    assert work.left() is None  # the step has outrun all 14 s: nothing to tell until it ends
+    work.step()
+    assert work.left() is not None  # a pace again, the stalled step counted into it
 
 
 def test_steps_and_texts_reach_the_computation_of_the_context_and_nothing_outside_it():
