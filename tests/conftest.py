@@ -73,10 +73,11 @@ def pytest_collection_modifyitems(config, items):
                else len(LONGEST_FIRST))
 
 
-# Seconds each file took on one worker of a full run (2 cores): about 420, 400, 200, 170, 130 and 160, then 60 or
-# less each. pytest.ini turns off xdist's own order (the files of most tests first), which would start these last.
-LONGEST_FIRST = ["test_real_checkpoint", "test_foreign_code", "test_browser", "test_own_code", "test_every_fit",
-                 "test_distribute", "test_scenarios"]
+# Seconds each file took on one worker of a full run (2 cores, 2026-11-25): about 330, 300, 245, 225, 210, 200,
+# 170, 100 and 75, then 60 or less each. pytest.ini turns off xdist's own order (the files of most tests first),
+# which would start these last.
+LONGEST_FIRST = ["test_foreign_code", "test_real_checkpoint", "test_own_code", "test_browser", "test_scenarios",
+                 "test_benches", "test_every_fit", "test_distribute", "test_keras_models"]
 
 
 def rendered(markdown: str) -> str:
