@@ -35,7 +35,6 @@ class _Child(Reports):
         self.reports: list[dict] = []  # each checked fit's report, in order
         self.unchecked: list[int] = []  # fits past MAX_CHECKED_FITS that train something new
         self.briefly: set[str] = set()  # the methods run briefly after the checks
-        self.said_brief: set[str] = set()  # the methods whose brief run has been said as progress
         self.in_fit = 0  # fits running now (their apply_gradients calls are theirs)
         self.looped = False  # a custom loop's first apply_gradients was seen
         self.pending_loop: dict | None = None  # with --then-train, a tf.function loop is checked when the script ends
@@ -231,11 +230,11 @@ class _Child(Reports):
                 arguments["validation_steps"] = _bounded(arguments.get("validation_steps"))
         else:
             arguments["steps"] = _bounded(arguments.get("steps"))
-        if method not in self.briefly:  # the report's note names the methods that ran briefly
+        first = method not in self.briefly
+        if first:  # the report's note names the methods that ran briefly
             self.briefly.add(method)
             self.write_fits()
-        if method == "fit" or method not in self.said_brief:
-            self.said_brief.add(method)
+        if method == "fit" or first:  # each fit said; an evaluate or predict the first time
             self.say(msg("Checks done: the script's {method} runs {steps} steps, so the script goes on", method=method,
                          steps=BRIEF_STEPS))
         # Eagerly: tracing and optimising the script's own step for two steps took longer than the steps (3.4 s on the
