@@ -58,6 +58,18 @@ def make_optimizer_state(optimizer, variables: list) -> None:
         optimizer._create_all_weights(variables)
 
 
+def keras_step_function(model):
+    """The Python function Keras traces into `model.train_function` (one step; `make_train_function` as
+    `run_eagerly` builds it), for the caller to trace as it chooses. Only for a model compiled with one step an
+    execution, whose function holds no loop of its own."""
+    eagerly = model._run_eagerly
+    model._run_eagerly = True
+    try:
+        return model.make_train_function(force=True)
+    finally:
+        model._run_eagerly = eagerly
+
+
 def uses_internal_loss(model) -> bool:
     """Whether `compile` left a Transformers model on its own loss (it sets `_using_dummy_loss` when no loss was
     given)."""

@@ -13,8 +13,8 @@ from diagnostics.keras.devices import batch_rows, per_replica_dataset, training_
 from diagnostics.core import progress
 from diagnostics.core.budget import check_deadline
 from diagnostics.i18n import msg
-from diagnostics.keras.internals import is_pretrained_kernel, make_optimizer_state
-from diagnostics.keras.keras_model import (Forward, call, class_ids, class_logits, copy_weights, fresh_copy, head_of,  # noqa: F401 (re-exported)
+from diagnostics.keras.internals import is_pretrained_kernel, keras_step_function, make_optimizer_state
+from diagnostics.keras.keras_model import (Forward, Traced, call, class_ids, class_logits, copy_weights, fresh_copy, head_of,  # noqa: F401 (re-exported)
                                      encoder_variables, model_config, pretrained_variables,
                                      unused_by_output)
 from diagnostics.keras.optimizers import clone_optimizer, current_rate
@@ -305,7 +305,10 @@ class Trainer:
         self.source = model  # read, never written: each reset copies its weights back in
         self.config, self.metrics = config, metrics
         self.use(batches)
-        self.train_function = self.model.make_train_function()
+        # Keras's own step, traced as `fit` would trace it but without AutoGraph (see `Traced`); `fit` on the copy
+        # (the overfit test) runs this same function.
+        self.train_function = self.model.train_function = Traced(keras_step_function(self.model),
+                                                                  reduce_retracing=True)
         self.forward = Forward(self.model)  # the copy scored on held-out rows, as often as a sweep has rates
 
     def _build_metrics(self, batch) -> None:

@@ -246,6 +246,46 @@ def test_held_out_rows_are_scored_the_same_traced_as_eagerly_after_every_step_an
     assert forward._function is False
 
 
+def test_the_copys_step_is_keras_own_traced_without_autograph_and_trains_the_same(mnli_split, bert_tokenizer,
+                                                                                  cached_bert):
+    """The copy's train step is the one `fit` traces, less AutoGraph's rewriting of every layer's source (seconds
+    of the first step): the same losses, step for step, as Keras's own traced step."""
+    config = RunConfig(batch_size=4)
+    batches = training_batches(mnli_split, bert_tokenizer, config, count=2)
+    trainer = Trainer(cached_bert, batches, config)
+    trainer.reset(1e-3)
+    ours = trainer.run(3)
+    assert trainer.train_function.autograph is False and trainer.traces() == 1
+    assert trainer.model.train_function is trainer.train_function  # fit on the copy (the overfit test) runs it too
+    trainer.train_function = trainer.model.make_train_function(force=True)  # Keras's own, with AutoGraph
+    trainer.reset(1e-3)
+    assert trainer.run(3) == pytest.approx(ours, rel=1e-6)
+
+
+def test_a_trace_that_fails_without_autograph_is_traced_with_it_and_a_failing_step_is_not_traced_again():
+    import tensorflow as tf
+
+    from diagnostics.keras.keras_model import Traced
+
+    def gate(x):
+        if tf.reduce_sum(x) > 0:  # Python control flow on a tensor's value: AutoGraph's to convert
+            return x
+        return -x
+
+    gated = Traced(gate)
+    np.testing.assert_allclose(np.asarray(gated(tf.constant([-1.0, -2.0]))), [1.0, 2.0])
+    assert gated.autograph is True and gated.experimental_get_tracing_count() == 1
+
+    def checked(x):
+        tf.debugging.assert_positive(x)
+        return x
+
+    failing = Traced(checked)
+    with pytest.raises(tf.errors.InvalidArgumentError):
+        failing(tf.constant([-1.0]))  # traced, then failed while running: the step's own error, as it is
+    assert failing.autograph is False and failing.experimental_get_tracing_count() == 1
+
+
 def test_a_shared_copy_is_made_once_and_remade_only_when_it_cannot_serve(mnli_split, bert_tokenizer, cached_bert):
     from diagnostics.keras.training import SharedCopy
 

@@ -74,6 +74,18 @@ def test_the_internal_loss_and_the_checkpoint_path_of_a_transformers_model(tiny_
     assert internals.checkpoint_path(object()) == ""
 
 
+def test_keras_step_function_is_the_untraced_step_and_leaves_run_eagerly_as_it_was(tiny_classifier):
+    import tensorflow as tf
+    import tf_keras
+
+    tiny_classifier.compile(optimizer=tf_keras.optimizers.Adam(1e-4))
+    step = internals.keras_step_function(tiny_classifier)
+    assert callable(step) and not hasattr(step, "experimental_get_tracing_count")  # Python, not a tf.function
+    assert tiny_classifier._run_eagerly is None and tiny_classifier.make_train_function(force=True) is not step
+    data = tf.data.Dataset.from_tensors(({"input_ids": tf.constant([[5, 6, 7]])}, tf.constant([1]))).repeat()
+    assert set(step(iter(data))) == {"loss"}  # one step, eagerly, as Keras runs it
+
+
 def test_variable_names_show_encoder_layers_kernels_and_the_head(tiny_classifier):
     tiny_classifier(tiny_classifier.dummy_inputs)
     paths = [internals.variable_path(variable.name) for variable in tiny_classifier.trainable_variables]
