@@ -339,8 +339,8 @@ class Trainer:
     def fit(self, batch, epochs: int, callbacks: list | None = None):
         """Plain `model.fit` on one batch for `epochs` epochs (one step each), on every replica."""
         # The batch repeated, one step an epoch: Keras keeps one iterator across the epochs instead of making and
-        # dropping one an epoch (dropping one waits on tf.data, at times for seconds: see `reset`); the same
-        # steps on the same batch (the kit's losses equal, epoch for epoch; 0.88 -> 0.62 s for 20 epochs).
+        # dropping one an epoch; the same steps on the same batch (the kit's losses equal, epoch for epoch;
+        # 0.88 -> 0.62 s for 20 epochs).
         return self.model.fit(per_replica_dataset([batch], self.strategy, repeat=True), epochs=epochs,
                               steps_per_epoch=1, verbose=0, callbacks=[*(callbacks or []), _Steps(self)])
 
