@@ -334,7 +334,6 @@ class Trainer:
         # process-wide registry, which would keep this copy (weights, optimizer slots) alive for good.
         self._dataset = per_replica_dataset(batches, self.strategy, repeat=True)
         self._iterator = iter(self._dataset)
-        self._cycle, self._taken = len(batches), 0
 
     def fit(self, batch, epochs: int, callbacks: list | None = None):
         """Plain `model.fit` on one batch for `epochs` epochs (one step each), on every replica."""
@@ -359,11 +358,9 @@ class Trainer:
         for variable in (variables() if callable(variables) else variables):
             variable.assign(tf.zeros(variable.shape, dtype=variable.dtype))
         self.optimizer.learning_rate = rate
-        # Back to the first batch by reading on to the end of the cycle: dropping the iterator for a new one would
-        # wait on tf.data's background work, at times for seconds (2 to 8 s measured between sweep rates).
-        for _ in range(-self._taken % self._cycle):
-            next(self._iterator)
-        self._taken = 0
+        # A new iterator, from the first batch (the datasets run without tf.data's autotuning, whose thread made
+        # dropping the old one wait for seconds at times: see `per_replica_dataset`).
+        self._iterator = iter(self._dataset)
 
     def run(self, steps: int, rates: list[float] | None = None) -> list[float]:
         """`steps` training steps on the next batches; returns each step's loss.
@@ -382,7 +379,6 @@ class Trainer:
                 self.optimizer.learning_rate = rates[index]
             traces = self.traces()
             means.append(self.train_function(self._iterator)["loss"])
-            self._taken += 1
             progress.step(traced=self.traces() > traces)
         running = np.asarray([float(np.asarray(mean)) for mean in means], dtype=np.float64)
         counts = np.arange(1, steps + 1)
