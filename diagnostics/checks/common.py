@@ -3,8 +3,12 @@ both owners' `CAUSES`), and the weight-drift bounds the sweep and the overfit te
 
 from __future__ import annotations
 
+import numpy as np
+
 from diagnostics.core.check import Explains
+from diagnostics.core.context import RunContext
 from diagnostics.core.rules import Above, Holds
+from diagnostics.keras import keras_model
 
 
 OUT_OF_RANGE = Above("out_of_range_labels")  # the first batch holds labels the head cannot take
@@ -12,6 +16,7 @@ OUT_OF_RANGE = Above("out_of_range_labels")  # the first batch holds labels the 
 LABELS_STOP = (Explains("model.forward", ("fit_call_raises",), OUT_OF_RANGE),
                Explains("model.nan_rows", ("max_non_finite_rows",), Holds("labels_cause")),
                Explains("model.gradients", ("step_raises",), OUT_OF_RANGE),
+               Explains("hparams.loss", ("step_raises",), OUT_OF_RANGE),
                Explains("overfit.one_batch", ("fit_raises", "no_finite_start"), OUT_OF_RANGE))
 # What a model that learns nothing shows (hparams.loss's and model.gradients's causes).
 NOTHING_LEARNS = (Explains("model.weights_after_step", ("min_moved",)), Explains("data.learnability"),
@@ -24,3 +29,20 @@ NOTHING_LEARNS = (Explains("model.weights_after_step", ("min_moved",)), Explains
 # accuracy; 1e-3 gives about 6e-3 and collapses to one class.
 WARN_DRIFT = 1e-3
 FAIL_DRIFT = 3e-3
+
+
+def out_of_range(labels, num_labels: int, regression: bool) -> int:
+    """How many class labels lie outside [0, num_labels): the head has no output for them (0 for regression)."""
+    values = np.asarray(labels)
+    if regression or not values.size or not np.issubdtype(values.dtype, np.number):
+        return 0
+    return int(((values < 0) | (values >= num_labels)).sum())
+
+
+def num_labels_of(run: RunContext) -> int:
+    return keras_model.head_of(run.classifier[0]).num_labels
+
+
+def out_of_range_of(run: RunContext) -> int:
+    """The first batch's labels the head has no output for (the Model checks and hparams.loss read it)."""
+    return out_of_range(run.first_labels, num_labels_of(run), run.config.glue_task.regression)

@@ -205,13 +205,26 @@ def user_batch(split, tokenizer, config: RunConfig, indices: list[int], batch_si
         batch.error_fix = f"dataset = dataset.map(lambda rows: tokenizer(*(rows[c] for c in {list(task.text_columns)!r}), truncation=True), batched=True)"
         return batch, None
     try:
-        return batch, split.select(indices).to_tf_dataset(**{**kwargs, "batch_size": batch_size, "shuffle": False,
-                                                             "num_test_batches": shape_probes(len(indices))})
+        dataset = split.select(indices).to_tf_dataset(**{**kwargs, "batch_size": batch_size, "shuffle": False,
+                                                         "num_test_batches": shape_probes(len(indices))})
+        return batch, _keyed(dataset, kwargs["columns"], kwargs["label_cols"])
     except Exception as exc:
         batch.error = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0]}"
         if recipe.collate_fn is None and "shape" in str(exc):
             batch.error_fix = "to_tf_dataset(..., collate_fn=DataCollatorWithPadding(tokenizer, return_tensors='np'))"
         return batch, None
+
+
+def _keyed(dataset, columns: list[str] | None, label_cols):
+    """`to_tf_dataset` gives one input column as a bare tensor (`input_ids` alone): the same batches keyed by its
+    name, as the checks read a batch's inputs by name (the model takes either)."""
+    features = [column for column in columns or [] if column not in (label_cols or [])]
+    if len(features) != 1:
+        return dataset
+    name = features[0]
+    if label_cols:
+        return dataset.map(lambda x, y: ({name: x}, y))
+    return dataset.map(lambda x: {name: x})
 
 
 def renames_label(recipe, rows: dict[str, list], indices: list[int], columns: list[str]) -> bool:
@@ -276,6 +289,12 @@ def shape_probes(rows: int) -> int:
     vanishingly unlikely.
     """
     return min(2000, max(20, 10 * rows))
+
+
+def text_columns_of(split, taken=()) -> list[str]:
+    """The split's columns of text (strings), in order, but those in `taken`."""
+    return [name for name, feature in split.features.items()
+            if getattr(feature, "dtype", None) in ("string", "large_string") and name not in taken]
 
 
 def split_labels(split) -> np.ndarray:

@@ -356,6 +356,13 @@ def encoder_variables(model) -> set[int]:
     return {id(variable) for variable in encoder.weights} if encoder is not None else set()
 
 
+def encoder_frozen(model) -> bool:
+    """A Transformers encoder whose weights this fit leaves as they are (trainable=False): only what sits on it
+    trains."""
+    encoder = encoder_variables(model)
+    return bool(encoder) and not any(id(variable) in encoder for variable in model.trainable_variables)
+
+
 def what_trains(model) -> dict[str, int]:
     """The trainable weights a fit of the model as it stands updates, counted: {"encoder": ..., "other": ...}
     (the encoder's, and the head's with anything else around it)."""

@@ -55,3 +55,20 @@ def plain_rate(rate) -> float:
     """A rate as the user wrote it: Keras keeps rates in float32 (5e-5 reads back as 4.9999999e-05)."""
     value = rate.numpy() if hasattr(rate, "numpy") else rate  # a mirrored variable is read through numpy()
     return float(str(np.float32(value)))
+
+
+# A LossScaleOptimizer starts at 2**15 and halves its scale at each step whose gradients overflow.
+MAX_LOSS_SCALE_HALVINGS = 16
+
+
+def until_applied(step, optimizer, finite):
+    """`step()` run again while the LossScaleOptimizer a mixed_float16 compile wraps the optimizer in skipped it (its
+    scaled gradients overflowed, `finite()` saying which were finite, and it halved its scale), as real training's
+    first steps are skipped: the result of the first step it applies. A skipped step changes no weight."""
+    result = step()
+    for _ in range(MAX_LOSS_SCALE_HALVINGS):
+        if not getattr(optimizer, "dynamic", False) or not hasattr(optimizer, "inner_optimizer") or all(finite()) or \
+                float(optimizer.loss_scale) < 1.0:
+            break
+        result = step()
+    return result

@@ -17,7 +17,7 @@ from diagnostics.keras.internals import is_pretrained_kernel, keras_step_functio
 from diagnostics.keras.keras_model import (Forward, Traced, call, class_ids, class_logits, copy_weights, fresh_copy, head_of,  # noqa: F401 (re-exported)
                                      encoder_variables, model_config, pretrained_variables,
                                      unused_by_output)
-from diagnostics.keras.optimizers import clone_optimizer, current_rate
+from diagnostics.keras.optimizers import clone_optimizer, current_rate, until_applied
 
 LABEL_KEYS = ("labels", "label")
 
@@ -149,7 +149,9 @@ def one_train_step(copy, tf_batch, config: RunConfig) -> StepRecord:
     optimizer.apply_gradients = recording_apply
     record.rate = current_rate(copy)
     try:
-        metrics = copy.train_step(tf_batch)
+        # Under mixed_float16 the step measured is the first the LossScaleOptimizer applies (`until_applied`).
+        metrics = until_applied(lambda: copy.train_step(tf_batch), optimizer,
+                                lambda: [grad.finite for _, grad in record.gradients if grad is not None])
         record.loss = float(np.asarray(metrics["loss"])) if "loss" in metrics else None
     except Exception as exc:
         record.error = f"{type(exc).__name__}: {first_line(exc)}"

@@ -99,8 +99,9 @@ def _optimizer_of(model, given: Any = None):
     loop's, given to `diagnose(optimizer=)` or seen at its first `apply_gradients`)."""
     optimizer = getattr(model, "optimizer", None) if model is not None else None
     if optimizer is None and given is not None and not isinstance(given, str):
-        return given
-    return optimizer
+        optimizer = given
+    # compile under a mixed_float16 policy wraps the optimizer in a LossScaleOptimizer: its settings are the inner one's.
+    return getattr(optimizer, "inner_optimizer", optimizer)
 
 
 def _schedule(rate) -> dict[str, Any] | None:

@@ -15,6 +15,7 @@ from diagnostics.usercode import hooks
 from diagnostics.keras import keras_model
 
 from diagnostics.keras import loading
+from diagnostics.keras.batches import text_columns_of
 from diagnostics.i18n import msg
 from diagnostics.config.run import Recipe, RunConfig
 from diagnostics.core.context import RunContext
@@ -96,6 +97,7 @@ def build_run(captured: Captured) -> RunContext:
                         collate_fn=kwargs.get("collate_fn"), collate_fn_args=kwargs.get("collate_fn_args"),
                         origin=captured.origin)
         batch_size, shuffle = int(kwargs.get("batch_size") or 8), bool(kwargs.get("shuffle", False))
+        source = _read_as_task(source, finding, captured.notes)
     elif captured.dataset is not None:
         with hooks.watch():  # a pipeline that tokenizes as it yields (a Sequence, a generator) does so now
             calls = hooks.seen_calls["count"]
@@ -136,6 +138,25 @@ def build_run(captured: Captured) -> RunContext:
         captured.notes.append(msg("The model is not compiled (fit would raise): checked as {code} with the model's "
                                   "internal loss.", code=f"compile(optimizer=Adam({UNCOMPILED_RATE:g}))"))
     return RunContext(config, tokenizer, source, _loader(model))
+
+
+def _read_as_task(source, finding, notes: list):
+    """The split with its own text columns (`text`, `review`, ...) read as the task's, when the task was found from
+    the rows rather than given: a task nobody named never turns the user's `text` into a missing `sentence`. A task
+    the user gave is checked against GLUE's names (data.columns names the column to rename)."""
+    from diagnostics.config.tasks import get_task
+
+    needed = list(get_task(finding.name).text_columns)
+    missing = [column for column in needed if column not in source.column_names]
+    if finding.how == "given" or not missing:
+        return source
+    spare = text_columns_of(source, needed)
+    if len(spare) != len(missing):
+        return source
+    mapping = dict(zip(spare, missing))
+    notes.append(msg("The split's own text columns are read as the task's: {mapping}.",
+                     mapping=", ".join(f"{mine} → {task}" for mine, task in mapping.items())))
+    return source.rename_columns(mapping)
 
 
 def _keras_model_fits(model, loss: str) -> None:

@@ -63,10 +63,10 @@ def read_back(dataset, tokenizer, *, task: str | None, model_config=None, hint=N
         lengths = mask.sum(axis=1).astype(int)
         widths.append((ids.shape[1], int(lengths.max()) if len(lengths) else 0))
         ys = shapes.read(y) if y is not None else None
+        arrays = {key: np.asarray(value) for key, value in inputs.items()}
         for row in range(ids.shape[0]):
             length = int(lengths[row])
-            for key, value in inputs.items():
-                value = np.asarray(value)
+            for key, value in arrays.items():
                 columns.setdefault(key, []).append(value[row][:length].tolist() if value.ndim == 2 else value[row].item())
             if ys is not None:
                 labels.append(ys[row])
@@ -102,7 +102,8 @@ def arrays_as_dataset(x, y, batch_size=None):
     as `fit` batches them (32 rows unless batch_size= was given)."""
     import tensorflow as tf
 
-    inputs = dict(x) if hasattr(x, "keys") else x
+    # A list of arrays is the model's inputs in order, as Keras reads it; tf.data would stack a list into one tensor.
+    inputs = dict(x) if hasattr(x, "keys") else tuple(x) if isinstance(x, list) else x
     return tf.data.Dataset.from_tensor_slices((inputs, np.asarray(y))).batch(int(batch_size or 32))
 
 
@@ -116,10 +117,12 @@ def batches_of(data):
 
 def _parts(element, input_names: list[str] | None) -> tuple[dict, Any, str]:
     """(the inputs as a dict of arrays, the labels or None, "separate" or "inputs") of one batch."""
-    if isinstance(element, (tuple, list)) and len(element) in (2, 3) and not _is_array(element[0]):
+    # As Keras unpacks what a dataset or Sequence yields (`unpack_x_y_sample_weight`): a tuple or list of two or
+    # three is (x, y[, sample_weight]) whatever it holds, of one is (x,); anything else is x alone.
+    if isinstance(element, (tuple, list)) and len(element) in (2, 3):
         inputs, y = element[0], element[1]
-    elif isinstance(element, (tuple, list)) and len(element) in (2, 3) and input_names and len(input_names) == 1:
-        inputs, y = element[0], element[1]
+    elif isinstance(element, (tuple, list)) and len(element) == 1:
+        inputs, y = element[0], None
     else:
         inputs, y = element, None
     if isinstance(inputs, (tuple, list)):
@@ -181,22 +184,33 @@ def fixed_width(widths: list[tuple[int, int]]) -> int | None:
 
 
 class ReadBackCollator:
-    """Batches rows read back as the user's pipeline made them: `DataCollatorWithPadding` per batch or to the one
-    length it padded to, and the labels written as it gave them (`LabelShape`)."""
+    """Batches rows read back as the user's pipeline made them: each sequence column padded per batch or to the one
+    length it was padded to, under the user's own names (a model's inputs named `attention_masks` are the user's to
+    name; `DataCollatorWithPadding` pads only the names it knows), the labels written as they came (`LabelShape`)
+    and renamed `labels` as `DataCollatorWithPadding` renames them. (`to_tf_dataset` gives every integer column as
+    int64 whatever it was; Keras casts each input to its `Input`'s dtype.)"""
 
     def __init__(self, tokenizer, padded_to: int | None, labels: LabelShape | None):
-        from transformers import DataCollatorWithPadding
-
         self.padded_to, self.labels = padded_to, labels
-        self.pad = DataCollatorWithPadding(tokenizer, return_tensors="np",
-                                           **({"padding": "max_length", "max_length": padded_to} if padded_to else {}))
+        self.fills = {"input_ids": tokenizer.pad_token_id or 0,
+                      "token_type_ids": getattr(tokenizer, "pad_token_type_id", 0) or 0}
+        self.left = getattr(tokenizer, "padding_side", "right") == "left"
 
     def __call__(self, features):
-        batch = dict(self.pad(features))
-        if self.labels is not None and self.labels.kind != "ids":
-            for key in (COLLATOR_LABEL, LABEL):
-                if key in batch:
-                    batch[key] = self.labels.write(batch[key])
+        batch = {}
+        for key in features[0]:
+            values = [feature[key] for feature in features]
+            if isinstance(values[0], (list, tuple, np.ndarray)):
+                width = self.padded_to or max(len(value) for value in values)
+                fill = self.fills.get(key, 0)
+                padded = [[fill] * (width - len(value)) + list(value) if self.left else
+                          list(value) + [fill] * (width - len(value)) for value in values]
+                batch[key] = np.asarray(padded)
+            else:
+                batch[key] = np.asarray(values)
+        if LABEL in batch:
+            labels = batch.pop(LABEL)
+            batch[COLLATOR_LABEL] = self.labels.write(labels) if self.labels is not None else labels
         return batch
 
 

@@ -75,10 +75,50 @@ def stack_change(exc: BaseException) -> tuple[Any, str] | None:
     if isinstance(exc, ValueError) and "Expected workers to be positive" in text:
         return (msg("fit(workers=-1) is refused by tf-keras {version} (older Keras read it as every core).",
                     version=versions["tf-keras"]), "model.fit(..., workers=1)  # or leave workers out")
-    if isinstance(exc, (ValueError, TypeError)) and "keras.src." in text and (
-            "Could not interpret" in text or "keras.src.optimizers" in text or "keras.src.losses" in text):
+    keras_3 = _keras_3_value(exc)
+    if keras_3 is not None or (isinstance(exc, (ValueError, TypeError)) and "keras.src." in text and (
+            "Could not interpret" in text or "keras.src.optimizers" in text or "keras.src.losses" in text)):
+        error = text.splitlines()[0][:200] if keras_3 is None else \
+            f"{type(keras_3).__module__.split('.')[0]} {type(keras_3).__name__} given to {keras_3_receiver(exc)}"
         return (msg("A Keras 3 object was given to a tf-keras (Keras 2) model: `import keras` and, since TensorFlow "
                     "2.16, `from tensorflow import keras` give Keras 3, while Transformers' TF models are tf-keras "
-                    "models ({error}).", error=text.splitlines()[0][:200]), "import tf_keras as keras  # or os.environ['TF_USE_LEGACY_KERAS'] = '1' "
+                    "models ({error}).", error=error), "import tf_keras as keras  # or os.environ['TF_USE_LEGACY_KERAS'] = '1' "
                 "before TensorFlow is imported")
     return None
+
+
+def _frames(exc: BaseException):
+    """The frames the exception passed through, and those of the exceptions it was raised from or during."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        tb = exc.__traceback__
+        while tb is not None:
+            yield tb.tb_frame
+            tb = tb.tb_next
+        exc = exc.__cause__ or exc.__context__
+
+
+def _keras_3_value(exc: BaseException):
+    """A Keras 3 object (a `keras.Input`'s KerasTensor, a Keras 3 layer, optimizer or loss) among the values the
+    exception was raised on, when it passed through a Transformers TF model or tf-keras: what a model built with
+    Keras 3's `keras.Input` around `TFBertModel` raises (tf-keras wraps the cause in 'Exception encountered when
+    calling layer ...', which names none)."""
+    frames = list(_frames(exc))
+    if not any(frame.f_globals.get("__name__", "").startswith(("transformers.", "tf_keras.")) for frame in frames):
+        return None
+    for frame in frames:
+        for value in list(frame.f_locals.values()):
+            for item in (value if isinstance(value, (list, tuple)) else [value]):
+                if type(item).__module__.startswith("keras.src."):
+                    return item
+    return None
+
+
+def keras_3_receiver(exc: BaseException) -> str:
+    """The Transformers or tf-keras layer the Keras 3 object reached, by its class name."""
+    for frame in _frames(exc):
+        owner = frame.f_locals.get("self")
+        if owner is not None and type(owner).__module__.startswith("transformers."):
+            return type(owner).__name__
+    return "a tf-keras layer"

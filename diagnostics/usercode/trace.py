@@ -164,7 +164,11 @@ def _judged(name: str, report: dict | None, *, timed_out: bool, timeout: float, 
             if part is not None]) if failed or warned else msg("no check fails")
         parts.append(found if len(fits) == 1 else msg("fit {number} at {where}: {found}", found=found,
                                                        number=fit["phase"]["fit"], where=fit["phase"]["at"]))
-    if script_info.get("loop"):
+    if script_info.get("loop") and fits[0]["phase"].get("raised"):
+        message = msg("{name} raised {error} at {where} before its training loop's first update; checked what it had "
+                      "built there: {found}.", name=name, error=fits[0]["phase"]["raised"], where=script_info["fit_at"],
+                      found=parts[0])
+    elif script_info.get("loop"):
         message = msg("{name} reached the first apply_gradients of its training loop at {where}; checked what it "
                       "built: {found}.", name=name, where=script_info["fit_at"], found=parts[0])
     elif len(fits) == 1:

@@ -7,7 +7,6 @@ import functools
 import inspect
 import json
 import math
-import os
 from pathlib import Path
 import sys
 import threading
@@ -18,11 +17,15 @@ import weakref
 from diagnostics.i18n import msg
 from diagnostics.keras.keras_model import what_it_trains
 from diagnostics.usercode.script_errors import _versions
-from diagnostics.usercode.trace import _end_descendants, _notes, _tie_to_parent, script_notes
+from diagnostics.usercode.trace import _end_descendants, _tie_to_parent
+from diagnostics.usercode.trace_loops import Loops, _LoopChecked
 from diagnostics.usercode.trace_report import BRIEF_STEPS, MAX_CHECKED_FITS, Reports, _quiet_checks
 
 
-class _Child(Reports):
+_ABSENT = object()
+
+
+class _Child(Loops, Reports):
     """The child's state: the spec, compile calls seen, and the report once written."""
 
     def __init__(self, spec: dict):
@@ -42,6 +45,24 @@ class _Child(Reports):
         self.steps_built: "weakref.WeakKeyDictionary[Any, tuple]" = weakref.WeakKeyDictionary()
         self.checking = False  # the checks' own fit and compile calls (on copies) pass straight through
         self._compiling = threading.local()
+        self._patched: list[tuple[Any, str, Any]] = []  # (class, name, what its own __dict__ held before)
+
+    def _patch(self, owner, name: str, value) -> None:
+        self._patched.append((owner, name, owner.__dict__.get(name, _ABSENT)))
+        setattr(owner, name, value)
+
+    def uninstall(self) -> None:
+        """Put back every method `install` replaced and close the `watch()` block: a process that traces several
+        scripts in turn (the suite's matrix of script shapes) starts each from the libraries as they were."""
+        for owner, name, before in reversed(self._patched):
+            if before is _ABSENT:
+                delattr(owner, name)
+            else:
+                setattr(owner, name, before)
+        self._patched.clear()
+        watching, self.watching = getattr(self, "watching", None), None
+        if watching is not None:
+            watching.__exit__(None, None, None)
 
 
     # ------------------------------------------------------------ hooks
@@ -90,100 +111,13 @@ class _Child(Reports):
             finally:
                 child.in_fit -= 1
 
-        tf_keras.Model.fit = fit
+        self._patch(tf_keras.Model, "fit", fit)
         for method in ("evaluate", "predict"):
             self._bound(tf_keras.Model, method)
         for owner in (modeling_tf_utils.TFPreTrainedModel, tf_keras.Model):
             self._wrap_compile(owner)
         for owner in (tf_keras.optimizers.Optimizer, tf_keras.optimizers.legacy.Optimizer):
             self._wrap_apply_gradients(owner)
-
-    def _wrap_apply_gradients(self, owner) -> None:
-        """A custom training loop (a `tf.GradientTape` loop, no fit) is checked at its first `apply_gradients`:
-        the model whose weights it updates, the data and the loss found among the script's objects, the
-        optimizer itself. The script then ends (`--then-train` lets it go on)."""
-        original = owner.apply_gradients
-        child = self
-
-        @functools.wraps(original)
-        def apply_gradients(optimizer, grads_and_vars, *args, **kwargs):
-            if child.in_fit or child.checking or child.looped or child.reports:
-                return original(optimizer, grads_and_vars, *args, **kwargs)
-            pairs = list(grads_and_vars)
-            child.looped = True
-            frame = child._script_frame(sys._getframe(1))
-            # What the checks need, held while the script's frames unwind: the checks run once they are gone (a
-            # loop's tf.function may be tracing this call, where nothing can run eagerly).
-            loop = {"optimizer": optimizer, "variables": [variable for _, variable in pairs],
-                    "where": f"{Path(child.script).name} line {frame.f_lineno}" if frame else Path(child.script).name,
-                    "scopes": [dict(scope) for scope in child._scopes(frame)],
-                    "namespace": frame.f_globals if frame else None}
-            if not child.spec.get("then_train"):
-                raise _LoopChecked(loop)
-            import tensorflow as tf
-
-            if tf.inside_function():  # a tf.function tracing its step: nothing runs eagerly until the script ends
-                child.pending_loop = loop
-            else:
-                child.check_loop(loop)
-            return original(optimizer, pairs, *args, **kwargs)
-
-        owner.apply_gradients = apply_gradients
-
-    def check_loop(self, loop: dict, *, after_training: bool = False) -> None:
-        self.checking = True
-        try:
-            with _quiet_checks():
-                self.on_loop(**loop)
-        finally:
-            self.checking = False
-        if after_training:  # said in that check's report, beside its notes
-            self.reports[-1].update(_notes([*script_notes(self.reports[-1]), msg(
-                "Checked after the script ended (--then-train with a tf.function step): the weights are those "
-                "training left, not those it started from.")]))
-            self.write_fits()
-
-    def on_loop(self, optimizer, variables: list, where: str, scopes: list[dict], namespace) -> None:
-        """The checks on a custom loop's first update, as the report of its one checked step."""
-        from diagnostics.usercode.api import capture
-        from diagnostics.core.errors import InputError
-
-        self.say(msg("The script's training loop reached apply_gradients at {where}: running the checks on what it "
-                     "built", where=where))
-        model = _owner_of(variables, scopes)
-        phase = {"fit": 1, "at": where, "loop": True, **(what_it_trains(model) if model is not None else {})}
-
-        def captured():
-            if model is None:
-                raise InputError(msg("No Keras model among the script's objects holds the weights apply_gradients "
-                                     "updates."))
-            data, loss = _loop_data(scopes), _loop_loss(scopes)
-            if data is None:
-                raise InputError(msg("No dataset among the script's objects (a tf.data.Dataset, a "
-                                     "keras.utils.Sequence): check the loop with diagnose(model, dataset, loss=..., "
-                                     "optimizer=...)."))
-            found = capture(model, data, self._tokenizer_in(scopes), self.spec.get("task"),
-                            origin=Path(self.script).name)
-            found.compile_args = {"optimizer": optimizer, "loss": loss}
-            found.namespace = namespace
-            found.notes.append(
-                msg("A custom training loop: checked at its first apply_gradients with its optimizer and the loss "
-                    "{loss} found among its objects.", loss=_describe_loss(loss)) if loss is not None else
-                msg("A custom training loop: checked at its first apply_gradients with its optimizer and the model's "
-                    "own loss (no Keras loss among its objects; diagnose(model, dataset, loss=...) takes the one it "
-                    "computes)."))
-            return found
-
-        self.checked(where, phase, captured)
-
-    def _scopes(self, frame) -> list[dict]:
-        """The script's local and global names, innermost frame first."""
-        scopes = []
-        while frame is not None:
-            if os.path.abspath(frame.f_code.co_filename) == self.script:
-                scopes += [frame.f_locals, frame.f_globals]
-            frame = frame.f_back
-        return scopes
 
     def stale_step(self, model, trainable: list[int]) -> tuple[int, int, int] | None:
         """(the fit that built it, the weights it trains, the weights marked trainable now) when this fit reuses a
@@ -262,7 +196,7 @@ class _Child(Reports):
                 return original(model, *args, **kwargs)
             return child.brief(original, model, args, kwargs, method)
 
-        setattr(owner, method, bounded)
+        self._patch(owner, method, bounded)
 
     def _wrap_compile(self, owner) -> None:
         original = owner.__dict__["compile"]
@@ -285,7 +219,7 @@ class _Child(Reports):
                 if outer:
                     child._compiling.active = False
 
-        owner.compile = compile
+        self._patch(owner, "compile", compile)
 
     # ------------------------------------------------------------ fit reached
 
@@ -335,56 +269,6 @@ def _bounded(steps) -> int:
     return min(int(steps), BRIEF_STEPS) if isinstance(steps, int) and steps > 0 else BRIEF_STEPS
 
 
-class _LoopChecked(BaseException):
-    """Raised from a custom loop's first apply_gradients once its report is written: ends the script (a
-    BaseException, so the script's own `except Exception` cannot swallow it)."""
-
-
-def _owner_of(variables: list, scopes: list[dict]):
-    """The Keras model among the script's objects whose trainable weights include those apply_gradients updates."""
-    import tf_keras
-
-    wanted = {id(variable) for variable in variables}
-    for scope in scopes:
-        for value in list(scope.values()):
-            if isinstance(value, tf_keras.Model) and wanted & {id(v) for v in value.trainable_variables}:
-                return value
-    return None
-
-
-def _loop_data(scopes: list[dict]):
-    """The data a custom loop trains on: a batched tf.data.Dataset or a keras.utils.Sequence among the script's
-    objects, innermost first, a training split's before others."""
-    import tensorflow as tf
-    import tf_keras
-
-    found = [(name, value) for scope in scopes for name, value in list(scope.items())
-             if isinstance(value, (tf.data.Dataset, tf_keras.utils.Sequence))]
-    training = [value for name, value in found if "train" in name.lower()]
-    return (training or [value for _, value in found] or [None])[0]
-
-
-def _loop_loss(scopes: list[dict]):
-    """The Keras loss a custom loop computes: a loss object (or a loss function of Keras's) among its objects."""
-    import tf_keras
-
-    for scope in scopes:
-        for value in list(scope.values()):
-            if isinstance(value, tf_keras.losses.Loss):
-                return value
-            if callable(value) and getattr(value, "__module__", "").startswith("tf_keras.src.losses") and \
-                    not isinstance(value, type):
-                return value
-    return None
-
-
-def _describe_loss(loss) -> str:
-    if isinstance(loss, type) or not hasattr(loss, "get_config"):
-        return getattr(loss, "__name__", repr(loss))
-    settings = {key: value for key, value in loss.get_config().items() if key == "from_logits"}
-    return f"{type(loss).__name__}({', '.join(f'{key}={value}' for key, value in settings.items())})"
-
-
 def child_main(spec_path: str) -> int:
     """Run the script of a spec with `fit` intercepted, writing the report (the child process's entry point); no
     process the script started outlives it."""
@@ -397,11 +281,43 @@ def child_main(spec_path: str) -> int:
 
 
 def _run_child(spec: dict) -> int:
-    import runpy
-
     child = _Child(spec)
     child.say(msg("Running {name}", name=Path(spec["script"]).name))
     child.install()
+    if spec.get("in_process"):
+        argv, path = list(sys.argv), list(sys.path)
+        try:
+            return _run_installed(child, spec)
+        finally:
+            child.uninstall()
+            sys.argv[:], sys.path[:] = argv, path
+            _forget_the_scripts_globals()
+    return _run_installed(child, spec)
+
+
+def _forget_the_scripts_globals() -> None:
+    """What a script sets for its whole process and the next script in the same process must not inherit: Keras's
+    precision policy and its graph's names, and datasets' cache switch (`install` turned it off)."""
+    import datasets
+    import tf_keras
+
+    tf_keras.mixed_precision.set_global_policy("float32")
+    tf_keras.backend.clear_session()
+    datasets.enable_caching()
+
+
+def run_in_process(spec: dict) -> dict | None:
+    """Trace one script in this process, as the child process would (hooks installed for the script alone, put
+    back after it): the report written, or None. For a process that traces many scripts in turn (the suite's matrix
+    of script shapes); `trace_script` runs each in a child process of its own, as a user's trace does."""
+    _run_child({**spec, "in_process": True})
+    path = Path(spec["report"])
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def _run_installed(child: "_Child", spec: dict) -> int:
+    import runpy
+
     # Seeded as `run` is (seed 0), so two traces of one unseeded script build the same head and agree; a script
     # that seeds itself still wins.
     import tf_keras
@@ -427,6 +343,10 @@ def _run_child(spec: dict) -> int:
             child.write_fits(after=exc)
             return 0
         child.say(msg("The script raised {error} before fit: diagnosing it", error=type(exc).__name__))
+        from diagnostics.usercode.script_errors import _classify
+
+        if _classify(exc, str(exc))[0] == "other" and child.check_what_it_built(exc):
+            return 0
         child.on_error(exc)
         return 0
     if child.reports:

@@ -257,6 +257,22 @@ def test_with_the_task_unknown_a_rare_label_value_is_a_warning_naming_its_rows()
     assert check_label_range(np.array([0, 1, 2] * 40), [0], unknown, 3, "train").status is Status.PASS
 
 
+def test_with_the_task_unknown_a_rare_value_beyond_the_head_is_a_stray_to_drop_and_a_wider_head_the_alternative():
+    from diagnostics.config.tasks import GlueTask
+
+    unknown = GlueTask("cola or sst2", ("sentence",), ("label 0", "label 1"), ("train",), known=False)
+    labels = np.array([0, 1] * 333 + [2] * 34)  # 700 rows of binary sentiment, 34 of them labelled 2
+    result = check_label_range(labels, [0, 1], unknown, 2, "train")
+    assert result.status is Status.FAIL
+    assert "label 2 is on only 34 rows (4.9%" in result.summary and "rows 666, 667" in result.summary
+    assert result.evidence["rows"][:2] == [666, 667]
+    assert str(result.fix).startswith("Drop or relabel these rows: dataset = dataset.filter(lambda row: row['label'] != 2)")
+    assert "if 2 is a real class" in str(result.fix) and "num_labels=3" in str(result.fix)
+    # A value as common as the others is a class the head lacks: the wider head is the fix.
+    balanced = check_label_range(np.array([0, 1, 2] * 100), [0, 1, 2], unknown, 2, "train")
+    assert balanced.status is Status.FAIL and str(balanced.fix).endswith("num_labels=3)")
+
+
 def test_model_config_counts_what_it_says_about_outputs_from_the_data(bert_checkpoint, bert_tokenizer):
     from transformers import AutoConfig
 
@@ -268,6 +284,51 @@ def test_model_config_counts_what_it_says_about_outputs_from_the_data(bert_check
     assert fed.status is Status.WARN and "output 2 learns only from the 10 rows labelled 2" in fed.summary
     idle = check_config(config, "TFBert", TASKS["rte"], bert_tokenizer, {0: 95, 1: 95})
     assert "never gets a positive example (no row of the split is labelled 2)" in idle.summary
+
+
+# ---------------------------------------------------------------- the user's own column names
+
+
+def text_label_dataset():
+    """The kit's SST-2 rows under the column names most custom datasets use (text, label), through to_tf_dataset."""
+    from datasets import Dataset
+    from transformers import DataCollatorWithPadding
+
+    from diagnostics.keras.loading import load_tokenizer
+
+    tokenizer = load_tokenizer("demo")
+    rows = kit_rows_of("sst2")
+    split = Dataset.from_dict({"text": [row["sentence"] for row in rows], "label": [row["label"] for row in rows]})
+    split = split.map(lambda batch: tokenizer(batch["text"], truncation=True), batched=True)
+    with watch():
+        dataset = split.to_tf_dataset(columns=["input_ids", "attention_mask"], label_cols="label", batch_size=8,
+                                      collate_fn=DataCollatorWithPadding(tokenizer, return_tensors="np"))
+    return dataset, tokenizer
+
+
+def kit_rows_of(task):
+    import json
+
+    path = ROOT / "diagnostics" / "demo_data" / task / "train.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_a_text_column_passes_when_the_task_was_found_and_is_named_to_rename_when_it_was_given():
+    from transformers import TFAutoModelForSequenceClassification
+
+    from diagnostics import diagnose
+    from diagnostics.keras.loading import demo_checkpoint_dir
+
+    dataset, tokenizer = text_label_dataset()
+    model = TFAutoModelForSequenceClassification.from_pretrained(str(demo_checkpoint_dir()), num_labels=2)
+    found = diagnose(model, dataset, tokenizer, stages="data", progress=False)
+    assert found["data.columns"].status is Status.PASS, found["data.columns"].summary
+    assert not found.failed
+    assert any("text → sentence" in str(note) for note in found.notes)
+    given = diagnose(model, dataset, tokenizer, task="sst2", stages="data", progress=False)
+    assert given["data.columns"].status is Status.FAIL
+    assert "The split lacks sentence" in given["data.columns"].summary
+    assert given["data.columns"].fix == "dataset = dataset.rename_columns({'text': 'sentence'})"
 
 
 # ---------------------------------------------------------------- a script in a public example's shape, traced

@@ -347,3 +347,26 @@ def test_removed_tokenizer_and_fit_arguments_and_keras_3_objects_are_named_with_
     model = TFAutoModelForSequenceClassification.from_pretrained(str(checkpoint), num_labels=2)
     finding, fix = stack_change(raised(lambda: model.compile(optimizer=keras.optimizers.Adam(1e-3))))
     assert "Keras 3" in str(finding) and fix.startswith("import tf_keras as keras")
+
+
+def test_a_keras_3_input_given_to_a_transformers_encoder_is_named_with_its_fix(kit):
+    """`keras.Input` (Keras 3, TensorFlow's default since 2.16) called through TFAutoModel, the functional-model shape
+    of many tutorials: tf-keras wraps the cause in "Exception encountered when calling layer ...", which names none."""
+    import keras
+    from transformers import TFAutoModel
+
+    from diagnostics.usercode.script_errors import stack_change
+
+    checkpoint, _ = kit
+    encoder = TFAutoModel.from_pretrained(str(checkpoint))
+    input_ids = keras.Input(shape=(16,), dtype="int32", name="input_ids")
+    exc = raised(lambda: encoder(input_ids))
+    assert "Exception encountered when calling layer" in str(exc)
+    finding, fix = stack_change(exc)
+    assert "A Keras 3 object was given to a tf-keras (Keras 2) model" in str(finding)
+    assert "KerasTensor given to TFDistilBertModel" in str(finding)
+    assert fix.startswith("import tf_keras as keras") and "TF_USE_LEGACY_KERAS" in fix
+    # The same layer given a tf-keras Input builds: no change to name.
+    import tf_keras
+
+    assert encoder(tf_keras.Input(shape=(16,), dtype="int32")).last_hidden_state.shape[-1] > 0

@@ -11,7 +11,7 @@ from diagnostics.core.context import RunContext
 from diagnostics.core.result import CheckResult, judge
 from diagnostics.core.rules import Holds
 from diagnostics.i18n import N_, joined, msg, msgn
-from diagnostics.keras.batches import FirstBatch, LABEL
+from diagnostics.keras.batches import FirstBatch, LABEL, text_columns_of
 
 
 def check_columns(
@@ -64,7 +64,16 @@ def check_columns(
            count=len(requested), columns=", ".join(requested), task=task.name))
 
 
-def missing_columns_result(split_columns: list[str], task: GlueTask, missing: list[str]) -> CheckResult:
+def rename_fix(missing: list[str], spare: list[str]) -> str:
+    """The fix for text columns the task names otherwise: the split's own text columns renamed, when it has as many
+    as are missing (else a placeholder for the column to rename)."""
+    if spare and len(spare) == len(missing):
+        return f"dataset = dataset.rename_columns({dict(zip(spare, missing))!r})"
+    return f"dataset = dataset.rename_column('<your column>', '{missing[0]}')"
+
+
+def missing_columns_result(split_columns: list[str], task: GlueTask, missing: list[str],
+                           spare: list[str] = ()) -> CheckResult:
     """data.columns when the split lacks some of the task's columns, with what the file's shape suggests: another
     delimiter (one column whose name holds the others), or no header row (the first row read as names)."""
     needed = list(task.text_columns) + [LABEL]
@@ -83,7 +92,7 @@ def missing_columns_result(split_columns: list[str], task: GlueTask, missing: li
         "missing_columns": (
             msg("The split lacks {missing}: {task} needs {needed}; it has: {found}.{hint}", missing=", ".join(missing),
                 task=task.name, needed=", ".join(needed), found=", ".join(split_columns), hint=hint),
-            f"dataset = dataset.rename_column('<your column>', '{missing[0]}')")}, "")
+            rename_fix(missing, list(spare)))}, "")
 
 
 def check_text_cells(problems: dict[str, dict[str, list]], task: GlueTask, rows: int) -> CheckResult:
@@ -111,7 +120,8 @@ def check_text_cells(problems: dict[str, dict[str, list]], task: GlueTask, rows:
 def measure(run: RunContext) -> CheckResult:
     task, columns = run.config.glue_task, list(run.split.column_names)
     if any(column in run.missing_columns for column in task.text_columns):
-        return missing_columns_result(columns, task, run.missing_columns)
+        return missing_columns_result(columns, task, run.missing_columns,
+                                      text_columns_of(run.split, task.text_columns))
     if run.text_problems:
         return check_text_cells(run.text_problems, task, len(run.split))
     inputs = run.config.model_inputs or run.tokenizer.model_input_names

@@ -128,10 +128,22 @@ def out_of_range_of(split_labels_: np.ndarray, in_split: dict, task: GlueTask, n
                     "(rows {rows})", task=task.name, count=task.num_labels, names=names, rows=_rows(rows))
     else:
         needed = max(int(label) for label in in_split if isinstance(label, int)) + 1 if in_split else num_labels
-        fix = (f"TFAutoModelForSequenceClassification.from_pretrained(checkpoint, num_labels={needed})"
-               if needed > num_labels else msg("Map the labels to 0..num_labels-1 before training."))
+        head = f"TFAutoModelForSequenceClassification.from_pretrained(checkpoint, num_labels={needed})"
+        fix = head if needed > num_labels else msg("Map the labels to 0..num_labels-1 before training.")
         cause = msg("the model has num_labels={num_labels}, so these rows get a NaN loss on GPU and an error on CPU",
                     num_labels=num_labels)
+        stray = _stray_value(labels, CHECK.value("warn_rare_share"))
+        if needed > num_labels and stray is not None and stray[0] in in_split:
+            # A value far rarer than the balanced classes the head has is more likely a stray than a class: a head
+            # grown to take it would learn it as one from a handful of rows. Name the rows; the wider head is the
+            # alternative for a value that is a real class.
+            evidence["rows"] = stray[1][:50].tolist()
+            cause = msg("{cause}; label {value} is on only {count:,} rows ({share:.1%}; rows {rows}) while the "
+                        "others are balanced ({shares})", cause=cause, value=stray[0], count=len(stray[1]),
+                        share=len(stray[1]) / len(labels), rows=_rows(stray[1]), shares=stray[2])
+            fix = msg("Drop or relabel these rows: {code}; if {value} is a real class, build the head for it "
+                      "instead: {head}", code=f"dataset = dataset.filter(lambda row: row['label'] != {stray[0]})",
+                      value=stray[0], head=head)
     return msg("{headline}: {cause}.", headline=headline, cause=cause), fix
 
 

@@ -16,6 +16,7 @@ from diagnostics.core.rules import Above, All, AtMost, Holds
 from diagnostics.i18n import N_, msg
 from diagnostics.keras.batches import LABEL, LEARNABILITY_CONTROL, batches_of, build_batch, shuffled_labels
 from diagnostics.keras.scoring import held_out_figures
+from diagnostics.keras.keras_model import encoder_frozen
 from diagnostics.keras.training import SharedCopy, Trainer, is_pretrained, usual_rate_of
 
 
@@ -132,6 +133,11 @@ def only_when_asked(run: RunContext):
     """On a pretrained checkpoint it runs only when asked for: there its two short runs take minutes on a CPU and,
     measured on real GLUE text, rarely conclude (a pretrained model fits shuffled labels about as fast as real ones,
     and held-out rows after so few steps separate them only on easy tasks)."""
+    if encoder_frozen(run.classifier[0]):
+        return msg("Not run by default on a fit that leaves the encoder frozen: a head on fixed features learns "
+                   "real labels about as slowly as shuffled ones in a run this short, so it cannot tell them apart; "
+                   "it runs on a fit that trains the encoder (or ask for it: --with data.learnability, with_checks= "
+                   "in diagnose()).")
     if not is_pretrained(run.classifier[0]):
         return None
     return msg("Not run by default on a pretrained checkpoint: it trains two copies for a minute or more on a CPU "

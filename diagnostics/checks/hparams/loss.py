@@ -7,7 +7,7 @@ from typing import Any, Callable, TypedDict
 
 import numpy as np
 
-from diagnostics.checks.common import NOTHING_LEARNS
+from diagnostics.checks.common import NOTHING_LEARNS, out_of_range_of
 from diagnostics.config.run import RunConfig
 from diagnostics.config.tasks import GlueTask
 from diagnostics.core.check import Cause, Check, Condition, Explains
@@ -170,8 +170,9 @@ def _judge_loss(figures: dict[str, Any]) -> CheckResult:
 
 def measure(run: RunContext) -> CheckResult:
     config = run.config
-    return check_loss(loss_figures(run.classifier[0], run.first_batch.tf_batch, run.first_labels, config,
-                                   config.glue_task, step=lambda: run.in_range_step, forward=run.forward))
+    figures = loss_figures(run.classifier[0], run.first_batch.tf_batch, run.first_labels, config, config.glue_task,
+                           step=lambda: run.in_range_step, forward=run.forward)
+    return check_loss({**figures, "out_of_range_labels": out_of_range_of(run)})
 
 
 class Evidence(TypedDict, total=False):
@@ -194,6 +195,7 @@ class Evidence(TypedDict, total=False):
     classification_loss: bool  # a classification loss on a regression task
     regression_loss: bool  # mean squared error on class ids
     keras_loss_on_input_labels: bool  # a Keras loss with the labels inside the input dict
+    out_of_range_labels: int  # labels of the batch the head has no output for (one-hot rows wider than it raise)
     reads_probabilities_as_logits: bool  # a from_logits=True loss on a softmax or sigmoid output that it distorts
     head: str | None  # a Keras model's own output layer ("Dense(2, softmax)"); None for a Transformers classifier
 

@@ -90,7 +90,7 @@ def sweep_verdicts(figures: dict[str, Any], *, pretrained: bool, head_only: bool
     warn_drift = CHECK.value("warn_drift")
     min_held_out_gain = CHECK.value("min_held_out_gain")
     start = figures["held_out_start"]["loss"]
-    reasons, broke = [], []
+    reasons, broke, rose = [], [], []
     for curve, score, drift in zip(figures["smoothed"], figures["held_out"], figures["drift_per_step"]):
         why = []
         broke.append(any(value is None for value in curve) or score["loss"] is None
@@ -103,7 +103,19 @@ def sweep_verdicts(figures: dict[str, Any], *, pretrained: bool, head_only: bool
             why.append(msg("held-out loss rose ({first:.3f} to {last:.3f})", first=start, last=score["loss"]))
         if pretrained and drift is not None and drift > warn_drift:
             why.append(msg("moves pretrained weights {drift:.1e} of their size a step", drift=drift))
+        rose.append(len(why) == 1 and not broke[-1] and not (pretrained and drift is not None and drift > warn_drift))
         reasons.append(why)
+    # A held-out rise at a rate below one that passes every rule is not the rate being too high (a higher rate would
+    # be worse): on so few steps and rows it is noise, and it flags nothing.
+    for index in range(len(reasons)):
+        if rose[index] and any(not why for why in reasons[index + 1:]):
+            reasons[index] = []
+    # A rate above one whose loss broke is no safer for having got through these few steps: it is flagged with it.
+    rates = figures["learning_rates"]
+    for index in range(len(reasons)):
+        below = next((rates[lower] for lower in range(index) if broke[lower]), None)
+        if below is not None and not reasons[index]:
+            reasons[index] = [msg("above {rate:.1e}, whose loss blew up or turned NaN", rate=below)]
     good = [(score["loss"], curve[-1], rate, curve[0])
             for rate, score, curve, why in zip(figures["learning_rates"], figures["held_out"], figures["smoothed"], reasons)
             if not why]
@@ -116,6 +128,18 @@ def sweep_verdicts(figures: dict[str, Any], *, pretrained: bool, head_only: bool
     usual = usual_rate(pretrained, head_only)
     if separates:
         ranked, ranked_by = sorted(good), "held-out loss"
+        # A rate above the one the held-out loss ranks first whose predictions collapsed to one class on every held-out
+        # row, where that one's did not, lost what it had learned (the run ends at chance, every row one class: what
+        # real fine-tuning at a rate too high does), though its loss neither blew up nor rose past the rule.
+        best_rate = ranked[0][2]
+        best_score = figures["held_out"][figures["learning_rates"].index(best_rate)]
+        for index, (rate, score) in enumerate(zip(figures["learning_rates"], figures["held_out"])):
+            if rate > best_rate and not reasons[index] and _collapsed(score, best_score):
+                reasons[index] = [msg("every held-out row predicted as one class ({accuracy:.0%} right, against "
+                                      "{best:.0%} at {rate:.1e})", accuracy=score["accuracy"],
+                                      best=best_score["accuracy"], rate=best_rate)]
+        good = [entry for entry in good if not reasons[figures["learning_rates"].index(entry[2])]]
+        ranked = sorted(good)
     elif falling:
         ranked, ranked_by = sorted(falling, key=lambda entry: entry[1]), "training loss"
     else:
@@ -132,6 +156,15 @@ def sweep_verdicts(figures: dict[str, Any], *, pretrained: bool, head_only: bool
         "usual_rate": usual,
         "max_safe_rate": float(warn_drift / np.median(ratios)) if pretrained and ratios else None,
     }
+
+
+def _collapsed(score: dict, best: dict) -> bool:
+    """Every held-out row predicted as one class, and fewer right than at the recommended rate, whose predictions
+    did not collapse."""
+    share, accuracy = score.get("commonest_share"), score.get("accuracy")
+    if share is None or accuracy is None or best.get("commonest_share") is None or best.get("accuracy") is None:
+        return False
+    return share >= 1.0 and best["commonest_share"] < 1.0 and accuracy < best["accuracy"]
 
 
 def check_lr_sweep(figures: dict[str, Any], configured_rate: float, *, pretrained: bool = True, head_only: bool = False) -> CheckResult:
@@ -169,8 +202,8 @@ def check_lr_sweep(figures: dict[str, Any], configured_rate: float, *, pretraine
     else:
         basis = msg("the lowest held-out loss ({best:.3f}, from {start:.3f} untrained)", best=best_score["loss"],
                     start=start["loss"]) if verdicts["ranked_by"] == "held-out loss" else \
-            msg("the lowest training loss; the held-out loss moved less than 1% of its start ({start:.3f}) at every "
-                "rate, too little to rank them, so this rests on the rows trained on", start=start["loss"])
+            msg("the lowest training loss; at every rate not flagged the held-out loss moved less than 1% of its start "
+                "({start:.3f}), too little to rank them, so this rests on the rows trained on", start=start["loss"])
         summary = msg("After {steps} steps from the same weights, {best:.1e} gives {basis}, among rates that neither "
                       "diverge nor overwrite pretrained weights; flagged: {flagged}.", steps=len(figures["steps"]),
                       best=best, basis=basis, flagged=", ".join(flagged) or msg("none"))

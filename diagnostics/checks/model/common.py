@@ -8,7 +8,6 @@ from typing import Any
 import numpy as np
 
 from diagnostics.core.context import RunContext
-from diagnostics.keras import keras_model
 from diagnostics.keras.internals import LAYER_PREFIX, variable_path
 from diagnostics.keras.scoring import per_sample_losses
 
@@ -37,26 +36,10 @@ def layer_group(name: str) -> str:
     return "/".join(parts[:-1]) or parts[0]
 
 
-def out_of_range(labels, num_labels: int, regression: bool) -> int:
-    """How many class labels lie outside [0, num_labels): the head has no output for them (0 for regression)."""
-    values = np.asarray(labels)
-    if regression or not values.size or not np.issubdtype(values.dtype, np.number):
-        return 0
-    return int(((values < 0) | (values >= num_labels)).sum())
-
-
-def num_labels_of(run: RunContext) -> int:
-    return keras_model.head_of(run.classifier[0]).num_labels
-
-
 def first_losses(run: RunContext):
     """The first batch's loss per row, from the logits (NaN where a label is out of range)."""
     return per_sample_losses(run.forward.logits, run.first_labels, run.config.glue_task.regression)
 
-
-def out_of_range_of(run: RunContext) -> int:
-    """The first batch's labels the head has no output for."""
-    return out_of_range(run.first_labels, num_labels_of(run), run.config.glue_task.regression)
 
 
 ON_BATCH = ("model", "batch")  # what the Model checks of the first batch need beyond their unit

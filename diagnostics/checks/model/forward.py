@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import TypedDict
 
-from diagnostics.checks.model.common import ON_BATCH, finite_share, num_labels_of, out_of_range_of
+from diagnostics.checks.common import num_labels_of, out_of_range_of
+from diagnostics.checks.model.common import ON_BATCH, finite_share
 from diagnostics.core.check import Check, Condition
 from diagnostics.core.context import RunContext
 from diagnostics.core.result import CheckResult, judge

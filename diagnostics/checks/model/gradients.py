@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 from typing import Any, TypedDict
 
-from diagnostics.checks.common import NOTHING_LEARNS
-from diagnostics.checks.model.common import AFTER_FORWARD, layer_group, out_of_range_of
+from diagnostics.checks.common import NOTHING_LEARNS, out_of_range_of
+from diagnostics.checks.model.common import AFTER_FORWARD, layer_group
 from diagnostics.config.run import RunConfig
 from diagnostics.core.check import Cause, Check, Condition
 from diagnostics.core.context import RunContext

@@ -7,7 +7,8 @@ from typing import TypedDict
 
 import numpy as np
 
-from diagnostics.checks.model.common import AFTER_FORWARD, num_labels_of
+from diagnostics.checks.common import num_labels_of
+from diagnostics.checks.model.common import AFTER_FORWARD
 from diagnostics.config.tasks import GlueTask
 from diagnostics.core.check import Check, Condition
 from diagnostics.core.context import RunContext
@@ -18,7 +19,8 @@ from diagnostics.keras import keras_model
 from diagnostics.keras.measurement import configured_loss_value
 
 
-def check_initial_loss(value: float, expected: float, reference: float, loss_name: str, regression: bool) -> CheckResult:
+def check_initial_loss(value: float, expected: float, reference: float, loss_name: str, regression: bool, *,
+                       own_head: bool = False) -> CheckResult:
     """The fresh model's loss should sit near the random-guess loss ln K (regression: mean of label squared),
     and the configured loss should agree with the loss computed properly on the same logits.
 
@@ -27,12 +29,16 @@ def check_initial_loss(value: float, expected: float, reference: float, loss_nam
             valid label).
         expected: ln K, or mean(label²) for regression.
         reference: the same batch's loss computed properly from the logits (cross-entropy or squared error).
+        own_head: the output layer is the user's own Keras layer: it starts where its initializer puts it (Keras's
+            Glorot init on an encoder's hidden states gives logits of a unit or more, a loss well away from ln K,
+            and trains as well), so the gap is measured but not judged; a Transformers head starts near ln K by
+            design (its initializer's 0.02 spread), where a gap means something.
     """
     evidence = {"loss": value, "expected": expected, "reference": reference, "loss_name": loss_name}
     what = msg("mean(label²), the error of a head that outputs about 0") if regression else f"ln(K) = {expected:.3f}"
     gap = abs(value - expected) / expected if expected else 0.0
     disagreement = abs(value - reference) / reference if reference else 0.0
-    evidence.update({"relative_gap": gap, "disagreement": disagreement})
+    evidence.update({"relative_gap": None if own_head else gap, "gap_from_chance": gap, "disagreement": disagreement})
     fix = ("model.compile(optimizer=...)  # the model's internal loss; or loss=SparseCategoricalCrossentropy(from_logits=True)"
            if not regression else "model.compile(optimizer=...)  # the internal mean squared error")
     return judge(CHECK, evidence, {
@@ -44,8 +50,11 @@ def check_initial_loss(value: float, expected: float, reference: float, loss_nam
             msg("The untrained model's loss is {value:.3f}, {gap:.0%} away from {what}: the head may not fit the task, "
                 "the checkpoint may already be trained on other labels, or a custom loss has a bug.", value=value,
                 gap=gap, what=what), fix),
-    }, msg("The untrained model's loss is {value:.3f}, within {gap:.0%} of {what}, as a fresh head should be.",
-           value=value, gap=gap, what=what))
+    }, msg("The untrained model's loss is {value:.3f}, {gap:.0%} from {what}: your own output layer starts where its "
+           "initializer puts it, so the gap is not judged; the configured loss agrees with the loss from its outputs.",
+           value=value, gap=gap, what=what) if own_head else
+        msg("The untrained model's loss is {value:.3f}, within {gap:.0%} of {what}, as a fresh head should be.",
+            value=value, gap=gap, what=what))
 
 
 def expected_loss(labels: np.ndarray, task: GlueTask, num_labels: int) -> float:
@@ -61,7 +70,8 @@ def measure(run: RunContext) -> CheckResult:
     head = keras_model.head_of(run.classifier[0])
     return check_initial_loss(configured_loss_value(config.loss, logits, labels, regression, head),
                               expected_loss(labels, config.glue_task, num_labels_of(run)),
-                              configured_loss_value("internal", logits, labels, regression), config.loss, regression)
+                              configured_loss_value("internal", logits, labels, regression), config.loss, regression,
+                              own_head=not keras_model.is_transformers_classifier(run.classifier[0]))
 
 
 class Evidence(TypedDict, total=False):
@@ -69,6 +79,7 @@ class Evidence(TypedDict, total=False):
 
     disagreement: float
     expected: float
+    gap_from_chance: float
     loss: float
     loss_name: str
     reference: float

@@ -7,7 +7,8 @@ from typing import Any, TypedDict
 
 import numpy as np
 
-from diagnostics.checks.model.common import AFTER_FORWARD, first_losses, num_labels_of
+from diagnostics.checks.common import num_labels_of
+from diagnostics.checks.model.common import AFTER_FORWARD, first_losses
 from diagnostics.checks.model.divergence import rate_to_suggest
 from diagnostics.core.check import Check, Condition
 from diagnostics.core.context import RunContext

@@ -12,5 +12,5 @@ CAUSES = tuple(cause for module in MODULES for cause in getattr(module, "CAUSES"
 UNITS = (
     Unit("overfit", "overfit", one_batch.measure_overfit, ("columns", "labels", "range", "model", "batch", "flows"),
          takes=("epochs", "rate"), reads=("hparams.lr_sweep:best_rate", "hparams.lr_sweep:configured_broke"),
-         copy=True, plan=one_batch.planned_steps),
+         copy=True, plan=one_batch.planned_steps, on_request=one_batch.only_when_asked),
 )

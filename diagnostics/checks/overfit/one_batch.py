@@ -21,7 +21,7 @@ from diagnostics.core.result import CheckResult, crossed, judge
 from diagnostics.core.rules import Above, All, AtMost, Holds, ShareAbove
 from diagnostics.i18n import N_, Text, joined, msg
 from diagnostics.keras.batches import FirstBatch, LABEL, build_batch, decoded_rows, split_labels
-from diagnostics.keras.keras_model import call, class_logits, head_of
+from diagnostics.keras.keras_model import call, class_logits, encoder_frozen, head_of
 from diagnostics.keras.training import SharedCopy, effective_rate, first_line, is_pretrained, split_batch, usual_rate_of, weight_drift
 from diagnostics.core.curves import round_down_rate, smoothed
 
@@ -93,14 +93,16 @@ def curve_shape(losses: list[float | None]) -> dict[str, Any]:
     """What an overfit curve shows, for the registry's rules to judge: how much of the starting loss it shed, its
     largest spike, whether it mostly falls, how many epochs ended on a non-finite loss.
 
-    A spike is a rise above the lowest loss reached so far: a large one (the `spike_share` rule) means the optimizer
-    threw away what it had learned (a rate too high), which batch noise on one fixed batch never does.
+    A spike is a rise above the lowest loss reached so far, once that is below the start: a large one (the
+    `spike_share` rule) means the optimizer threw away what it had learned (a rate too high), which batch noise on
+    one fixed batch never does. A rise before anything was learned (a first step that overshoots, then falls to
+    nothing) threw nothing away; a loss that only rises is judged by where it ends.
     """
     values = [v for v in losses if v is not None]
     first, final = values[0], values[-1]
     lowest, spike, spike_at = math.inf, 0.0, None
     for epoch, value in enumerate(values, start=1):
-        if value - lowest > spike:
+        if lowest < first and value - lowest > spike:
             spike, spike_at = value - lowest, epoch
         lowest = min(lowest, value)
     trend = smoothed(values, 0.5)
@@ -183,7 +185,8 @@ def check_overfit(figures: dict[str, Any], rows: list[dict[str, Any]], *,
         missing_labels: task labels the split could not supply to the batch.
         best_rate: the Hyperparameters sweep's recommended rate, when known.
     """
-    evidence = {**figures, "rows": rows, "missing_labels": missing_labels or [], "best_rate": best_rate}
+    evidence = {**figures, "rows": rows, "missing_labels": missing_labels or [], "best_rate": best_rate,
+                "substitute_rate": figures.get("rate_source") in ("usual", "sweep")}
     if (broken := _no_curve(figures, evidence)) is not None:
         return broken
     losses, accuracy, rate = figures["losses"], figures["final_accuracy"], figures["learning_rate"]
@@ -271,6 +274,17 @@ def run_overfit_checks(config: RunConfig, model, tokenizer, split, *, epochs: in
     return [check_overfit(figures, rows, missing_labels=missing, best_rate=best_rate)]
 
 
+def only_when_asked(run: RunContext):
+    """On a fit that leaves the encoder frozen it runs only when asked for: a head over fixed features may not memorise
+    a batch in a few epochs whether or not anything is wrong (the demo kit's random features cannot), so a failure
+    there says nothing of the pipeline; the fit that trains the encoder is where it answers."""
+    if not encoder_frozen(run.classifier[0]):
+        return None
+    return msg("Not run by default on a fit that leaves the encoder frozen: a head over fixed features may not "
+               "memorise one batch in a short run whether or not anything is wrong; it runs on a fit that trains the "
+               "encoder (or ask for it: --with overfit.one_batch, with_checks= in diagnose()).")
+
+
 def planned_steps(run: RunContext, settings) -> int:
     """One step an epoch."""
     return settings.epochs
@@ -306,6 +320,7 @@ class Evidence(TypedDict, total=False):
     configured_rate: float  # the configured one
     rate_source: str  # "configured"; "usual" or "sweep" (the sweep measured the configured rate as too high); "given"
     at_configured_rate: bool  # it trained at the configured rate (a finding the sweep's rate cause can explain)
+    substitute_rate: bool  # it trained at a rate it took for the configured one the sweep measured as broken
     num_labels: int  # the head's outputs
     out_of_range_labels: int  # labels of the batch the head cannot take
     best_rate: float | None
@@ -324,8 +339,10 @@ CHECK = Check("overfit.one_batch", N_("one batch holding every label memorised b
               Holds("nan_from_start"), status="fail"),
     Condition("max_non_finite_epochs", 0, "fail when more epochs than this end on a NaN or infinite loss",
               Above("non_finite_epochs"), status="fail"),
-    Condition("spike_share", 0.25, "fail when the loss rises above its lowest point by this share of its start",
-              ShareAbove("spike", "first_loss"), status="fail"),
+    Condition("spike_share", 0.25, "fail when the loss rises above its lowest point by this share of its start (not "
+                                   "at the rate the test takes for one the sweep measured as broken: a bump there "
+                                   "says nothing of a rate the run was given)",
+              All((ShareAbove("spike", "first_loss"), Holds("substitute_rate", False))), status="fail"),
     Condition("warn_drift", WARN_DRIFT, "warn when an epoch moves pretrained kernels by more than this",
               Above("drift_per_step")),
     Condition("memorised_share", 0.5, "memorised: every row right and the loss at most this share of its start",
