@@ -77,8 +77,8 @@ def pytest_collection_modifyitems(config, items):
 # 60 s or less each but the benches' (200 s, collected among the short files). pytest.ini turns off xdist's own
 # order (the files of most tests first), which would start these last. Strict longest-first (the benches' file and
 # the Keras-model traces moved up) measured no better: 21:55 against 20:18 for this order, one full run each.
-LONGEST_FIRST = ["test_real_checkpoint", "test_foreign_code", "test_browser", "test_own_code", "test_every_fit",
-                 "test_distribute", "test_scenarios"]
+LONGEST_FIRST = ["test_real_checkpoint", "test_matrix_healthy", "test_foreign_code", "test_browser", "test_own_code",
+                 "test_every_fit", "test_matrix_bugs", "test_distribute", "test_scenarios"]
 
 
 def rendered(markdown: str) -> str:

@@ -49,6 +49,34 @@ def test_trace_a_healthy_freeze_then_fine_tune_script_is_checked_fit_by_fit_and_
 
 
 @pytest.mark.subprocess
+def test_trace_the_tutorials_semantic_similarity_script_checks_both_fits_and_its_sweep_names_1e_3(tmp_path,
+                                                                                                  real_checkpoint):
+    """The most copied tutorial shape (tests/scripts/semantic_similarity.py: TFBertModel's main layer in a functional
+    model, a Sequence of [input_ids, attention_masks, token_type_ids] lists with one-hot labels, MirroredStrategy, two
+    fits) on real MNLI text, its fine-tuning fit at 1e-3: every check reads both fits' batches, the head-only fit at
+    Adam()'s 1e-3 is clean, and the fine-tuning fit's rate is one cause, the sweep's, with a rate real fine-tuning of
+    this checkpoint calls good (1e-5 to 1e-4: docs/real-checkpoint.md)."""
+    from diagnostics.usercode.trace import fit_reports, trace_script
+
+    outcome = trace_script(ROOT / "tests" / "scripts" / "semantic_similarity.py",
+                           [str(real_checkpoint), str(ROOT / "tests" / "data" / "mnli" / "validation_matched.jsonl"),
+                            "1e-3"], cwd=tmp_path, capture_output=True, timeout=900)
+    assert outcome.report is not None and outcome.report["script"]["reached_fit"], outcome.message + outcome.output[-3000:]
+    head, whole = fit_reports(outcome.report)
+    assert all(check["status"] != "error" for fit in (head, whole) for check in fit["checks"])
+    for fit in (head, whole):
+        batch = next(check for check in fit["checks"] if check["id"] == "data.batch")
+        assert batch["status"] == "pass" and "attention_masks" in batch["summary"], batch["summary"]
+    assert head["phase"]["trains_encoder"] is False and head["causes"] == [] and flagged(head) == {}
+    assert whole["phase"]["trains_encoder"] is True
+    assert [cause["owner"] for cause in whole["causes"]] == ["hparams.lr_sweep"], whole["causes"]
+    sweep = next(check for check in whole["checks"] if check["id"] == "hparams.lr_sweep")
+    assert sweep["status"] == "fail" and 1e-5 <= sweep["evidence"]["best_rate"] <= 1e-4
+    assert {check_id for check_id, check in flagged(whole).items() if not check.get("explained_by")} == \
+        {"hparams.lr_sweep"}
+
+
+@pytest.mark.subprocess
 def test_trace_a_rate_too_high_for_the_fine_tuning_phase_is_named_in_that_fit_alone(tmp_path, real_checkpoint):
     outcome, (head, whole) = trace(tmp_path, real_checkpoint, "--fine_tune_lr", "1e-3", stages="hparams")
     assert outcome.exit_code == 0  # a warning: the sweep, left out here, is what fails a rate

@@ -1,0 +1,100 @@
+"""What a trace of a matrix script must say: a healthy script passes clean (the findings its shape truly has, and no
+other); a script with one injected bug names it once, by its owner, and nothing else fails."""
+
+from __future__ import annotations
+
+from tests.usercode.matrix.shapes import BUGS, Shape
+
+# What a trace with each bug runs: the owner's stage and every check that could name the bug again (the Model stage's
+# findings it explains, the loss, the overfit test at the configured rate), without the long runs that neither own
+# nor meet it (learnability, the range test; the sweep, for bugs that are not the rate). (stages, skip)
+BUG_CHECKS: dict[str, tuple[str, str | None]] = {
+    "rate": ("model,hparams,overfit", None),  # the range test runs with the sweep (one unit)
+    "stray_label": ("data,model,hparams", "data.learnability,hparams.lr_sweep,hparams.lr_range_test"),
+    "from_logits": ("data,model,hparams", "data.learnability,hparams.lr_sweep,hparams.lr_range_test"),
+    "small_head": ("data,model,hparams", "data.learnability,hparams.lr_sweep,hparams.lr_range_test"),
+    "labels_in_dict_keras_loss": ("data,model,hparams", "data.learnability,hparams.lr_sweep,hparams.lr_range_test"),
+}
+
+
+def true_findings(shape: Shape) -> set[str]:
+    """Checks a healthy script of this shape rightly warns on: a Transformers classifier given input_ids alone, padded,
+    attends to the padding (`data.columns`); the string 'adam' hides its rate, whatever it is (`hparams.optimizer`,
+    the course's lesson, on every checkpoint)."""
+    found = set()
+    if shape.inputs == "ids_only" and shape.model == "classifier":
+        found.add("data.columns")
+    if shape.optimizer == "string":
+        found.add("hparams.optimizer")
+    return found
+
+
+def fits_of(report: dict) -> list[dict]:
+    return [report, *(report.get("later_fits") or [])]
+
+
+def not_passing(fit: dict) -> dict[str, tuple[str, str]]:
+    """{check id: (status, summary)} of the checks that neither pass nor skip."""
+    return {check["id"]: (check["status"], check["summary"]) for check in fit.get("checks", [])
+            if check["status"] not in ("pass", "skip")}
+
+
+def problems_healthy(shape: Shape, outcome: dict) -> list[str]:
+    """What is wrong with a healthy script's trace, in words (empty when it is right)."""
+    found = _ran(outcome)
+    if found:
+        return found
+    report = outcome["report"]
+    allowed = true_findings(shape)
+    problems = _raised_after(outcome)
+    for number, fit in enumerate(fits_of(report), 1):
+        for check, (status, summary) in not_passing(fit).items():
+            if check in allowed and status == "warn":
+                continue
+            problems.append(f"fit {number}: {status} {check}: {summary}")
+        for check in fit.get("checks", []):
+            if check["status"] == "skip" and not check["summary"].strip():
+                problems.append(f"fit {number}: {check['id']} skipped without saying why")
+    return problems
+
+
+def problems_bugged(shape: Shape, outcome: dict) -> list[str]:
+    """What is wrong with a bugged script's trace: the fit that carries the bug (the last checked one) must name it
+    as a cause owned by its owner, once; no other check may fail or warn of its own."""
+    found = _ran(outcome)
+    if found:
+        return found
+    owner = BUGS[shape.bug]
+    fit = fits_of(outcome["report"])[-1]
+    causes = fit.get("causes", [])
+    owners = [cause.get("owner") or cause.get("check") for cause in causes]
+    problems = []
+    if owners.count(owner) != 1:
+        problems.append(f"{owner} should own exactly one cause, causes are owned by {owners}: "
+                        f"{[cause.get('summary') for cause in causes]}")
+    allowed = {owner, *true_findings(shape)}
+    explained = {check["id"] for check in fit.get("checks", []) if check.get("explained_by")}
+    for check, (status, summary) in not_passing(fit).items():
+        if check not in allowed and check not in explained:
+            problems.append(f"{status} {check} of its own: {summary}")
+    return problems
+
+
+def _ran(outcome: dict) -> list[str]:
+    if outcome["crash"]:
+        return [f"the tracer crashed: {outcome['crash']}"]
+    report = outcome["report"]
+    if report is None:
+        return ["no report was written"]
+    script = report.get("script") or {}
+    error = script.get("error")
+    if not script.get("reached_fit"):
+        return [f"the script stopped before fit: {error.get('type')}: {error.get('message')}" if error else
+                "the script never reached fit"]
+    return []
+
+
+def _raised_after(outcome: dict) -> list[str]:
+    """A healthy script's own run after the checks (each fit's two steps) raises nothing."""
+    error = (outcome["report"].get("script") or {}).get("error")
+    return [f"the script raised after the checks: {error.get('type')}: {error.get('message')}"] if error else []
