@@ -5,6 +5,24 @@ from __future__ import annotations
 
 from tests.usercode.matrix.shapes import BUGS, Shape
 
+# The checks that train copies for many steps, the same work whatever the script's shape.
+LONG_RUNS = "data.learnability,hparams.lr_sweep,hparams.lr_range_test,overfit.one_batch"
+
+
+def with_long_runs(shapes: list[Shape]) -> list[Shape]:
+    """Every third shape, and more where needed, so that each value of each axis is in one that runs LONG_RUNS."""
+    from tests.usercode.matrix.shapes import AXES
+
+    chosen = shapes[::3]
+    for axis, values in AXES.items():
+        for value in values:
+            if not any(getattr(shape, axis) == value for shape in chosen):
+                found = next((shape for shape in shapes if getattr(shape, axis) == value), None)
+                if found is not None:
+                    chosen.append(found)
+    return chosen
+
+
 # What a trace with each bug runs: the owner's stage and every check that could name the bug again (the Model stage's
 # findings it explains, the loss, the overfit test at the configured rate), without the long runs that neither own
 # nor meet it (learnability, the range test; the sweep, for bugs that are not the rate). (stages, skip)

@@ -1,15 +1,21 @@
-"""The matrix of script shapes, healthy: each generated script (tests/usercode/matrix/shapes.py) traced as it is,
-every stage of checks on every fit it checks. A healthy script passes clean: no fail, no error, no warning but the
-ones its shape truly earns (`expect.true_findings`), a reason with every skip, nothing crashing."""
+"""The matrix of script shapes, healthy: each generated script (tests/usercode/matrix/shapes.py) traced as it is. A
+healthy script passes clean: no fail, no error, no warning but the ones its shape truly earns
+(`expect.true_findings`), a reason with every skip, nothing crashing. Every script runs the checks that read what it
+built (the Data stage, the Model stage, the optimizer, loss and schedule); every third one, drawn so that each value
+of each axis is among them, runs the long ones too (learnability, the sweep with the range test, the overfit test),
+which train the same copies whatever the shape."""
 
 import pytest
 
-from tests.usercode.matrix.expect import problems_healthy
+from tests.usercode.matrix.expect import LONG_RUNS, problems_healthy, with_long_runs
+from tests.usercode.matrix.fixtures import checkpoints, trace_shape  # noqa: F401  (fixtures)
 from tests.usercode.matrix.shapes import all_pairs
 
 SHAPES = all_pairs()
+FULL = with_long_runs(SHAPES)
 
 
 @pytest.mark.parametrize("shape", SHAPES, ids=[shape.name for shape in SHAPES])
-def test_a_healthy_script_of_each_shape_traces_clean(shape, trace_shape):
-    assert problems_healthy(shape, trace_shape(shape)) == []
+def test_a_healthy_script_of_each_shape_traces_clean(shape, trace_shape):  # noqa: F811
+    skip = None if shape in FULL else LONG_RUNS
+    assert problems_healthy(shape, trace_shape(shape, skip=skip)) == []

@@ -1,5 +1,6 @@
-"""The matrix's fixtures: the two kit checkpoints its scripts load, and a tracer that runs one script in this
-process (`trace_child.run_in_process`), as the tracer's child would."""
+"""The matrix's fixtures, imported by its test modules (a conftest.py here would shadow tests/conftest.py for the
+other modules' `from conftest import ...`): the two kit checkpoints its scripts load, and a tracer that runs one
+script in this process (`trace_child.run_in_process`), as the tracer's child would."""
 
 from pathlib import Path
 
