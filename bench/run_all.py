@@ -87,6 +87,10 @@ BENCHES = (
           "test, the string-\"adam\" scenario on the demo kit; threads making the pages' own calls on the shared "
           "results) until all have it, against one session alone", ("room_s", "one_session_s", "sweeps_trained"),
           "at most 1.2"),
+    Bench("docs_recipe", "docs_recipe_ratio", "`trace` of the Transformers docs' TensorFlow recipe (a numpy dict padded "
+          "to the longest row, `fit(tokenized, labels)` with no loss, then `prepare_tf_dataset` and a second fit; 700 "
+          "rows, the demo kit) against the same script run plainly, each in fresh processes",
+          ("plain_s", "trace_s", "plain_peak_mib", "trace_peak_mib", "trace_extra_mib"), "at most 2"),
     Bench("unit_times", "walk_s", "the whole walk through the one runner on the demo kit (MNLI, batch 16), with "
           "the training steps it takes; `--checkpoint` and `--data-files` time it on the real checkpoint",
           ("training_steps",), "no target; where the walk's time goes, unit by unit"),
