@@ -84,7 +84,6 @@ def valid(values: dict[str, str]) -> bool:
         (get("data") == "prepare_tf_dataset", classifier),
         # One sigmoid output is a Keras head's; a classifier with num_labels=1 is a regression.
         (get("labels") == "binary", get("model") not in (None, "classifier")),
-        (get("labels") == "binary", get("inputs") != "batch_encoding" or True),
         # A GradientTape loop compiles nothing, and nothing else goes without compile.
         (get("training") == "tape", get("compile") in (None, "no_compile")),
         (get("compile") == "no_compile", get("training") in (None, "tape")),
