@@ -11,6 +11,7 @@ diagnostics/, ui/, app_pages/ and app.py. A translation must keep its message's 
 from __future__ import annotations
 
 import argparse
+import gettext
 import io
 import sys
 from datetime import datetime, timezone
@@ -70,6 +71,19 @@ def _mo_bytes(catalog: Catalog) -> bytes:
     return buffer.getvalue()
 
 
+def _messages(mo: bytes) -> dict:
+    """What a compiled catalog says, as gettext reads it: the same for any Babel that wrote the bytes.
+
+    Of the header, only what gettext acts on (the charset and the plural rule): the rest is metadata that Babel
+    versions write differently from the same .po.
+    """
+    messages = dict(gettext.GNUTranslations(io.BytesIO(mo))._catalog)
+    header = messages.pop("", "")
+    messages[""] = "\n".join(line for line in header.splitlines()
+                              if line.startswith(("Content-Type:", "Plural-Forms:")))
+    return messages
+
+
 def translated_languages() -> list[str]:
     return [language for language in LANGUAGES if language != DEFAULT_LANGUAGE]
 
@@ -102,7 +116,7 @@ def problems() -> list[str]:
         stale = [message.id for message in catalog if message.id and message.id not in ids]
         found += [f"{language}: {message!r} is no longer in the code" for message in stale]
         compiled = path.with_suffix(".mo")
-        if not compiled.exists() or compiled.read_bytes() != _mo_bytes(catalog):
+        if not compiled.exists() or _messages(compiled.read_bytes()) != _messages(_mo_bytes(catalog)):
             found.append(f"{language}: {compiled.relative_to(ROOT)} is not compiled from its .po")
     return found
 
