@@ -2,7 +2,8 @@
 
 import streamlit as st
 
-from diagnostics.i18n import _
+from diagnostics.core.environment import stack_problems
+from diagnostics.i18n import _, localize
 from ui.address import load_link
 from ui.scenario_panel import scenario_panel
 from ui.session import apply_language, init_state
@@ -13,6 +14,11 @@ st.set_page_config(page_title="Training Pipeline Debugger", layout="wide")
 init_state()
 load_link()
 apply_language()
+stack = stack_problems()  # before any page imports TensorFlow or Transformers
+if stack:
+    st.error(localize(stack[0].finding))
+    st.code(stack[0].fix, language="bash")
+    st.stop()
 navigation = st.navigation(
     {
         _("The walk"): [

@@ -26,6 +26,7 @@ from diagnostics.i18n import DEFAULT_LANGUAGE, LANGUAGES, Text, _, localize, mes
 from diagnostics.core.result import Status
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+_OWN_PROCESS = __name__ == "__main__"  # not main() called from a test or a notebook
 
 
 class _Parser(argparse.ArgumentParser):
@@ -180,7 +181,7 @@ def run_command(args) -> int:
     stages, skip, asked = parse_stages(args.stages), parse_skip(args.skip), parse_asked(args.asked)
     sweep = sweep_from_args(args).validated()
     report_paths(args, ("json", "junit", "markdown"))
-    if __name__ == "__main__":  # the command line's own process, not main() called from a test or a notebook
+    if _OWN_PROCESS:  # the command line's own process, not main() called from a test or a notebook
         import_libraries()
     with shown_progress("checks", notebook=False) as progress:  # lines on stderr: the report goes to stdout
         results = run_stages(RunContext.open(config), stages, sweep=sweep, epochs=args.epochs or DEFAULT_EPOCHS,
@@ -310,6 +311,9 @@ def main(argv: list[str] | None = None) -> int:
     args.script_args = script_args
     set_language(args.lang)
     try:
+        from diagnostics.core.environment import require_stack
+
+        require_stack()  # before anything imports TensorFlow or Transformers
         if args.command == "scenarios":
             return scenarios_command()
         if args.command == "checks":
@@ -322,5 +326,12 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_BAD_INPUT
 
 
-if __name__ == "__main__":
+def console() -> None:
+    """The console script (`pipeline-debugger`): the command line in its own process, as `python -m diagnostics`."""
+    global _OWN_PROCESS
+    _OWN_PROCESS = True
     sys.exit(main())
+
+
+if __name__ == "__main__":
+    console()

@@ -188,6 +188,11 @@ def diagnose(model, dataset, tokenizer=None, task: str | None = None, stages: st
     Raises:
         InputError: the objects cannot be checked (no token ids, an optimizer or loss the checks cannot judge).
     """
+    from diagnostics.core.environment import keras_3_model, require_stack
+
+    require_stack()
+    if keras_3_model(model) is not None:
+        raise keras_3_model(model)
     names = parse_stages(stages if isinstance(stages, str) or stages is None else ",".join(stages))
     asked = parse_asked(with_checks if isinstance(with_checks, str) or with_checks is None else ",".join(with_checks))
     with (contextlib.nullcontext(progress or None) if progress is not None else shown_progress("diagnose")) as report:

@@ -53,6 +53,9 @@ class DiagnoseCallback(_tf_keras_callback()):
 
     def __init__(self, tokenizer=None, task: str | None = None, *, dataset=None, strict: bool = False,
                  quick: bool = True, out=None):
+        from diagnostics.core.environment import require_stack
+
+        require_stack()
         super().__init__()
         self.tokenizer, self.task, self.dataset, self.strict, self.quick = tokenizer, task, dataset, strict, quick
         self._given = dataset  # None: each fit's own data
@@ -79,6 +82,10 @@ class DiagnoseCallback(_tf_keras_callback()):
         print(text, file=self.out or sys.stdout)
 
     def set_model(self, model):
+        from diagnostics.core.environment import keras_3_model
+
+        if keras_3_model(model) is not None:
+            raise keras_3_model(model)
         super().set_model(model)
         if self._given is None:
             self.dataset = _fit_data(model)

@@ -78,6 +78,12 @@ def trace_script(script: str | Path, script_args: list[str] | None = None, *, st
     if not (isinstance(timeout, (int, float)) and math.isfinite(timeout) and timeout > 0):
         return TraceOutcome(None, EXIT_BAD_INPUT, msg("The time limit must be a positive number of seconds, not "
                                                       "{timeout}.", timeout=timeout))
+    from diagnostics.core.environment import stack_problems
+
+    problems = stack_problems()
+    if problems:
+        return TraceOutcome(None, EXIT_BAD_INPUT, msg("{finding} Fix: {fix}", finding=problems[0].finding,
+                                                      fix=problems[0].fix))
     path = Path(script).expanduser()
     if not path.is_file():
         return TraceOutcome(None, EXIT_BAD_INPUT, msg("No script at {path}.", path=path))
