@@ -54,17 +54,21 @@ print("RESULT " + json.dumps(out))
 """
 
 
+# The same arithmetic split over two devices: one seed shows it (the seeds' spread is the scenario tests' concern).
+DEVICE_SEEDS = SEEDS[:1]
+
+
 @pytest.fixture(scope="module")
 def one_and_mirrored():
-    """Each seed's sweep, overfit test and learnability on one device and on two, computed in one fresh process."""
+    """The sweep, overfit test and learnability on one device and on two, computed in one fresh process."""
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "-c", SCRIPT, json.dumps(SEEDS)], cwd=ROOT, env=env, capture_output=True,
+    done = subprocess.run([sys.executable, "-c", SCRIPT, json.dumps(DEVICE_SEEDS)], cwd=ROOT, env=env, capture_output=True,
                           text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(next(line for line in done.stdout.splitlines() if line.startswith("RESULT "))[7:])
 
 
-@pytest.mark.parametrize("seed", SEEDS, ids=lambda seed: f"seed{seed}")
+@pytest.mark.parametrize("seed", DEVICE_SEEDS, ids=lambda seed: f"seed{seed}")
 def test_sweep_overfit_and_learnability_under_a_mirrored_strategy_match_one_device(one_and_mirrored, seed):
     out = one_and_mirrored
     one, mirrored = out[f"{seed} one"], out[f"{seed} mirrored"]

@@ -499,25 +499,6 @@ def test_trace_a_healthy_script_of_a_new_shape_on_the_real_checkpoint_fails_noth
     assert "global_clipnorm=1" in checks["hparams.optimizer"]["summary"]
 
 
-@pytest.mark.subprocess
-def test_trace_a_rate_real_fine_tuning_calls_bad_is_named_by_the_sweep_alone(tmp_path, real_checkpoint):
-    train, validation = real_rows()
-    outcome, checks = trace_classifier(tmp_path, real_checkpoint, train, rate=1e-3, validation_rows=validation,
-                                       stages="hparams,overfit")
-    sweep = checks["hparams.lr_sweep"]
-    assert sweep["status"] == "fail" and "The configured rate 0.001 is too high" in sweep["summary"]
-    # A rate real fine-tuning calls good (STACK: 3e-5 to 1e-4), written as the script builds its optimizer:
-    # create_optimizer with its own schedule's steps, not a plain Adam.
-    assert any(sweep["fix"] == f"optimizer, schedule = create_optimizer(init_lr={rate}, num_train_steps=75, "
-               "num_warmup_steps=7, weight_decay_rate=0.01)" for rate in ("1e-04", "5e-05")), sweep["fix"]
-    # The rule of thumb and the overfit test's drift point at the sweep, with no rate of their own.
-    assert checks["hparams.optimizer"]["explained_by"] == "hparams.lr_sweep" and checks["hparams.optimizer"]["fix"] is None
-    overfit = checks["overfit.one_batch"]
-    assert overfit["status"] == "pass" or overfit.get("explained_by") == "hparams.lr_sweep", overfit["summary"]
-    assert [cause["owner"] for cause in outcome.report["causes"] if cause["owner"] != "hparams.lr_range_test"] == [
-        "hparams.lr_sweep"]
-
-
 # ---------------------------------------------------------------- gradients that flow, steps that move
 
 

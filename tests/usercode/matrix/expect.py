@@ -9,17 +9,24 @@ from tests.usercode.matrix.shapes import BUGS, Shape
 LONG_RUNS = "data.learnability,hparams.lr_sweep,hparams.lr_range_test,overfit.one_batch"
 
 
+# The axes that change what the long runs train and judge (the model and its head, the labels, the loss, the
+# optimizer, how training runs, the strategy, the precision). How the batches arrive (the inputs' form, the data
+# pipeline) is read back into the same batches before they run, so it is covered by every script's short checks.
+LONG_RUN_AXES = ("model", "labels", "compile", "optimizer", "training", "strategy", "precision")
+
+
 def with_long_runs(shapes: list[Shape]) -> list[Shape]:
-    """Every third shape, and more where needed, so that each value of each axis is in one that runs LONG_RUNS."""
+    """A few shapes, chosen greedily, so that each value of each axis in LONG_RUN_AXES is in one that runs
+    LONG_RUNS (the long runs cost a trace several times its short checks)."""
     from tests.usercode.matrix.shapes import AXES
 
-    chosen = shapes[::3]
-    for axis, values in AXES.items():
-        for value in values:
-            if not any(getattr(shape, axis) == value for shape in chosen):
-                found = next((shape for shape in shapes if getattr(shape, axis) == value), None)
-                if found is not None:
-                    chosen.append(found)
+    wanted = {(axis, value) for axis in LONG_RUN_AXES for value in AXES[axis]}
+    wanted &= {(axis, getattr(shape, axis)) for shape in shapes for axis in LONG_RUN_AXES}
+    chosen: list[Shape] = []
+    while wanted:
+        best = max(shapes, key=lambda shape: len({(axis, getattr(shape, axis)) for axis in LONG_RUN_AXES} & wanted))
+        chosen.append(best)
+        wanted -= {(axis, getattr(best, axis)) for axis in LONG_RUN_AXES}
     return chosen
 
 

@@ -1,9 +1,9 @@
 """The matrix of script shapes, healthy: each generated script (tests/usercode/matrix/shapes.py) traced as it is. A
 healthy script passes clean: no fail, no error, no warning but the ones its shape truly earns
 (`expect.true_findings`), a reason with every skip, nothing crashing. Every script runs the checks that read what it
-built (the Data stage, the Model stage, the optimizer, loss and schedule); every third one, drawn so that each value
-of each axis is among them, runs the long ones too (learnability, the sweep with the range test, the overfit test),
-which train the same copies whatever the shape."""
+built (the Data stage, the Model stage, the optimizer, loss and schedule); a few, drawn so that each value of each
+axis that changes what they train is among them (`expect.with_long_runs`), run the long ones too (learnability, the
+sweep with the range test, the overfit test)."""
 
 import pytest
 
