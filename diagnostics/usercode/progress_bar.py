@@ -1,6 +1,7 @@
 """What a notebook or a terminal shows while `diagnose()` or the callback runs the checks: a progress bar in a
-notebook (`tqdm.auto`, the bar notebook users know), plain lines in a terminal or a log (a bar redrawn with
-carriage returns garbles a log file)."""
+notebook with ipywidgets (`tqdm.notebook`, the bar notebook users know), one line rewritten in place in a notebook
+without them (tqdm's text bar there prints a new output at every update), plain lines in a terminal or a log (a bar
+redrawn with carriage returns garbles a log file)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,15 @@ from diagnostics.i18n import localize
 
 # Seconds of work before a terminal's first line, and between two lines.
 LINE_EVERY_S = 3.0
+# Seconds between two rewrites of a notebook's line (each is a message to the notebook).
+LINE_IN_PLACE_S = 0.5
+
+
+def widgets_available() -> bool:
+    """Whether a notebook can show a widget bar: ipywidgets is installed (Lightning's tuner asks the same)."""
+    import importlib.util
+
+    return importlib.util.find_spec("ipywidgets") is not None
 
 
 def in_notebook() -> bool:
@@ -30,8 +40,12 @@ def shown_progress(title: str, *, notebook: bool | None = None, write: Callable[
                    ) -> Iterator[Report]:
     """A `core.progress.Report` that shows the checks' progress: a `tqdm.auto` bar in a notebook, lines (to
     `write`, default stderr) elsewhere; the bar is closed on leaving, whatever happened."""
+    if (in_notebook() if notebook is None else notebook) and not widgets_available():
+        with _line_in_place(title) as report:
+            yield report
+        return
     if in_notebook() if notebook is None else notebook:
-        from tqdm.auto import tqdm
+        from tqdm.notebook import tqdm
 
         bar = tqdm(total=100, desc=title, bar_format="{desc}: {percentage:3.0f}%|{bar}| {postfix}")
         done = [0]
@@ -60,3 +74,29 @@ def shown_progress(title: str, *, notebook: bool | None = None, write: Callable[
             + ")")
 
     yield line
+
+
+@contextlib.contextmanager
+def _line_in_place(title: str) -> Iterator[Report]:
+    """One output line in the notebook, rewritten in place (IPython's display with an id), at most every
+    LINE_IN_PLACE_S seconds and once more at the end."""
+    import time
+
+    from IPython.display import Pretty, display
+
+    handle = display(Pretty(f"{title}: …"), display_id=True)
+    last = [0.0, ""]
+
+    def report(fraction: float, text, left: float | None) -> None:
+        said = f"{title}: {localize(text)} ({fraction:.0%}" + (
+            "" if left is None else f", {localize(time_left_text(left))}") + ")"
+        last[1] = said
+        if time.monotonic() - last[0] >= LINE_IN_PLACE_S:
+            last[0] = time.monotonic()
+            handle.update(Pretty(said))
+
+    try:
+        yield report
+    finally:
+        if last[1]:
+            handle.update(Pretty(last[1]))

@@ -1,5 +1,5 @@
 """What a person running the checks sees while they run: lines in a terminal (a few, not one a step), a
-`tqdm.auto` bar in a notebook, `diagnose()` saying what it runs, and a traced script that says it still runs
+widget bar in a notebook with ipywidgets and one line rewritten in place without them, `diagnose()` saying what it runs, and a traced script that says it still runs
 while it is silent."""
 
 import io
@@ -27,23 +27,67 @@ def test_a_terminal_gets_a_line_at_most_every_few_seconds_with_the_time_left(mon
                      "diagnose: Training at learning rate 4.6e-05 (2 of 8) (30%, about 40 s left)"]
 
 
-def test_a_notebook_gets_a_tqdm_bar_that_closes_whatever_happens(monkeypatch):
-    import tqdm.auto
+def test_a_notebook_with_widgets_gets_a_tqdm_bar_that_closes_whatever_happens(monkeypatch):
+    import tqdm.notebook
+    import tqdm.std
 
     made = []
 
-    class Bar(tqdm.auto.tqdm):
+    class Bar(tqdm.std.tqdm):  # tqdm.notebook's bar draws an ipywidgets widget; this one the same counts as text
         def __init__(self, *args, **kwargs):
             super().__init__(*args, file=io.StringIO(), **kwargs)
             made.append(self)
 
-    monkeypatch.setattr(tqdm.auto, "tqdm", Bar)
+    monkeypatch.setattr(progress_bar, "widgets_available", lambda: True)
+    monkeypatch.setattr(tqdm.notebook, "tqdm", Bar)
     with pytest.raises(KeyboardInterrupt):
         with shown_progress("diagnose", notebook=True) as report:
             report(0.25, "Training on the given labels (36 steps)", 60.0)
             raise KeyboardInterrupt
     bar = made[0]
     assert bar.n == 25 and "about 60 s left" in bar.postfix and bar.disable  # closed (a closed bar is disabled)
+
+
+# The user's imports (Transformers' own tqdm.auto warns of the missing widgets as it is imported, in any notebook),
+# then the cell that runs the checks.
+IMPORTS_CELL = "from transformers import DataCollatorWithPadding"
+NOTEBOOK_CELL = """
+from diagnostics import diagnose
+from diagnostics.config.run import RunConfig
+from diagnostics.keras.data_files import load_split
+from diagnostics.keras.loading import load_model, load_tokenizer
+
+tokenizer, split = load_tokenizer("demo"), load_split(RunConfig())
+tokenized = split.map(lambda rows: tokenizer(rows["premise"], rows["hypothesis"]), batched=True)
+dataset = tokenized.to_tf_dataset(columns=["input_ids", "attention_mask", "label"], batch_size=16,
+                                  collate_fn=DataCollatorWithPadding(tokenizer, return_tensors="np"))
+report = diagnose(load_model("demo", 3), dataset, tokenizer, stages="model")
+"""
+
+
+@pytest.mark.subprocess
+def test_a_notebook_without_widgets_gets_one_line_rewritten_in_place():
+    """A real Jupyter kernel without ipywidgets (this environment has none): one progress output, updated in
+    place, and no tqdm warning or stream of text bars on stderr."""
+    import importlib.util
+
+    import nbformat
+    from nbclient import NotebookClient
+
+    from conftest import ROOT
+
+    assert importlib.util.find_spec("ipywidgets") is None
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(IMPORTS_CELL),
+                                               nbformat.v4.new_code_cell(NOTEBOOK_CELL)])
+    NotebookClient(notebook, timeout=600, kernel_name="python3",
+                   resources={"metadata": {"path": str(ROOT)}}).execute()
+    outputs = notebook.cells[1].outputs
+    shown = [output for output in outputs if output.output_type == "display_data"
+             and output.data.get("text/plain", "").startswith("diagnose: ")]
+    assert len(shown) == 1, outputs
+    assert "(" in shown[0].data["text/plain"] and shown[0].data["text/plain"].endswith(")")
+    streams = "".join(output.get("text", "") for output in outputs if output.output_type == "stream")
+    assert "TqdmWarning" not in streams and "%|" not in streams, streams[-2000:]
 
 
 def test_diagnose_says_what_it_runs_on_stderr_outside_a_notebook(demo_inputs, demo_model, monkeypatch, capsys):
