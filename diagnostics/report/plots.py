@@ -228,3 +228,24 @@ def overfit_figure(result: CheckResult) -> go.Figure:
                          annotation_position="bottom left")
     _layout(figure, _("Training on one batch"), _("epoch"), _("loss"))
     return figure
+
+
+# Each check's charts as its page draws them: (the evidence keys of which one must be there, the figures in order).
+FIGURES = {
+    "data.label_balance": (("labels", "regression"), (label_balance_figure,)),
+    "data.truncation": (("lengths",), (token_length_figure,)),
+    "model.nan_rows": (("losses",), (per_sample_loss_figure,)),
+    "model.gradients": (("layer_norms",), (gradient_norm_figure,)),
+    "hparams.schedule": (("steps",), (schedule_figure,)),
+    "hparams.lr_sweep": (("losses",), (sweep_curves_figure, sweep_final_figure)),
+    "hparams.lr_range_test": (("losses",), (range_test_figure,)),
+    "overfit.one_batch": (("losses",), (overfit_figure,)),
+}
+
+
+def figures_of(result: CheckResult) -> list[go.Figure]:
+    """The charts of one check's result (none for a check without charts, or one whose evidence has no curve)."""
+    needs, builders = FIGURES.get(result.id, ((), ()))
+    if not any((result.evidence or {}).get(key) for key in needs):
+        return []
+    return [build(result) for build in builders]

@@ -87,6 +87,19 @@ class Report:
                   if r.fix and r.status in (*FAILING, Status.WARN) and r.explained_by is None]
         return "\n".join(lines + [f"note: {localize(note)}" for note in self.notes])
 
+    def figure(self, check_id: str, index: int = 0):
+        """One check's Plotly figure, as its page draws it (`index=1`: the sweep's second, final loss by rate).
+
+        Raises:
+            KeyError: the check was not run, or has no chart for what it measured.
+        """
+        from diagnostics.report.plots import figures_of
+
+        found = figures_of(self[check_id])
+        if index >= len(found):
+            raise KeyError(f"{check_id} has {len(found)} chart(s) for what it measured")
+        return found[index]
+
     def _repr_html_(self) -> str:
         colours = {Status.PASS: "#1a7f37", Status.WARN: "#9a6700", Status.FAIL: "#cf222e", Status.ERROR: "#cf222e",
                    Status.SKIP: "#656d76"}
@@ -102,8 +115,10 @@ class Report:
                 f"{'SEE' if explained else STATUS_MARKS[result.status]}</td>"
                 f"<td>{STAGE_TITLES.get(result.stage, result.stage)}</td><td><code>{result.id}</code></td>"
                 f"<td style='text-align:left'>{html.escape(localize(result.summary) + explained)}</td>"
-                f"<td style='text-align:left'><code>{html.escape(localize(result.fix or ''))}</code></td></tr>")
+                f"<td style='text-align:left'>" + (f"<code>{html.escape(localize(result.fix))}</code>"
+                                                   if result.fix else "") + "</td></tr>")
         parts.append("</table>")
+        parts += _charts_html(self.results)
         for result in worst_first(self.results, STAGE_ORDER):
             if result.status is Status.PASS and result.id not in ("data.decoded_samples",):
                 continue
@@ -111,6 +126,25 @@ class Report:
                 parts.append(f"<details{' open' if result.status in FAILING else ''}><summary><code>{result.id}"
                              f"</code>: {html.escape(name)} ({len(rows)} rows)</summary>{html_table(rows)}</details>")
         return "\n".join(parts)
+
+
+def _charts_html(results: list[CheckResult]) -> list[str]:
+    """Each check's charts, as its page draws them, with Plotly's script inline once (a notebook offline has no
+    CDN); a line saying how to get them where Plotly is not installed."""
+    try:
+        from diagnostics.report.plots import figures_of
+    except ImportError:
+        missing = msg("Install plotly (pip install plotly) to see the charts here.")
+        return [f"<p><i>{html.escape(localize(missing))}</i></p>"]
+    parts, script = [], True
+    for result in results:
+        if result.status is Status.SKIP and result.id != "hparams.lr_range_test":
+            continue
+        for figure in figures_of(result):
+            parts.append(f"<details open><summary><code>{result.id}</code></summary>"
+                         f"{figure.to_html(full_html=False, include_plotlyjs=script)}</details>")
+            script = False
+    return parts
 
 
 def evidence_tables(evidence: dict) -> list[tuple[str, list[dict]]]:

@@ -63,7 +63,24 @@ def test_diagnose_a_compiled_model_on_a_features_labels_dataset(bert_checkpoint,
     assert "| PASS | `data.columns` |" in report.to_markdown()
     html = report._repr_html_()
     assert "<table>" in html and "data.decoded_samples" in html and "the cat sat" in html
+    assert "<code></code>" not in html  # no empty fix box where a check has no fix
+    # The checks' charts as the pages draw them, Plotly's script inline once (no CDN: a notebook may be offline).
+    import plotly.graph_objects as go
+
+    assert isinstance(report.figure("model.nan_rows"), go.Figure) and isinstance(report.figure("model.gradients"),
+                                                                                  go.Figure)
+    assert html.count("* plotly.js v") == 1 and "<script src=" not in html
+    charts = sum(figures_count(report, result.id) for result in report.results if result.status is not Status.SKIP)
+    assert charts >= 3 and html.count("class=\"plotly-graph-div\"") == charts
+    with pytest.raises(KeyError):
+        report.figure("data.columns")
     assert repr(report).startswith("Report on ")
+
+
+def figures_count(report, check_id: str) -> int:
+    from diagnostics.report.plots import figures_of
+
+    return len(figures_of(report[check_id]))
 
 
 def test_diagnose_flags_a_loss_that_reads_logits_as_probabilities(bert_checkpoint, bert_tokenizer, mnli_split):

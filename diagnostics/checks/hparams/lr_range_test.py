@@ -134,7 +134,7 @@ def check_lr_range_test(figures: dict[str, Any], *, max_safe_rate: float | None 
                 "finite_points": int(len(losses)), "max_safe_rate": max_safe_rate,
                 "uninformative": spread > disagree_factor}
     # A flat or noisy curve (a random-weight checkpoint's, a pretrained one's over few steps) says nothing about the
-    # rate: nothing to fix, and the sweep's measured verdict stands.
+    # rate: no verdict (a skip with its reason, never a pass), nothing to fix, and the sweep's measured verdict stands.
     return judge(CHECK, evidence, {"disagree_factor": (
         msg("Uninformative: the curve is too flat or noisy to suggest a rate (its rules disagree by {spread:.0f}x on "
             "{points} smoothed points: {rules}; {dropped} non-finite points dropped). The sweep's measured verdict on "
@@ -168,7 +168,8 @@ CHECK = Check("hparams.lr_range_test", N_("a range test on the smoothed loss, wi
     # Judged in this order.
     Condition("min_points", 5, "warn when fewer finite points than this came before the loss blew up",
               AtMost("finite_points", below=True)),
-    Condition("disagree_factor", 30.0, "pass the curve as uninformative (no rate proposed) when its suggestion rules are "
-                                       "more than this factor apart", Above("spread"), status="pass"),
+    Condition("disagree_factor", 30.0, "skip the curve as uninformative (no verdict, no rate proposed) when its "
+                                       "suggestion rules are more than this factor apart", Above("spread"),
+              status="skip"),
     Condition("trim", 1, "points left out at each end before any rule runs")),
               evidence=Evidence)
