@@ -2,6 +2,7 @@
 
     python -m diagnostics run --checkpoint NAME_OR_DIR --task TASK [--data-files SPLIT=PATH ...] --json report.json
     python -m diagnostics run ... --lang ko --markdown report.md    the checklist and Markdown in Korean
+    python -m diagnostics run ... --threshold data.duplicates.warn_duplicate_share=0.1   a threshold of this run's
     python -m diagnostics checks [--json]      every check: id, stage, title, thresholds
     python -m diagnostics trace train.py [--json PATH] [--junit PATH] [--timeout S] [-- SCRIPT_ARGS...]
                                                your own script, checked at its first fit
@@ -84,6 +85,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--with", dest="asked", metavar="CHECKS", help="comma-separated checks to run that run only "
                      "when asked for: data.learnability on a pretrained checkpoint (it trains two copies of the model "
                      "for a minute or more on a CPU)")
+    run.add_argument("--threshold", action="append", default=[], metavar="CHECK.CONDITION=VALUE",
+                     help="this run's own threshold, e.g. data.duplicates.max_share=0.1 (repeatable; "
+                     "`checks` lists them)")
     run.add_argument("--json", type=Path, metavar="PATH", help="write the JSON report here")
     run.add_argument("--markdown", type=Path, metavar="PATH", help="write the Markdown report here (in --lang)")
     run.add_argument("--junit", type=Path, metavar="PATH",
@@ -102,6 +106,8 @@ def build_parser() -> argparse.ArgumentParser:
     trace.add_argument("--junit", type=Path, metavar="PATH", help="write a JUnit XML report here")
     trace.add_argument("--stages", help="comma-separated stages to run (default: all)")
     trace.add_argument("--skip", metavar="CHECKS", help="comma-separated checks to leave out, as for run")
+    trace.add_argument("--threshold", action="append", default=[], metavar="CHECK.CONDITION=VALUE",
+                       help="this run's own threshold, as for run")
     trace.add_argument("--with", dest="asked", metavar="CHECKS", help="checks to run that run only when asked for, "
                        "as for run")
     trace.add_argument("--tokenizer", help="the tokenizer's name or directory (default: the one the script built)")
@@ -172,20 +178,21 @@ def run_command(args) -> int:
     from diagnostics.config.training import DEFAULT_EPOCHS
     from diagnostics.core.context import RunContext
     from diagnostics.core.libraries import import_libraries
-    from diagnostics.walk.stages import parse_asked, parse_skip, parse_stages, run_stages
+    from diagnostics.walk.stages import parse_asked, parse_skip, parse_stages, parse_thresholds, run_stages
     from diagnostics.walk.causes import causes, owners
     from diagnostics.report.formats import build_report, cause_lines, checklist_lines, junit_report, markdown_report
     from diagnostics.usercode.progress_bar import shown_progress
 
     config = config_from_args(args)
     stages, skip, asked = parse_stages(args.stages), parse_skip(args.skip), parse_asked(args.asked)
+    thresholds = parse_thresholds(args.threshold)
     sweep = sweep_from_args(args).validated()
     report_paths(args, ("json", "junit", "markdown"))
     if _OWN_PROCESS:  # the command line's own process, not main() called from a test or a notebook
         import_libraries()
     with shown_progress("checks", notebook=False) as progress:  # lines on stderr: the report goes to stdout
         results = run_stages(RunContext.open(config), stages, sweep=sweep, epochs=args.epochs or DEFAULT_EPOCHS,
-                             skip=skip, asked=asked, progress=progress)
+                             skip=skip, asked=asked, progress=progress, thresholds=thresholds)
     report = build_report(config, results, resolved_checkpoint=loading.resolve_checkpoint(config.checkpoint))
     print(_("Checked {checkpoint} on {task}/{split} ({source} data), stages: {stages}").format(
         checkpoint=config.checkpoint, task=localize(config.task_title), split=config.split, source=config.data_source,
@@ -216,7 +223,7 @@ def exit_code(found, fail_on: str) -> int:
 
 def trace_command(args) -> int:
     from diagnostics.walk.causes import causes
-    from diagnostics.walk.stages import parse_asked, parse_skip, parse_stages
+    from diagnostics.walk.stages import parse_asked, parse_skip, parse_stages, parse_thresholds
     from diagnostics.report.formats import cause_lines, checklist_lines, junit_report
     from diagnostics.core.result import CheckResult
     from diagnostics.usercode.trace import (EXIT_OK as TRACE_OK, fit_reports, phase_title, script_finding, script_fix,
@@ -225,9 +232,10 @@ def trace_command(args) -> int:
     parse_stages(args.stages)
     parse_skip(args.skip)
     parse_asked(args.asked)
+    thresholds = parse_thresholds(args.threshold)
     report_paths(args, ("json", "junit"))
     outcome = trace_script(args.script, args.script_args, stages=args.stages, skip=args.skip, asked=args.asked,
-                           timeout=args.timeout,
+                           timeout=args.timeout, thresholds=thresholds,
                            tokenizer=args.tokenizer, task=args.task, then_train=args.then_train,
                            progress=lambda line: print(f"[trace] {localize(line)}", flush=True))
     if outcome.report is None:

@@ -4,8 +4,10 @@ units of the walk that run them, and the stages. The checks themselves are decla
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 from dataclasses import dataclass, replace
-from typing import Callable
+from typing import Callable, Iterator
 
 from diagnostics.i18n import N_
 
@@ -79,8 +81,9 @@ class Check:
         return self.unit or (self.part if self.stage == "hparams" else self.stage)
 
     def value(self, name: str) -> float | None:
-        """A condition's threshold by its name."""
-        return self.condition(name).value
+        """A condition's threshold by its name (this run's own where `per_run_thresholds` set one)."""
+        self.condition(name)
+        return self.values()[name]
 
     def condition(self, name: str) -> Condition:
         """A condition by its name (a KeyError names the check and the name)."""
@@ -98,8 +101,25 @@ class Check:
                                               for condition in self.conditions))
 
     def values(self) -> dict[str, float | None]:
-        """Every condition's threshold by name (what a rule reads with `of=`)."""
-        return {condition.name: condition.value for condition in self.conditions}
+        """Every condition's threshold by name (what a rule reads with `of=`), this run's own where set."""
+        own = _PER_RUN.get().get(self.id, {})
+        return {condition.name: own.get(condition.name, condition.value) for condition in self.conditions}
+
+
+# Thresholds set for one run (`diagnose(thresholds=...)`, `--threshold`): {check id: {condition: value}}, validated by
+# `walk.stages.parse_thresholds`. A context variable, so a run in one thread or session never changes another's.
+_PER_RUN: contextvars.ContextVar[dict[str, dict[str, float]]] = contextvars.ContextVar("debugger_thresholds",
+                                                                                      default={})
+
+
+@contextlib.contextmanager
+def per_run_thresholds(thresholds: dict[str, dict[str, float]]) -> Iterator[None]:
+    """Within this block every check reads these thresholds instead of its declared ones."""
+    token = _PER_RUN.set({check_id: dict(values) for check_id, values in (thresholds or {}).items()})
+    try:
+        yield
+    finally:
+        _PER_RUN.reset(token)
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from diagnostics.i18n import localize, msg
 from diagnostics.usercode.own_code import Captured, build_run
 from diagnostics.usercode.progress_bar import shown_progress
 from diagnostics.usercode.read_back import arrays_as_dataset
-from diagnostics.walk.stages import parse_asked, parse_stages, run_stages
+from diagnostics.walk.stages import parse_asked, parse_stages, parse_thresholds, run_stages
 from diagnostics.walk.runner import run_units
 from diagnostics.core.check import STAGE_ORDER, STAGE_TITLES
 from diagnostics.report.formats import STATUS_MARKS, build_report, cause_lines, checklist_lines, markdown_report
@@ -198,7 +198,8 @@ def capture(model, dataset, tokenizer=None, task: str | None = None, *, origin: 
 
 def diagnose(model, dataset, tokenizer=None, task: str | None = None, stages: str | Iterable[str] | None = None, *,
              loss=None, optimizer=None, sweep: SweepSettings = SweepSettings(), epochs: int = DEFAULT_EPOCHS,
-             with_checks: str | Iterable[str] | None = None, progress=None) -> Report:
+             with_checks: str | Iterable[str] | None = None, progress=None,
+             thresholds: dict[str, dict[str, float]] | None = None) -> Report:
     """Run the debugger's checks on your own model and dataset, as the app runs them on its own pipeline.
 
     Args:
@@ -216,6 +217,8 @@ def diagnose(model, dataset, tokenizer=None, task: str | None = None, stages: st
             its optimizer (default: what the model was compiled with).
         with_checks: checks that run only when asked for ("data.learnability" on a pretrained checkpoint: two
             short runs, a minute or more on a CPU), as a list or a comma-separated string.
+        thresholds: this run's own thresholds by check and name, e.g. {"data.duplicates": {"max_share": 0.1}}
+            (`python -m diagnostics checks` lists them with their defaults).
         progress: None (default) shows what runs and how long is left, a bar in a notebook and lines on stderr
             elsewhere; False shows nothing; a callable is called with (fraction, text, seconds left or None).
 
@@ -228,6 +231,7 @@ def diagnose(model, dataset, tokenizer=None, task: str | None = None, stages: st
     if keras_3_model(model) is not None:
         raise keras_3_model(model)
     names = parse_stages(stages if isinstance(stages, str) or stages is None else ",".join(stages))
+    own_thresholds = parse_thresholds(thresholds)
     asked = parse_asked(with_checks if isinstance(with_checks, str) or with_checks is None else ",".join(with_checks))
     with (contextlib.nullcontext(progress or None) if progress is not None else shown_progress("diagnose")) as report:
         if report is not None:
@@ -240,7 +244,8 @@ def diagnose(model, dataset, tokenizer=None, task: str | None = None, stages: st
                                      "loss": loss if loss is not None else getattr(model, "loss", None) if compiled
                                      else None}
         run = build_run(captured)
-        results = run_stages(run, names, sweep=sweep, progress=report, epochs=epochs, asked=asked)
+        results = run_stages(run, names, sweep=sweep, progress=report, epochs=epochs, asked=asked,
+                             thresholds=own_thresholds)
     return Report(run.config, results, captured.notes)
 
 

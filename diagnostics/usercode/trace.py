@@ -61,6 +61,7 @@ class TraceOutcome:
 def trace_script(script: str | Path, script_args: list[str] | None = None, *, stages: str | None = None,
                  skip: str | None = None, asked: str | None = None, timeout: float = DEFAULT_TIMEOUT, tokenizer: str | None = None, task: str | None = None,
                  then_train: bool = False, capture_output: bool = False, cwd: str | Path | None = None,
+                 thresholds: dict[str, dict[str, float]] | None = None,
                  progress: Callable[[str], None] | None = None,
                  tick: Callable[[float], None] | None = None) -> TraceOutcome:
     """Run `script` in a child process with `fit` intercepted; never raises for what the script does.
@@ -89,7 +90,7 @@ def trace_script(script: str | Path, script_args: list[str] | None = None, *, st
         return TraceOutcome(None, EXIT_BAD_INPUT, msg("No script at {path}.", path=path))
     with tempfile.TemporaryDirectory(prefix="tpd-trace-") as work:
         spec = {"script": str(path.resolve()), "args": list(script_args or []), "stages": stages, "skip": skip, "asked": asked,
-                "tokenizer": tokenizer, "task": task, "then_train": then_train, "parent": os.getpid(),
+                "tokenizer": tokenizer, "task": task, "then_train": then_train, "thresholds": thresholds or {}, "parent": os.getpid(),
                 "report": str(Path(work) / "report.json"), "progress": str(Path(work) / "progress.txt")}
         spec_path = Path(work) / "spec.json"
         spec_path.write_text(json.dumps(spec))

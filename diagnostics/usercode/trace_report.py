@@ -62,7 +62,8 @@ class Reports:
             found = captured()
             run = build_run(found)
             results = run_stages(run, parse_stages(self.spec.get("stages")), progress=self.checks_progress(),
-                                 skip=parse_skip(self.spec.get("skip")), asked=parse_asked(self.spec.get("asked")))
+                                 skip=parse_skip(self.spec.get("skip")), asked=parse_asked(self.spec.get("asked")),
+                                 thresholds=self.spec.get("thresholds") or None)
             report = build_report(run.config, results)
             report.update(_notes(found.notes))
         except Exception as exc:

@@ -3,7 +3,11 @@ call goes through the one runner (`diagnostics.walk.runner`)."""
 
 from __future__ import annotations
 
+import math
+from typing import Iterable, Mapping
+
 from diagnostics.config.training import DEFAULT_EPOCHS, SweepSettings
+from diagnostics.core.check import per_run_thresholds
 from diagnostics.core.context import RunContext
 from diagnostics.core.errors import InputError
 from diagnostics.core.result import CheckResult
@@ -13,7 +17,7 @@ from diagnostics.walk import registry
 from diagnostics.walk.runner import Settings, run_units
 
 
-__all__ = ["STAGES", "parse_stages", "parse_skip", "parse_asked", "run_stages", "data_stage",
+__all__ = ["STAGES", "parse_stages", "parse_skip", "parse_asked", "parse_thresholds", "run_stages", "data_stage",
            "learnability_stage", "model_stage", "hparams_stage", "overfit_stage"]
 
 STAGES = registry.STAGE_ORDER
@@ -68,17 +72,69 @@ def _units_named(text: str | None, *, asked: bool) -> tuple[str, ...]:
     return units
 
 
+def parse_thresholds(given: Mapping[str, Mapping[str, float]] | Iterable[str] | None) -> dict[str, dict[str, float]]:
+    """This run's thresholds: {"data.duplicates": {"max_share": 0.1}} (`diagnose(thresholds=...)`) or
+    ["data.duplicates.max_share=0.1", ...] (`--threshold`), checked against the registry.
+
+    Raises:
+        InputError: an unknown check or threshold (naming the known ones), or a value that is not a finite number.
+    """
+    if not given:
+        return {}
+    pairs: list[tuple[str, str, object]] = []
+    if isinstance(given, Mapping):
+        for check_id, values in given.items():
+            if not isinstance(values, Mapping):
+                raise InputError(msg("Thresholds of {check} must be given by name, e.g. {example}.", check=check_id,
+                                     example="{'data.duplicates': {'max_share': 0.1}}"))
+            pairs += [(check_id, name, value) for name, value in values.items()]
+    else:
+        for item in given:
+            where, _, value = str(item).partition("=")
+            check_id, _, name = where.strip().rpartition(".")
+            if not value.strip() or not check_id:
+                raise InputError(msg("A threshold is written check.condition=value, e.g. {example}; not {given}.",
+                                     example="data.duplicates.max_share=0.1", given=item))
+            pairs.append((check_id, name, value.strip()))
+    found: dict[str, dict[str, float]] = {}
+    for check_id, name, value in pairs:
+        check = registry.CHECKS.get(check_id)
+        if check is None:
+            raise InputError(msg("Unknown check {check} for a threshold; the checks with thresholds: {known}.",
+                                 check=check_id, known=", ".join(
+                                     c.id for c in registry.CHECKS.values() if _settable(c))))
+        if name not in _settable(check):
+            raise InputError(msg("{check} has no threshold {name}; its thresholds: {known}.", check=check_id,
+                                 name=name, known=", ".join(_settable(check)) or "-"))
+        try:
+            number = float(value)  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            number = math.nan
+        if not math.isfinite(number) or isinstance(value, bool):
+            raise InputError(msg("The threshold {check}.{name} must be a finite number, not {value}.",
+                                 check=check_id, name=name, value=value))
+        found.setdefault(check_id, {})[name] = number
+    return found
+
+
+def _settable(check) -> list[str]:
+    """A check's thresholds a run may set (its conditions with a number; a yes-or-no finding has none)."""
+    return [condition.name for condition in check.conditions if condition.value is not None]
+
+
 def run_stages(run: RunContext, stages: tuple[str, ...] = STAGES, *, sweep: SweepSettings = SweepSettings(),
                progress=None, epochs: int = DEFAULT_EPOCHS, skip: tuple[str, ...] = (),
-               asked: tuple[str, ...] = ()) -> list[CheckResult]:
+               asked: tuple[str, ...] = (), thresholds: dict[str, dict[str, float]] | None = None
+               ) -> list[CheckResult]:
     """Run the chosen stages in pipeline order on one run context (every stage shares its batches and model), outside
     any strategy scope the caller is in (`devices.outside_user_strategy`); `skip`: units left out (`parse_skip`);
     `asked`: units run even where they run only on request (`parse_asked`; a unit asked for runs with its stage
-    or alone)."""
+    or alone); `thresholds`: this run's own (`parse_thresholds`)."""
     units = [unit for stage in stages for unit in registry.units_of(stage) if unit not in skip]
     units += [unit for unit in asked if unit not in units and unit not in skip]
-    return outside_user_strategy(run_units, run, units, Settings(sweep=sweep, epochs=epochs, asked=tuple(asked)),
-                                 progress)
+    with per_run_thresholds(thresholds or {}):
+        return outside_user_strategy(run_units, run, units, Settings(sweep=sweep, epochs=epochs,
+                                                                     asked=tuple(asked)), progress)
 
 
 # ---------------------------------------------------------------- each stage alone

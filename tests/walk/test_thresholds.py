@@ -1,0 +1,65 @@
+"""A run's own thresholds (`diagnose(thresholds=...)`, `--threshold check.condition=value`): validated against the
+registry with one line naming the known names, and read by the checks of that run alone."""
+
+import json
+
+import pytest
+
+from diagnostics.core.check import per_run_thresholds
+from diagnostics.core.errors import InputError
+from diagnostics.i18n import localize, message_of
+from diagnostics.walk import registry
+from diagnostics.walk.stages import parse_thresholds
+
+
+def error_of(given) -> str:
+    with pytest.raises(InputError) as caught:
+        parse_thresholds(given)
+    return localize(message_of(caught.value))
+
+
+def test_both_forms_give_the_same_thresholds():
+    assert parse_thresholds({"data.duplicates": {"warn_duplicate_share": 0.1}}) == \
+        parse_thresholds(["data.duplicates.warn_duplicate_share=0.1"]) == {
+            "data.duplicates": {"warn_duplicate_share": 0.1}}
+    assert parse_thresholds(None) == parse_thresholds([]) == {}
+
+
+def test_a_wrong_name_is_one_line_naming_what_is_known():
+    said = error_of({"data.duplicate": {"warn_duplicate_share": 0.1}})
+    assert "Unknown check data.duplicate" in said and "data.duplicates" in said and "\n" not in said
+    said = error_of(["data.duplicates.warn_share=0.1"])
+    assert "data.duplicates has no threshold warn_share" in said
+    assert "max_conflicting_rows, warn_duplicate_share" in said
+    assert "finite number, not nan" in error_of(["data.duplicates.warn_duplicate_share=nan"])
+    assert "finite number, not abc" in error_of({"data.duplicates": {"warn_duplicate_share": "abc"}})
+    assert "check.condition=value" in error_of(["data.duplicates"])
+    assert "given by name" in error_of({"data.duplicates": 0.1})
+
+
+def test_a_run_reads_its_own_thresholds_and_no_other_run_does():
+    check = registry.CHECKS["data.label_balance"]
+    declared = check.value("warn_dominant_share")
+    with per_run_thresholds({"data.label_balance": {"warn_dominant_share": 0.2}}):
+        assert check.value("warn_dominant_share") == 0.2 and check.values()["warn_dominant_share"] == 0.2
+    assert check.value("warn_dominant_share") == declared
+
+
+def test_diagnose_refuses_an_unknown_threshold_before_it_runs_anything():
+    from diagnostics import diagnose
+
+    with pytest.raises(InputError, match="Unknown check data.nope"):
+        diagnose(None, None, thresholds={"data.nope": {"x": 1}})
+
+
+def test_the_command_line_judges_with_the_threshold_it_was_given(tmp_path):
+    from diagnostics.__main__ import main
+
+    verdicts = []
+    for extra in ([], ["--threshold", "data.label_balance.warn_dominant_share=0.2"]):
+        path = tmp_path / f"report{len(extra)}.json"
+        assert main(["run", "--stages", "data", "--skip", "data.learnability", *extra, "--json", str(path)]) in (0, 1)
+        checks = {check["id"]: check for check in json.loads(path.read_text())["checks"]}
+        verdicts.append(checks["data.label_balance"]["status"])
+    assert verdicts == ["pass", "warn"]
+    assert main(["run", "--threshold", "data.label_balance.share=0.2"]) == 2
