@@ -11,6 +11,8 @@ import pytest
 from diagnostics.core.environment import keras_3_model, stack_problems
 from diagnostics.i18n import localize
 
+pytestmark = pytest.mark.stack
+
 ROOT = Path(__file__).resolve().parents[2]
 GOOD = {"tensorflow": "2.20.0", "tf-keras": "2.20.1", "transformers": "4.54.1", "keras": "3.15.1"}
 

@@ -40,6 +40,7 @@ def features_labels(split, tokenizer, batch_size=4):
 # ---------------------------------------------------------------- diagnose()
 
 
+@pytest.mark.stack
 def test_diagnose_a_compiled_model_on_a_features_labels_dataset(bert_checkpoint, bert_tokenizer, mnli_split):
     import tf_keras
 
@@ -99,6 +100,7 @@ def test_diagnose_flags_a_loss_that_reads_logits_as_probabilities(bert_checkpoin
     assert report.config.loss == "sparse_categorical_crossentropy"
 
 
+@pytest.mark.stack
 def test_diagnose_batches_the_users_own_to_tf_dataset_call(bert_checkpoint, bert_tokenizer, mnli_split):
     from transformers import DataCollatorWithPadding
 
@@ -183,6 +185,7 @@ def fit_stsb_with_callback(checkpoint, tokenizer, scores, batch_size, epochs):
     return model, callback, history
 
 
+@pytest.mark.stack
 def test_callback_stops_at_the_first_nan_batch_and_names_its_rows(bert_checkpoint, bert_tokenizer):
     scores = [1.0, 2.5, 4.0, 0.5, 3.0, math.nan, math.nan, 2.0, 1.5, 1.0, 3.5, 4.5]
     model, callback, history = fit_stsb_with_callback(bert_checkpoint, bert_tokenizer, scores, 4, 3)
@@ -267,6 +270,7 @@ def test_callback_blames_rows_whose_loss_is_high_from_the_start(bert_checkpoint,
     assert all(row["label"] >= 60 for row in result.evidence["rows"])
 
 
+@pytest.mark.stack
 def test_callback_stays_quiet_on_a_healthy_run(demo_inputs, seed, capsys):
     from diagnostics import DiagnoseCallback
 
@@ -331,6 +335,7 @@ def test_trace_the_course_script_diagnoses_the_error_before_fit(tmp_path, capsys
     assert f"stopped before fit at course_script.py line {line}" in capsys.readouterr().out
 
 
+@pytest.mark.stack
 @pytest.mark.subprocess
 def test_trace_the_repaired_course_script_flags_each_remaining_bug(tmp_path):
     code, report, _ = trace(tmp_path, SCRIPTS / "course_script_repaired.py")
@@ -348,6 +353,7 @@ def test_trace_the_repaired_course_script_flags_each_remaining_bug(tmp_path):
     assert report["run"]["recipe"]["collate_fn"] == "DataCollatorWithPadding"
 
 
+@pytest.mark.stack
 @pytest.mark.subprocess
 def test_trace_the_fixed_course_script_has_no_failing_check(tmp_path, capsys):
     import re
