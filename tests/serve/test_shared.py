@@ -156,7 +156,8 @@ def test_two_sessions_sweeping_one_configuration_train_once_and_see_the_same_cur
     first, second = entries[0].results, entries[1].results
     assert first is second
     assert {result.id for result in first} == {"hparams.lr_sweep", "hparams.lr_range_test"}
-    assert all(result.status.value in ("pass", "warn", "fail") for result in first)
+    assert all(result.status.value in ("pass", "warn", "fail") or result.status.value == "skip" and
+               result.evidence.get("losses") for result in first)  # measured: an uninformative curve is a skip
 
 
 # ------------------------------------------------------------ admission, bounds, budgets, stuck computations
