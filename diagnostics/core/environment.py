@@ -73,7 +73,7 @@ def stack_problems(versions: dict[str, str | None] | None = None) -> list[StackP
         elif _minor(tf_keras) != (major, minor):
             found.append(StackProblem(
                 msg("tf-keras {keras} does not match TensorFlow {version}: tf-keras must have TensorFlow's minor "
-                    "version, or importing it fails.", keras=tf_keras, version=tensorflow), wanted))
+                    "version.", keras=tf_keras, version=tensorflow), wanted))
     return found
 
 
