@@ -5,6 +5,7 @@ first, so a course reader on a fresh Colab meets this sentence, not the first tr
 
 from __future__ import annotations
 
+import functools
 from importlib import metadata
 from typing import NamedTuple
 
@@ -26,9 +27,9 @@ class StackError(InputError):
     """The installed libraries cannot run Transformers' TensorFlow models; the message names the fix."""
 
 
-def installed() -> dict[str, str | None]:
-    """The installed version of each package the stack depends on (None when it is not installed)."""
-    found = {}
+@functools.cache
+def _installed() -> tuple[tuple[str, str | None], ...]:
+    found: dict[str, str | None] = {}
     for name in PACKAGES:
         try:
             found[name] = metadata.version(name)
@@ -41,7 +42,13 @@ def installed() -> dict[str, str | None]:
                 found["tensorflow"] = metadata.version(other)
             except metadata.PackageNotFoundError:
                 pass
-    return found
+    return tuple(found.items())
+
+
+def installed() -> dict[str, str | None]:
+    """The installed version of each package the stack depends on (None when it is not installed), read once a
+    process (the app asks on every rerun)."""
+    return dict(_installed())
 
 
 def _minor(version: str) -> tuple[int, int]:
@@ -84,13 +91,13 @@ def require_stack(versions: dict[str, str | None] | None = None) -> None:
         raise StackError(msg("{finding} Fix: {fix}", finding=problems[0].finding, fix=problems[0].fix))
 
 
-def keras_3_model(model) -> StackError | None:
-    """The error for a model built with Keras 3 (`import keras`, or `tf.keras` where TensorFlow was imported without
-    TF_USE_LEGACY_KERAS=1), which the checks and Transformers' TF models, tf-keras models both, cannot train."""
-    if not any(kind.__module__.split(".")[0] == "keras" for kind in type(model).__mro__):
-        return None
-    return StackError(msg(
-        "The model is a Keras 3 model ({kind}): `import keras` and, since TensorFlow 2.16, `tf.keras` give Keras 3, "
-        "while Transformers' TensorFlow models and these checks use Keras 2 (tf-keras). Fix: {fix}",
-        kind=type(model).__name__, fix="import tf_keras as keras  # or os.environ['TF_USE_LEGACY_KERAS'] = '1' before "
-                                       "TensorFlow is imported (in a notebook, restart the kernel first)"))
+def require_tf_keras_model(model) -> None:
+    """Raise StackError for a model built with Keras 3 (`import keras`, or `tf.keras` where TensorFlow was imported
+    without TF_USE_LEGACY_KERAS=1), which the checks and Transformers' TF models, tf-keras models both, cannot
+    train; nothing for any other object."""
+    if any(kind.__module__.split(".")[0] == "keras" for kind in type(model).__mro__):
+        raise StackError(msg(
+            "The model is a Keras 3 model ({kind}): `import keras` and, since TensorFlow 2.16, `tf.keras` give Keras "
+            "3, while Transformers' TensorFlow models and these checks use Keras 2 (tf-keras). Fix: {fix}",
+            kind=type(model).__name__, fix="import tf_keras as keras  # or os.environ['TF_USE_LEGACY_KERAS'] = '1' "
+                                           "before TensorFlow is imported (in a notebook, restart the kernel first)"))

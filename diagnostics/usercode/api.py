@@ -137,9 +137,7 @@ def _charts_html(results: list[CheckResult]) -> list[str]:
         missing = msg("Install plotly (pip install plotly) to see the charts here.")
         return [f"<p><i>{html.escape(localize(missing))}</i></p>"]
     parts, script = [], True
-    for result in results:
-        if result.status is Status.SKIP and result.id != "hparams.lr_range_test":
-            continue
+    for result in results:  # a check that did not run has no curve to draw (an uninformative one keeps its own)
         for figure in figures_of(result):
             parts.append(f"<details open><summary><code>{result.id}</code></summary>"
                          f"{figure.to_html(full_html=False, include_plotlyjs=script)}</details>")
@@ -225,11 +223,10 @@ def diagnose(model, dataset, tokenizer=None, task: str | None = None, stages: st
     Raises:
         InputError: the objects cannot be checked (no token ids, an optimizer or loss the checks cannot judge).
     """
-    from diagnostics.core.environment import keras_3_model, require_stack
+    from diagnostics.core.environment import require_stack, require_tf_keras_model
 
     require_stack()
-    if keras_3_model(model) is not None:
-        raise keras_3_model(model)
+    require_tf_keras_model(model)
     names = parse_stages(stages if isinstance(stages, str) or stages is None else ",".join(stages))
     own_thresholds = parse_thresholds(thresholds)
     asked = parse_asked(with_checks if isinstance(with_checks, str) or with_checks is None else ",".join(with_checks))

@@ -82,10 +82,9 @@ class DiagnoseCallback(_tf_keras_callback()):
         print(text, file=self.out or sys.stdout)
 
     def set_model(self, model):
-        from diagnostics.core.environment import keras_3_model
+        from diagnostics.core.environment import require_tf_keras_model
 
-        if keras_3_model(model) is not None:
-            raise keras_3_model(model)
+        require_tf_keras_model(model)
         super().set_model(model)
         if self._given is None:
             self.dataset = _fit_data(model)

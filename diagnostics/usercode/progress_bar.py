@@ -38,13 +38,15 @@ def in_notebook() -> bool:
 @contextlib.contextmanager
 def shown_progress(title: str, *, notebook: bool | None = None, write: Callable[[str], None] | None = None
                    ) -> Iterator[Report]:
-    """A `core.progress.Report` that shows the checks' progress: a `tqdm.auto` bar in a notebook, lines (to
-    `write`, default stderr) elsewhere; the bar is closed on leaving, whatever happened."""
-    if (in_notebook() if notebook is None else notebook) and not widgets_available():
+    """A `core.progress.Report` that shows the checks' progress: a widget bar in a notebook with ipywidgets, one
+    line rewritten in place in one without, lines (to `write`, default stderr) elsewhere; the bar is closed on
+    leaving, whatever happened."""
+    notebook = in_notebook() if notebook is None else notebook
+    if notebook and not widgets_available():
         with _line_in_place(title) as report:
             yield report
         return
-    if in_notebook() if notebook is None else notebook:
+    if notebook:
         from tqdm.notebook import tqdm
 
         bar = tqdm(total=100, desc=title, bar_format="{desc}: {percentage:3.0f}%|{bar}| {postfix}")
@@ -67,11 +69,8 @@ def shown_progress(title: str, *, notebook: bool | None = None, write: Callable[
     lines = Lines(every=LINE_EVERY_S)
 
     def line(fraction: float, text, left: float | None) -> None:
-        said = localize(text)
-        if not lines.due(said):
-            return
-        out(f"{title}: {said} ({fraction:.0%}" + ("" if left is None else f", {localize(time_left_text(left))}")
-            + ")")
+        if lines.due(localize(text)):
+            out(_said(title, fraction, text, left))
 
     yield line
 
@@ -88,9 +87,7 @@ def _line_in_place(title: str) -> Iterator[Report]:
     last = [0.0, ""]
 
     def report(fraction: float, text, left: float | None) -> None:
-        said = f"{title}: {localize(text)} ({fraction:.0%}" + (
-            "" if left is None else f", {localize(time_left_text(left))}") + ")"
-        last[1] = said
+        said = last[1] = _said(title, fraction, text, left)
         if time.monotonic() - last[0] >= LINE_IN_PLACE_S:
             last[0] = time.monotonic()
             handle.update(Pretty(said))
@@ -100,3 +97,9 @@ def _line_in_place(title: str) -> Iterator[Report]:
     finally:
         if last[1]:
             handle.update(Pretty(last[1]))
+
+
+def _said(title: str, fraction: float, text, left: float | None) -> str:
+    """One progress line: what runs, how far, and how long is left when known."""
+    return f"{title}: {localize(text)} ({fraction:.0%}" + (
+        "" if left is None else f", {localize(time_left_text(left))}") + ")"

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from diagnostics import QUIETED_ENV, SET_ON_IMPORT, TRACE_CHILD_ENV
-from diagnostics.i18n import Text, from_data, joined, msg, msgn, to_data
+from diagnostics.i18n import Text, from_data, joined, message_of, msg, msgn, to_data
 
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -79,12 +79,12 @@ def trace_script(script: str | Path, script_args: list[str] | None = None, *, st
     if not (isinstance(timeout, (int, float)) and math.isfinite(timeout) and timeout > 0):
         return TraceOutcome(None, EXIT_BAD_INPUT, msg("The time limit must be a positive number of seconds, not "
                                                       "{timeout}.", timeout=timeout))
-    from diagnostics.core.environment import stack_problems
+    from diagnostics.core.environment import StackError, require_stack
 
-    problems = stack_problems()
-    if problems:
-        return TraceOutcome(None, EXIT_BAD_INPUT, msg("{finding} Fix: {fix}", finding=problems[0].finding,
-                                                      fix=problems[0].fix))
+    try:
+        require_stack()
+    except StackError as exc:
+        return TraceOutcome(None, EXIT_BAD_INPUT, message_of(exc))
     path = Path(script).expanduser()
     if not path.is_file():
         return TraceOutcome(None, EXIT_BAD_INPUT, msg("No script at {path}.", path=path))

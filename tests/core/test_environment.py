@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from diagnostics.core.environment import keras_3_model, stack_problems
+from diagnostics.core.environment import StackError, require_tf_keras_model, stack_problems
 from diagnostics.i18n import localize
 
 pytestmark = pytest.mark.stack
@@ -52,11 +52,12 @@ def test_a_keras_3_model_is_named_and_a_tf_keras_one_is_not():
     import tf_keras
 
     inputs = keras.Input((4,))
-    error = keras_3_model(keras.Model(inputs, keras.layers.Dense(2)(inputs)))
-    assert error is not None and "Keras 3 model (Functional)" in localize(error.args[0])
-    assert "import tf_keras as keras" in localize(error.args[0])
+    with pytest.raises(StackError) as caught:
+        require_tf_keras_model(keras.Model(inputs, keras.layers.Dense(2)(inputs)))
+    assert "Keras 3 model (Functional)" in localize(caught.value.args[0])
+    assert "import tf_keras as keras" in localize(caught.value.args[0])
     tf_inputs = tf_keras.Input((4,))
-    assert keras_3_model(tf_keras.Model(tf_inputs, tf_keras.layers.Dense(2)(tf_inputs))) is None
+    require_tf_keras_model(tf_keras.Model(tf_inputs, tf_keras.layers.Dense(2)(tf_inputs)))  # raises nothing
 
 
 @pytest.mark.subprocess
