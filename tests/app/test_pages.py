@@ -157,6 +157,12 @@ def test_report_page_runs_every_stage_and_offers_downloads(app):
     assert len(downloads) == 2
     assert "`overfit.one_batch`" in texts(app) and "`data.columns`" in texts(app)
     assert "Not run yet" not in texts(app)
+    # What the Report ran shows on the stage's own page (learnability, run only there or here), and stays.
+    app.switch_page("app_pages/1_data.py").run()
+    assert not app.exception
+    assert "`data.learnability`" in texts(app)
+    app.switch_page("app_pages/report.py").run()
+    assert "`data.learnability`" in texts(app)
 
 
 def test_scenario_picker_fills_the_sidebar_and_reports_what_caught_it(app):
@@ -195,16 +201,6 @@ def test_data_page_learnability_check_catches_shuffled_labels(app):
     assert "`data.learnability`: :green[caught]" in "\n".join(rendered(m.value) for m in app.sidebar.markdown)
     app.switch_page("app_pages/report.py").run()
     assert "`data.learnability`" in texts(app)
-
-
-def test_learnability_from_the_report_shows_on_the_data_page(app):
-    app.switch_page("app_pages/report.py").run()
-    app.button(key="report.run_all").click().run()
-    app.switch_page("app_pages/1_data.py").run()
-    assert not app.exception
-    assert "`data.learnability`" in texts(app)
-    app.switch_page("app_pages/report.py").run()
-    assert "`data.learnability`" in texts(app)  # visiting the Data page kept it
 
 
 def test_the_sidebar_shows_the_rate_a_string_optimizer_means_and_keeps_the_typed_one(app):
