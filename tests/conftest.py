@@ -68,17 +68,18 @@ def pytest_collection_modifyitems(config, items):
         for name in sorted(names - {mark.name for mark in item.iter_markers()}):
             item.add_marker(getattr(pytest.mark, name))
     # The longest files first (each runs whole on one worker), so the run ends on short files that even out the
-    # two workers instead of on a ten-minute file that one worker starts last; within a file the order is kept.
+    # workers instead of on a five-minute file that one worker starts last; within a file the order is kept.
     items.sort(key=lambda item: LONGEST_FIRST.index(item.module.__name__) if item.module.__name__ in LONGEST_FIRST
                else len(LONGEST_FIRST))
 
 
-# The seven longest files (2 cores, 2026-11-25: about 300, 330, 225, 245, 170, 100 and 210 s on one worker), then
-# 60 s or less each but the benches' (200 s, collected among the short files). pytest.ini turns off xdist's own
-# order (the files of most tests first), which would start these last. Strict longest-first (the benches' file and
-# the Keras-model traces moved up) measured no better: 21:55 against 20:18 for this order, one full run each.
-LONGEST_FIRST = ["test_real_checkpoint", "test_matrix_healthy", "test_foreign_code", "test_browser", "test_own_code",
-                 "test_every_fit", "test_matrix_bugs", "test_distribute", "test_scenarios"]
+# The longest files, longest first (2026-11-26, seconds of a worker's time in a full run on 2 cores: 313, 307, 297,
+# 282, 260, 259, 233, 187, 154, 119 and 54), then the rest, 90 s or less each, in collection order: three workers take
+# the next file as each frees, so the run ends on short files that even out. pytest.ini turns off xdist's own order
+# (the files of most tests first), which would start these last.
+LONGEST_FIRST = ["test_matrix_healthy", "test_foreign_code", "test_browser", "test_benches", "test_every_fit",
+                 "test_own_code", "test_matrix_bugs", "test_scenarios", "test_real_checkpoint", "test_keras_models",
+                 "test_distribute"]
 
 
 def rendered(markdown: str) -> str:
