@@ -1,4 +1,6 @@
 import ast
+import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -90,3 +92,25 @@ def test_the_tests_mirror_the_package():
     folders = {path.name for path in (ROOT / "tests").iterdir() if path.is_dir() and not path.name.startswith((".", "_"))}
     assert folders - {"data", "scripts"} <= layers | {"app"}
     assert all(list((ROOT / "tests" / folder).glob("test_*.py")) for folder in folders - {"data", "scripts"})
+
+
+POINTER = re.compile(r"\b(README(?:\.md)?|docs/[\w.-]+\.md)\b(?:[:,]\s*|'s\s+|\s+section\s+)?(?:\"([^\"\n]{3,80})\")?")
+
+
+def test_every_pointer_to_a_document_and_its_section_leads_somewhere():
+    """A comment or a page that sends the reader to `docs/x.md` (or the README), and to a section of it by name in
+    quotes, names a file that exists and a section that is in it (a config file once sent readers to a README section
+    that had moved to docs/links-and-rooms.md)."""
+    listed = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    texts = [path for path in listed if path.endswith((".py", ".md", ".toml", ".txt", ".ini", ".cfg")) or
+             path in ("Dockerfile", ".ci/run")]
+    texts.remove("tests/test_layout.py")  # this test's own examples
+    broken = []
+    for name in texts:
+        for target, section in POINTER.findall((ROOT / name).read_text(encoding="utf-8", errors="replace")):
+            document = ROOT / ("README.md" if target.startswith("README") else target)
+            if not document.is_file():
+                broken.append(f"{name}: {target} does not exist")
+            elif section and section.replace("\n", " ") not in " ".join(document.read_text().split()):
+                broken.append(f"{name}: {target} has no {section!r}")
+    assert broken == []
