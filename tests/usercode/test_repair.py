@@ -1,0 +1,126 @@
+"""The script rewriter (diagnostics/usercode/repair.py) on scripts written the ways users write them: each fix made at
+its one place, every other character kept, and a fix with no place to go said with its reason."""
+
+import ast
+import textwrap
+
+from diagnostics.usercode.repair import Change, repair
+
+RATE = Change("hparams.lr_sweep", "learning_rate", 3e-5)
+
+
+def only_changed(original: str, repaired: str) -> list[tuple[str, str]]:
+    """The (before, after) pairs of the lines that differ; the line count is kept."""
+    before, after = original.splitlines(), repaired.splitlines()
+    assert len(before) == len(after)
+    return [(old, new) for old, new in zip(before, after, strict=True) if old != new]
+
+
+def test_a_rate_is_changed_in_the_users_own_optimizer_call_keeping_its_comments_and_spacing():
+    source = textwrap.dedent("""\
+        import tf_keras as K  # Keras 2, as Transformers' TF models need
+        optimizer = K.optimizers.Adam(
+            learning_rate = 1e-3 ,   # Keras's default
+            epsilon=1e-8)
+        model.compile(optimizer=optimizer,loss=loss)  # no metrics
+        model.fit(x, y, epochs=3)
+        """)
+    repaired = repair(source, [RATE], keras="K")
+    assert only_changed(source, repaired.source) == [("    learning_rate = 1e-3 ,   # Keras's default",
+                                                      "    learning_rate = 3e-05 ,   # Keras's default")]
+    assert [(edit.line, edit.before, edit.after) for edit in repaired.edits] == [(3, "1e-3", "3e-05")]
+    assert repaired.unrepaired == []
+    ast.parse(repaired.source)
+
+
+def test_the_string_adam_becomes_an_object_in_the_scripts_own_keras_name():
+    source = "from tensorflow import keras as tfk\nmodel.compile(optimizer='adam', loss=loss)\nmodel.fit(x, y)\n"
+    repaired = repair(source, [RATE], keras="tfk")
+    assert "model.compile(optimizer=tfk.optimizers.Adam(learning_rate=3e-05), loss=loss)" in repaired.source
+
+
+def test_a_rate_given_by_a_schedule_create_optimizer_or_positionally_is_changed_where_it_is_given():
+    schedule = textwrap.dedent("""\
+        base_rate = 5e-3
+        schedule = keras.optimizers.schedules.PolynomialDecay(initial_learning_rate=base_rate, decay_steps=100)
+        model.compile(optimizer=keras.optimizers.Adam(learning_rate=schedule))
+        """)
+    assert only_changed(schedule, repair(schedule, [RATE]).source) == [("base_rate = 5e-3", "base_rate = 3e-05")]
+    created = "optimizer, schedule = create_optimizer(init_lr=1e-3, num_train_steps=500, num_warmup_steps=0)\n"
+    assert "create_optimizer(init_lr=3e-05, num_train_steps=500" in repair(created, [RATE]).source
+    helper = "def build():\n    return keras.optimizers.Adam(1e-3)  # in a helper\n\nmodel.compile(optimizer=build())\n"
+    assert "return keras.optimizers.Adam(3e-05)  # in a helper" in repair(helper, [RATE]).source
+    bare = "model.compile(optimizer=tf_keras.optimizers.Adam(), loss=loss)\n"
+    assert "tf_keras.optimizers.Adam(learning_rate=3e-05)" in repair(bare, [RATE]).source
+
+
+def test_a_rate_from_argparse_is_changed_at_the_options_default():
+    source = textwrap.dedent("""\
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--learning-rate", type=float, default=1e-3, help="the rate")
+        args = parser.parse_args()
+        optimizer = keras.optimizers.Adam(learning_rate=args.learning_rate)
+        """)
+    assert only_changed(source, repair(source, [RATE]).source) == [(
+        '''parser.add_argument("--learning-rate", type=float, default=1e-3, help="the rate")''',
+        '''parser.add_argument("--learning-rate", type=float, default=3e-05, help="the rate")''')]
+
+
+def test_a_computed_rate_is_left_as_it_is_and_said_why():
+    source = "optimizer = keras.optimizers.Adam(learning_rate=base * scale)\n"
+    repaired = repair(source, [RATE])
+    assert repaired.source == source and repaired.edits == []
+    assert [(left.owner, left.reason) for left in repaired.unrepaired] == [
+        ("hparams.lr_sweep", "the rate is computed (base * scale), with no one number in the script to change")]
+
+
+def test_num_labels_goes_to_the_classifier_and_never_to_the_tokenizer():
+    source = textwrap.dedent("""\
+        tokenizer = AutoTokenizer.from_pretrained(checkpoint)
+        model = TFAutoModelForSequenceClassification.from_pretrained(
+            checkpoint,
+        )
+        """)
+    repaired = repair(source, [Change("model.config", "num_labels", 3)])
+    assert repaired.source.splitlines()[0] == source.splitlines()[0]
+    assert "    checkpoint, num_labels=3,\n)" in repaired.source
+    ast.parse(repaired.source)
+    given = "model = TFBertForSequenceClassification.from_pretrained(name, num_labels=2)\n"
+    assert "from_pretrained(name, num_labels=3)" in repair(given, [Change("model.config", "num_labels", 3)]).source
+    functional = "encoder = TFAutoModel.from_pretrained(name)\nhead = keras.layers.Dense(2)(encoder.output)\n"
+    left = repair(functional, [Change("model.config", "num_labels", 3)])
+    assert left.source == functional and "widen its layer" in left.unrepaired[0].reason
+
+
+def test_the_loss_is_changed_at_the_compile_before_the_fit_the_trace_checked():
+    source = textwrap.dedent("""\
+        model.compile(optimizer=opt, loss="sparse_categorical_crossentropy")
+        model.fit(x, y)  # fit 1
+        model.compile(optimizer=opt2)
+        model.fit(x, y)  # fit 2
+        """)
+    loss = "tf_keras.losses.SparseCategoricalCrossentropy(from_logits=True)"
+    first = repair(source, [Change("hparams.loss", "loss", loss)], before_line=2)
+    assert only_changed(source, first.source) == [(
+        'model.compile(optimizer=opt, loss="sparse_categorical_crossentropy")', f"model.compile(optimizer=opt, loss={loss})")]
+    second = repair(source, [Change("hparams.loss", "loss", loss)], before_line=4)
+    assert only_changed(source, second.source) == [("model.compile(optimizer=opt2)",
+                                                    f"model.compile(optimizer=opt2, loss={loss})")]
+    loop = "with tf.GradientTape() as tape:\n    loss = loss_fn(y, model(x))\n"
+    assert "never calls compile" in repair(loop, [Change("hparams.loss", "loss", loss)]).unrepaired[0].reason
+
+
+def test_text_before_an_edit_on_its_line_in_any_script_keeps_its_place():
+    source = 'label = "négatif"; optimizer = Adam(1e-3)  # taux d\'apprentissage\n'
+    assert repair(source, [RATE]).source == 'label = "négatif"; optimizer = Adam(3e-05)  # taux d\'apprentissage\n'
+
+
+def test_two_fixes_at_once_and_their_diff():
+    source = "model = TFAutoModelForSequenceClassification.from_pretrained(c, num_labels=2)\n" \
+             "model.compile(optimizer=Adam(1e-3))\nmodel.fit(x, y)\n"
+    repaired = repair(source, [RATE, Change("model.config", "num_labels", 3)])
+    assert [edit.owner for edit in repaired.edits] == ["model.config", "hparams.lr_sweep"]
+    diff = repaired.diff(source, "train.py")
+    assert diff.startswith("--- train.py\n+++ train.repaired.py\n")
+    assert "-model.compile(optimizer=Adam(1e-3))\n" in diff and "+model.compile(optimizer=Adam(3e-05))\n" in diff
+    assert "\n model.fit(x, y)\n" in diff  # the unchanged line, as context
