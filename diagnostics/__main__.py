@@ -117,6 +117,10 @@ def build_parser() -> argparse.ArgumentParser:
     trace.add_argument("--then-train", action="store_true", help="after the checks, let fit train as the script asked")
     trace.add_argument("--fail-on", choices=("warn", "fail"), default="fail",
                        help="which statuses give exit 1: fail (default; also error), or warn and worse")
+    trace.add_argument("--repair", nargs="?", const="", default=None, type=str, metavar="OUT.py",
+                       help="write the script with each cause's fix made where the script builds that object (default "
+                       "SCRIPT.repaired.py beside it; the script itself is never changed), show the diff, and trace "
+                       "the repaired script again to say which fixes it verified")
     commands.add_parser("scenarios", help="list the workshop scenarios and the checks owning the causes each injects",
                         parents=[language])
     checks = commands.add_parser("checks", help="list every check: id, stage, title and thresholds", parents=[language])
@@ -234,6 +238,7 @@ def trace_command(args) -> int:
     parse_asked(args.asked)
     thresholds = parse_thresholds(args.threshold)
     report_paths(args, ("json", "junit"))
+    target = repair_target(args)
     outcome = trace_script(args.script, args.script_args, stages=args.stages, skip=args.skip, asked=args.asked,
                            timeout=args.timeout, thresholds=thresholds,
                            tokenizer=args.tokenizer, task=args.task, then_train=args.then_train,
@@ -272,10 +277,66 @@ def trace_command(args) -> int:
             print(_("note: {note}").format(note=localize(note)))
     for note in script_notes(report.get("script") or {}):
         print(_("note: {note}").format(note=localize(note)))
+    if args.repair is not None and report["script"].get("reached_fit"):
+        report["repair"] = repair_and_trace_again(args, target, report, fits)
     write_reports(((args.json, lambda: json.dumps(report, indent=2)), (args.junit, lambda: junit_report(report))))
     if outcome.exit_code != TRACE_OK or args.fail_on != "warn":
         return outcome.exit_code
     return exit_code(causes(every), args.fail_on)
+
+
+def repair_target(args) -> Path | None:
+    """Where --repair writes the repaired script (SCRIPT.repaired.py beside it by default), checked before the trace:
+    never the script itself."""
+    if args.repair is None:
+        return None
+    script = Path(args.script)
+    target = Path(args.repair) if args.repair else script.with_name(script.stem + ".repaired.py")
+    if target.resolve() == script.resolve():
+        raise InputError(msg("--repair would write over the script itself; give another path."))
+    return target
+
+
+def repair_and_trace_again(args, target: Path, report: dict, fits: list[dict]) -> dict:
+    """--repair: the repaired script written to `target` (never over the original), its diff printed, and the
+    verdict of tracing it again with the same options: the JSON report's `repair`."""
+    from diagnostics.usercode.repair import repair_fits, verdicts
+    from diagnostics.usercode.trace import fit_reports, trace_script
+    from diagnostics.walk.stages import parse_thresholds
+
+    script = Path(args.script)
+    source = script.read_text(encoding="utf-8")
+    fixed = repair_fits(source, fits, (report.get("run") or {}).get("keras_name") or "tf_keras")
+    print("")
+    after = None
+    if fixed.edits:
+        target.write_text(fixed.source, encoding="utf-8")
+        print(_("Repaired script written to {path}:").format(path=target))
+        print(fixed.diff(source, script.name), end="")
+        print(_("Tracing the repaired script again"), flush=True)
+        again = trace_script(target, args.script_args, stages=args.stages, skip=args.skip, asked=args.asked,
+                             timeout=args.timeout, thresholds=parse_thresholds(args.threshold),
+                             tokenizer=args.tokenizer, task=args.task, capture_output=True,
+                             progress=lambda line: print(f"[trace] {localize(line)}", flush=True))
+        after = again.report
+        if after is None or not after["script"].get("reached_fit") or after["script"].get("error"):
+            print(localize(again.message))
+    else:
+        print(_("Nothing to repair in the script's code."))
+    found = verdicts(fixed, fits, after)
+    sentences = {"verified": _("{owner}: repaired and verified (the trace of the repaired script no longer names it, "
+                               "nor anything new)"),
+                 "not_verified": _("{owner}: repaired, not verified: the trace of the repaired script names {named}"),
+                 "not_reached": _("{owner}: repaired, not verified: the repaired script stopped before fit (above)"),
+                 "not_repairable": _("{owner}: not repairable in the code: {reason}")}
+    for item in found:
+        print(sentences[item["state"]].format(owner=item["owner"], reason=localize(item.get("reason", "")),
+                                              named=", ".join(item.get("named_after") or ()) or "-"))
+    return {"file": str(target) if fixed.edits else None,
+            "diff": fixed.diff(source, script.name) if fixed.edits else "",
+            "edits": [vars(edit) for edit in fixed.edits], "causes": found,
+            "retrace_causes": [[cause["owner"] for cause in fit.get("causes") or []]
+                               for fit in (fit_reports(after) if after is not None else [])]}
 
 
 def scenarios_command() -> int:

@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import ast
 import difflib
+import re
 from dataclasses import dataclass
 from typing import Iterable
+
+from diagnostics.i18n import Text, msg
 
 OPTIMIZERS = ("Adam", "AdamW", "SGD", "RMSprop", "Adagrad", "Adamax", "Nadam", "Adafactor", "AdamWeightDecay")
 SCHEDULES = {"PolynomialDecay": "initial_learning_rate", "ExponentialDecay": "initial_learning_rate",
@@ -42,10 +45,10 @@ class Edit:
 
 @dataclass(frozen=True)
 class Unrepaired:
-    """A change with no place in the script to make it, and why."""
+    """A cause with no change to make in the script, and why."""
 
     owner: str
-    reason: str
+    reason: Text
 
 
 @dataclass(frozen=True)
@@ -60,58 +63,102 @@ class Repair:
                                             fromfile=name, tofile=name.removesuffix(".py") + ".repaired.py"))
 
 
+class _Editor:
+    """Edits of one source, each a span of it located by `ast` (whose columns count UTF-8 bytes), made at once."""
+
+    def __init__(self, source: str):
+        self.source = source
+        self.lines = source.splitlines(keepends=True)
+        self.offsets = [0]
+        for line in self.lines:
+            self.offsets.append(self.offsets[-1] + len(line))
+        self.spans: list[tuple[int, int, str, str, int]] = []  # (start, end, new text, owner, line)
+
+    def at(self, line: int, column: int) -> int:
+        return self.offsets[line - 1] + len(self.lines[line - 1].encode("utf-8")[:column].decode("utf-8", "replace"))
+
+    def replace(self, node: ast.AST, text: str, owner: str) -> None:
+        self.spans.append((self.at(node.lineno, node.col_offset), self.at(node.end_lineno, node.end_col_offset), text,
+                           owner, node.lineno))
+
+    def add_keyword(self, call: ast.Call, name: str, text: str, owner: str) -> None:
+        end = self.at(call.end_lineno, call.end_col_offset) - 1  # the closing parenthesis
+        arguments = [*call.args, *(keyword.value for keyword in call.keywords)]
+        if not arguments:
+            self.spans.append((end, end, f"{name}={text}", owner, call.end_lineno))
+            return
+        last = max(arguments, key=lambda node: (node.end_lineno, node.end_col_offset))
+        after = self.at(last.end_lineno, last.end_col_offset)
+        comma = self.source.find(",", after, end)
+        if comma >= 0:  # a trailing comma: the new argument goes after it, with one of its own
+            self.spans.append((comma + 1, comma + 1, f" {name}={text},", owner, last.end_lineno))
+        else:
+            self.spans.append((after, after, f", {name}={text}", owner, last.end_lineno))
+
+    def remove_keyword(self, call: ast.Call, keyword: ast.keyword, owner: str) -> None:
+        arguments = sorted([*call.args, *call.keywords], key=lambda node: (node.lineno, node.col_offset))
+        index = arguments.index(keyword)
+        start, end = self.at(keyword.lineno, keyword.col_offset), self.at(keyword.end_lineno, keyword.end_col_offset)
+        if index + 1 < len(arguments):  # up to the next argument, the comma between them with it
+            end = self.at(arguments[index + 1].lineno, arguments[index + 1].col_offset)
+        elif index > 0:  # the last: from the end of the one before
+            start = self.at(arguments[index - 1].end_lineno, arguments[index - 1].end_col_offset)
+        self.spans.append((start, end, "", owner, keyword.lineno))
+
+    def result(self, unrepaired: list) -> "Repair":
+        text, edits = self.source, []
+        for start, end, new, owner, line in sorted(self.spans, reverse=True):
+            edits.append(Edit(owner, line, self.source[start:end], new))
+            text = text[:start] + new + text[end:]
+        return Repair(text, sorted(edits, key=lambda edit: edit.line), unrepaired)
+
+
 def repair(source: str, changes: Iterable[Change], *, keras: str = "tf_keras", before_line: int | None = None
            ) -> Repair:
     """`source` with each change made at its place: the last such call before `before_line` (the fit the trace
     checked), else the last in the script. `keras` is how the script names Keras, for an object written in."""
     tree = ast.parse(source)
-    lines = source.splitlines(keepends=True)
-    offsets = [0]
-    for line in lines:
-        offsets.append(offsets[-1] + len(line))
-    spans: list[tuple[int, int, str, str, int]] = []  # (start, end, new text, owner, line)
+    editor = _Editor(source)
     unrepaired = []
-    calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call)]
-    calls.sort(key=lambda node: (node.lineno, node.col_offset))
+    calls = sorted((node for node in ast.walk(tree) if isinstance(node, ast.Call)),
+                   key=lambda node: (node.lineno, node.col_offset))
     if before_line is not None:
-        before = [node for node in calls if node.lineno <= before_line]
-        calls = before or calls
-
-    def at(line: int, column: int) -> int:
-        return offsets[line - 1] + len(lines[line - 1].encode("utf-8")[:column].decode("utf-8", errors="replace"))
-
-    def replace(node: ast.AST, text: str, owner: str) -> None:
-        spans.append((at(node.lineno, node.col_offset), at(node.end_lineno, node.end_col_offset), text, owner,
-                      node.lineno))
-
-    def add_keyword(call: ast.Call, name: str, text: str, owner: str) -> None:
-        end = at(call.end_lineno, call.end_col_offset) - 1  # the closing parenthesis
-        arguments = [*call.args, *(keyword.value for keyword in call.keywords)]
-        if not arguments:
-            spans.append((end, end, f"{name}={text}", owner, call.end_lineno))
-            return
-        last = max(arguments, key=lambda node: (node.end_lineno, node.end_col_offset))
-        after = at(last.end_lineno, last.end_col_offset)
-        comma = source.find(",", after, end)
-        if comma >= 0:  # a trailing comma: the new argument goes after it, with one of its own
-            spans.append((comma + 1, comma + 1, f" {name}={text},", owner, last.end_lineno))
-        else:
-            spans.append((after, after, f", {name}={text}", owner, last.end_lineno))
-
+        calls = [node for node in calls if node.lineno <= before_line] or calls
     for change in changes:
         handler = {"learning_rate": _rate, "num_labels": _num_labels, "loss": _loss}.get(change.kind)
-        if handler is None:
-            unrepaired.append(Unrepaired(change.owner, f"no rewrite is known for {change.kind}"))
-            continue
-        reason = handler(change, calls, tree, keras, replace, add_keyword)
+        reason = handler(change, calls, tree, keras, editor) if handler else msg("no rewrite is known for {kind}",
+                                                                                 kind=change.kind)
         if reason:
             unrepaired.append(Unrepaired(change.owner, reason))
-    text = source
-    edits = []
-    for start, end, new, owner, line in sorted(spans, reverse=True):
-        edits.append(Edit(owner, line, source[start:end], new))
-        text = text[:start] + new + text[end:]
-    return Repair(text, sorted(edits, key=lambda edit: edit.line), unrepaired)
+    editor.spans += _imports_needed(tree, editor)
+    return editor.result(unrepaired)
+
+
+# A name a fix writes that the script may not have bound, and the import that binds it (Keras 2, as Transformers' TF
+# models need it on this stack).
+IMPORTS = {"tf_keras": "import tf_keras", "keras": "import tf_keras as keras", "tf": "import tensorflow as tf"}
+
+
+def _imports_needed(tree: ast.Module, editor: _Editor) -> list:
+    """An import line for each name the new code reads at its start that the script never binds, after the script's
+    last top-level import (or at its top)."""
+    bound = {alias.asname or alias.name.split(".")[0] for node in ast.walk(tree)
+             if isinstance(node, (ast.Import, ast.ImportFrom)) for alias in node.names}
+    bound |= {node.id for node in ast.walk(tree) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)}
+    needed: dict[str, str] = {}
+    for _, _, new, owner, _ in editor.spans:
+        try:
+            written = ast.parse(new.strip().lstrip(",").strip().rstrip(","), mode="exec")
+        except SyntaxError:
+            continue
+        for node in ast.walk(written):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in IMPORTS \
+                    and node.value.id not in bound:
+                needed.setdefault(node.value.id, owner)
+    imports = [node for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))]
+    where = editor.offsets[imports[-1].end_lineno] if imports else 0
+    line = imports[-1].end_lineno + 1 if imports else 1
+    return [(where, where, IMPORTS[name] + "\n", owner, line) for name, owner in sorted(needed.items())]
 
 
 def _name(func: ast.AST) -> str:
@@ -129,7 +176,7 @@ def _number(value: float) -> str:
     return f"{value:.0e}" if value < 1e-2 else f"{value:g}"
 
 
-def _rate(change, calls, tree, keras, replace, add_keyword) -> str | None:
+def _rate(change, calls, tree, keras, editor: _Editor) -> str | None:
     """The rate where the script gives it: a schedule's or create_optimizer's initial rate when it builds one (what
     the optimizer then reads), else the optimizer's own, else compile's optimizer string written as an object."""
     rate = _number(float(change.value))
@@ -139,39 +186,42 @@ def _rate(change, calls, tree, keras, replace, add_keyword) -> str | None:
             keyword = _keyword(call, "init_lr" if name == "create_optimizer" else SCHEDULES[name])
             value = keyword.value if keyword is not None else (call.args[0] if call.args else None)
             if value is None:
-                add_keyword(call, "init_lr" if name == "create_optimizer" else SCHEDULES[name], rate, change.owner)
+                editor.add_keyword(call, "init_lr" if name == "create_optimizer" else SCHEDULES[name], rate, change.owner)
                 return None
-            return _set_value(value, rate, tree, replace, change.owner)
+            return _set_value(value, rate, tree, editor, change.owner)
     for call, name in named:
         if name in OPTIMIZERS:
             keyword = _keyword(call, *RATE_NAMES)
             value = keyword.value if keyword is not None else (call.args[0] if call.args else None)
             if value is None:
-                add_keyword(call, "learning_rate", rate, change.owner)
+                editor.add_keyword(call, "learning_rate", rate, change.owner)
                 return None
-            return _set_value(value, rate, tree, replace, change.owner)
+            return _set_value(value, rate, tree, editor, change.owner)
     for call, name in named:
         keyword = _keyword(call, "optimizer") if name == "compile" else None
         if keyword is not None and isinstance(keyword.value, ast.Constant) and isinstance(keyword.value.value, str):
             optimizer = {"adam": "Adam", "adamw": "AdamW", "sgd": "SGD", "rmsprop": "RMSprop"}.get(
                 keyword.value.value.lower())
             if optimizer is None:
-                return f"the optimizer {keyword.value.value!r} is a string naming no Keras class known here"
-            replace(keyword.value, f"{keras}.optimizers.{optimizer}(learning_rate={rate})", change.owner)
+                return msg("the optimizer '{name}' is a string naming no Keras class known here",
+                           name=keyword.value.value)
+            editor.replace(keyword.value, f"{keras}.optimizers.{optimizer}(learning_rate={rate})", change.owner)
             return None
-    return "no optimizer is built in the script (a Keras optimizer, a schedule, create_optimizer or compile's string)"
+    return msg("no optimizer is built in the script (a Keras optimizer, a schedule, create_optimizer or compile's "
+               "string)")
 
 
-def _set_value(value: ast.AST, text: str, tree: ast.Module, replace, owner: str) -> str | None:
+def _set_value(value: ast.AST, text: str, tree: ast.Module, editor: _Editor, owner: str) -> str | None:
     """Write `text` where `value` gets its number: the value itself when it is one, else the one place a name it reads
     is given a number (an assignment, or an argparse option's default)."""
     if isinstance(value, ast.Constant) and isinstance(value.value, (int, float)):
-        replace(value, text, owner)
+        editor.replace(value, text, owner)
         return None
     source = _number_source(value, tree)
     if source is None:
-        return f"the rate is computed ({ast.unparse(value)}), with no one number in the script to change"
-    replace(source, text, owner)
+        return msg("the value is computed ({code}), with no one number in the script to change",
+                   code=ast.unparse(value))
+    editor.replace(source, text, owner)
     return None
 
 
@@ -198,25 +248,124 @@ def _number_source(value: ast.AST, tree: ast.Module) -> ast.AST | None:
     return None
 
 
-def _num_labels(change, calls, tree, keras, replace, add_keyword) -> str | None:
+def _num_labels(change, calls, tree, keras, editor: _Editor) -> str | None:
     count = str(int(change.value))
     for call in reversed(calls):
         if _name(call.func) == "from_pretrained" and "SequenceClassification" in ast.unparse(call.func):
             keyword = _keyword(call, "num_labels")
             if keyword is None:
-                add_keyword(call, "num_labels", count, change.owner)
+                editor.add_keyword(call, "num_labels", count, change.owner)
                 return None
-            return _set_value(keyword.value, count, tree, replace, change.owner)
-    return "no sequence classifier is loaded with from_pretrained in the script (a head of your own: widen its layer)"
+            return _set_value(keyword.value, count, tree, editor, change.owner)
+    return msg("no sequence classifier is loaded with from_pretrained in the script (a head of your own: widen its "
+               "layer)")
 
 
-def _loss(change, calls, tree, keras, replace, add_keyword) -> str | None:
+def _loss(change, calls, tree, keras, editor: _Editor) -> str | None:
+    """The loss given to compile; None as the value takes `loss=` out (the model's own loss, for labels it reads from
+    the input dict)."""
     for call in reversed(calls):
         if _name(call.func) == "compile":
             keyword = _keyword(call, "loss")
-            if keyword is None:
-                add_keyword(call, "loss", str(change.value), change.owner)
+            if change.value is None:
+                if keyword is not None:
+                    editor.remove_keyword(call, keyword, change.owner)
+            elif keyword is None:
+                editor.add_keyword(call, "loss", str(change.value), change.owner)
             else:
-                replace(keyword.value, str(change.value), change.owner)
+                editor.replace(keyword.value, str(change.value), change.owner)
             return None
-    return "the script never calls compile (a training loop of its own: change the loss it computes)"
+    return msg("the script never calls compile (a training loop of its own: change the loss it computes)")
+
+
+# ---------------------------------------------------------------- from a trace's causes to the changes
+
+
+# The causes whose fix is one argument of one call, and which argument; every other cause says why it is not.
+REPAIRABLE = {"model.config": ("num_labels",), "hparams.loss": ("loss",),
+              "hparams.lr_sweep": ("learning_rate", "init_lr")}
+KINDS = {"num_labels": "num_labels", "loss": "loss", "learning_rate": "learning_rate", "init_lr": "learning_rate"}
+
+
+def changes_of(causes: list[dict], checks: list[dict] = ()) -> tuple[list[Change], list[Unrepaired]]:
+    """A fit's causes (the JSON report's) as changes to the script, read from each cause's own fix (the one its owner
+    wrote: the sweep's measured rate, the head the labels need, the loss that reads the outputs), and the causes that
+    have none, each with why. `checks`: the fit's results, for the loss fix's alternative (no `loss=` at all) where
+    the labels sit in the input dict, so that the model's own loss reads them."""
+    evidence = {check["id"]: check.get("evidence") or {} for check in checks}
+    changes, left = [], []
+    for cause in causes:
+        owner, fix = cause["owner"], cause.get("fix") or ""
+        value = _argument_in(fix, REPAIRABLE[owner]) if owner in REPAIRABLE else None
+        if owner == "hparams.loss" and evidence.get(owner, {}).get("labels_in") == "inputs":
+            changes.append(Change(owner, "loss", None))
+        elif value is not None:
+            changes.append(Change(owner, KINDS[value[0]], value[1]))
+        elif owner == "hparams.optimizer":
+            left.append(Unrepaired(owner, msg("a rate is written in only once hparams.lr_sweep has measured one, "
+                                              "which it did not in this trace: --repair on the repaired script, "
+                                              "where the sweep can run, writes it")))
+        elif owner == "data.label_range":
+            left.append(Unrepaired(owner, msg("the labels are wrong in the data itself: drop or relabel the rows it "
+                                              "names, or filter them out where the script reads the data")))
+        else:
+            left.append(Unrepaired(owner, msg("its fix is not one argument of one call: {fix}", fix=fix)))
+    return changes, left
+
+
+def _argument_in(fix: str, names: tuple[str, ...]) -> tuple[str, object] | None:
+    """(name, value) of the first keyword argument called one of `names` in the fix's code: a number as a number, any
+    other value as its source."""
+    try:
+        tree = ast.parse(fix)
+    except SyntaxError:
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.keyword) and node.arg in names:
+            if isinstance(node.value, ast.Constant) and isinstance(node.value.value, (int, float)):
+                return node.arg, node.value.value
+            return node.arg, ast.get_source_segment(fix, node.value)
+    return None
+
+
+def fit_line(phase: dict) -> int | None:
+    """The script's line of a checked fit ("train.py line 56")."""
+    found = re.search(r" line (\d+)$", str(phase.get("at") or ""))
+    return int(found.group(1)) if found else None
+
+
+def repair_fits(source: str, fits: list[dict], keras: str) -> Repair:
+    """The script with every checked fit's causes repaired, each at the calls before that fit."""
+    edits, left, text = [], [], source
+    for fit in fits:
+        changes, unrepairable = changes_of(fit.get("causes") or [], fit.get("checks") or [])
+        left += [item for item in unrepairable if item not in left]
+        if changes:
+            done = repair(text, changes, keras=keras, before_line=fit_line(fit.get("phase") or {}))
+            text = done.source
+            edits += done.edits
+            left += [item for item in done.unrepaired if item not in left]
+    return Repair(text, edits, left)
+
+
+def verdicts(fixed: Repair, before: list[dict], after: dict | None) -> list[dict]:
+    """Each cause of the original trace: "verified" (repaired, and the trace of the repaired script reached its fits
+    and names neither it nor anything new), "not_verified" (repaired; what that trace named), "not_reached" (repaired;
+    that trace stopped before fit) or "not_repairable" (why). `after`: the repaired script's trace report, None where it gave none."""
+    from diagnostics.usercode.trace import fit_reports
+
+    reached = after is not None and after.get("script", {}).get("reached_fit") and not after["script"].get("error")
+    fits_after = fit_reports(after) if reached else []
+    owners_before = {cause["owner"] for fit in before for cause in fit.get("causes") or []}
+    owners_after = {cause["owner"] for fit in fits_after for cause in fit.get("causes") or []}
+    found = []
+    for owner in sorted({edit.owner for edit in fixed.edits}):
+        state = "verified" if reached and owner not in owners_after and owners_after <= owners_before \
+            else "not_verified" if reached else "not_reached"
+        found.append({"owner": owner, "state": state,
+                      "named_after": sorted(owners_after) if state == "not_verified" else []})
+    repaired = {edit.owner for edit in fixed.edits}
+    for item in fixed.unrepaired:
+        if item.owner not in repaired:
+            found.append({"owner": item.owner, "state": "not_repairable", "reason": item.reason})
+    return found

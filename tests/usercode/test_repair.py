@@ -2,8 +2,12 @@
 its one place, every other character kept, and a fix with no place to go said with its reason."""
 
 import ast
+import json
 import textwrap
 
+import pytest
+
+from conftest import ROOT
 from diagnostics.usercode.repair import Change, repair
 
 RATE = Change("hparams.lr_sweep", "learning_rate", 3e-5)
@@ -71,7 +75,7 @@ def test_a_computed_rate_is_left_as_it_is_and_said_why():
     repaired = repair(source, [RATE])
     assert repaired.source == source and repaired.edits == []
     assert [(left.owner, left.reason) for left in repaired.unrepaired] == [
-        ("hparams.lr_sweep", "the rate is computed (base * scale), with no one number in the script to change")]
+        ("hparams.lr_sweep", "the value is computed (base * scale), with no one number in the script to change")]
 
 
 def test_num_labels_goes_to_the_classifier_and_never_to_the_tokenizer():
@@ -94,20 +98,37 @@ def test_num_labels_goes_to_the_classifier_and_never_to_the_tokenizer():
 
 def test_the_loss_is_changed_at_the_compile_before_the_fit_the_trace_checked():
     source = textwrap.dedent("""\
+        import tf_keras
         model.compile(optimizer=opt, loss="sparse_categorical_crossentropy")
         model.fit(x, y)  # fit 1
         model.compile(optimizer=opt2)
         model.fit(x, y)  # fit 2
         """)
     loss = "tf_keras.losses.SparseCategoricalCrossentropy(from_logits=True)"
-    first = repair(source, [Change("hparams.loss", "loss", loss)], before_line=2)
+    first = repair(source, [Change("hparams.loss", "loss", loss)], before_line=3)
     assert only_changed(source, first.source) == [(
         'model.compile(optimizer=opt, loss="sparse_categorical_crossentropy")', f"model.compile(optimizer=opt, loss={loss})")]
-    second = repair(source, [Change("hparams.loss", "loss", loss)], before_line=4)
+    second = repair(source, [Change("hparams.loss", "loss", loss)], before_line=5)
     assert only_changed(source, second.source) == [("model.compile(optimizer=opt2)",
                                                     f"model.compile(optimizer=opt2, loss={loss})")]
     loop = "with tf.GradientTape() as tape:\n    loss = loss_fn(y, model(x))\n"
     assert "never calls compile" in repair(loop, [Change("hparams.loss", "loss", loss)]).unrepaired[0].reason
+
+
+def test_a_fix_that_reads_a_keras_the_script_never_imported_brings_its_import():
+    source = "import argparse\nfrom transformers import TFAutoModel  # the model\n\nmodel.compile(loss='mse')\n"
+    loss = "tf_keras.losses.SparseCategoricalCrossentropy(from_logits=True)"
+    repaired = repair(source, [Change("hparams.loss", "loss", loss)])
+    assert repaired.source == ("import argparse\nfrom transformers import TFAutoModel  # the model\nimport tf_keras\n"
+                               f"\nmodel.compile(loss={loss})\n")
+    imported = "import tf_keras as K\nmodel.compile(loss='mse')\n"
+    assert "import tf_keras\n" not in repair(imported, [Change("hparams.loss", "loss", "K.losses.MSE")]).source
+
+
+def test_a_loss_taken_out_leaves_the_other_arguments_as_they_were():
+    out = Change("hparams.loss", "loss", None)
+    assert repair("model.compile(loss='mse', optimizer=opt)\n", [out]).source == "model.compile(optimizer=opt)\n"
+    assert repair("model.compile(optimizer=opt,\n    loss='mse')\n", [out]).source == "model.compile(optimizer=opt)\n"
 
 
 def test_text_before_an_edit_on_its_line_in_any_script_keeps_its_place():
@@ -124,3 +145,58 @@ def test_two_fixes_at_once_and_their_diff():
     assert diff.startswith("--- train.py\n+++ train.repaired.py\n")
     assert "-model.compile(optimizer=Adam(1e-3))\n" in diff and "+model.compile(optimizer=Adam(3e-05))\n" in diff
     assert "\n model.fit(x, y)\n" in diff  # the unchanged line, as context
+
+
+def test_the_changes_come_from_each_causes_own_fix_and_the_rest_say_why():
+    from diagnostics.usercode.repair import changes_of
+
+    causes = [{"owner": "model.config", "fix": "TFAutoModelForSequenceClassification.from_pretrained(checkpoint, "
+                                                "num_labels=3, id2label={0: 'a', 1: 'b', 2: 'c'}, label2id={...})"},
+              {"owner": "hparams.loss", "fix": "model.compile(optimizer=optimizer, loss=tf_keras.losses."
+                                               "SparseCategoricalCrossentropy(from_logits=True))  # or no loss= at all"},
+              {"owner": "hparams.lr_sweep", "fix": "keras.optimizers.Adam(learning_rate=2e-05)"},
+              {"owner": "hparams.optimizer", "fix": "tf_keras.optimizers.Adam(learning_rate=3e-03)"},
+              {"owner": "data.label_range", "fix": "filter the rows"}]
+    changes, left = changes_of(causes)
+    assert [(change.owner, change.kind, change.value) for change in changes] == [
+        ("model.config", "num_labels", 3),
+        ("hparams.loss", "loss", "tf_keras.losses.SparseCategoricalCrossentropy(from_logits=True)"),
+        ("hparams.lr_sweep", "learning_rate", 2e-05)]
+    # A rate the sweep did not measure is not written in (the optimizer's own is the checkpoint's usual rate).
+    assert [item.owner for item in left] == ["hparams.optimizer", "data.label_range"]
+    assert "hparams.lr_sweep has measured one" in left[0].reason and "relabel the rows" in left[1].reason
+
+
+SCRIPT = ROOT / "diagnostics" / "demo_data" / "scripts" / "course_script_repaired.py"
+DATA = ROOT / "diagnostics" / "demo_data" / "mnli"
+
+
+@pytest.mark.subprocess
+def test_trace_repair_writes_the_fixed_script_beside_and_verifies_it_by_tracing_it_again(tmp_path, capsys):
+    from diagnostics.__main__ import main
+
+    script = tmp_path / "train.py"
+    script.write_text(SCRIPT.read_text())
+    report = tmp_path / "report.json"
+    code = main(["trace", str(script), "--repair", "--json", str(report), "--", "--train", str(DATA / "train.jsonl"),
+                 "--validation", str(DATA / "validation_matched.jsonl")])
+    printed = capsys.readouterr().out
+    assert code == 1  # the user's script, unchanged, still has its causes
+    assert script.read_text() == SCRIPT.read_text()
+    repaired = tmp_path / "train.repaired.py"
+    # The two lines of the causes, and the import the loss object needs (the script named no Keras before).
+    # The two lines of the causes: the head the labels need, and no loss= (the labels sit in the input dict, so the
+    # fix's own alternative, the model's loss, reads them).
+    assert only_changed(SCRIPT.read_text(), repaired.read_text()) == [
+        ("model = TFAutoModelForSequenceClassification.from_pretrained(model_checkpoint)",
+         "model = TFAutoModelForSequenceClassification.from_pretrained(model_checkpoint, num_labels=3)"),
+        ('model.compile(loss="sparse_categorical_crossentropy", optimizer="adam")', 'model.compile(optimizer="adam")')]
+    assert "+++ train.repaired.py" in printed and "model.config: repaired and verified" in printed
+    written = json.loads(report.read_text())["repair"]
+    assert written["file"] == str(repaired) and len(written["edits"]) == 2
+    assert {item["owner"]: item["state"] for item in written["causes"]} == {
+        "model.config": "verified", "hparams.loss": "verified", "hparams.optimizer": "not_repairable"}
+    assert written["retrace_causes"] == [["hparams.optimizer"]]
+    # Refused before anything runs: the user's script is never written over.
+    assert main(["trace", str(script), "--repair", str(script)]) == 2
+    assert "write over the script itself" in capsys.readouterr().err
