@@ -312,7 +312,7 @@ def repair_and_trace_again(args, target: Path, report: dict, fits: list[dict]) -
     if fixed.edits:
         target.write_text(fixed.source, encoding="utf-8")
         print(_("Repaired script written to {path}:").format(path=target))
-        print(fixed.diff(source, script.name), end="")
+        print(fixed.diff(source, script.name, target.name), end="")
         print(_("Tracing the repaired script again"), flush=True)
         again = trace_script(target, args.script_args, stages=args.stages, skip=args.skip, asked=args.asked,
                              timeout=args.timeout, thresholds=parse_thresholds(args.threshold),
@@ -333,7 +333,7 @@ def repair_and_trace_again(args, target: Path, report: dict, fits: list[dict]) -
         print(sentences[item["state"]].format(owner=item["owner"], reason=localize(item.get("reason", "")),
                                               named=", ".join(item.get("named_after") or ()) or "-"))
     return {"file": str(target) if fixed.edits else None,
-            "diff": fixed.diff(source, script.name) if fixed.edits else "",
+            "diff": fixed.diff(source, script.name, target.name) if fixed.edits else "",
             "edits": [vars(edit) for edit in fixed.edits], "causes": found,
             "retrace_causes": [[cause["owner"] for cause in fit.get("causes") or []]
                                for fit in (fit_reports(after) if after is not None else [])]}

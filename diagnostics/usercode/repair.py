@@ -53,14 +53,16 @@ class Unrepaired:
 
 @dataclass(frozen=True)
 class Repair:
+    """The repaired source, the edits that made it, and the causes it could not repair."""
+
     source: str
     edits: list[Edit]
     unrepaired: list[Unrepaired]
 
-    def diff(self, original: str, name: str) -> str:
-        """A unified diff of the original against the repaired source."""
+    def diff(self, original: str, name: str, to: str | None = None) -> str:
+        """A unified diff of the original (`name`) against the repaired source (`to`, or NAME.repaired.py)."""
         return "".join(difflib.unified_diff(original.splitlines(keepends=True), self.source.splitlines(keepends=True),
-                                            fromfile=name, tofile=name.removesuffix(".py") + ".repaired.py"))
+                                            fromfile=name, tofile=to or name.removesuffix(".py") + ".repaired.py"))
 
 
 class _Editor:
