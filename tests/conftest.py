@@ -74,8 +74,8 @@ def pytest_collection_modifyitems(config, items):
 
 
 # The longest files, longest first (2026-11-26, seconds of a worker's time in a full run on 2 cores: 313, 307, 297,
-# 282, 260, 259, 233, 187, 154, 119 and 54), then the rest, 90 s or less each, in collection order: three workers take
-# the next file as each frees, so the run ends on short files that even out. pytest.ini turns off xdist's own order
+# 282, 260, 259, 233, 187, 154, 119 and 54), then the rest, 90 s or less each, in collection order: each worker takes
+# the next file as it frees, so the run ends on short files that even out. pytest.ini turns off xdist's own order
 # (the files of most tests first), which would start these last.
 LONGEST_FIRST = ["test_matrix_healthy", "test_foreign_code", "test_browser", "test_benches", "test_every_fit",
                  "test_own_code", "test_matrix_bugs", "test_scenarios", "test_real_checkpoint", "test_keras_models",
