@@ -277,8 +277,11 @@ def trace_command(args) -> int:
             print(_("note: {note}").format(note=localize(note)))
     for note in script_notes(report.get("script") or {}):
         print(_("note: {note}").format(note=localize(note)))
-    if args.repair is not None and report["script"].get("reached_fit"):
+    if target is not None and report["script"].get("reached_fit"):
         report["repair"] = repair_and_trace_again(args, target, report, fits)
+    elif target is not None:
+        print(_("--repair: nothing was repaired, as the script did not reach fit; mend what stopped it (above) "
+                "first."))
     write_reports(((args.json, lambda: json.dumps(report, indent=2)), (args.junit, lambda: junit_report(report))))
     if outcome.exit_code != TRACE_OK or args.fail_on != "warn":
         return outcome.exit_code
@@ -310,7 +313,11 @@ def repair_and_trace_again(args, target: Path, report: dict, fits: list[dict]) -
     print("")
     after = None
     if fixed.edits:
-        target.write_text(fixed.source, encoding="utf-8")
+        try:
+            target.write_text(fixed.source, encoding="utf-8")
+        except OSError as exc:
+            raise InputError(msg("Cannot write the repaired script to {path}: {reason}.", path=str(target),
+                                 reason=exc.strerror or str(exc))) from None
         print(_("Repaired script written to {path}:").format(path=target))
         print(fixed.diff(source, script.name, target.name), end="")
         print(_("Tracing the repaired script again"), flush=True)

@@ -192,5 +192,33 @@ def junit_report(report: dict) -> str:
         case = ET.SubElement(suite, "testcase", name="script.reaches_fit", classname="diagnostics.script")
         ET.SubElement(case, "failure", message=error["finding"], type="fail").text = (
             f"{error['where']}: {error['code']}\n{error['finding']}" + (f"\n\nFix:\n{error['fix']}" if error.get("fix") else ""))
+    _junit_repair(root, report.get("repair"))
     ET.indent(root)
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def _junit_repair(root, repair: dict | None) -> None:
+    """trace --repair's verdicts, a test case per cause: verified passes, repaired but not verified fails (with what
+    the trace of the repaired script said), not repairable in the code is skipped with why; the diff in system-out."""
+    from xml.etree import ElementTree as ET
+
+    if not repair:
+        return
+    causes = repair.get("causes") or []
+    failing = [item for item in causes if item["state"] in ("not_verified", "not_reached")]
+    suite = ET.SubElement(root, "testsuite", name="repair", tests=str(len(causes)), failures=str(len(failing)),
+                          errors="0", skipped=str(sum(item["state"] == "not_repairable" for item in causes)))
+    for item in causes:
+        case = ET.SubElement(suite, "testcase", name=f"repair.{item['owner']}", classname="diagnostics.repair")
+        if item["state"] == "not_repairable":
+            ET.SubElement(case, "skipped", message="not repairable in the code: " + str(item.get("reason", "")))
+        elif item["state"] == "not_verified":
+            ET.SubElement(case, "failure", message="repaired, not verified: the trace of the repaired script names "
+                          + ", ".join(item.get("named_after") or ()), type="fail")
+        elif item["state"] == "not_reached":
+            ET.SubElement(case, "failure", message="repaired, not verified: the repaired script stopped before fit",
+                          type="fail")
+        else:
+            ET.SubElement(case, "system-out").text = f"VERIFIED: repaired in {repair.get('file')}"
+    if repair.get("diff"):
+        ET.SubElement(suite, "system-out").text = repair["diff"]

@@ -178,8 +178,9 @@ def test_trace_repair_writes_the_fixed_script_beside_and_verifies_it_by_tracing_
     script = tmp_path / "train.py"
     script.write_text(SCRIPT.read_text())
     report = tmp_path / "report.json"
-    code = main(["trace", str(script), "--repair", "--json", str(report), "--", "--train", str(DATA / "train.jsonl"),
-                 "--validation", str(DATA / "validation_matched.jsonl")])
+    junit = tmp_path / "report.xml"
+    code = main(["trace", str(script), "--repair", "--json", str(report), "--junit", str(junit), "--", "--train",
+                 str(DATA / "train.jsonl"), "--validation", str(DATA / "validation_matched.jsonl")])
     printed = capsys.readouterr().out
     assert code == 1  # the user's script, unchanged, still has its causes
     assert script.read_text() == SCRIPT.read_text()
@@ -197,6 +198,18 @@ def test_trace_repair_writes_the_fixed_script_beside_and_verifies_it_by_tracing_
     assert {item["owner"]: item["state"] for item in written["causes"]} == {
         "model.config": "verified", "hparams.loss": "verified", "hparams.optimizer": "not_repairable"}
     assert written["retrace_causes"] == [["hparams.optimizer"]]
+    # JUnit says the same: a case per cause, the one left unrepaired skipped with why, the diff with the suite.
+    from xml.etree import ElementTree as ET
+
+    suite = next(suite for suite in ET.parse(junit).getroot() if suite.get("name") == "repair")
+    cases = {case.get("name"): case for case in suite.iter("testcase")}
+    assert set(cases) == {"repair.model.config", "repair.hparams.loss", "repair.hparams.optimizer"}
+    assert cases["repair.hparams.optimizer"].find("skipped") is not None and suite.get("failures") == "0"
+    assert "+++ train.repaired.py" in suite.find("system-out").text
     # Refused before anything runs: the user's script is never written over.
     assert main(["trace", str(script), "--repair", str(script)]) == 2
     assert "write over the script itself" in capsys.readouterr().err
+    # A script that stops before fit (its data file missing) has nothing to repair yet, and says so.
+    repaired.unlink()
+    assert main(["trace", str(script), "--repair", "--", "--train", str(tmp_path / "none.jsonl")]) == 1
+    assert "did not reach fit" in capsys.readouterr().out and not repaired.exists()
