@@ -86,7 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
                      "when asked for: data.learnability on a pretrained checkpoint (it trains two copies of the model "
                      "for a minute or more on a CPU)")
     run.add_argument("--threshold", action="append", default=[], metavar="CHECK.CONDITION=VALUE",
-                     help="this run's own threshold, e.g. data.duplicates.max_share=0.1 (repeatable; "
+                     help="this run's own threshold, e.g. data.duplicates.warn_duplicate_share=0.1 (repeatable; "
                      "`checks` lists them)")
     run.add_argument("--json", type=Path, metavar="PATH", help="write the JSON report here")
     run.add_argument("--markdown", type=Path, metavar="PATH", help="write the Markdown report here (in --lang)")

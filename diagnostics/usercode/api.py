@@ -215,7 +215,7 @@ def diagnose(model, dataset, tokenizer=None, task: str | None = None, stages: st
             its optimizer (default: what the model was compiled with).
         with_checks: checks that run only when asked for ("data.learnability" on a pretrained checkpoint: two
             short runs, a minute or more on a CPU), as a list or a comma-separated string.
-        thresholds: this run's own thresholds by check and name, e.g. {"data.duplicates": {"max_share": 0.1}}
+        thresholds: this run's own thresholds by check and name, e.g. {"data.duplicates": {"warn_duplicate_share": 0.1}}
             (`python -m diagnostics checks` lists them with their defaults).
         progress: None (default) shows what runs and how long is left, a bar in a notebook and lines on stderr
             elsewhere; False shows nothing; a callable is called with (fraction, text, seconds left or None).

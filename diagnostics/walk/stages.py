@@ -73,8 +73,8 @@ def _units_named(text: str | None, *, asked: bool) -> tuple[str, ...]:
 
 
 def parse_thresholds(given: Mapping[str, Mapping[str, float]] | Iterable[str] | None) -> dict[str, dict[str, float]]:
-    """This run's thresholds: {"data.duplicates": {"max_share": 0.1}} (`diagnose(thresholds=...)`) or
-    ["data.duplicates.max_share=0.1", ...] (`--threshold`), checked against the registry.
+    """This run's thresholds: {"data.duplicates": {"warn_duplicate_share": 0.1}} (`diagnose(thresholds=...)`) or
+    ["data.duplicates.warn_duplicate_share=0.1", ...] (`--threshold`), checked against the registry.
 
     Raises:
         InputError: an unknown check or threshold (naming the known ones), or a value that is not a finite number.
@@ -86,7 +86,7 @@ def parse_thresholds(given: Mapping[str, Mapping[str, float]] | Iterable[str] | 
         for check_id, values in given.items():
             if not isinstance(values, Mapping):
                 raise InputError(msg("Thresholds of {check} must be given by name, e.g. {example}.", check=check_id,
-                                     example="{'data.duplicates': {'max_share': 0.1}}"))
+                                     example="{'data.duplicates': {'warn_duplicate_share': 0.1}}"))
             pairs += [(check_id, name, value) for name, value in values.items()]
     else:
         for item in given:
@@ -94,7 +94,7 @@ def parse_thresholds(given: Mapping[str, Mapping[str, float]] | Iterable[str] | 
             check_id, _, name = where.strip().rpartition(".")
             if not value.strip() or not check_id:
                 raise InputError(msg("A threshold is written check.condition=value, e.g. {example}; not {given}.",
-                                     example="data.duplicates.max_share=0.1", given=item))
+                                     example="data.duplicates.warn_duplicate_share=0.1", given=item))
             pairs.append((check_id, name, value.strip()))
     found: dict[str, dict[str, float]] = {}
     for check_id, name, value in pairs:

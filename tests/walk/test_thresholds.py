@@ -25,6 +25,20 @@ def test_both_forms_give_the_same_thresholds():
     assert parse_thresholds(None) == parse_thresholds([]) == {}
 
 
+def test_the_examples_the_help_and_the_errors_give_are_thresholds_that_exist():
+    import re
+
+    from diagnostics.__main__ import build_parser
+    from diagnostics.usercode.api import diagnose
+
+    written = build_parser().format_help() + "".join(
+        action.help or "" for parser in build_parser()._subparsers._group_actions[0].choices.values()
+        for action in parser._actions) + (diagnose.__doc__ or "")
+    examples = re.findall(r"e\.g\. ([a-z_]+\.[a-z_]+\.[a-z_]+=[0-9.]+)", written)
+    assert examples and all(parse_thresholds([example]) for example in examples)
+    assert "has no threshold" in error_of(["data.duplicates.max_share=0.1"])
+
+
 def test_a_wrong_name_is_one_line_naming_what_is_known():
     said = error_of({"data.duplicate": {"warn_duplicate_share": 0.1}})
     assert "Unknown check data.duplicate" in said and "data.duplicates" in said and "\n" not in said
