@@ -188,7 +188,8 @@ def _rate(change, calls, tree, keras, editor: _Editor) -> str | None:
             keyword = _keyword(call, "init_lr" if name == "create_optimizer" else SCHEDULES[name])
             value = keyword.value if keyword is not None else (call.args[0] if call.args else None)
             if value is None:
-                editor.add_keyword(call, "init_lr" if name == "create_optimizer" else SCHEDULES[name], rate, change.owner)
+                editor.add_keyword(call, "init_lr" if name == "create_optimizer" else SCHEDULES[name], rate,
+                                   change.owner)
                 return None
             return _set_value(value, rate, tree, editor, change.owner)
     for call, name in named:
@@ -289,19 +290,15 @@ REPAIRABLE = {"model.config": ("num_labels",), "hparams.loss": ("loss",),
 KINDS = {"num_labels": "num_labels", "loss": "loss", "learning_rate": "learning_rate", "init_lr": "learning_rate"}
 
 
-def changes_of(causes: list[dict], checks: list[dict] = ()) -> tuple[list[Change], list[Unrepaired]]:
+def changes_of(causes: list[dict]) -> tuple[list[Change], list[Unrepaired]]:
     """A fit's causes (the JSON report's) as changes to the script, read from each cause's own fix (the one its owner
-    wrote: the sweep's measured rate, the head the labels need, the loss that reads the outputs), and the causes that
-    have none, each with why. `checks`: the fit's results, for the loss fix's alternative (no `loss=` at all) where
-    the labels sit in the input dict, so that the model's own loss reads them."""
-    evidence = {check["id"]: check.get("evidence") or {} for check in checks}
+    wrote: the sweep's measured rate, the head the labels need, the loss that reads the outputs, or `compile` with no
+    loss at all), and the causes that have none, each with why."""
     changes, left = [], []
     for cause in causes:
         owner, fix = cause["owner"], cause.get("fix") or ""
         value = _argument_in(fix, REPAIRABLE[owner]) if owner in REPAIRABLE else None
-        if owner == "hparams.loss" and evidence.get(owner, {}).get("labels_in") == "inputs":
-            changes.append(Change(owner, "loss", None))
-        elif value is not None:
+        if value is not None:
             changes.append(Change(owner, KINDS[value[0]], value[1]))
         elif owner == "hparams.optimizer":
             left.append(Unrepaired(owner, msg("a rate is written in only once hparams.lr_sweep has measured one, "
@@ -317,7 +314,7 @@ def changes_of(causes: list[dict], checks: list[dict] = ()) -> tuple[list[Change
 
 def _argument_in(fix: str, names: tuple[str, ...]) -> tuple[str, object] | None:
     """(name, value) of the first keyword argument called one of `names` in the fix's code: a number as a number, any
-    other value as its source."""
+    other value as its source; a `compile` call without `loss=` is ("loss", None), the loss taken out."""
     try:
         tree = ast.parse(fix)
     except SyntaxError:
@@ -327,6 +324,8 @@ def _argument_in(fix: str, names: tuple[str, ...]) -> tuple[str, object] | None:
             if isinstance(node.value, ast.Constant) and isinstance(node.value.value, (int, float)):
                 return node.arg, node.value.value
             return node.arg, ast.get_source_segment(fix, node.value)
+    if "loss" in names and any(isinstance(node, ast.Call) and _name(node.func) == "compile" for node in ast.walk(tree)):
+        return "loss", None
     return None
 
 
@@ -340,7 +339,7 @@ def repair_fits(source: str, fits: list[dict], keras: str) -> Repair:
     """The script with every checked fit's causes repaired, each at the calls before that fit."""
     edits, left, text = [], [], source
     for fit in fits:
-        changes, unrepairable = changes_of(fit.get("causes") or [], fit.get("checks") or [])
+        changes, unrepairable = changes_of(fit.get("causes") or [])
         left += [item for item in unrepairable if item not in left]
         if changes:
             done = repair(text, changes, keras=keras, before_line=fit_line(fit.get("phase") or {}))
@@ -353,16 +352,22 @@ def repair_fits(source: str, fits: list[dict], keras: str) -> Repair:
 def verdicts(fixed: Repair, before: list[dict], after: dict | None) -> list[dict]:
     """Each cause of the original trace: "verified" (repaired, and the trace of the repaired script reached its fits
     and names neither it nor anything new), "not_verified" (repaired; what that trace named), "not_reached" (repaired;
-    that trace stopped before fit) or "not_repairable" (why). `after`: the repaired script's trace report, None where it gave none."""
+    that trace stopped before fit) or "not_repairable" (why). `after`: the repaired script's trace report, None where
+    it gave none."""
     from diagnostics.usercode.trace import fit_reports
 
     reached = after is not None and after.get("script", {}).get("reached_fit") and not after["script"].get("error")
     fits_after = fit_reports(after) if reached else []
     owners_before = {cause["owner"] for fit in before for cause in fit.get("causes") or []}
-    owners_after = {cause["owner"] for fit in fits_after for cause in fit.get("causes") or []}
+    causes_after = [cause for fit in fits_after for cause in fit.get("causes") or []]
+    owners_after = {cause["owner"] for cause in causes_after}
+    # New: a cause neither named before nor explaining one that was (a measurement that now runs and takes over a
+    # finding named before, the sweep owning the rate the optimizer's rule warned of, is the same cause).
+    new = {cause["owner"] for cause in causes_after
+           if cause["owner"] not in owners_before and not set(cause.get("explains") or ()) & owners_before}
     found = []
     for owner in sorted({edit.owner for edit in fixed.edits}):
-        state = "verified" if reached and owner not in owners_after and owners_after <= owners_before \
+        state = "verified" if reached and owner not in owners_after and not new \
             else "not_verified" if reached else "not_reached"
         found.append({"owner": owner, "state": state,
                       "named_after": sorted(owners_after) if state == "not_verified" else []})

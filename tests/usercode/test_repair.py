@@ -155,13 +155,15 @@ def test_the_changes_come_from_each_causes_own_fix_and_the_rest_say_why():
               {"owner": "hparams.loss", "fix": "model.compile(optimizer=optimizer, loss=tf_keras.losses."
                                                "SparseCategoricalCrossentropy(from_logits=True))  # or no loss= at all"},
               {"owner": "hparams.lr_sweep", "fix": "keras.optimizers.Adam(learning_rate=2e-05)"},
+              {"owner": "hparams.loss", "fix": "model.compile(optimizer=optimizer)  # no loss= : the model's internal "
+                                               "loss reads the labels itself"},
               {"owner": "hparams.optimizer", "fix": "tf_keras.optimizers.Adam(learning_rate=3e-03)"},
               {"owner": "data.label_range", "fix": "filter the rows"}]
     changes, left = changes_of(causes)
     assert [(change.owner, change.kind, change.value) for change in changes] == [
         ("model.config", "num_labels", 3),
         ("hparams.loss", "loss", "tf_keras.losses.SparseCategoricalCrossentropy(from_logits=True)"),
-        ("hparams.lr_sweep", "learning_rate", 2e-05)]
+        ("hparams.lr_sweep", "learning_rate", 2e-05), ("hparams.loss", "loss", None)]
     # A rate the sweep did not measure is not written in (the optimizer's own is the checkpoint's usual rate).
     assert [item.owner for item in left] == ["hparams.optimizer", "data.label_range"]
     assert "hparams.lr_sweep has measured one" in left[0].reason and "relabel the rows" in left[1].reason
@@ -186,8 +188,8 @@ def test_trace_repair_writes_the_fixed_script_beside_and_verifies_it_by_tracing_
     assert script.read_text() == SCRIPT.read_text()
     repaired = tmp_path / "train.repaired.py"
     # The two lines of the causes, and the import the loss object needs (the script named no Keras before).
-    # The two lines of the causes: the head the labels need, and no loss= (the labels sit in the input dict, so the
-    # fix's own alternative, the model's loss, reads them).
+    # The two lines of the causes: the head the labels need, and no loss= (the labels sit in the input dict, so
+    # hparams.loss's fix is the model's own loss, which reads them).
     assert only_changed(SCRIPT.read_text(), repaired.read_text()) == [
         ("model = TFAutoModelForSequenceClassification.from_pretrained(model_checkpoint)",
          "model = TFAutoModelForSequenceClassification.from_pretrained(model_checkpoint, num_labels=3)"),
@@ -213,3 +215,24 @@ def test_trace_repair_writes_the_fixed_script_beside_and_verifies_it_by_tracing_
     repaired.unlink()
     assert main(["trace", str(script), "--repair", "--", "--train", str(tmp_path / "none.jsonl")]) == 1
     assert "did not reach fit" in capsys.readouterr().out and not repaired.exists()
+
+
+def test_a_repair_is_verified_when_nothing_new_is_named_and_a_measurement_taking_over_a_cause_is_not_new():
+    from diagnostics.usercode.repair import Edit, Repair, verdicts
+
+    fixed = Repair("", [Edit("model.config", 1, "", ", num_labels=3")], [])
+    before = [{"causes": [{"owner": "model.config"}, {"owner": "hparams.optimizer"}]}]
+
+    def after(*causes):
+        return {"script": {"reached_fit": True, "error": None}, "causes": list(causes), "checks": []}
+
+    # The sweep, blocked before, now runs and owns the rate the optimizer's rule warned of: the same cause.
+    taken_over = after({"owner": "hparams.lr_sweep", "explains": ["hparams.optimizer"]})
+    assert verdicts(fixed, before, taken_over)[0]["state"] == "verified"
+    new = after({"owner": "data.label_range", "explains": []})
+    assert verdicts(fixed, before, new)[0] == {"owner": "model.config", "state": "not_verified",
+                                               "named_after": ["data.label_range"]}
+    assert verdicts(fixed, before, after({"owner": "model.config"}))[0]["state"] == "not_verified"
+    stopped = {"script": {"reached_fit": False, "error": {"where": "x"}}, "causes": [], "checks": []}
+    assert verdicts(fixed, before, stopped)[0]["state"] == "not_reached"
+    assert verdicts(fixed, before, None)[0]["state"] == "not_reached"

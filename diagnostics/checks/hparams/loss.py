@@ -148,6 +148,10 @@ def _judge_loss(figures: dict[str, Any]) -> CheckResult:
             msg("The model outputs logits (rows do not sum to 1), but loss {loss} reads them as probabilities "
                 "(from_logits=False): {shown}, so training follows a distorted loss and learns slowly.",
                 loss=repr(name), shown=shown()),
+            # Labels in the input dict: a Keras loss object would still be keras_loss_on_input_labels' finding, so
+            # the one fix is the model's own loss.
+            msg("model.compile(optimizer=optimizer)  # no loss= : the model's internal loss reads the labels itself")
+            if labels_in == "inputs" and figures.get("head") is None else
             _compile_with(name, from_logits=True, alternative=N_("{code}  # or no loss= at all")
                           if figures.get("head") is None else None)),
         "probabilities_as_logits": lambda: (
