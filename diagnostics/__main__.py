@@ -278,7 +278,7 @@ def trace_command(args) -> int:
     for note in script_notes(report.get("script") or {}):
         print(_("note: {note}").format(note=localize(note)))
     if target is not None and report["script"].get("reached_fit"):
-        report["repair"] = repair_and_trace_again(args, target, report, fits)
+        report["repair"] = repair_and_trace_again(args, target, thresholds, report, fits)
     elif target is not None:
         print(_("--repair: nothing was repaired, as the script did not reach fit; mend what stopped it (above) "
                 "first."))
@@ -300,12 +300,11 @@ def repair_target(args) -> Path | None:
     return target
 
 
-def repair_and_trace_again(args, target: Path, report: dict, fits: list[dict]) -> dict:
+def repair_and_trace_again(args, target: Path, thresholds: dict, report: dict, fits: list[dict]) -> dict:
     """--repair: the repaired script written to `target` (never over the original), its diff printed, and the
     verdict of tracing it again with the same options: the JSON report's `repair`."""
     from diagnostics.usercode.repair import repair_fits, verdicts
     from diagnostics.usercode.trace import fit_reports, trace_script
-    from diagnostics.walk.stages import parse_thresholds
 
     script = Path(args.script)
     source = script.read_text(encoding="utf-8")
@@ -322,7 +321,7 @@ def repair_and_trace_again(args, target: Path, report: dict, fits: list[dict]) -
         print(fixed.diff(source, script.name, target.name), end="")
         print(_("Tracing the repaired script again"), flush=True)
         again = trace_script(target, args.script_args, stages=args.stages, skip=args.skip, asked=args.asked,
-                             timeout=args.timeout, thresholds=parse_thresholds(args.threshold),
+                             timeout=args.timeout, thresholds=thresholds,
                              tokenizer=args.tokenizer, task=args.task, capture_output=True,
                              progress=lambda line: print(f"[trace] {localize(line)}", flush=True))
         after = again.report
