@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import math
 import threading
 import weakref
 from dataclasses import dataclass, field
@@ -177,7 +178,7 @@ def batched(split, tokenizer, config: RunConfig, indices: list[int], batch_size:
             batch_size=batch_size,
             shuffle=False,
             collate_fn=collator,
-            num_test_batches=shape_probes(len(indices)),
+            num_test_batches=shape_probes([len(ids) for ids in encoded["input_ids"]], len(indices)),
         )
     except Exception as exc:
         batch.error = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0]}"
@@ -205,8 +206,9 @@ def user_batch(split, tokenizer, config: RunConfig, indices: list[int], batch_si
         batch.error_fix = f"dataset = dataset.map(lambda rows: tokenizer(*(rows[c] for c in {list(task.text_columns)!r}), truncation=True), batched=True)"
         return batch, None
     try:
+        probes = shape_probes([len(ids) for ids in input_ids], len(indices))
         dataset = split.select(indices).to_tf_dataset(**{**kwargs, "batch_size": batch_size, "shuffle": False,
-                                                         "num_test_batches": shape_probes(len(indices))})
+                                                         "num_test_batches": probes})
         return batch, _keyed(dataset, kwargs["columns"], kwargs["label_cols"])
     except Exception as exc:
         batch.error = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0]}"
@@ -280,15 +282,22 @@ def training_batches(split, tokenizer, config: RunConfig, count: int, *, skip: i
     return batches
 
 
-def shape_probes(rows: int) -> int:
-    """How many single rows `to_tf_dataset` should sample to infer its output shapes.
+def shape_probes(lengths: list[int], rows: int) -> int:
+    """How many single rows `to_tf_dataset` should sample to infer its output shapes, for rows of these token
+    `lengths` (empty when unknown: then ten samples a row of the `rows`).
 
-    It fixes a dimension when every sampled row has the same length; with its default of 20 samples from
-    a few rows of similar length it can miss the longest row, fix the sequence length too short, and fail
-    on the real batch ("Shape of tensor ... is not compatible"). Ten samples a row makes missing one
-    vanishingly unlikely.
+    It fixes a dimension when every sampled row has the same length; with its default of 20 samples from rows of
+    which nearly all share one length it can miss the others, fix the sequence length too short, and fail on the real
+    batch ("Shape of tensor ... is not compatible"). So it samples until all samples landing on the commonest length
+    is a one-in-a-million chance (a split of 96 rows with one longer row: 1,320 samples; rows of varied lengths: 20;
+    rows all of one length need no more: any sample gives their shape).
     """
-    return min(2000, max(20, 10 * rows))
+    if not lengths:
+        return min(2000, max(20, 10 * rows))
+    share = max(np.unique(lengths, return_counts=True)[1]) / len(lengths)
+    if share >= 1:
+        return 20
+    return int(min(2000, max(20, math.ceil(math.log(1e-6) / math.log(share)))))
 
 
 def text_columns_of(split, taken=()) -> list[str]:

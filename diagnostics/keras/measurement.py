@@ -90,9 +90,9 @@ class ModelStep:
     moved: dict | None
 
 
-def take_step(model, tf_batch, config) -> ModelStep:
-    """One train step on a fresh copy of `model` (never modified), measured; the copy is let go."""
-    copy = fresh_copy(model, split_batch(tf_batch)[0])
+def take_step(model, tf_batch, config, *, copy=None) -> ModelStep:
+    """One train step on `copy` (a fresh copy of `model` when None; `model` is never modified), measured."""
+    copy = copy if copy is not None else fresh_copy(model, split_batch(tf_batch)[0])
     record = one_train_step(copy, tf_batch, config)
     broken = non_finite_weights(copy)
     moved = None if record.error else moved_variables(model, copy, record.rate, decoupled_decay(config))
