@@ -23,6 +23,7 @@ from diagnostics.i18n import localize, msg
 from diagnostics.usercode.own_code import Captured, build_run
 from diagnostics.usercode.progress_bar import shown_progress
 from diagnostics.usercode.read_back import arrays_as_dataset
+from diagnostics.usercode.repair_cells import caller_name
 from diagnostics.walk.stages import parse_asked, parse_stages, parse_thresholds, run_stages
 from diagnostics.walk.runner import run_units
 from diagnostics.core.check import STAGE_ORDER, STAGE_TITLES
@@ -46,11 +47,23 @@ class Report:
     is one check's result; `to_json()`, `to_markdown()` and the HTML a notebook shows write the same report.
     """
 
-    def __init__(self, config, results: list[CheckResult], notes: Iterable[str] = (), extra: dict | None = None):
+    def __init__(self, config, results: list[CheckResult], notes: Iterable[str] = (), extra: dict | None = None, *,
+                 model=None, model_name: str = "model"):
         self.config = config
         self.results = list(results)
         self.notes = list(notes)
         self.extra = dict(extra or {})
+        self.model, self.model_name = model, model_name  # the model checked, and what the caller calls it
+
+    def repair(self):
+        """Each cause's fix as code for the next cell, on the model as you named it (`repair_cells.Cells`: print
+        it, or show it in a notebook): a new optimizer at the sweep's measured rate, the head rebuilt with the
+        classes the labels need, `compile` again with the loss that reads the outputs; the causes no code can repair
+        say why. Run the cell, then `diagnose()` again to see the causes gone."""
+        from diagnostics.usercode.repair_cells import repair_cells
+
+        return repair_cells(self.to_dict().get("causes") or [], self.config, model=self.model_name,
+                            loaded=self.model)
 
     @property
     def failed(self) -> list[CheckResult]:
@@ -243,7 +256,8 @@ def diagnose(model, dataset, tokenizer=None, task: str | None = None, stages: st
         run = build_run(captured)
         results = run_stages(run, names, sweep=sweep, progress=report, epochs=epochs, asked=asked,
                              thresholds=own_thresholds)
-    return Report(run.config, results, captured.notes)
+    return Report(run.config, results, captured.notes, model=model,
+                  model_name=caller_name(model, inspect.currentframe().f_back))
 
 
 def quick_checks(run: RunContext, progress=None) -> list[CheckResult]:

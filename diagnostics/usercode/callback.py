@@ -174,7 +174,7 @@ class DiagnoseCallback(_tf_keras_callback()):
         except Exception as exc:  # the callback never stops a training run it cannot check
             self._print(f"DiagnoseCallback: cannot check this pipeline: {type(exc).__name__}: {exc}")
             return
-        self.report = Report(self._run.config, results, self._notes)
+        self.report = Report(self._run.config, results, self._notes, model=self.model)
         self.reports.append(self.report)
         found = self.report.causes
         which = f"fit {self.fits}, " if self.fits > 1 else ""
