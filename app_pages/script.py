@@ -9,9 +9,13 @@ import streamlit as st
 
 from diagnostics.config import limits
 from diagnostics.i18n import _
+from diagnostics.usercode.course_scripts import COURSE_SCRIPTS
 from diagnostics.usercode.trace import trace_script
 from ui.render import ACTIVE_KEY, TRACED_KEY, markdown_text, shown
+from ui.repair import REPAIRED_KEY, repair_section
 from ui.script import run_options, script_source, show_trace
+
+COURSE_PATHS = {script.path for script in COURSE_SCRIPTS.values()}
 
 st.title(_("Your script"))
 st.caption(_("Your own TensorFlow training script, run in a separate process: at each `model.fit` the checks run on "
@@ -35,6 +39,7 @@ if st.button(_("Trace the script"), type="primary", key="script.run",
         if code is not None:
             path = Path(holder) / name
             path.write_text(code)
+        source = code if code is not None else path.read_text(encoding="utf-8", errors="replace")
         with st.status(_("Tracing {name}…").format(name=markdown_text(path.name)), expanded=True) as box:
             line = st.empty()
             started = time.monotonic()
@@ -54,7 +59,10 @@ if st.button(_("Trace the script"), type="primary", key="script.run",
                                                                          seconds=time.monotonic() - started),
                        state="complete" if outcome.exit_code == 0 else "error", expanded=False)
     st.session_state[TRACED_KEY] = {"name": path.name, "report": outcome.report, "message": outcome.message,
-                                    "exit_code": outcome.exit_code, "output": outcome.output}
+                                    "exit_code": outcome.exit_code, "output": outcome.output, "source": source,
+                                    "options": options, "path": None if code is not None else str(path),
+                                    "keep_repaired": code is None and path not in COURSE_PATHS}
+    st.session_state.pop(REPAIRED_KEY, None)
     st.session_state[ACTIVE_KEY] = outcome.report is not None
 
 traced = st.session_state.get(TRACED_KEY)
@@ -64,3 +72,4 @@ if not traced:
     st.stop()
 st.divider()
 show_trace(traced)
+repair_section(traced)

@@ -278,7 +278,7 @@ def trace_command(args) -> int:
     for note in script_notes(report.get("script") or {}):
         print(_("note: {note}").format(note=localize(note)))
     if target is not None and report["script"].get("reached_fit"):
-        report["repair"] = repair_and_trace_again(args, target, thresholds, report, fits)
+        report["repair"] = repair_and_trace_again(args, target, thresholds, report)
     elif target is not None:
         print(_("--repair: nothing was repaired, as the script did not reach fit; mend what stopped it (above) "
                 "first."))
@@ -300,49 +300,29 @@ def repair_target(args) -> Path | None:
     return target
 
 
-def repair_and_trace_again(args, target: Path, thresholds: dict, report: dict, fits: list[dict]) -> dict:
+def repair_and_trace_again(args, target: Path, thresholds: dict, report: dict) -> dict:
     """--repair: the repaired script written to `target` (never over the original), its diff printed, and the
     verdict of tracing it again with the same options: the JSON report's `repair`."""
-    from diagnostics.usercode.repair import repair_fits, verdicts
-    from diagnostics.usercode.trace import fit_reports, trace_script
+    from diagnostics.usercode.repair_run import repair_and_trace, verdict_text
 
-    script = Path(args.script)
-    source = script.read_text(encoding="utf-8")
-    fixed = repair_fits(source, fits, (report.get("run") or {}).get("keras_name") or "tf_keras")
-    print("")
-    after = None
-    if fixed.edits:
-        try:
-            target.write_text(fixed.source, encoding="utf-8")
-        except OSError as exc:
-            raise InputError(msg("Cannot write the repaired script to {path}: {reason}.", path=str(target),
-                                 reason=exc.strerror or str(exc))) from None
+    def written(done) -> None:
         print(_("Repaired script written to {path}:").format(path=target))
-        print(fixed.diff(source, script.name, target.name), end="")
+        print(done.diff, end="")
         print(_("Tracing the repaired script again"), flush=True)
-        again = trace_script(target, args.script_args, stages=args.stages, skip=args.skip, asked=args.asked,
-                             timeout=args.timeout, thresholds=thresholds,
-                             tokenizer=args.tokenizer, task=args.task, capture_output=True,
-                             progress=lambda line: print(f"[trace] {localize(line)}", flush=True))
-        after = again.report
+
+    print("")
+    done = repair_and_trace(Path(args.script), report, target, on_written=written, said=lambda line: print(
+        f"[trace] {localize(line)}", flush=True), script_args=args.script_args, stages=args.stages, skip=args.skip,
+        asked=args.asked, timeout=args.timeout, thresholds=thresholds, tokenizer=args.tokenizer, task=args.task)
+    if done.written is not None:
+        after = done.after.report if done.after is not None else None
         if after is None or not after["script"].get("reached_fit") or after["script"].get("error"):
-            print(localize(again.message))
+            print(localize(done.after.message))
     else:
         print(_("Nothing to repair in the script's code."))
-    found = verdicts(fixed, fits, after)
-    sentences = {"verified": _("{owner}: repaired and verified (the trace of the repaired script no longer names it, "
-                               "nor anything new)"),
-                 "not_verified": _("{owner}: repaired, not verified: the trace of the repaired script names {named}"),
-                 "not_reached": _("{owner}: repaired, not verified: the repaired script stopped before fit (above)"),
-                 "not_repairable": _("{owner}: not repairable in the code: {reason}")}
-    for item in found:
-        print(sentences[item["state"]].format(owner=item["owner"], reason=localize(item.get("reason", "")),
-                                              named=", ".join(item.get("named_after") or ()) or "-"))
-    return {"file": str(target) if fixed.edits else None,
-            "diff": fixed.diff(source, script.name, target.name) if fixed.edits else "",
-            "edits": [vars(edit) for edit in fixed.edits], "causes": found,
-            "retrace_causes": [[cause["owner"] for cause in fit.get("causes") or []]
-                               for fit in (fit_reports(after) if after is not None else [])]}
+    for item in done.causes:
+        print(localize(verdict_text(item)))
+    return done.to_json()
 
 
 def scenarios_command() -> int:

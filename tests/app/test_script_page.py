@@ -142,3 +142,38 @@ def test_tracing_a_two_fit_script_shows_each_fit_with_what_it_trains(monkeypatch
     assert any("reached fit 2 times" in rendered(item.value) for item in list(at.success) + list(at.error))
     at.switch_page("app_pages/2_model.py").run()
     assert any("the first of 2 checked fits" in rendered(info.value) for info in at.info)
+
+
+@pytest.mark.subprocess
+def test_repair_and_recheck_shows_the_edits_side_by_side_verifies_them_and_leaves_the_course_script_alone(monkeypatch):
+    """The course script with its first error repaired reaches fit with a head too small and a loss that reads
+    logits as probabilities: the page shows each edit beside the original line, and Repair and re-check traces the
+    repaired script, says each repaired cause is verified, shows the checklist before and after and offers the
+    repaired script; nothing is left beside the course's script."""
+    from diagnostics.usercode.course_scripts import COURSE_SCRIPTS
+
+    monkeypatch.delenv(limits.HOSTED_ENV, raising=False)
+    folder = COURSE_SCRIPTS["course_script_repaired"].path.parent
+    before = sorted(path.name for path in folder.iterdir())
+    at = AppTest.from_file(APP, default_timeout=400).run()
+    at.switch_page(PAGE).run()
+    at.selectbox(key="script.course").set_value("course_script_repaired").run()
+    at.multiselect(key="script.stages").set_value(["data", "model", "hparams"]).run()
+    at.button(key="script.run").click().run()
+    assert not at.exception
+    codes = [code.value for code in at.code]
+    pairs = [(codes[i], codes[i + 1]) for i in range(len(codes) - 1) if "from_pretrained(" in codes[i]
+             and "num_labels=3" in codes[i + 1] and "num_labels" not in codes[i]]
+    assert pairs, codes  # the original line, and beside it the same line with the head the labels need
+    assert any(button.key == "script.repair" for button in at.button)
+    at.button(key="script.repair").click().run()
+    assert not at.exception
+    verified = [rendered(box.value) for box in at.success]
+    assert any(text.startswith("model.config: repaired and verified") for text in verified), verified
+    assert any(text.startswith("hparams.loss: repaired and verified") for text in verified), verified
+    assert any("Before" in rendered(md.value) for md in at.markdown) and any("After" in rendered(md.value)
+                                                                              for md in at.markdown)
+    assert [element.proto.label for element in at.get("download_button")] == ["Download the repaired script"]
+    repaired = at.session_state["script.repaired"]
+    assert repaired["name"] == "course_script_repaired.repaired.py" and "num_labels=3" in repaired["source"]
+    assert sorted(path.name for path in folder.iterdir()) == before

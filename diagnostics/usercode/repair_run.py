@@ -1,0 +1,95 @@
+"""Repair and re-check: a traced script's causes repaired in its code (`repair.repair_fits`), the repaired script
+written where asked (never over the original) and traced again with the same options, and each cause's verdict
+(`repair.verdicts`). The command line's `trace --repair` and the Your script page both run this."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from diagnostics.core.errors import InputError
+from diagnostics.i18n import N_, Text, msg
+from diagnostics.usercode.repair import Repair, repair_fits, verdicts
+
+
+@dataclass
+class RepairRun:
+    """What a repair did: the repaired source and its edits, where it was written (None when nothing changed), the
+    trace of the repaired script (None when there was none), and each cause's verdict."""
+
+    name: str
+    original: str
+    fixed: Repair
+    written: Path | None
+    after: Any  # trace.TraceOutcome, or None
+    causes: list[dict]
+
+    @property
+    def diff(self) -> str:
+        return self.fixed.diff(self.original, self.name, self.written.name if self.written else None) \
+            if self.fixed.edits else ""
+
+    def to_json(self) -> dict:
+        """The JSON report's `repair`: the file, diff, edits, each cause's verdict and what the re-trace named."""
+        from diagnostics.usercode.trace import fit_reports
+
+        report = self.after.report if self.after is not None else None
+        return {"file": str(self.written) if self.written else None, "diff": self.diff,
+                "edits": [vars(edit) for edit in self.fixed.edits], "causes": self.causes,
+                "retrace_causes": [[cause["owner"] for cause in fit.get("causes") or []]
+                                   for fit in (fit_reports(report) if report is not None else [])]}
+
+
+def planned(source: str, report: dict) -> Repair:
+    """The repair of `source` for the causes of a trace `report` (each checked fit's, at the calls before it)."""
+    from diagnostics.usercode.trace import fit_reports
+
+    fits = fit_reports(report) if report.get("script", {}).get("reached_fit") else []
+    return repair_fits(source, fits, (report.get("run") or {}).get("keras_name") or "tf_keras")
+
+
+def repair_and_trace(script: Path, report: dict, target: Path, *, source: str | None = None, name: str | None = None,
+                     said=None, on_written=None, **trace_options) -> RepairRun:
+    """Repair the script a trace `report` came from (its `source` when given, else the file), write it to `target`
+    and trace it with `trace_options` (`trace.trace_script`'s). `on_written(run)` hears the repair once written,
+    before its trace (the run without its trace yet); `said(text)` each line of that trace.
+
+    Raises:
+        InputError: `target` is the script itself, or cannot be written.
+    """
+    from diagnostics.usercode.trace import fit_reports, trace_script
+
+    if target.resolve() == script.resolve():
+        raise InputError(msg("--repair would write over the script itself; give another path."))
+    original = source if source is not None else script.read_text(encoding="utf-8")
+    fixed = planned(original, report)
+    after = None
+    if fixed.edits:
+        try:
+            target.write_text(fixed.source, encoding="utf-8")
+        except OSError as exc:
+            raise InputError(msg("Cannot write the repaired script to {path}: {reason}.", path=str(target),
+                                 reason=exc.strerror or str(exc))) from None
+    fits = fit_reports(report) if report.get("script", {}).get("reached_fit") else []
+    done = RepairRun(name or script.name, original, fixed, target if fixed.edits else None, None, [])
+    if fixed.edits:
+        if on_written is not None:
+            on_written(done)
+        done.after = trace_script(target, capture_output=True, progress=said, **trace_options)
+    done.causes = verdicts(fixed, fits, done.after.report if done.after is not None else None)
+    return done
+
+
+SENTENCES = {"verified": N_("{owner}: repaired and verified (the trace of the repaired script no longer names it, "
+                            "nor anything new)"),
+             "not_verified": N_("{owner}: repaired, not verified: the trace of the repaired script names {named}"),
+             "not_reached": N_("{owner}: repaired, not verified: the repaired script stopped before fit (above)"),
+             "not_repairable": N_("{owner}: not repairable in the code: {reason}")}
+
+
+def verdict_text(item: dict) -> Text:
+    """One cause's verdict, in words (translated where shown)."""
+    template = SENTENCES[item["state"]]
+    return msg(template, owner=item["owner"], reason=item.get("reason", ""),
+               named=", ".join(item.get("named_after") or ()) or "-")
