@@ -16,7 +16,7 @@ from diagnostics.core.result import CheckResult
 from diagnostics.i18n import _, msg
 from diagnostics.usercode.repair_run import planned, repair_and_trace, verdict_text
 from diagnostics.usercode.trace import fit_reports, phase_title
-from ui.render import checklist, markdown_text, shown, status_line
+from ui.render import TRACED_KEY, checklist, markdown_text, shown, status_line
 
 REPAIRED_KEY = "script.repaired"  # the last repair of the traced script: its source, diff, verdicts, new report
 VERDICT_BOXES = {"verified": st.success, "not_verified": st.warning, "not_reached": st.warning,
@@ -56,15 +56,16 @@ def repair_section(traced: dict) -> None:
     right.markdown("**" + _("Repaired") + "**")
     for before, after in side_by_side(source, fixed.source):
         left, right = st.columns(2)
-        left.code(before or " ", language="python")
-        right.code(after or " ", language="python")
-    for item in fixed.unrepaired:
-        st.info(shown(verdict_text({"owner": item.owner, "state": "not_repairable", "reason": item.reason})))
+        left.code(before or " ", language="python", wrap_lines=True)
+        right.code(after or " ", language="python", wrap_lines=True)
     if st.button(_("Repair and re-check"), type="primary", key="script.repair"):
         st.session_state[REPAIRED_KEY] = _run(traced)
     repaired = st.session_state.get(REPAIRED_KEY)
     if repaired and repaired["source"] == fixed.source:
-        _show(traced, repaired)
+        _show(traced, repaired)  # its verdicts name the causes left unrepaired too
+    else:
+        for item in fixed.unrepaired:
+            st.info(shown(verdict_text({"owner": item.owner, "state": "not_repairable", "reason": item.reason})))
 
 
 def _run(traced: dict) -> dict:
@@ -73,7 +74,7 @@ def _run(traced: dict) -> dict:
     script takes from its own location still hold); one on this machine keeps it there, a course script's is
     removed after its trace; an uploaded or pasted one is written in a folder of its own, removed after."""
     options = traced["options"]
-    name = Path(traced["name"]).stem + ".repaired.py"
+    name = Path(traced["name"]).stem.removesuffix(".repaired") + ".repaired.py"
     origin = Path(traced["path"]) if traced.get("path") else None
     with tempfile.TemporaryDirectory(prefix="tpd-repair-") as holder:
         beside = origin is not None and os.access(origin.parent, os.W_OK)
@@ -99,6 +100,7 @@ def _run(traced: dict) -> dict:
                        state="complete", expanded=False)
     after = done.after
     return {"name": name, "source": done.fixed.source, "diff": done.diff, "causes": done.causes,
+            "output": after.output if after is not None else "", "exit_code": after.exit_code if after else None,
             "written": str(target) if beside and traced.get("keep_repaired") else None,
             "report": after.report if after is not None else None,
             "message": after.message if after is not None else None}
@@ -133,3 +135,11 @@ def _show(traced: dict, repaired: dict) -> None:
                        mime="text/x-python", key="script.repaired.download")
     with st.expander(_("The diff")):
         st.code(repaired["diff"], language="diff")
+    if after_fits and st.button(_("Continue from the repaired script"), key="script.repair.continue",
+                                help=_("The repaired script becomes the traced one: its results fill the walk's "
+                                       "pages, and what its trace names can be repaired in turn.")):
+        st.session_state[TRACED_KEY] = {**traced, "name": repaired["name"], "report": after_report,
+                                        "message": repaired["message"], "exit_code": repaired["exit_code"],
+                                        "output": repaired["output"], "source": repaired["source"]}
+        st.session_state.pop(REPAIRED_KEY, None)
+        st.rerun()

@@ -302,7 +302,7 @@ def changes_of(causes: list[dict]) -> tuple[list[Change], list[Unrepaired]]:
             changes.append(Change(owner, KINDS[value[0]], value[1]))
         elif owner == "hparams.optimizer":
             left.append(Unrepaired(owner, msg("a rate is written in only once hparams.lr_sweep has measured one, "
-                                              "which it did not in this trace: --repair on the repaired script, "
+                                              "which it did not in this trace: repairing the repaired script, "
                                               "where the sweep can run, writes it")))
         elif owner == "data.label_range":
             left.append(Unrepaired(owner, msg("the labels are wrong in the data itself: drop or relabel the rows it "

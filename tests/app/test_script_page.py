@@ -176,4 +176,10 @@ def test_repair_and_recheck_shows_the_edits_side_by_side_verifies_them_and_leave
     assert [element.proto.label for element in at.get("download_button")] == ["Download the repaired script"]
     repaired = at.session_state["script.repaired"]
     assert repaired["name"] == "course_script_repaired.repaired.py" and "num_labels=3" in repaired["source"]
+    # The next round: the repaired script is the traced one, its results on the walk's pages.
+    at.button(key="script.repair.continue").click().run()
+    assert not at.exception
+    traced = at.session_state["script.traced"]
+    assert traced["name"] == "course_script_repaired.repaired.py" and traced["source"] == repaired["source"]
+    assert any("Traced: course_script_repaired.repaired.py" in rendered(header.value) for header in at.subheader)
     assert sorted(path.name for path in folder.iterdir()) == before
