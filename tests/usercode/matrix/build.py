@@ -53,6 +53,12 @@ def kit_bert(directory: Path) -> Path:
     return directory
 
 
+def healthy_rate(shape: Shape) -> float:
+    """The rate a healthy script of this shape trains at: its checkpoint's (see above)."""
+    return KIT_BERT_RATE if shape.model == "main_layer_cls_logits" else \
+        KIT_RATE if shape.model == "classifier" else KIT_KERAS_HEAD_RATE
+
+
 def checkpoint_for(shape: Shape, kit: Path, bert: Path) -> Path:
     return bert if shape.model == "main_layer_cls_logits" else kit
 
@@ -65,9 +71,7 @@ def prepare(work: Path, shapes: list[Shape], *, kit: Path, bert: Path, stages: s
     for shape in shapes:
         folder = work / shape.name
         folder.mkdir(parents=True, exist_ok=True)
-        rate = KIT_BERT_RATE if checkpoint_for(shape, kit, bert) == bert else \
-            KIT_RATE if shape.model == "classifier" else KIT_KERAS_HEAD_RATE
-        (folder / "train.py").write_text(write_script(shape, rate=rate))
+        (folder / "train.py").write_text(write_script(shape, rate=healthy_rate(shape)))
         plan[shape.name] = {"args": [str(checkpoint_for(shape, kit, bert)), str(DATA / shape.task / "train.jsonl")],
                             "stages": stages, "skip": skip}
     (work / "plan.json").write_text(json.dumps(plan, indent=1))
