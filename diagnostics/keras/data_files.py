@@ -16,7 +16,7 @@ from diagnostics.config import limits
 from diagnostics.config.run import RunConfig
 from diagnostics.config.tasks import GlueTask, get_task
 from diagnostics.core.errors import InputError
-from diagnostics.i18n import msg
+from diagnostics.i18n import N_, Text, msg
 from diagnostics.keras.batches import LABEL, LABEL_AS_WRITTEN, SHUFFLED_LABELS_BUG, UNUSABLE_LABEL, shuffled_labels
 from diagnostics.keras.file_scan import scan_file
 from diagnostics.keras.loading import DEMO_DATA_DIR, UTF16_BOMS, cache_dir, hub_reachable, tidy_cache
@@ -91,6 +91,55 @@ def _quiet_datasets():
         logger.setLevel(level)
 
 
+# What a file is, by its first bytes (its signature), for a file whose name promises text or Parquet but is not.
+SIGNATURES = [
+    (b"\x89PNG\r\n\x1a\n", N_("a PNG image")), (b"\xff\xd8\xff", N_("a JPEG image")), (b"GIF8", N_("a GIF image")),
+    (b"%PDF-", N_("a PDF document")), (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1", N_("an old Office file (.xls or .doc)")),
+    (b"\x1f\x8b", N_("a gzip archive")), (b"7z\xbc\xaf\x27\x1c", N_("a 7-Zip archive")), (b"Rar!", N_("a RAR archive")),
+    (b"PAR1", N_("a Parquet file")), (b"PK\x03\x04", N_("a ZIP archive")),
+]
+ZIP_CONTENTS = [("xl/", N_("an Excel spreadsheet (.xlsx)")), ("word/", N_("a Word document (.docx)")),
+                ("ppt/", N_("a PowerPoint file (.pptx)")), ("content.xml", N_("an OpenDocument file (.ods or .odt)"))]
+
+
+def file_kind(file: Path) -> str | None:
+    """What the file is by its signature (a PNG, a ZIP, a spreadsheet...), or None for one without a known one
+    (text, most likely)."""
+    import zipfile
+
+    with file.open("rb") as handle:
+        start = handle.read(8)
+    for signature, kind in SIGNATURES:
+        if start.startswith(signature):
+            if signature == b"PK\x03\x04":
+                try:
+                    with zipfile.ZipFile(file) as archive:
+                        names = archive.namelist()[:200]
+                except (zipfile.BadZipFile, OSError):
+                    return kind
+                return next((inside for prefix, inside in ZIP_CONTENTS if any(n.startswith(prefix) for n in names)),
+                            kind)
+            return kind
+    return None
+
+
+def _kind_problem(file: Path, builder: str) -> Text | None:
+    """A file whose signature says it is not what its name promises (a PNG renamed .csv, an Excel file saved as
+    .csv, text named .parquet is left to the reader): what it is, and what to give instead."""
+    kind = file_kind(file)
+    if kind is None or (builder == "parquet" and kind == N_("a Parquet file")):
+        return None
+    with file.open("rb") as handle:
+        start = handle.read(4).hex(" ")
+    if kind == N_("a Parquet file"):
+        return msg("it is {kind} (its first bytes are {start}): name it .parquet", kind=msg(kind), start=start)
+    fix = msg("save it as CSV (in Excel or LibreOffice: Save As, CSV UTF-8) and give that file") \
+        if "spreadsheet" in kind or "Office" in kind or "OpenDocument" in kind else \
+        msg("give the data as a CSV, TSV, JSON-lines or Parquet file in the GLUE schema")
+    return msg("it is {kind}, not a {type} file (its first bytes are {start}): {fix}", kind=msg(kind),
+               type=file.suffix.lower().lstrip("."), start=start, fix=fix)
+
+
 def _encoding_problem(file: Path) -> str | None:
     """Where a text file stops being UTF-8 (line and bytes), with how to convert it; None when it is UTF-8."""
     decoder = codecs.getincrementaldecoder("utf-8")()
@@ -104,7 +153,7 @@ def _encoding_problem(file: Path) -> str | None:
                 bad = chunk[exc.start:exc.start + 4].hex(" ")
                 return msg("line {line} holds bytes that are not UTF-8 ({bad}); the file is in another encoding "
                            "(Latin-1 or Windows-1252 are common): convert it with {command} and give that file",
-                           line=line, bad=bad, command=f"`iconv -f latin1 -t utf-8 {file.name} > utf8-{file.name}`")
+                           line=line, bad=bad, command=f"iconv -f latin1 -t utf-8 {file.name} > utf8-{file.name}")
             line += chunk.count(b"\n")
     return None
 
@@ -146,6 +195,8 @@ def load_local_file(path: str):
         raise InputError(msg("Data file {path} is empty.", path=path))
     # GLUE's own tsv files hold unbalanced quotes, so quoting is off for tsv (csv.QUOTE_NONE).
     options = {"delimiter": "\t", "quoting": 3} if suffix == ".tsv" else {}
+    if problem := _kind_problem(file, builder):
+        raise InputError(msg("Could not read {path}: {problem}.", path=path, problem=problem))
     uploaded = file.resolve().is_relative_to((cache_dir() / "uploads").resolve())
     scan_file(file, builder, limits.file_limits(shared=uploaded), delimiter=options.get("delimiter", ","))
     if builder != "parquet":

@@ -114,6 +114,8 @@ def test_stsb_scores_that_are_not_numbers_are_named_and_stop_training(tmp_path, 
     ("broken.jsonl", jsonl({"sentence1": "a", "sentence2": "b", "label": 0}) + '{"sentence1": "a", "sentence2: 1}\n',
      "line 2 is not valid JSON"),
     ("text.parquet", "sentence1,sentence2\nx,y\n", "Could not read"),
+    ("image.csv", b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4, "it is a PNG image, not a csv file (its first bytes are "
+                                                                 "89 50 4e 47)"),
 ])
 def test_an_unreadable_file_is_one_line_and_exit_2_with_no_library_log(tmp_path, capsys, caplog, name, content, says):
     code, report = run_data(write(tmp_path, name, content), tmp_path)
@@ -210,6 +212,7 @@ PAGE_CASES = [
     ("latin1.csv", (HEADER + "Caf\xe9 au lait,B,1\n").encode("latin-1"), "line 2 holds bytes that are not UTF-8"),
     ("broken.jsonl", jsonl({"sentence1": "a", "sentence2": "b", "label": 0}) + "{oops\n", "line 2 is not valid JSON"),
     ("deep.jsonl", deep_row(100_000), "characters (DEBUGGER_FILE_MAX_ROW_CHARS sets the limit)"),  # any limit
+    ("photo.csv", b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4, "it is a PNG image, not a csv file"),
 ]
 
 
@@ -271,3 +274,52 @@ def test_an_upload_is_kept_by_its_contents_and_names_its_split(tmp_path):
     assert [split_for_upload(name) for name in ("dev.tsv", "train (2).csv", "...csv")] == ["dev", "train_2", "train"]
     assert with_data_file("train=a.tsv\ndev=b.tsv\n", "dev", "c.tsv") == "train=a.tsv\ndev=c.tsv"
     assert with_data_file("", "test", "t.csv") == "test=t.csv"
+
+
+def spreadsheet(path):
+    import zipfile
+
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("[Content_Types].xml", "<Types/>")
+        archive.writestr("xl/workbook.xml", "<workbook/>")
+    return path
+
+
+@pytest.mark.parametrize("name, content, says", [
+    ("scan.tsv", b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n1 0 obj", "it is a PDF document, not a tsv file"),
+    ("old.csv", b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(600), "it is an old Office file (.xls or .doc), not a csv file"),
+    ("packed.jsonl", b"\x1f\x8b\x08\x00" + bytes(64), "it is a gzip archive, not a jsonl file"),
+    ("table.csv", b"PAR1" + bytes(64), "it is a Parquet file (its first bytes are 50 41 52 31): name it .parquet"),
+])
+def test_a_file_that_is_not_what_its_name_says_is_named_by_its_first_bytes(tmp_path, name, content, says):
+    from diagnostics.core.errors import InputError
+    from diagnostics.keras.data_files import load_local_file
+
+    path = tmp_path / name
+    path.write_bytes(content)
+    with pytest.raises(InputError) as raised:
+        load_local_file(str(path))
+    assert says in str(raised.value) and "iconv" not in str(raised.value)
+
+
+def test_an_excel_workbook_saved_under_a_csv_name_is_told_to_be_saved_as_csv(tmp_path):
+    from diagnostics.core.errors import InputError
+    from diagnostics.keras.data_files import file_kind, load_local_file
+
+    path = spreadsheet(tmp_path / "train.csv")
+    assert file_kind(path) == "an Excel spreadsheet (.xlsx)"
+    with pytest.raises(InputError) as raised:
+        load_local_file(str(path))
+    assert "it is an Excel spreadsheet (.xlsx), not a csv file" in str(raised.value)
+    assert "Save As, CSV UTF-8" in str(raised.value)
+
+
+def test_the_encoding_fix_is_a_command_without_markdown_around_it(tmp_path):
+    from diagnostics.core.errors import InputError
+    from diagnostics.keras.data_files import load_local_file
+
+    path = tmp_path / "latin1.csv"
+    path.write_bytes((HEADER + "Caf\xe9 au lait,B,1\n").encode("latin-1"))
+    with pytest.raises(InputError) as raised:
+        load_local_file(str(path))
+    assert "iconv -f latin1 -t utf-8 latin1.csv > utf8-latin1.csv" in str(raised.value) and "`" not in str(raised.value)
