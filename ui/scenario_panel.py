@@ -58,10 +58,14 @@ def scenario_panel(slot) -> None:
     config = st.session_state.get(CONFIG_KEY)
     results = recalled_all(config) if config is not None else []
     ran, named = {result.id for result in results}, owners(results)
+    changed = ", ".join(scenario.changed(config)) if config is not None else ""
     lines = []
     for checks, caught in scenario.caught(named).items():
+        # A check that ran and names nothing on settings that no longer hold the scenario's is its fix at work.
+        looked = any(check in ran for check in checks.split(" or "))
         mark = _(":green[caught]") if caught else (
-            _(":red[missed]") if any(check in ran for check in checks.split(" or ")) else _(":gray[not run yet]"))
+            _(":green[fixed: passes with {settings} changed]").format(settings=changed) if looked and changed else
+            _(":red[missed]") if looked else _(":gray[not run yet]"))
         lines.append(f"- `{checks}`: {mark}")
     lines += [f"- `{check}`: " + _(":orange[names a cause the scenario does not inject]")
               for check in scenario.unexpected(named)]

@@ -36,6 +36,11 @@ class Scenario:
             settings["split"] = next(s for s in config.glue_task.splits if s.startswith("test"))
         return replace(config, **settings)
 
+    def changed(self, config: RunConfig) -> list[str]:
+        """The settings this scenario injects that `config` no longer holds (its fix, or part of it, is in)."""
+        injected = self.apply(config)
+        return [name for name in self.settings if getattr(config, name) != getattr(injected, name)]
+
     def expected_ids(self) -> list[str]:
         """Every check id named, alternatives included."""
         return [check for item in self.expected for check in (item if isinstance(item, tuple) else (item,))]

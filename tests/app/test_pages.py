@@ -176,6 +176,17 @@ def test_scenario_picker_fills_the_sidebar_and_reports_what_caught_it(app):
     assert "`hparams.loss`: :gray[not run yet]" in sidebar
 
 
+def test_the_scenario_panel_says_fixed_once_the_fix_is_in_and_names_what_changed(app):
+    app.selectbox(key="run.scenario").set_value("num-labels-too-small").run()
+    app.switch_page("app_pages/2_model.py").run()
+    assert "`model.config`: :green[caught]" in "\n".join(rendered(m.value) for m in app.sidebar.markdown)
+    app.number_input(key="run.num_labels").set_value(3).run()  # the scenario's fix
+    assert not app.exception
+    sidebar = "\n".join(rendered(m.value) for m in app.sidebar.markdown)
+    assert "`model.config`: :green[fixed: passes with num_labels changed]" in sidebar, sidebar
+    assert ":red[missed]" not in sidebar
+
+
 def test_max_length_beyond_the_checkpoint_gives_a_message(app):
     app.number_input(key="run.max_length").set_value(1000).run()
     assert not app.exception
