@@ -6,13 +6,14 @@ import streamlit as st
 
 from diagnostics.core.budget import time_left_text
 from diagnostics.core.progress import in_sequence
-from diagnostics.i18n import _, localize
+from diagnostics.i18n import _, localize, msgn
 from diagnostics.walk.stages import STAGES
 from diagnostics.walk.causes import causes
 from diagnostics.core.check import STAGE_TITLES
 from diagnostics.report.formats import build_report, markdown_report
 from diagnostics.core.result import CheckResult
 from ui.render import TRACED_KEY, causes_block, checklist, shown, status_line, traced_results
+from diagnostics.walk.registry import unit_checks
 from diagnostics.walk.runner import planned_jobs
 from ui.caches import open_run
 from ui.shared import computed, overfit_jobs, recalled, recalled_all, kept, stage_jobs
@@ -55,9 +56,13 @@ if st.button(_("Run every stage now"), type="primary", key="report.run_all",
                 st.stop()
             number += 1
     overall.empty()
-done = {stage: recalled(stage, config) for stage in STAGES}
-
-missing = [_(STAGE_TITLES[stage]) for stage, results in done.items() if not results]
+# What has not run for this configuration, check by check: a stage none of whose units ran by its name, one run in
+# part with the checks still to run (the sweep, learnability), so "no cause" is never said of checks that never looked.
+unrun = {stage: [check for job in stage_jobs(stage, config) if kept(job) is None for check in unit_checks(job.kind)]
+         for stage in STAGES}
+ran_any = {stage: bool(recalled(stage, config)) for stage in STAGES}
+missing = [_(STAGE_TITLES[stage]) + (f" ({', '.join(checks)})" if ran_any[stage] else "")
+           for stage, checks in unrun.items() if checks]
 if missing:
     st.info(_("Not run yet for this configuration: {stages}. Open their pages, or run every stage here.").format(
         stages=", ".join(missing)))
@@ -70,7 +75,17 @@ left.download_button(_("Download Markdown"), markdown_report(report, results), f
                      mime="text/markdown", key="report.download_md")
 right.download_button(_("Download JSON"), json.dumps(report, indent=2), file_name="pipeline-report.json",
                       mime="application/json", key="report.download_json")
-causes_block(causes(results))
+found = causes(results)
+if not found and missing:
+    still = sum(len(checks) for checks in unrun.values())
+    st.subheader(_("Not yet known"))
+    st.warning(localize(msgn("No check that ran names a cause, but {count} check that could name one has not run yet "
+                             "for this configuration (listed above): run it before calling this pipeline clean.",
+                             "No check that ran names a cause, but {count} checks that could name one have not run "
+                             "yet for this configuration (listed above): run them before calling this pipeline "
+                             "clean.", still)))
+else:
+    causes_block(found)
 rerun = overfit_jobs(config).get("rerun")
 if rerun is not None and (entry := kept(rerun)) is not None:
     st.caption(_("The overfit test was also rerun at the sweep's recommended rate {rate:.1e}: {finding}").format(

@@ -150,7 +150,8 @@ def test_overfit_page_runs_and_gives_a_verdict(app):
 
 def test_report_page_runs_every_stage_and_offers_downloads(app):
     app.switch_page("app_pages/report.py").run()
-    assert "Not run yet for this configuration: Model, Hyperparameters, Overfit test" in texts(app)
+    assert "Not run yet for this configuration: Data (data.learnability), Model, Hyperparameters, Overfit test" in \
+        texts(app)
     app.button(key="report.run_all").click().run()
     assert not app.exception
     downloads = app.get("download_button")
@@ -174,6 +175,19 @@ def test_scenario_picker_fills_the_sidebar_and_reports_what_caught_it(app):
     sidebar = "\n".join(rendered(m.value) for m in app.sidebar.markdown)
     assert "`data.columns`: :green[caught]" in sidebar
     assert "`hparams.loss`: :gray[not run yet]" in sidebar
+
+
+def test_the_report_says_not_yet_known_while_the_check_that_owns_the_bug_has_not_run(app):
+    """lr=0.1 on the kit, pages 1 to 3 opened without pressing the sweep's button: the sweep, the only check that
+    catches the rate there, has not run, so the Report names it as not run and calls nothing clean."""
+    app.selectbox(key="run.scenario").set_value("lr-too-high").run()
+    for page in ("app_pages/2_model.py", "app_pages/3_hyperparameters.py", "app_pages/report.py"):
+        app.switch_page(page).run()
+        assert not app.exception
+    shown = texts(app) + "\n".join(rendered(box.value) for box in app.warning)
+    assert "Not yet known" in [rendered(header.value) for header in app.subheader]
+    assert "hparams.lr_sweep" in shown and "No cause found" not in shown
+    assert "have not run yet for this configuration" in shown
 
 
 def test_the_scenario_panel_says_fixed_once_the_fix_is_in_and_names_what_changed(app):
