@@ -238,9 +238,9 @@ def test_the_run_context_builds_the_first_batch_once_for_every_stage(run, monkey
 
 
 def test_a_model_copy_that_raises_is_an_error_of_the_checks_that_train_it(run, monkeypatch):
-    from diagnostics.keras import measurement
+    from diagnostics.keras import keras_model
 
-    monkeypatch.setattr(measurement, "fresh_copy", burn)
+    monkeypatch.setattr(keras_model, "fresh_copy", burn)  # the one copy the Model stage's single steps share
     results = run_stages(run, ("model",))
     assert_errors(results, ["model.gradients", "model.weights_after_step", "model.nan_origin"])
     statuses = {r.id: r.status for r in results}
