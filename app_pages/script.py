@@ -8,7 +8,7 @@ from pathlib import Path
 import streamlit as st
 
 from diagnostics.config import limits
-from diagnostics.i18n import _
+from diagnostics.i18n import _, msg
 from diagnostics.usercode.course_scripts import COURSE_SCRIPTS
 from diagnostics.usercode.trace import trace_script
 from ui.render import ACTIVE_KEY, TRACED_KEY, markdown_text, shown
@@ -50,10 +50,11 @@ if st.button(_("Trace the script"), type="primary", key="script.run",
                 if int(seconds) != shown_seconds[0]:
                     shown_seconds[0] = int(seconds)
                     box.update(label=_("Tracing {name}… {seconds} s of its {limit:.0f} s limit").format(
-                        name=markdown_text(path.name), seconds=int(seconds), limit=options["timeout"]))
+                        name=markdown_text(path.name), seconds=int(seconds), limit=options["timeout"]),
+                        expanded=True)  # an update without it folds the box, hiding the child's progress lines
 
             outcome = trace_script(path, capture_output=True, progress=lambda text: line.write(shown(text)),
-                                   tick=tick, **options)
+                                   tick=tick, limit_name=msg("Time limit (s)"), **options)
             # What it found is said once, below; the box keeps the progress lines and how long it took.
             box.update(label=_("Traced {name} in {seconds:.0f} s").format(name=markdown_text(path.name),
                                                                          seconds=time.monotonic() - started),

@@ -86,12 +86,13 @@ def _run(traced: dict) -> dict:
 
             def tick(seconds: float) -> None:
                 box.update(label=_("Tracing {name}… {seconds} s of its {limit:.0f} s limit").format(
-                    name=markdown_text(name), seconds=int(seconds), limit=options["timeout"]))
+                    name=markdown_text(name), seconds=int(seconds), limit=options["timeout"]),
+                    expanded=True)  # an update without it folds the box, hiding the child's progress lines
 
             try:
                 done = repair_and_trace(script, traced["report"], target, source=traced["source"],
                                         name=traced["name"], said=lambda text: line.write(shown(text)), tick=tick,
-                                        **options)
+                                        limit_name=msg("Time limit (s)"), **options)
             finally:
                 if beside and not traced.get("keep_repaired"):
                     target.unlink(missing_ok=True)

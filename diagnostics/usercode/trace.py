@@ -63,10 +63,11 @@ def trace_script(script: str | Path, script_args: list[str] | None = None, *, st
                  then_train: bool = False, capture_output: bool = False, cwd: str | Path | None = None,
                  thresholds: dict[str, dict[str, float]] | None = None,
                  progress: Callable[[str], None] | None = None,
-                 tick: Callable[[float], None] | None = None) -> TraceOutcome:
+                 tick: Callable[[float], None] | None = None, limit_name: str | Text = "--timeout") -> TraceOutcome:
     """Run `script` in a child process with `fit` intercepted; never raises for what the script does.
 
-    `progress` gets each line the child says; `tick` the seconds so far, every fifth of a second. Whatever either
+    `progress` gets each line the child says; `tick` the seconds so far, every fifth of a second; `limit_name` is
+    what the caller calls the time limit (the page's box), for the hint when it stops the script. Whatever either
     raises (a page whose visitor left stops there) ends the child and everything it started, then propagates.
 
     Refused in hosted mode, whoever asks (the app's page, the command line, a caller of this function): a public
@@ -129,20 +130,21 @@ def trace_script(script: str | Path, script_args: list[str] | None = None, *, st
             output_file.close()
         report_path = Path(spec["report"])
         report = _read_report(report_path)  # after a time-out too: the fits checked before it stand
-    return _judged(path.name, report, timed_out=timed_out, timeout=timeout, status=child.returncode, output=output,
+    return _judged(path.name, report, timed_out=timed_out, timeout=timeout, limit_name=limit_name,
+                   status=child.returncode, output=output,
                    seen=seen)
 
 
 def _judged(name: str, report: dict | None, *, timed_out: bool, timeout: float, status: int | None, output: str,
-            seen: list[str]) -> TraceOutcome:
+            seen: list[str], limit_name: str | Text = "--timeout") -> TraceOutcome:
     """What a finished trace comes to: the child's report with its exit code and one-line finding."""
     reached = report is not None and report.get("script", {}).get("reached_fit")
     if timed_out and not reached:
         where = msg(" after reaching fit, while the checks ran") if any("reached fit" in line for line in seen) \
             else msg(" before reaching fit (a loop that never ends, or training without model.fit?)")
-        return TraceOutcome(None, EXIT_BAD_INPUT, msg("{name} was stopped after {timeout:g} s{reached}; give a longer "
-                                                      "--timeout if it is just slow.", name=name, timeout=timeout,
-                                                      reached=where), output, seen)
+        return TraceOutcome(None, EXIT_BAD_INPUT, msg("{name} was stopped after {timeout:g} s{reached}; give it a "
+                                                      "longer time limit ({limit}) if it is just slow.", name=name,
+                                                      timeout=timeout, reached=where, limit=limit_name), output, seen)
     if report is None:
         return TraceOutcome(None, EXIT_BAD_INPUT, msg("{name} ended (exit status {status}) without a report: the "
                                                       "tracer itself failed; its output above says why.", name=name,

@@ -396,7 +396,8 @@ def test_trace_ends_a_script_that_never_reaches_fit(tmp_path, capsys):
     script.write_text("import time\nwhile True:\n    time.sleep(0.1)\n")
     code, report, _ = trace(tmp_path, script, "--timeout", "8")
     assert code == 2 and report is None
-    assert "loop.py was stopped after 8 s before reaching fit" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "loop.py was stopped after 8 s before reaching fit" in err and "longer time limit (--timeout)" in err
 
 
 @pytest.mark.subprocess
