@@ -63,8 +63,10 @@ if st.button(_("Trace the script"), type="primary", key="script.run",
                                     "exit_code": outcome.exit_code, "output": outcome.output, "source": source,
                                     "options": options, "path": None if code is not None else str(path),
                                     "keep_repaired": code is None and path not in COURSE_PATHS}
+    st.session_state[TRACED_KEY]["seconds"] = time.monotonic() - started
     st.session_state.pop(REPAIRED_KEY, None)
     st.session_state[ACTIVE_KEY] = outcome.report is not None
+    st.rerun()  # the sidebar, drawn before this page, names the script the pages now show
 
 traced = st.session_state.get(TRACED_KEY)
 if not traced:

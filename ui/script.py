@@ -104,6 +104,9 @@ def run_options() -> tuple[dict, list[str]]:
 def show_trace(traced: dict) -> None:
     """What the last trace found: the outcome, the script's error with its line and fix, the checklist."""
     st.subheader(_("Traced: {name}").format(name=markdown_text(traced["name"])))
+    if traced.get("seconds") is not None:
+        st.caption(_("Traced {name} in {seconds:.0f} s").format(name=markdown_text(traced["name"]),
+                                                               seconds=traced["seconds"]))
     (st.success if traced["exit_code"] == 0 else st.error)(shown(traced["message"]))
     report = traced["report"]
     if report:

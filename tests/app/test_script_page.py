@@ -31,6 +31,8 @@ def test_tracing_the_course_script_fills_the_walk_and_the_report(monkeypatch):
     assert not at.exception
     assert any("stopped before fit at course_script.py line" in rendered(error.value) for error in at.error)
     assert any("DataCollatorWithPadding" in code.value for code in at.code)
+    # The sidebar, drawn before the page, names the script just traced in the same click.
+    assert any("traced script **course_script.py**" in rendered(info.value) for info in at.sidebar.info)
     at.switch_page("app_pages/1_data.py").run()
     assert not at.exception
     assert any("traced from your script **course_script.py**" in rendered(info.value) for info in at.info)
