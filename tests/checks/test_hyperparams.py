@@ -332,6 +332,12 @@ def test_range_test_rules_side_by_side_drop_non_finite_points():
     assert set(result.evidence["suggestions"]) == {"steepest", "minimum / 10", "valley"}
     assert result.evidence["dropped_points"] == 1
     assert 1e-5 < result.evidence["suggested"] < 1e-1
+    # The rules are named in the reader's language; the evidence keeps its keys.
+    from diagnostics.i18n import localize
+
+    assert "steepest" in localize(result.summary, "en") and "valley" in localize(result.summary, "en")
+    russian = localize(result.summary, "ru")
+    assert "самый крутой спуск" in russian and "долина" in russian and "steepest" not in russian
 
 
 def test_range_test_rules_that_disagree_say_the_curve_is_uninformative_and_defer_to_the_sweep(monkeypatch):

@@ -14,7 +14,7 @@ from diagnostics.core import progress
 from diagnostics.core.check import Check, Condition
 from diagnostics.core.result import CheckResult, judge
 from diagnostics.core.rules import Above, AtMost
-from diagnostics.i18n import N_, msg
+from diagnostics.i18n import N_, joined, msg
 from diagnostics.keras.training import Trainer
 from diagnostics.core.curves import round_down_rate, smoothed
 
@@ -98,6 +98,8 @@ SUGGESTIONS: dict[str, Callable[[np.ndarray, np.ndarray], float]] = {
     "minimum / 10": suggest_minimum,
     "valley": suggest_valley,
 }
+# The rules' names as a finding says them (the evidence keeps the keys above).
+RULE_NAMES = {"steepest": N_("steepest"), "minimum / 10": N_("minimum / 10"), "valley": N_("valley")}
 
 
 def check_lr_range_test(figures: dict[str, Any], *, max_safe_rate: float | None = None,
@@ -126,7 +128,8 @@ def check_lr_range_test(figures: dict[str, Any], *, max_safe_rate: float | None 
     capped = max_safe_rate is not None and chosen > max_safe_rate
     if capped:
         chosen = round_down_rate(max_safe_rate)
-    side_by_side = ", ".join(f"{name} {rate:.1e}" for name, rate in suggestions.items())
+    side_by_side = joined([msg("{rule} {rate:.1e}", rule=msg(RULE_NAMES[name]), rate=rate)
+                           for name, rate in suggestions.items()])
     cap_text = (msg(" Capped at {chosen:.0e}: above {safe:.1e} each step moves the pretrained weights by more than "
                     "{limit:g} of their size (hparams.lr_sweep).", chosen=chosen, safe=max_safe_rate, limit=WARN_DRIFT)
                 if capped else "")
