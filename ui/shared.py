@@ -12,7 +12,7 @@ from ui.visitors import visitor_id
 from diagnostics.walk.causes import explain
 from diagnostics.core.errors import InputError
 from diagnostics.config.training import DEFAULT_EPOCHS, SweepSettings
-from diagnostics.i18n import _, localize, msgn
+from diagnostics.i18n import _, localize, msg, msgn
 from diagnostics.walk.registry import CHECKS, UNITS, units_of
 from diagnostics.core.check import STAGE_ORDER
 from diagnostics.core.result import CheckResult
@@ -39,7 +39,8 @@ def waiting_text(label: str, flight: Flight) -> str:
                                    flight.waiters)) if flight.waiters > 1 else ""
     left = flight.remaining()
     horizon = "" if left is None else " · " + localize(time_left_text(left))
-    return f"{label} {shown(flight.text)} ({flight.elapsed():.0f} s{horizon}{others})"
+    elapsed = localize(msg("{seconds} s so far", seconds=round(flight.elapsed())))
+    return f"{label} {shown(flight.text)} ({elapsed}{horizon}{others})"
 
 
 def computed(job: Job, label: str, *, again: bool = False, pin: bool = False, watch=None) -> Entry | None:

@@ -348,3 +348,20 @@ def test_a_sentence_put_in_an_f_string_is_refused_under_the_suites_strict_mode(m
     assert str(inside) == "Found: 2 causes fail" and localize(inside, "ru") == "Found: 2 причины — провал"
     monkeypatch.delenv("DEBUGGER_STRICT_TEXT")
     assert f"Found: {sentence}" == "Found: 2 causes fail"  # a user's process: the English, never a crash
+
+
+def test_sentences_built_from_parts_read_whole_in_korean_and_russian():
+    """A sentence nested in another reads as one sentence (Korean once put a whole clause before a particle), and a
+    ratio is not declined as a count (Russian once said "в 94 раз")."""
+    from diagnostics.i18n import joined, localize, msg
+
+    left_out = msg("{what} leaves out {costs}.", what=msg("columns="),
+                   costs=joined([msg("attention_mask, so the model attends to padding")], "; "))
+    korean = localize(left_out, "ko")
+    assert "기울입니다이(가)" not in korean and "attention_mask가 빠져 있어" in korean
+    diverged = msg("By step {step} the loss rose to {recent:.3g}, {ratio}x its start ({start:.3g}), while the rows "
+                   "themselves give {rows} on the weights training started from: the weights diverged (their norm grew "
+                   "{growth}x and they moved {moved}), so the learning rate {rate} is too high for this model.",
+                   step=9, recent=64.1, ratio=94, start=0.68, rows="0.7", growth=3.2, moved="0.5", rate=0.1)
+    russian = localize(diverged, "ru")
+    assert "94×" in russian and "в 94 раз" not in russian
