@@ -200,10 +200,15 @@ def check_lr_sweep(figures: dict[str, Any], configured_rate: float, *, pretraine
                       "flagged: {flagged}.", steps=len(figures["steps"]), best=best, usual=verdicts["usual_rate"],
                       flagged=", ".join(flagged) or msg("none"))
     else:
+        kept = [(rate, score["loss"]) for rate, score, bad in zip(rates, figures["held_out"], verdicts["diverged"])
+                if not bad and score.get("loss") is not None]
+        moved = max((abs(loss - start["loss"]) / start["loss"] for _, loss in kept), default=0.0) \
+            if start.get("loss") else 0.0
         basis = msg("the lowest held-out loss ({best:.3f}, from {start:.3f} untrained)", best=best_score["loss"],
                     start=start["loss"]) if verdicts["ranked_by"] == "held-out loss" else \
-            msg("the lowest training loss; at every rate not flagged the held-out loss moved less than 1% of its start "
-                "({start:.3f}), too little to rank them, so this rests on the rows trained on", start=start["loss"])
+            msg("the lowest training loss; at the rates not flagged ({rates}) the held-out loss moved at most "
+                "{moved:.1%} from its start ({start:.3f}), too little to rank them, so this rests on the rows trained "
+                "on", rates=", ".join(f"{rate:.0e}" for rate, _ in kept), moved=moved, start=start["loss"])
         summary = msg("After {steps} steps from the same weights, {best:.1e} gives {basis}, among rates that neither "
                       "diverge nor overwrite pretrained weights; flagged: {flagged}.", steps=len(figures["steps"]),
                       best=best, basis=basis, flagged=", ".join(flagged) or msg("none"))
