@@ -109,10 +109,24 @@ def status_line(results: list[CheckResult], where=st) -> None:
 
 def checklist(results: list[CheckResult]) -> None:
     """Each check, worst first: badge, id, finding, and the fix: code as code, a sentence as a sentence; a finding
-    another check's cause explains keeps its finding and links to that owner instead of a fix."""
-    for result in worst_first(results, STAGE_ORDER):
+    another check's cause explains keeps its finding and links to that owner instead of a fix. Checks skipped for one
+    same reason (a head the labels do not fit stops every check that trains) share one card naming them all."""
+    ordered = worst_first(results, STAGE_ORDER)
+    skipped: dict[str, list[CheckResult]] = {}
+    for result in ordered:
+        if result.status is Status.SKIP and not result.explained_by and not result.fix:
+            skipped.setdefault(shown(result.summary), []).append(result)
+    drawn = set()
+    for result in ordered:
+        group = skipped.get(shown(result.summary), []) if result.status is Status.SKIP else []
+        if result.id in drawn:
+            continue
         with st.container(border=True):
             mark = explained_badge() if result.explained_by else badge(result.status)
+            if len(group) > 1 and result in group:
+                drawn.update(item.id for item in group)
+                st.markdown(f"{mark} " + ", ".join(f"`{item.id}`" for item in group) + f"  \n{shown(result.summary)}")
+                continue
             st.markdown(f"{mark} `{result.id}`  \n{shown(result.summary)}")
             if result.explained_by:
                 owner_link(result.explained_by)
@@ -123,7 +137,7 @@ def checklist(results: list[CheckResult]) -> None:
 def fix(value) -> None:
     """A fix: code as code, a sentence as a sentence."""
     if fix_is_code(value):
-        st.code(localize(value), language="python")
+        st.code(localize(value), language="python", wrap_lines=True)  # a long fix wraps, never cut at the right
     else:
         st.markdown("**" + _("Fix") + ":** " + shown(value))
 

@@ -168,6 +168,9 @@ def test_repair_and_recheck_shows_the_edits_side_by_side_verifies_them_and_leave
              and "num_labels=3" in codes[i + 1] and "num_labels" not in codes[i]]
     assert pairs, codes  # the original line, and beside it the same line with the head the labels need
     assert any(button.key == "script.repair" for button in at.button)
+    # The checks the small head stops, for one same reason, share one card.
+    stopped = [rendered(md.value) for md in at.markdown if "`hparams.lr_sweep`" in rendered(md.value)]
+    assert any("`hparams.lr_sweep`, `hparams.lr_range_test`" in text for text in stopped), stopped
     at.button(key="script.repair").click().run()
     assert not at.exception
     verified = [rendered(box.value) for box in at.success]
