@@ -96,7 +96,9 @@ if learnability:
             {_("labels"): _("given"), metric: figures["given"]["score"], final: figures["given"]["final_train_loss"]},
             {_("labels"): _("shuffled"), metric: figures["shuffled"]["score"],
              final: figures["shuffled"]["final_train_loss"]},
-        ]), hide_index=True)
+        ]), hide_index=True, column_config={  # as the finding says them: an accuracy in percent, losses to 3 places
+            metric: st.column_config.NumberColumn(format="%.3f" if figures["regression"] else "percent"),
+            final: st.column_config.NumberColumn(format="%.3f")})
     if traced is None:
         freshness(learnability_entry, learnability_job)
 elif traced is None:
