@@ -42,7 +42,7 @@ if decoded and decoded.evidence.get("rows"):
     st.dataframe(table, hide_index=True, width="stretch", column_config={
         "position": st.column_config.NumberColumn("#", width=40),
         "index": st.column_config.NumberColumn(_("row in split"), width=90),
-        "label": st.column_config.NumberColumn("label", width=60),
+        "label": st.column_config.NumberColumn(_("label"), width=60),
         "label_name": st.column_config.TextColumn(_("label name"), width=120),
         **field_columns(fields),
         "tokens": st.column_config.NumberColumn(_("tokens"), width=60),
