@@ -123,7 +123,33 @@ def sweep_curves_figure(result: CheckResult) -> go.Figure:
                            line=dict(dash="dot" if bad else "solid"))
     _layout(figure, _("Loss at each step, one line per learning rate"), _("step"), _("loss"))
     figure.update_layout(legend=dict(orientation="v", x=1.02, xanchor="left", y=1, yanchor="top"))
+    kept = [value for curve, bad in zip(evidence["losses"], diverged) if not bad for value in curve
+            if value is not None and math.isfinite(value)]
+    _clip_to(figure, kept, [value for curve in evidence["losses"] for value in curve
+                            if value is not None and math.isfinite(value)])
     return figure
+
+
+def _clipped(kept: list[float], every: list[float]) -> tuple[float, float] | None:
+    """A loss axis's range scaled to the rates not flagged, when a flagged rate's losses (in the hundreds, once it
+    diverged) would flatten the others into one line; None when every value fits."""
+    if not kept or not every or max(every) <= max(kept) * 1.5:
+        return None
+    low, high = min(kept), max(kept)
+    pad = 0.1 * (high - low) or 0.1 * abs(high) or 0.1
+    return low - pad, high + pad
+
+
+def _clip_to(figure: go.Figure, kept: list[float], every: list[float]) -> None:
+    """Scale the loss axis to the rates not flagged (`_clipped`); the flagged lines leave the top, which a note
+    says."""
+    bounds = _clipped(kept, every)
+    if bounds is None:
+        return
+    figure.update_yaxes(range=list(bounds))
+    figure.add_annotation(text=_("flagged rates leave the top (up to {top:.3g})").format(top=max(every)),
+                          xref="paper", yref="paper", x=0, y=1, xanchor="left", yanchor="bottom", showarrow=False,
+                          font=dict(size=11, color=NAN_COLOUR))
 
 
 def sweep_final_figure(result: CheckResult) -> go.Figure:
@@ -135,14 +161,17 @@ def sweep_final_figure(result: CheckResult) -> go.Figure:
     held = [score["loss"] for score in evidence["held_out"]]
     flagged = evidence.get("diverged", [False] * len(rates))
     finite = [v for v in held if v is not None]
-    ceiling = max(finite) * 1.1 if finite else 1.0
+    start = evidence["held_out_start"]["loss"]
+    kept = [v for v, bad in zip(held, flagged) if v is not None and not bad] + ([start] if start is not None else [])
+    bounds = _clipped(kept, finite)
+    # A flagged rate without a finite loss is drawn at the top of what the axis shows.
+    ceiling = bounds[1] if bounds else max(finite) * 1.1 if finite else 1.0
     figure = go.Figure()
     figure.add_scatter(x=rates, y=held, mode="lines+markers", name=_("held-out loss"), marker_color=SPLIT_COLOUR)
     bad = [(r, v if v is not None else ceiling) for r, v, d in zip(rates, held, flagged) if d]
     if bad:
         figure.add_scatter(x=[r for r, _ in bad], y=[v for _, v in bad], mode="markers", name=_("flagged"),
                            marker=dict(color=NAN_COLOUR, symbol="x", size=13))
-    start = evidence["held_out_start"]["loss"]
     if start is not None:
         figure.add_hline(y=start, line_dash="dot", line_color="#7F7F7F", annotation_text=_("untrained"),
                          annotation_position="bottom left")
@@ -160,6 +189,7 @@ def sweep_final_figure(result: CheckResult) -> go.Figure:
                    "dot", top=False)
     _rate_axis(figure)
     figure = _layout(figure, _("Held-out loss against learning rate"), _("learning rate (log)"), _("held-out loss"))
+    _clip_to(figure, kept, finite)
     # The legend below the axis title, anchored by its top so that a long one grows downwards, never over it.
     figure.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.28, xanchor="left", x=0),
                          margin=dict(l=50, r=80, t=50, b=150), height=480)

@@ -451,3 +451,20 @@ def test_rate_charts_write_rates_one_way_and_keep_the_legend_off_the_axis_title(
         "configured_rate": 1e-3, "drift_per_step": [None] * 3}))
     assert swept.layout.xaxis.tickformat == ".0e"
     assert swept.layout.legend.yanchor == "top" and swept.layout.legend.y < -0.2
+    assert swept.layout.yaxis.range is None  # every value fits: nothing clipped
+
+
+def test_a_diverged_rate_leaves_the_top_of_the_sweeps_charts_instead_of_flattening_the_good_rates():
+    from diagnostics.report.plots import sweep_curves_figure, sweep_final_figure
+    from diagnostics.core.result import CheckResult
+
+    rates = [1e-5, 1e-4, 1e-1]
+    result = CheckResult("hparams.lr_sweep", "hparams", Status.FAIL, "", evidence={
+        "learning_rates": rates, "steps": [1, 2, 3], "losses": [[0.7, 0.69, 0.68], [0.7, 0.6, 0.55], [0.7, 40, 300]],
+        "held_out": [{"loss": 0.69}, {"loss": 0.6}, {"loss": 250.0}], "held_out_start": {"loss": 0.69},
+        "diverged": [False, False, True], "best_rate": 1e-4, "configured_rate": 1e-1, "drift_per_step": [None] * 3})
+    for figure in (sweep_curves_figure(result), sweep_final_figure(result)):
+        low, high = figure.layout.yaxis.range
+        assert high < 1.0 and low > 0.4, (low, high)  # the good rates' losses fill the chart
+        assert any("flagged rates leave the top (up to 300" in note.text or "flagged rates leave the top (up to 250"
+                   in note.text for note in figure.layout.annotations)
