@@ -247,11 +247,16 @@ def overfit_figure(result: CheckResult) -> go.Figure:
     epochs = list(range(1, len(evidence["losses"]) + 1))
     figure = make_subplots(specs=[[{"secondary_y": True}]])
     figure.add_scatter(x=epochs, y=evidence["losses"], mode="lines+markers", name=_("loss"), line_color=SPLIT_COLOUR)
-    figure.update_yaxes(tickformat=".3~g", secondary_y=False)
+    finite = [loss for loss in evidence["losses"] if loss is not None and math.isfinite(loss)]
+    # The loss axis reaches a third above its highest value and ln K, so ln K never sits on the accuracy axis's 100%
+    # line (both axes once ended at the same height, and a reader took the one line for the other).
+    top = max(finite + [evidence.get("ln_k") or 0.0]) * 4 / 3 if finite else None
+    figure.update_yaxes(tickformat=".3~g", secondary_y=False, **({"range": [0, top]} if top else {}))
     if evidence.get("accuracies"):
         figure.add_scatter(x=epochs, y=evidence["accuracies"], mode="lines+markers", name=_("accuracy"),
                            line_color=BATCH_COLOUR, secondary_y=True)
-        figure.update_yaxes(title_text=_("accuracy"), tickformat=".0%", range=[0, 1.05], dtick=0.25, secondary_y=True)
+        figure.update_yaxes(title_text=_("accuracy"), tickformat=".0%", range=[0, 1.05], dtick=0.25, secondary_y=True,
+                            showgrid=False)
     if evidence.get("ln_k"):
         figure.add_hline(y=evidence["ln_k"], line_dash="dash", line_color=LIMIT_COLOUR,
                          annotation_text=_("ln K = {value:.3f} (random guess)").format(value=evidence["ln_k"]),

@@ -468,3 +468,17 @@ def test_a_diverged_rate_leaves_the_top_of_the_sweeps_charts_instead_of_flatteni
         assert high < 1.0 and low > 0.4, (low, high)  # the good rates' losses fill the chart
         assert any("flagged rates leave the top (up to 300" in note.text or "flagged rates leave the top (up to 250"
                    in note.text for note in figure.layout.annotations)
+
+
+def test_the_overfit_chart_keeps_ln_k_below_the_accuracy_axis_top():
+    import math
+
+    from diagnostics.core.result import CheckResult
+    from diagnostics.report.plots import overfit_figure
+
+    ln_k = math.log(3)
+    figure = overfit_figure(CheckResult("overfit.one_batch", "overfit", Status.PASS, "", evidence={
+        "losses": [1.05, 0.8, 0.3, 0.05], "accuracies": [0.3, 0.6, 0.9, 1.0], "ln_k": ln_k}))
+    low, high = figure.layout.yaxis.range
+    assert low == 0 and ln_k / high < 0.8  # ln K well below the top, where the accuracy axis says 100%
+    assert figure.layout.yaxis2.showgrid is False
