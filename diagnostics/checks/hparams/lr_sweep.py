@@ -44,7 +44,7 @@ def lr_sweep(trainer: Trainer, settings: SweepSettings, held, *, configured_rate
     start = held_out_figures(trainer.model, held, regression, trainer.forward)
     curves, scores, drifts = [], [], []
     for index, rate in enumerate(rates):
-        progress.doing(msg("Training at learning rate {rate:.1e} ({number} of {count})", rate=rate,
+        progress.doing(msg("Training at learning rate {rate:.0e} ({number} of {count})", rate=rate,
                            number=index + 1, count=len(rates)))
         trainer.reset(rate)
         curve = trainer.run(settings.steps)
