@@ -23,7 +23,6 @@ from diagnostics.i18n import localize, msg
 from diagnostics.usercode.own_code import Captured, build_run
 from diagnostics.usercode.progress_bar import shown_progress
 from diagnostics.usercode.read_back import arrays_as_dataset
-from diagnostics.usercode.repair_cells import caller_name
 from diagnostics.walk.stages import parse_asked, parse_stages, parse_thresholds, run_stages
 from diagnostics.walk.runner import run_units
 from diagnostics.core.check import STAGE_ORDER, STAGE_TITLES
@@ -256,6 +255,8 @@ def diagnose(model, dataset, tokenizer=None, task: str | None = None, stages: st
         run = build_run(captured)
         results = run_stages(run, names, sweep=sweep, progress=report, epochs=epochs, asked=asked,
                              thresholds=own_thresholds)
+    from diagnostics.usercode.repair_cells import caller_name
+
     return Report(run.config, results, captured.notes, model=model,
                   model_name=caller_name(model, inspect.currentframe().f_back))
 

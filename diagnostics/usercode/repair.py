@@ -260,8 +260,18 @@ def _num_labels(change, calls, tree, keras, editor: _Editor) -> str | None:
                 editor.add_keyword(call, "num_labels", count, change.owner)
                 return None
             return _set_value(keyword.value, count, tree, editor, change.owner)
-    return msg("no sequence classifier is loaded with from_pretrained in the script (a head of your own: widen its "
-               "layer)")
+    # A head of the user's own: the last Dense layer built before the fit whose width is a number below the classes.
+    for call in reversed(calls):
+        if _name(call.func) != "Dense":
+            continue
+        keyword = _keyword(call, "units")
+        units = call.args[0] if call.args else keyword.value if keyword is not None else None
+        number = units if isinstance(units, ast.Constant) else _number_source(units, tree) if units is not None \
+            else None
+        if isinstance(number, ast.Constant) and isinstance(number.value, int) and 0 < number.value < int(change.value):
+            return _set_value(units, count, tree, editor, change.owner)
+    return msg("no sequence classifier is loaded with from_pretrained in the script, and no Dense layer with fewer "
+               "outputs than the classes is built before the fit (a head of your own: widen its last layer)")
 
 
 def _loss(change, calls, tree, keras, editor: _Editor) -> str | None:
@@ -354,10 +364,8 @@ def verdicts(fixed: Repair, before: list[dict], after: dict | None) -> list[dict
     and names neither it nor anything new), "not_verified" (repaired; what that trace named), "not_reached" (repaired;
     that trace stopped before fit) or "not_repairable" (why). `after`: the repaired script's trace report, None where
     it gave none."""
-    from diagnostics.usercode.trace import fit_reports
-
     reached = after is not None and after.get("script", {}).get("reached_fit") and not after["script"].get("error")
-    fits_after = fit_reports(after) if reached else []
+    fits_after = [after, *(after.get("later_fits") or [])] if reached else []  # trace.fit_reports, without its imports
     owners_before = {cause["owner"] for fit in before for cause in fit.get("causes") or []}
     causes_after = [cause for fit in fits_after for cause in fit.get("causes") or []]
     owners_after = {cause["owner"] for cause in causes_after}

@@ -91,9 +91,25 @@ def test_num_labels_goes_to_the_classifier_and_never_to_the_tokenizer():
     ast.parse(repaired.source)
     given = "model = TFBertForSequenceClassification.from_pretrained(name, num_labels=2)\n"
     assert "from_pretrained(name, num_labels=3)" in repair(given, [Change("model.config", "num_labels", 3)]).source
-    functional = "encoder = TFAutoModel.from_pretrained(name)\nhead = keras.layers.Dense(2)(encoder.output)\n"
-    left = repair(functional, [Change("model.config", "num_labels", 3)])
-    assert left.source == functional and "widen its layer" in left.unrepaired[0].reason
+
+def test_a_head_of_the_users_own_is_widened_at_its_last_dense_layer_below_the_classes():
+    functional = textwrap.dedent("""\
+        NUM_CLASSES = 2  # sentiment
+        encoder = TFAutoModel.from_pretrained(name)
+        hidden = keras.layers.Dense(64, activation="relu")(encoder.output)
+        head = keras.layers.Dense(NUM_CLASSES, activation="softmax")(hidden)
+        model = keras.Model(encoder.input, head)
+        """)
+    repaired = repair(functional, [Change("model.config", "num_labels", 3)])
+    # The number the output layer reads, where the script gives it; the hidden layer (wider) is left alone.
+    assert only_changed(functional, repaired.source) == [("NUM_CLASSES = 2  # sentiment", "NUM_CLASSES = 3  # sentiment")]
+    keyword = "head = keras.layers.Dense(units=2, activation='softmax')(x)\n"
+    assert "Dense(units=3, activation='softmax')" in repair(keyword, [Change("model.config", "num_labels", 3)]).source
+    plain = "encoder = TFAutoModel.from_pretrained(name)\nhead = keras.layers.Dense(2)(encoder.output)\n"
+    assert "Dense(3)(encoder.output)" in repair(plain, [Change("model.config", "num_labels", 3)]).source
+    wide = "encoder = TFAutoModel.from_pretrained(name)\nhead = keras.layers.Dense(64)(encoder.output)\n"
+    left = repair(wide, [Change("model.config", "num_labels", 3)])
+    assert left.source == wide and "widen its last layer" in left.unrepaired[0].reason
 
 
 def test_the_loss_is_changed_at_the_compile_before_the_fit_the_trace_checked():
