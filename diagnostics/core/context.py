@@ -179,8 +179,9 @@ class RunContext:
     def _step_copy(self, model, batch, *, other: str):
         """A copy of `model` holding its weights, for one train step: the two single steps (`batch_step`,
         `in_range_step`) share one copy, each from the model's own weights, instead of copying a model twice (3 to
-        4 s each for a six-layer functional model on a CPU); let go once `other` has been taken too. One step at a
-        time: two threads never train the same copy."""
+        4 s each for a six-layer functional model on a CPU) within one call of the runner; let go once `other` has
+        been taken too, or when the call ends (`let_go_of_step_copy`). One step at a time: two threads never train
+        the same copy."""
         from diagnostics.keras.keras_model import copy_weights, fresh_copy
         from diagnostics.keras.training import split_batch
 
@@ -197,6 +198,12 @@ class RunContext:
             finally:
                 if other in self.__dict__:  # both steps taken: nothing else trains this copy
                     self._stepper.clear()
+
+    def let_go_of_step_copy(self) -> None:
+        """Drop the single steps' copy (the runner does at the end of each call, so a context kept for every session
+        holds no copy when only one of the two steps was taken)."""
+        with self._stepper_lock:
+            self._stepper.clear()
 
     @property
     def gradients_stopped(self) -> bool:

@@ -181,6 +181,7 @@ def _run_units(run: RunContext, names: list[str], settings: Settings, work: prog
                     continue
                 results += run_unit(run, name, settings, work, results, copies)
     finally:
+        run.let_go_of_step_copy()  # a context the app keeps for every session never holds a trained copy after a call
         if copies.close():  # the trained copy refers to itself through its traced step: only a collection frees it
             gc.collect()
     walk = {check_id: index for index, check_id in enumerate(registry.CHECKS)}  # the walk's order, whatever the units

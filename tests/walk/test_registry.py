@@ -616,3 +616,12 @@ def test_a_new_check_is_one_module_the_runner_lists_runs_and_judges(demo_inputs,
     listed = {c["id"]: c for c in json.loads(capsys.readouterr().out)}
     assert listed["data.whitespace"]["conditions"][0]["rule"] == "padded_cells > threshold * cells"
     assert listed["data.whitespace"]["needs"] == ["texts"]
+
+
+def test_a_context_holds_no_model_copy_after_a_call_that_took_only_one_of_the_single_steps(run):
+    """The Model stage alone takes the first batch's step, not hparams.loss's: the copy the two would share is let go
+    when the call ends, so a context the app keeps for every session never holds it."""
+    results = run_stages(run, ("model",))
+    assert "batch_step" in run.__dict__ and "in_range_step" not in run.__dict__  # one step taken, on a copy
+    assert {r.id: r.status for r in results}["model.gradients"] is Status.PASS
+    assert run._stepper == []
