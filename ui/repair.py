@@ -4,7 +4,6 @@ and after, and the repaired script to download. The script itself is never writt
 
 from __future__ import annotations
 
-import difflib
 import os
 import tempfile
 import time
@@ -21,17 +20,6 @@ from ui.render import TRACED_KEY, checklist, markdown_text, shown, status_line
 REPAIRED_KEY = "script.repaired"  # the last repair of the traced script: its source, diff, verdicts, new report
 VERDICT_BOXES = {"verified": st.success, "not_verified": st.warning, "not_reached": st.warning,
                  "not_repairable": st.info}
-
-
-def side_by_side(original: str, repaired: str) -> list[tuple[str, str]]:
-    """(the original's lines, the repaired lines) of each place the two differ, with their line numbers."""
-    before, after = original.splitlines(), repaired.splitlines()
-    pairs = []
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=before, b=after, autojunk=False).get_opcodes():
-        if tag != "equal":
-            pairs.append(("\n".join(f"{i1 + n + 1:>4} {line}" for n, line in enumerate(before[i1:i2])),
-                          "\n".join(f"{j1 + n + 1:>4} {line}" for n, line in enumerate(after[j1:j2]))))
-    return pairs
 
 
 def repair_section(traced: dict) -> None:
@@ -54,8 +42,10 @@ def repair_section(traced: dict) -> None:
     left, right = st.columns(2)
     left.markdown("**" + markdown_text(traced["name"]) + "**")
     right.markdown("**" + _("Repaired") + "**")
-    for before, after in side_by_side(source, fixed.source):
+    for line, before_lines, new_line, after_lines in fixed.places(source):
         left, right = st.columns(2)
+        before = "\n".join(f"{line + n:>4} {text}" for n, text in enumerate(before_lines))
+        after = "\n".join(f"{new_line + n:>4} {text}" for n, text in enumerate(after_lines))
         left.code(before or " ", language="python", wrap_lines=True)
         right.code(after or " ", language="python", wrap_lines=True)
     if st.button(_("Repair and re-check"), type="primary", key="script.repair"):

@@ -59,6 +59,13 @@ class Repair:
     edits: list[Edit]
     unrepaired: list[Unrepaired]
 
+    def places(self, original: str) -> list[tuple[int, list[str], int, list[str]]]:
+        """Each place the repaired source differs from the original: (the original's first line there, counted
+        from 1, its lines, the repaired source's first line there, the repaired lines)."""
+        before, after = original.splitlines(), self.source.splitlines()
+        return [(i1 + 1, before[i1:i2], j1 + 1, after[j1:j2]) for tag, i1, i2, j1, j2 in
+                difflib.SequenceMatcher(a=before, b=after, autojunk=False).get_opcodes() if tag != "equal"]
+
     def diff(self, original: str, name: str, to: str | None = None) -> str:
         """A unified diff of the original (`name`) against the repaired source (`to`, or NAME.repaired.py)."""
         return "".join(difflib.unified_diff(original.splitlines(keepends=True), self.source.splitlines(keepends=True),

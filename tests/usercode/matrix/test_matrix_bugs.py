@@ -40,21 +40,12 @@ def repair_problems(shape, report: dict, source: str) -> list[str]:
     healthy = write_script(replace(shape, bug=None), rate=healthy_rate(shape))
     allowed = changed_lines(source, healthy)
     problems += [f"line {line} changed where no bug was: {before!r} -> {after!r}"
-                 for line, (before, after) in sorted(_edited(source, fixed.source).items()) if line not in allowed]
+                 for line, before, _, after in fixed.places(source) if line not in allowed]
     try:
         compile(fixed.source, "train.repaired.py", "exec")
     except SyntaxError as exc:
         problems.append(f"the repaired script is not Python: {exc}")
     return problems
-
-
-def _edited(original: str, repaired: str) -> dict[int, tuple[str, str]]:
-    before, after = original.splitlines(), repaired.splitlines()
-    found = {}
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=before, b=after, autojunk=False).get_opcodes():
-        if tag != "equal":
-            found[i1 + 1] = ("\n".join(before[i1:i2]), "\n".join(after[j1:j2]))
-    return found
 
 
 @pytest.mark.parametrize("shape", SHAPES, ids=[shape.name for shape in SHAPES])
