@@ -6,7 +6,9 @@ and a second fit. Written here as a user would, on the demo kit's SST-2 rows rep
 directory's own tokenizer and weights with `--checkpoint`). Both sides run in fresh processes; each side's peak
 resident memory is the largest of its processes (the trace's child included).
 
-    python bench/docs_recipe.py [--rows 700] [--checkpoint DIR --rate 5e-5]
+    python bench/docs_recipe.py [--rows 700] [--checkpoint DIR --rate 5e-5] [--stages data,model]
+
+`--stages` traces only those stages (the suite's small mode, which checks that the bench runs, not its figure).
 """
 
 from __future__ import annotations
@@ -70,6 +72,7 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=700)
     parser.add_argument("--checkpoint", default=None, help="a save_pretrained directory (default: the demo kit's)")
     parser.add_argument("--rate", type=float, default=None, help="Adam's rate (default: 3e-3 for the kit, 5e-5 else)")
+    parser.add_argument("--stages", default=None, help="the stages the trace runs (default: all)")
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
     from diagnostics.keras.loading import demo_checkpoint_dir
@@ -81,9 +84,11 @@ def main() -> None:
         script.write_text(RECIPE)
         script_args = [checkpoint, str(DATA), str(args.rows), str(rate)]
         plain_s, plain_mib = measured([sys.executable, str(script), *script_args], Path(work))
-        trace_s, trace_mib = measured([sys.executable, "-m", "diagnostics", "trace", str(script), "--json",
+        stages = ["--stages", args.stages] if args.stages else []
+        trace_s, trace_mib = measured([sys.executable, "-m", "diagnostics", "trace", str(script), *stages, "--json",
                                        str(Path(work) / "report.json"), "--", *script_args], Path(work))
     print(f"rows = {args.rows}")
+    print(f"stages = {args.stages or 'all'}")
     print(f"plain_s = {plain_s:.1f}")
     print(f"trace_s = {trace_s:.1f}")
     print(f"plain_peak_mib = {plain_mib:.0f}")

@@ -26,7 +26,7 @@ SMALL = {
                    "2"], "memory_ratio"),
     "room.py": (["--sessions", "2", "--rates", "2", "--steps", "2", "--range-steps", "5"], "room_ratio"),
     "unit_times.py": (["--sweep-rates", "2", "--sweep-steps", "2", "--range-steps", "5", "--epochs", "2"], "walk_s"),
-    "docs_recipe.py": (["--rows", "64"], "docs_recipe_ratio"),
+    "docs_recipe.py": (["--rows", "64", "--stages", "data,model"], "docs_recipe_ratio"),
     "run_all.py": (["--check"], "room_ratio"),
 }
 # Those that start a streamlit server and drive Chromium.
