@@ -7,7 +7,7 @@ import contextlib
 import functools
 import threading
 from dataclasses import dataclass, field
-from functools import cached_property
+from diagnostics.core.lazy import once
 from typing import Any, Callable
 
 import numpy as np
@@ -54,12 +54,12 @@ class RunContext:
         loading.validate_for_tokenizer(config, tokenizer)
         return cls(config, tokenizer, split, functools.lru_cache(maxsize=1)(model_loader))
 
-    @cached_property
+    @once
     def first_batch(self) -> FirstBatch:
         """The first batch as `model.fit` gets it (raises what the tokenizer raises: see `batch_exception`)."""
         return build_first_batch(self.split, self.tokenizer, self.config)
 
-    @cached_property
+    @once
     def batch_exception(self) -> Exception | None:
         """What tokenizing the first batch raised (data.batch's finding), or None when it built."""
         try:
@@ -77,37 +77,37 @@ class RunContext:
         except NotClassifierError as exc:
             return None, str(exc)
 
-    @cached_property
+    @once
     def missing_columns(self) -> list[str]:
         """The task's text and label columns the split lacks."""
         expected = list(self.config.glue_task.text_columns) + [LABEL]
         return [column for column in expected if column not in self.split.column_names]
 
-    @cached_property
+    @once
     def text_problems(self) -> dict:
         """The task's text cells that are empty or not text, by column (see batches.text_cell_problems)."""
         return text_cell_problems(self.split, self.config.glue_task)
 
-    @cached_property
+    @once
     def not_prose(self) -> dict:
         """The task's text columns with cells that hold no words, by column (see batches.not_prose)."""
         return not_prose(self.split, self.config.glue_task)
 
-    @cached_property
+    @once
     def unreadable_scores(self) -> int:
         """How many STS-B scores are NaN (empty or not a number in the file)."""
         if not self.config.glue_task.regression or LABEL not in self.split.column_names:
             return 0
         return int(np.isnan(split_labels(self.split).astype(float)).sum())
 
-    @cached_property
+    @once
     def unusable_labels(self) -> int:
         """How many classification labels could not be read as the task's (empty, not whole, unknown names)."""
         if self.config.glue_task.regression or LABEL not in self.split.column_names:
             return 0
         return int((split_labels(self.split) == UNUSABLE_LABEL).sum())
 
-    @cached_property
+    @once
     def out_of_range_labels(self) -> int:
         """How many labels of the split the model's head cannot take (training stops at the first one on CPU)."""
         if self.config.glue_task.regression or LABEL not in self.split.column_names:
@@ -115,7 +115,7 @@ class RunContext:
         return sum(invalid_labels(split_labels(self.split), self.config.glue_task,
                                   self.config.effective_num_labels).values())
 
-    @cached_property
+    @once
     def beyond_head_labels(self) -> int:
         """How many of those are labels of the (known) task that a head built with fewer outputs cannot take:
         model.config's cause, not the data's."""
@@ -125,7 +125,7 @@ class RunContext:
         labels = split_labels(self.split)
         return int(((labels >= num_labels) & (labels < task.num_labels)).sum())
 
-    @cached_property
+    @once
     def countable_labels(self) -> int:
         """How many labels of the split the label checks can count: ids in [0, K) for the wider of the head and the
         task (a class beyond either is data.label_range's to name), or STS-B scores from 0 to 5."""
@@ -135,12 +135,12 @@ class RunContext:
         width = max(self.config.effective_num_labels, task.num_labels)
         return len(labels) - sum(invalid_labels(labels, task, width).values())
 
-    @cached_property
+    @once
     def has_labels(self) -> bool:
         """False for a split whose labels are all -1 (a GLUE test split)."""
         return bool(self.config.glue_task.regression or (split_labels(self.split) >= 0).any())
 
-    @cached_property
+    @once
     def forward(self):
         """The first batch through the model under test, eagerly, once: model.forward's measurement, which the Model
         checks of the batch read (its layer outputs are kept only when some are not finite: model.nan_origin traces
@@ -149,7 +149,7 @@ class RunContext:
 
         return kept(run_forward(self.classifier[0], self.first_batch.tf_batch))
 
-    @cached_property
+    @once
     def batch_step(self):
         """One real train step on a copy of the model, on the first batch as `model.fit` gets it (its labels as they
         are), taken once for the Model checks that read it (`measurement.ModelStep`)."""
@@ -159,7 +159,7 @@ class RunContext:
         with self._step_copy(model, batch, other="in_range_step") as copy:
             return take_step(model, batch, self.config, copy=copy)
 
-    @cached_property
+    @once
     def in_range_step(self):
         """One real train step on a copy of the model, on the first batch with its labels drawn in range (so an
         out-of-range label, data.label_range's finding, hides nothing else): taken once, read by hparams.loss and by
