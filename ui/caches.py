@@ -1,9 +1,8 @@
 """The loaders shared by every session of the server: tokenizers, splits, models and run contexts, each read-only
-(checks train copies), and whether the Hugging Face Hub can be reached."""
+(checks train copies), and whether the Hugging Face Hub can be reached. They are kept by `serve.memo`, not
+`st.cache_resource`, which any client's "clear cache" message empties for everyone."""
 
 from __future__ import annotations
-
-import streamlit as st
 
 import diagnostics  # noqa: F401  (selects Keras 2 before TensorFlow loads)
 from diagnostics.keras import loading
@@ -11,33 +10,34 @@ from diagnostics.keras.data_files import load_split
 from diagnostics.config.run import RunConfig
 from diagnostics.core.context import RunContext
 from diagnostics.core.libraries import import_libraries
+from diagnostics.serve.memo import kept
 
 
-@st.cache_resource(show_spinner=False)
+@kept()
 def hub_reachable() -> bool:
     return loading.hub_reachable()
 
 
-@st.cache_resource(show_spinner=False, max_entries=8)
+@kept(max_entries=8)
 def cached_tokenizer(checkpoint: str):
     """Shared by every session; read-only."""
     return loading.load_tokenizer(checkpoint)
 
 
-@st.cache_resource(show_spinner=False, max_entries=16)
+@kept(max_entries=16)
 def cached_split(task: str, split: str, data_source: str, data_files: tuple, shuffle_labels: bool, seed: int):
     """Shared by every session; datasets are immutable (select/map return new objects)."""
     return load_split(RunConfig(task=task, split=split, data_source=data_source, data_files=data_files,
                                         shuffle_labels=shuffle_labels, seed=seed))
 
 
-@st.cache_resource(show_spinner=False, max_entries=4)
+@kept(max_entries=4)
 def cached_model(checkpoint: str, num_labels: int, seed: int):
     """Shared by every session and never trained, compiled or given new weights: checks work on copies."""
     return loading.load_model(checkpoint, num_labels, seed)
 
 
-@st.cache_resource(show_spinner=False, max_entries=16)
+@kept(max_entries=16)
 def open_run(config: RunConfig) -> RunContext:
     """The run context of a configuration, shared by every page and session: its first batch and training batches
     are built once; its model comes from the shared cache and is never trained (checks train copies)."""

@@ -17,6 +17,7 @@ from diagnostics.walk.registry import CHECKS, UNITS, units_of
 from diagnostics.core.check import STAGE_ORDER
 from diagnostics.core.result import CheckResult
 from diagnostics.config.scenarios import SCENARIOS
+from diagnostics.serve.memo import kept
 from diagnostics.serve.store import KINDS, NEEDS_MODEL, Entry, Flight, Job, SharedResults, overfit_job, training_job
 from ui.links import Link, parse_link
 from diagnostics.keras.training import effective_rate
@@ -28,9 +29,9 @@ AGAIN_KEY = "shared.again"  # the job kinds whose "Compute again" was pressed (a
 MAX_ENTRIES = 256  # a few hundred KB of evidence each: bounded well under the Space's memory
 
 
-@st.cache_resource(show_spinner=False)
+@kept()
 def shared_results() -> SharedResults:
-    """The one store of every session's results on this server."""
+    """The one store of every session's results on this server (kept where no client's "clear cache" reaches)."""
     return SharedResults(max_entries=MAX_ENTRIES)
 
 

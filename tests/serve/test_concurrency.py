@@ -1,4 +1,4 @@
-"""Many users at once: sessions share the cached model (st.cache_resource) and must not disturb each other."""
+"""Many users at once: sessions share the cached model (ui.caches, kept by serve.memo) and must not disturb each other."""
 import pytest
 
 import threading
