@@ -28,6 +28,8 @@ if limits.hosted():
               "machine, run `python -m diagnostics trace train.py`, or start this app with `streamlit run app.py` "
               "and open this page."), icon=":material/lock:")
     st.stop()
+st.warning(_("A traced script runs as you, with your rights: it can read, write and delete whatever you can, and "
+             "reach the network. Trace only code you would run yourself."), icon=":material/warning:")
 
 path, code, name = script_source()
 options, problems = run_options()

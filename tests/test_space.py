@@ -74,6 +74,9 @@ def test_dockerfile_pins_its_base_runs_as_uid_1000_in_hosted_mode():
     assert cmd[:3] == ["streamlit", "run", "app.py"]
     options = dict(zip(cmd[3::2], cmd[4::2]))
     assert options["--server.port"] == "8501" and options["--server.address"] == "0.0.0.0"
+    # The Space answers at its own host names (the project's config accepts only this machine's): hosted mode runs
+    # no code, so a page of another site reaching it gets no more than any visitor.
+    assert options["--server.allowedHosts"] == "*"
     assert options["--browser.gatherUsageStats"] == "false" and options["--server.headless"] == "true"
     # The kit is built after the code is copied in and before the app starts, by the user who runs it.
     order = [arguments for name, arguments in steps if name in ("COPY", "RUN", "USER")]

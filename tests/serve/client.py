@@ -53,14 +53,17 @@ def app_server(log_dir: Path, *options: str, env: dict | None = None):
 
 
 class Client:
-    """One visitor's session over the websocket, with whatever headers the program chooses (`Host`, `Origin`,
-    `Cookie`). `run` asks for a page and returns what the server drew, as text, once the run finished."""
+    """One visitor's session over the websocket, with whatever host name and headers the program chooses (`host`:
+    the name the request gives in its Host header, as a page of a site whose name resolves to 127.0.0.1 would;
+    `headers`: `Origin`, `Cookie`, ...). `run` asks for a page and returns what the server drew once the run
+    finished."""
 
-    def __init__(self, port: int, *, headers: dict | None = None):
+    def __init__(self, port: int, *, host: str = "127.0.0.1", headers: dict | None = None):
         from websockets.sync.client import connect
 
-        self.socket = connect(f"ws://127.0.0.1:{port}/_stcore/stream", subprotocols=["streamlit"],
-                              additional_headers=headers or {}, open_timeout=30, max_size=None)
+        self.socket = connect(f"ws://{host}:{port}/_stcore/stream", sock=socket.create_connection(("127.0.0.1", port)),
+                              subprotocols=["streamlit"], additional_headers=headers or {}, open_timeout=30,
+                              max_size=None)
         self.widgets: dict[str, object] = {}
 
     def close(self) -> None:

@@ -39,3 +39,18 @@ def test_a_clients_clear_cache_message_drops_no_other_visitors_results(port):
         attacker.send(clear_cache=True)
         time.sleep(1)  # handled as it arrives; nothing is sent back
     assert not_run_line(port, "seed=5") == kept_before
+
+
+def test_a_page_of_another_host_name_resolving_here_gets_no_session(port):
+    """DNS rebinding: a page of `rebind.example`, resolved to 127.0.0.1, once opened a session (Host and Origin not
+    checked) and traced pasted code on the Your script page as the user. The project's config accepts only this
+    machine's names."""
+    from websockets.exceptions import InvalidStatus
+
+    for host in ("127.0.0.1", "localhost"):
+        with Client(port, host=host, headers={"Origin": f"http://{host}:{port}"}) as visitor:
+            drawn = visitor.run("script")
+        assert drawn.exceptions == [] and any("runs as you, with your rights" in text for text in drawn.texts)
+    for host in ("rebind.example", "192.168.1.20"):
+        with pytest.raises(InvalidStatus, match="403"):
+            Client(port, host=host, headers={"Origin": f"http://{host}:{port}"})
