@@ -25,8 +25,10 @@ def cached_tokenizer(checkpoint: str):
 
 
 @kept(max_entries=16)
-def cached_split(task: str, split: str, data_source: str, data_files: tuple, shuffle_labels: bool, seed: int):
-    """Shared by every session; datasets are immutable (select/map return new objects)."""
+def cached_split(task: str, split: str, data_source: str, data_files: tuple, shuffle_labels: bool, seed: int,
+                 data_stamp: tuple = ()):
+    """Shared by every session; datasets are immutable (select/map return new objects). Local files are kept by
+    path, size and modification time (`data_stamp`): an edited file is read again."""
     return load_split(RunConfig(task=task, split=split, data_source=data_source, data_files=data_files,
                                         shuffle_labels=shuffle_labels, seed=seed))
 
@@ -50,6 +52,6 @@ def load_inputs(config: RunConfig):
     import_libraries()  # the first page of the server's process pays TensorFlow's import here, collector paused
     tokenizer = cached_tokenizer(config.checkpoint)
     split = cached_split(config.task, config.split, config.data_source, config.data_files, config.shuffle_labels,
-                         config.seed)
+                         config.seed, config.data_stamp)
     loading.validate_for_tokenizer(config, tokenizer)
     return tokenizer, split

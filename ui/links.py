@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from typing import Any, Callable
 
-from diagnostics.config.run import CODE_ONLY_FIELDS, RunConfig, default_config
+from diagnostics.config.run import CODE_ONLY_FIELDS, DERIVED_FIELDS, RunConfig, default_config
 from diagnostics.core.errors import InputError
 from diagnostics.config.tasks import get_task
 from diagnostics.config.training import DEFAULT_EPOCHS, SweepSettings
@@ -163,5 +163,5 @@ def link_params(link: Link, hub_reachable: bool) -> dict[str, str]:
 
 
 def config_fields() -> set[str]:
-    """Every RunConfig field a link can carry (all but what only a user's own code fills)."""
-    return {field.name for field in fields(RunConfig)} - set(CODE_ONLY_FIELDS)
+    """Every RunConfig field a link can carry (all but what only a user's own code fills, or what is derived)."""
+    return {field.name for field in fields(RunConfig)} - set(CODE_ONLY_FIELDS) - set(DERIVED_FIELDS)

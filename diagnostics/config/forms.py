@@ -4,6 +4,7 @@ inputs, and the command line's parsed arguments, each from the rows of `diagnost
 from __future__ import annotations
 
 from dataclasses import replace
+import os
 from typing import Any, Mapping
 
 from diagnostics.config.run import RunConfig
@@ -40,7 +41,20 @@ def config_from_widgets(values: Mapping[str, Any]) -> RunConfig:
     config = RunConfig(**{setting.field: setting.from_widget(values[setting.key]) for setting in SETTINGS})
     if config.data_source != "files":
         config = replace(config, data_files=())
-    return config.validated()
+    return replace(config, data_stamp=data_stamp(config.data_files)).validated()
+
+
+def data_stamp(data_files) -> tuple[tuple[str, int, int], ...]:
+    """Each data file's (path, size, modification time in ns); (path, -1, -1) for one that cannot be read, which
+    validation names. A page reads it on every run, so an edited file is a new configuration at the next reload."""
+    stamps = []
+    for _, path in data_files:
+        try:
+            status = os.stat(path)
+            stamps.append((path, status.st_size, status.st_mtime_ns))
+        except (OSError, ValueError):
+            stamps.append((path, -1, -1))
+    return tuple(stamps)
 
 
 def cli_overrides(args) -> dict[str, Any]:

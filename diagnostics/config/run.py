@@ -49,6 +49,8 @@ class Recipe:
 # Fields that only a user's own code fills (from what it built): no link, sidebar or command line sets them.
 CODE_ONLY_FIELDS = ("recipe", "user_optimizer", "task_candidates", "label_names", "keras_name", "truncation",
                     "model_inputs", "stale_train_step")
+# Fields derived from the others where the configuration is made: no link or setting carries them.
+DERIVED_FIELDS = ("data_stamp",)
 
 
 def task_title(task: str, candidates=()) -> Any:
@@ -91,6 +93,8 @@ class RunConfig:
             "unknown" (no tokenizer call seen: the longest row stored); "" for the debugger's own pipeline.
         stale_train_step: (the fit that built it, the weights it trains, the weights the layers mark trainable) when
             the traced script's fit reuses a train step Keras built before `trainable` changed (no compile since).
+        data_stamp: each local data file's (path, size, modification time in ns) when the app's configuration was
+            made: a file edited since makes another configuration, so nothing kept for the old contents is shown.
         recipe: the user's own `to_tf_dataset` call when the pipeline is the user's code (not part of equality).
         user_optimizer: the optimizer object the user's code compiled with: copies train with clones of it, every
             setting kept (never the object itself; not part of equality).
@@ -121,6 +125,7 @@ class RunConfig:
     truncation: str = ""
     model_inputs: tuple[str, ...] | None = None
     stale_train_step: tuple[int, int, int] | None = None
+    data_stamp: tuple[tuple[str, int, int], ...] = ()
     recipe: Recipe | None = field(default=None, compare=False, repr=False)
     user_optimizer: Any = field(default=None, compare=False, repr=False)
 
@@ -197,7 +202,7 @@ class RunConfig:
 
     def to_dict(self) -> dict:
         data = {item.name: getattr(self, item.name) for item in fields(self)
-                if item.name not in ("recipe", "user_optimizer")}
+                if item.name not in ("recipe", "user_optimizer", *DERIVED_FIELDS)}
         if self.recipe is not None:
             data["recipe"] = self.recipe.describe()
         if self.user_optimizer is not None:

@@ -93,6 +93,21 @@ def test_missing_data_file_gives_a_message(app, tmp_path):
     assert "does not exist" in texts(app)
 
 
+def test_a_local_data_file_edited_since_is_read_again_at_the_next_run(app, tmp_path):
+    """The split was kept by its path alone: after the user edited the file, a reload and Compute again both showed
+    the old contents' passing results. Kept by path, size and modification time, the edit is read at once."""
+    path = tmp_path / "train.csv"
+    path.write_text("sentence,label\n" + "".join(f"a fine film number {i},{i % 2}\n" for i in range(40)))
+    app.selectbox(key="run.task").set_value("sst2").run()
+    app.radio(key="run.data_source").set_value("files").run()
+    app.text_area(key="run.data_files").set_value(f"train={path}").run()
+    assert not app.exception and "40 rows" in texts(app), texts(app)[:2000]
+    path.write_text(path.read_text() + "".join(f"one more film {i},7\n" for i in range(5)))  # 5 stray labels
+    app.run()
+    assert not app.exception and "45 rows" in texts(app) and "40 rows" not in texts(app)
+    assert "data.label_range" in texts(app) and "5 of 45" in texts(app), texts(app)[:3000]
+
+
 def test_configuration_survives_a_rerun(app):
     app.selectbox(key="run.task").set_value("sst2").run()
     app.run()

@@ -9,7 +9,7 @@ from diagnostics.__main__ import build_parser, config_from_args
 from diagnostics.config.run import RunConfig
 from diagnostics.core.errors import InputError
 from diagnostics.config.settings import BY_FIELD, SETTINGS
-from diagnostics.config.forms import config_from_widgets, widget_values
+from diagnostics.config.forms import config_from_widgets, data_stamp, widget_values
 from ui.links import Link, config_fields, link_params, parse_link
 
 # A configuration with every setting away from its default.
@@ -29,7 +29,9 @@ def test_every_setting_a_user_gives_has_one_row():
 
 
 def test_every_setting_round_trips_through_the_sidebars_widgets():
-    assert config_from_widgets(widget_values(CHANGED)) == CHANGED.validated()
+    # The widgets' configuration also carries the data files' stamp (path, size, modification time), read there.
+    assert config_from_widgets(widget_values(CHANGED)) == replace(CHANGED, data_stamp=data_stamp(
+        CHANGED.data_files)).validated()
     assert config_from_widgets(widget_values(RunConfig())) == RunConfig().validated()
     held = widget_values(CHANGED)
     assert held["run.learning_rate"] == "3.3e-05" and held["run.data_files"] == "train=data/train.tsv\ndev=data/dev.tsv"
