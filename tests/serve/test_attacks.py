@@ -54,3 +54,47 @@ def test_a_page_of_another_host_name_resolving_here_gets_no_session(port):
     for host in ("rebind.example", "192.168.1.20"):
         with pytest.raises(InvalidStatus, match="403"):
             Client(port, host=host, headers={"Origin": f"http://{host}:{port}"})
+
+
+def widget_states(*pairs):
+    from streamlit.proto.WidgetStates_pb2 import WidgetStates
+
+    states = WidgetStates()
+    for widget_id, field, value in pairs:
+        state = states.widgets.add()
+        state.id = widget_id
+        setattr(state, field, value)
+    return states
+
+
+@pytest.mark.parametrize("page, button", [("hyperparameters", "Run the sweep and the range test"),
+                                          ("overfit", "Run the overfit test")])
+def test_crafted_number_values_get_a_message_never_a_traceback(port, page, button):
+    """NaN, infinities and huge whole numbers, sent as any number input's value (the browser's own input would
+    refuse them) together with the page's button, raised uncaught ValueError and OverflowError on the sender's
+    page, with tracebacks naming server paths."""
+    import math
+
+    with Client(port) as visitor:
+        widgets = visitor.run(page).widgets
+    numbers = {label: widget for label, widget in widgets.items() if type(widget).__name__ == "NumberInput"}
+    assert {"Batch size", "Seed"} <= set(numbers) and len(numbers) >= 5, sorted(numbers)
+    for label, widget in numbers.items():
+        for field, value in (("double_value", math.nan), ("double_value", math.inf), ("int_value", 2 ** 62),
+                             ("double_value", -1e308)):
+            with Client(port) as visitor:
+                drawn = visitor.run(page, widget_states=widget_states((widget.id, field, value),
+                                                                      (widgets[button].id, "trigger_value", True)))
+            assert drawn.exceptions == [], (label, value, drawn.exceptions)
+            assert not any("Traceback" in text or "/site-packages/" in text for text in drawn.texts), (label, value)
+
+
+@pytest.mark.parametrize("query", ["scenario=nope", "lr=nan", "batch_size=1e99", "epochs=inf", "rates=nan",
+                                   "lang=xx"])
+def test_crafted_link_values_get_the_sidebars_message_never_a_traceback(port, query):
+    from conftest import rendered
+
+    with Client(port) as visitor:
+        drawn = visitor.run("", query)
+    said = [rendered(text) for text in drawn.texts if text.startswith("The link's")]
+    assert drawn.exceptions == [] and len(said) == 1 and query.split("=")[0] in said[0], (query, drawn.text[:2000])
