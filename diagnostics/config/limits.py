@@ -28,6 +28,7 @@ class Limits:
     max_range_steps: int = 100
     max_overfit_epochs: int = 50
     max_parameters: int = 150_000_000
+    max_training_gib: float = 10.0  # training memory estimated from the checkpoint's config (loading.refuse_costly)
     run_budget_s: float = 180.0
 
     @classmethod
@@ -37,7 +38,8 @@ class Limits:
     def describe(self) -> Text:
         return msg("batch size ≤ {batch}, max length ≤ {length}, sweeps ≤ {rates} rates × {steps} steps, range test ≤ "
                    "{range_steps} steps, overfit ≤ {epochs} epochs, checkpoints ≤ {parameters:.0f}M parameters, "
-                   "{budget:g} s a run, Hub checkpoints and data only", batch=self.max_batch_size,
+                   "training ≤ {memory:g} GiB, {budget:g} s a run, Hub checkpoints and data only",
+                   batch=self.max_batch_size, memory=self.max_training_gib,
                    length=self.max_length, rates=self.max_sweep_rates, steps=self.max_sweep_steps,
                    range_steps=self.max_range_steps, epochs=self.max_overfit_epochs,
                    parameters=self.max_parameters / 1e6, budget=self.run_budget_s)

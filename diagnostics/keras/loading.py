@@ -15,7 +15,7 @@ from pathlib import Path
 
 
 from diagnostics.config import limits
-from diagnostics.keras.parameters import COUNTERS, counted_parameters
+from diagnostics.keras.parameters import COUNTERS, counted_parameters, training_bytes
 from diagnostics.i18n import msg
 from diagnostics.config.run import DEMO_CHECKPOINT, DEMO_LEARNING_RATE, RunConfig, is_local_path
 from diagnostics.core.errors import InputError, NotClassifierError
@@ -252,6 +252,33 @@ def validate_for_tokenizer(config: RunConfig, tokenizer) -> None:
     if limit and limit < 1_000_000 and config.max_length > limit:
         raise InputError(msg("max length {length} is beyond this checkpoint's limit of {limit} tokens (its position "
                              "embeddings); use at most {limit}.", length=config.max_length, limit=limit))
+    refuse_costly(config)
+
+
+def refuse_costly(config: RunConfig) -> None:
+    """In hosted mode, refuse a configuration whose training would need more memory than the cap, estimated from
+    the checkpoint's config before anything is built: its layers (every one, shared weights or not), heads and
+    width, at the configured batch size and max length. A parameter count under the cap says little of this: ALBERT
+    at 96 layers has 4.9M parameters and took 5,960 MiB, BERT-base with 768 heads 8,051 MiB.
+
+    Raises:
+        InputError: naming the estimate, the cap and what to lower.
+    """
+    hosted = limits.hosted()
+    if hosted is None or config.checkpoint == DEMO_CHECKPOINT:
+        return
+    from transformers import AutoConfig
+
+    model_config = _from_pretrained(AutoConfig, config.checkpoint)
+    parameters = counted_parameters(model_config, config.effective_num_labels) or 0
+    hidden, layers, heads = config_size(model_config)
+    need = sum(training_bytes(parameters, hidden, layers, heads, config.batch_size, config.max_length))
+    if need > hosted.max_training_gib * 2**30:
+        raise InputError(msg("Training {checkpoint} at batch size {batch} and max length {length} needs about "
+                             "{need:.1f} GiB ({layers} layers, {heads} attention heads); hosted mode caps a run at "
+                             "{cap:g} GiB. Lower the batch size or max length, or pick a smaller checkpoint.",
+                             checkpoint=repr(config.checkpoint), batch=config.batch_size, length=config.max_length,
+                             need=need / 2**30, layers=layers, heads=heads, cap=hosted.max_training_gib))
 
 
 def demo_texts() -> list[str]:

@@ -86,3 +86,19 @@ def counted_parameters(config, num_labels: int | None = None) -> int | None:
     except (AttributeError, TypeError, ValueError):
         return None
     return int(count) if isinstance(count, int) and count > 0 else None
+
+
+def training_bytes(parameters: int, hidden: int, layers: int, heads: int, batch_size: int, sequence_length: int
+                   ) -> tuple[int, int]:
+    """(weights, gradients and Adam's two slots; activations) in bytes for training in float32.
+
+    Activations per layer follow Korthikanti et al. (2022): s*b*h*(34 + 5*a*s/h) bytes in 16-bit, doubled for
+    float32. Every layer counts, shared weights or not: ALBERT's 96 layers of one set of weights keep 96 layers of
+    activations (4.9M parameters took 5,960 MiB), and the attention scores grow with the heads whatever the width.
+    """
+    state = int(parameters) * 4 * 4
+    activations = 0
+    if hidden:
+        activations = int(2 * layers * sequence_length * batch_size * hidden * (34 + 5 * heads * sequence_length
+                                                                                 / hidden))
+    return state, activations

@@ -384,6 +384,15 @@ def _stepped(run: RunContext) -> Text | None:
     return None
 
 
+def _fits(run: RunContext) -> Text | None:
+    from diagnostics.checks.model.memory import will_not_fit
+
+    if run.classifier[0] is not None and will_not_fit(run):
+        return msg("Not started: training this model at this batch size and max_length needs more memory than the "
+                   "device has (see model.memory), and would end the process on memory.")
+    return None
+
+
 def _rows(run: RunContext) -> Text | None:
     return msg("The split has {rows} rows, too few to hold some out.", rows=len(run.split)) if len(run.split) < 8 \
         else None
@@ -394,7 +403,7 @@ def _rows(run: RunContext) -> Text | None:
 REASONS = {"columns": _columns, "texts": _texts, "tokenizes": _tokenizes, "label_column": _label_column,
            "counted": _counted, "labels": _labels, "range": _range, "readable": _unusable, "flows": _flows,
            "model": _model, "batch": _batch, "forward": _forward, "scored": _scored, "stepped": _stepped,
-           "rows": _rows}
+           "rows": _rows, "fits": _fits}
 
 
 def blocked(run: RunContext, needs) -> Text | None:

@@ -327,6 +327,28 @@ def test_memory_counts_the_rows_a_batch_really_holds_and_suggests_only_a_smaller
     assert "distilbert-base-cased" not in str(check_memory(small).fix)  # the kit is smaller than it
 
 
+def test_training_that_will_not_fit_is_not_started_and_points_at_model_memory(demo_model):
+    """model.memory's "It will not fit" used to be a sentence only: the measurements went on and trained. Now each
+    training unit is skipped, naming model.memory, which holds the one fix. The device's room is shrunk here through
+    the check's own threshold (a run's thresholds), so the kit stands for a model too big for the machine."""
+    from diagnostics.core.check import per_run_thresholds
+    from diagnostics.walk.runner import Settings, run_units
+    from diagnostics.config.training import SweepSettings
+
+    run = RunContext.open(RunConfig().validated(), model_loader=lambda *args: demo_model)
+    with per_run_thresholds({"model.memory": {"max_memory_share": 1e-9}}):
+        results = {result.id: result for result in run_units(run, ("model", "learnability", "training", "overfit"),
+                                                             Settings(sweep=SweepSettings(rates=2, steps=1)))}
+    assert results["model.memory"].status is Status.WARN and "It will not fit" in results["model.memory"].summary
+    for check_id in ("data.learnability", "hparams.lr_sweep", "hparams.lr_range_test", "overfit.one_batch"):
+        assert results[check_id].status is Status.SKIP and "see model.memory" in results[check_id].summary, \
+            (check_id, results[check_id].summary)
+    # At the check's own threshold the kit fits, and the same units train.
+    trained = {result.id: result for result in run_units(run, ("training",), Settings(sweep=SweepSettings(
+        rates=2, steps=1, range_steps=5)))}
+    assert "see model.memory" not in trained["hparams.lr_sweep"].summary
+
+
 @pytest.mark.parametrize("id2label, status, words", [
     ({0: "Invalid", 1: "Valid"}, Status.PASS, "its own names (Invalid, Valid) for cola's (unacceptable, acceptable)"),
     ({0: "unacceptable", 1: "acceptable"}, Status.PASS, "the task's label names"),

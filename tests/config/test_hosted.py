@@ -171,3 +171,36 @@ def test_an_oversized_checkpoint_is_refused_from_its_config_before_its_tokenizer
                intermediate_size=4096).save_pretrained(tmp_path)  # a config alone: no tokenizer, no weights
     with pytest.raises(InputError, match=r"about 3\d\dM parameters; hosted mode caps checkpoints at 150M"):
         loading.load_tokenizer(str(tmp_path))
+
+
+@pytest.mark.parametrize("make, layers, heads", [
+    # ALBERT shares one set of weights over its layers: 4.9M parameters at 96 layers took 5,960 MiB.
+    (lambda: __import__("transformers").AlbertConfig(hidden_size=768, num_attention_heads=12, intermediate_size=3072,
+                                                     num_hidden_layers=96), 96, 12),
+    # BERT-base's 109M parameters with 768 attention heads took 8,051 MiB.
+    (lambda: __import__("transformers").BertConfig(num_attention_heads=768), 12, 768),
+])
+def test_a_checkpoint_under_the_parameter_cap_that_costs_more_to_train_is_refused_before_it_is_built(
+        hosted, tmp_path, monkeypatch, make, layers, heads):
+    from transformers import TFAutoModelForSequenceClassification
+
+    make().save_pretrained(tmp_path)
+    built = []
+    monkeypatch.setattr(TFAutoModelForSequenceClassification, "from_pretrained",
+                        classmethod(lambda cls, *args, **kwargs: built.append(args)))
+    config = RunConfig(checkpoint=str(tmp_path), batch_size=32, max_length=256)
+    with pytest.raises(InputError, match=rf"needs about \d+\.\d GiB \({layers} layers, {heads} attention heads\); "
+                                         r"hosted mode caps a run at 10 GiB"):
+        loading.refuse_costly(config)
+    assert built == []
+    monkeypatch.delenv(limits.HOSTED_ENV)
+    loading.refuse_costly(config)  # a laptop is its owner's to fill: model.memory says whether it fits
+
+
+def test_the_real_checkpoint_and_bert_base_at_hosted_modes_largest_batch_are_not_refused(hosted, tmp_path,
+                                                                                         real_checkpoint):
+    from transformers import BertConfig
+
+    loading.refuse_costly(RunConfig(checkpoint=str(real_checkpoint), batch_size=32, max_length=256))
+    BertConfig().save_pretrained(tmp_path)  # bert-base-uncased's shape, 9.2 GiB by the estimate
+    loading.refuse_costly(RunConfig(checkpoint=str(tmp_path), batch_size=32, max_length=256))

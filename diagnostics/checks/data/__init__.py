@@ -17,6 +17,6 @@ UNITS = (
     Unit("labels", "data", needs=("label_column",), heavy=False),
     Unit("duplicates", "data", needs=("columns",), heavy=False),
     Unit("learnability", "data", learnability.measure_learnability,
-         ("columns", "labels", "range", "model", "batch", "rows", "flows"), copy=True,
+         ("columns", "labels", "range", "model", "batch", "rows", "flows", "fits"), copy=True,
          plan=learnability.planned_steps, on_request=learnability.only_when_asked),
 )

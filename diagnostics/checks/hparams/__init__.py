@@ -11,6 +11,7 @@ CHECKS = tuple(module.CHECK for module in MODULES)
 CAUSES = tuple(cause for module in MODULES for cause in getattr(module, "CAUSES", ()))
 UNITS = (
     Unit("setup", "hparams", needs=("columns", "model", "batch")),
-    Unit("training", "hparams", training.measure_training, ("columns", "model", "batch", "range", "flows"),
+    Unit("training", "hparams", training.measure_training,
+         ("columns", "model", "batch", "range", "flows", "fits"),
          takes=("sweep",), copy=True, plan=training.planned_steps),
 )

@@ -13,6 +13,7 @@ from diagnostics.core.rules import ShareAbove
 from diagnostics.i18n import N_, msg
 from diagnostics.keras import keras_model
 from diagnostics.keras.loading import config_size
+from diagnostics.keras.parameters import training_bytes
 
 
 def gpu_memory_bytes() -> int | None:
@@ -30,18 +31,11 @@ def gpu_memory_bytes() -> int | None:
 
 
 def memory_figures(param_count: int, model_config, batch_size: int, sequence_length: int) -> dict[str, Any]:
-    """Memory training needs: float32 weights, gradients and Adam's two slots, plus an activation estimate.
-
-    Activations per layer follow Korthikanti et al. (2022): s*b*h*(34 + 5*a*s/h) bytes in 16-bit,
-    doubled for float32.
-    """
+    """Memory training needs: float32 weights, gradients and Adam's two slots, plus an activation estimate
+    (`parameters.training_bytes`)."""
     import psutil
 
-    hidden, layers, heads = config_size(model_config)
-    state = param_count * 4 * 4
-    activations = 0
-    if hidden:
-        activations = int(2 * layers * sequence_length * batch_size * hidden * (34 + 5 * heads * sequence_length / hidden))
+    state, activations = training_bytes(param_count, *config_size(model_config), batch_size, sequence_length)
     return {
         "parameters": int(param_count),
         "weights_bytes": param_count * 4,
@@ -84,12 +78,23 @@ def check_memory(figures: dict[str, Any]) -> CheckResult:
         if smaller else msg("Halve the batch size or shorten max_length."))}, summary)
 
 
-def measure(run: RunContext) -> CheckResult:
-    """At the batch fit builds: no more rows than the split has."""
+def run_figures(run: RunContext) -> dict[str, Any]:
+    """The figures of the run's model at the batch fit builds: no more rows than the split has."""
     model, config, rows = run.classifier[0], run.config, len(run.split)
-    return check_memory({**memory_figures(model.count_params(), keras_model.model_config(model), min(config.batch_size, rows) or
-                                          config.batch_size, config.max_length),
-                         "configured_batch_size": config.batch_size})
+    return {**memory_figures(model.count_params(), keras_model.model_config(model), min(config.batch_size, rows) or
+                             config.batch_size, config.max_length), "configured_batch_size": config.batch_size}
+
+
+def measure(run: RunContext) -> CheckResult:
+    return check_memory(run_figures(run))
+
+
+def will_not_fit(run: RunContext) -> bool:
+    """Whether training needs more than the device's memory, as model.memory judges it (the training measurements
+    then do not start: they would end the process, or the machine, on memory)."""
+    figures = run_figures(run)
+    room = figures["gpu_bytes"] or figures["available_ram_bytes"]
+    return figures["total_bytes"] > CHECK.value("max_memory_share") * room
 
 
 class Evidence(TypedDict, total=False):

@@ -10,7 +10,8 @@ MODULES = (one_batch,)
 CHECKS = tuple(module.CHECK for module in MODULES)
 CAUSES = tuple(cause for module in MODULES for cause in getattr(module, "CAUSES", ()))
 UNITS = (
-    Unit("overfit", "overfit", one_batch.measure_overfit, ("columns", "labels", "range", "model", "batch", "flows"),
+    Unit("overfit", "overfit", one_batch.measure_overfit,
+         ("columns", "labels", "range", "model", "batch", "flows", "fits"),
          takes=("epochs", "rate"), reads=("hparams.lr_sweep:best_rate", "hparams.lr_sweep:configured_broke"),
          copy=True, plan=one_batch.planned_steps, on_request=one_batch.only_when_asked),
 )
