@@ -62,7 +62,10 @@ def tidy_cache(max_age_s: float | None = None, max_bytes: int | None = None, *, 
                force: bool = False, keep: Path | None = None) -> list[Path]:
     """Drop uploads and Arrow copies older than `max_age_s`, then the oldest until they take at most `max_bytes`
     (defaults: 7 days and 2 GiB; hosted: 1 day and 1 GiB), never `keep` (the upload just written). At most once
-    every ten minutes unless `force`.
+    every ten minutes unless `force`. In hosted mode the Hub's cache of checkpoints and datasets counts too, each
+    repository by its last download, dropped only to keep the total under `max_bytes` (eight distinct checkpoints
+    a visitor asked for grew it from 88 to 700 MiB, with nothing to tidy it); a checkpoint dropped is downloaded
+    again by the next visitor who asks for it.
 
     Returns:
         the folders and files removed.
@@ -76,22 +79,39 @@ def tidy_cache(max_age_s: float | None = None, max_bytes: int | None = None, *, 
         os.environ.get("DEBUGGER_CACHE_MAX_AGE_S") or (86400 if hosted else 7 * 86400))
     max_bytes = max_bytes if max_bytes is not None else int(
         os.environ.get("DEBUGGER_CACHE_MAX_BYTES") or (2**30 if hosted else 2 * 2**30))
-    items = []  # (last written, bytes, path) of each upload folder and each Arrow copy's top folder
-    for name in TIDY_FOLDERS:
-        folder = cache_dir() / name
-        for item in (folder.iterdir() if folder.is_dir() else ()):
-            files = [item] if item.is_file() else [path for path in item.rglob("*") if path.is_file()]
-            stats = [path.stat() for path in files]
-            items.append((max((stat.st_mtime for stat in stats), default=item.stat().st_mtime),
-                          sum(stat.st_size for stat in stats), item))
-    removed, total = [], sum(size for _, size, _ in items)
-    for written, size, item in sorted(items, key=lambda entry: entry[0]):
-        if (moment - written <= max_age_s and total <= max_bytes) or item == keep:
+    # (last written, bytes, path, whether age alone drops it) of each upload folder, Arrow copy and Hub repository
+    items = [(*_written_and_size(item), item, True) for name in TIDY_FOLDERS
+             for item in _children(cache_dir() / name)]
+    if hosted:
+        items += [(*_written_and_size(item), item, False) for item in _children(hub_cache_dir())
+                  if item.name.startswith(("models--", "datasets--"))]
+    removed, total = [], sum(size for _, size, _, _ in items)
+    for written, size, item, ages in sorted(items, key=lambda entry: entry[0]):
+        if ((not ages or moment - written <= max_age_s) and total <= max_bytes) or item == keep:
             continue
         shutil.rmtree(item, ignore_errors=True) if item.is_dir() else item.unlink(missing_ok=True)
         removed.append(item)
         total -= size
     return removed
+
+
+def _children(folder: Path) -> list[Path]:
+    return list(folder.iterdir()) if folder.is_dir() else []
+
+
+def _written_and_size(item: Path) -> tuple[float, int]:
+    """When anything under `item` was last written, and the bytes its files take (a link counted once, as the Hub
+    cache's snapshots link to its blobs)."""
+    files = [item] if item.is_file() else [path for path in item.rglob("*") if path.is_file() and not path.is_symlink()]
+    stats = [path.stat() for path in files]
+    return max((stat.st_mtime for stat in stats), default=item.stat().st_mtime), sum(stat.st_size for stat in stats)
+
+
+def hub_cache_dir() -> Path:
+    """Where `from_pretrained` and `load_dataset` keep what they download from the Hub."""
+    from huggingface_hub import constants
+
+    return Path(constants.HF_HUB_CACHE)
 
 
 def tidy_cache_in_background() -> threading.Thread | None:

@@ -199,6 +199,40 @@ def test_tidy_cache_drops_old_uploads_then_the_oldest_past_the_size_and_keeps_th
     assert loading.tidy_cache(now=now) == []  # at most once every ten minutes
 
 
+def test_hosted_mode_keeps_the_hub_cache_under_the_size_dropping_the_least_recently_downloaded(tmp_path, monkeypatch):
+    """Eight distinct checkpoints a visitor asked for grew a Space's Hub cache from 88 to 700 MiB, and nothing tidied
+    it. In hosted mode each repository counts, by its last download, and goes only when the total is over the size
+    (never for its age alone: the app's own checkpoint is downloaded once and used every day)."""
+    import os
+    import time
+
+    from huggingface_hub import constants
+
+    from diagnostics.config import limits
+
+    hub = tmp_path / "hub"
+    monkeypatch.setenv("DEBUGGER_CACHE_DIR", str(tmp_path / "debugger"))
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(hub))
+    now, made = time.time(), {}
+    for name, age_days, size in (("models--org--oldest", 30, 500), ("models--org--daily", 20, 400),
+                                 ("datasets--nyu-mll--glue", 2, 300), ("models--org--newest", 0, 300)):
+        blob = hub / name / "blobs" / "abc"
+        blob.parent.mkdir(parents=True)
+        blob.write_bytes(b"w" * size)
+        snapshot = hub / name / "snapshots" / "rev" / "tf_model.h5"
+        snapshot.parent.mkdir(parents=True)
+        snapshot.symlink_to(blob)  # counted once
+        os.utime(blob, (now - age_days * 86400, now - age_days * 86400))
+        made[name] = hub / name
+    monkeypatch.delenv(limits.HOSTED_ENV, raising=False)
+    assert loading.tidy_cache(max_age_s=86400, max_bytes=700, now=now, force=True) == []  # a laptop's own cache
+    monkeypatch.setenv(limits.HOSTED_ENV, "1")
+    removed = loading.tidy_cache(max_age_s=86400, max_bytes=700, now=now, force=True)
+    assert removed == [made["models--org--oldest"], made["models--org--daily"]]  # 1,500 bytes down to 600
+    assert made["datasets--nyu-mll--glue"].is_dir() and made["models--org--newest"].is_dir()
+    assert loading.tidy_cache(max_age_s=86400, max_bytes=700, now=now, force=True) == []  # under the size: kept
+
+
 def test_the_pages_tidy_the_cache_on_a_thread_of_their_own_at_most_every_ten_minutes(tmp_path, monkeypatch):
     import os
     import time
