@@ -15,7 +15,6 @@ from pathlib import Path
 
 
 from diagnostics.config import limits
-from diagnostics.keras.parameters import COUNTERS, counted_parameters, training_bytes
 from diagnostics.i18n import msg
 from diagnostics.config.run import DEMO_CHECKPOINT, DEMO_LEARNING_RATE, RunConfig, is_local_path
 from diagnostics.core.errors import InputError, NotClassifierError
@@ -164,7 +163,7 @@ def resolve_checkpoint(checkpoint: str) -> str:
     return checkpoint
 
 
-def _from_pretrained(loader, checkpoint: str, **kwargs):
+def loaded_from(loader, checkpoint: str, **kwargs):
     """Call a `from_pretrained`, turning 'cannot find or reach it' into an InputError."""
     path = resolve_checkpoint(checkpoint)
     if not is_local_path(path) and not hub_reachable():
@@ -189,35 +188,16 @@ def _from_pretrained(loader, checkpoint: str, **kwargs):
         raise
 
 
-def refuse_oversized(checkpoint: str, num_labels: int | None = None) -> None:
-    """In hosted mode, refuse a checkpoint past the parameter cap from its config alone (config.json, a few hundred
-    bytes), counted for every field that sizes a weight before its tokenizer, its weights or any variable exist; an
-    architecture the count does not know is refused rather than built to find out.
-
-    Raises:
-        InputError: naming the checkpoint's size and the cap, or the architecture that cannot be counted.
-    """
-    if limits.hosted() is not None:
-        from transformers import AutoConfig
-
-        config = _from_pretrained(AutoConfig, checkpoint)
-        parameters = counted_parameters(config, num_labels)
-        if parameters is None:
-            raise InputError(msg("Hosted mode counts a checkpoint's parameters from its config before building it, and "
-                                 "cannot count {checkpoint} (model type {kind}): it counts {kinds}.",
-                                 checkpoint=repr(checkpoint), kind=repr(getattr(config, "model_type", None)),
-                                 kinds=", ".join(COUNTERS)))
-        _refuse_size(checkpoint, parameters)
-
-
 def load_tokenizer(checkpoint: str):
     """The checkpoint's tokenizer, through `AutoTokenizer.from_pretrained` (in hosted mode, after its size is
     checked from its config)."""
     from transformers import AutoTokenizer
 
-    refuse_oversized(checkpoint)
+    from diagnostics.keras import refusals
+
+    refusals.refuse_oversized(checkpoint)
     try:
-        return _from_pretrained(AutoTokenizer, checkpoint)
+        return loaded_from(AutoTokenizer, checkpoint)
     except InputError:
         raise
     except ValueError as exc:
@@ -239,11 +219,13 @@ def load_model(checkpoint: str, num_labels: int, seed: int = 0):
     import tf_keras
     from transformers import TFAutoModelForSequenceClassification
 
-    refuse_oversized(checkpoint, num_labels)  # before its weights are downloaded or any variable exists
+    from diagnostics.keras import refusals
+
+    refusals.refuse_oversized(checkpoint, num_labels)  # before its weights are downloaded or any variable exists
     try:
         with _LOAD_LOCK:  # the seed is process-wide: two loads at once would draw each other's head weights
             tf_keras.utils.set_random_seed(seed)
-            model = _from_pretrained(TFAutoModelForSequenceClassification, checkpoint, num_labels=num_labels)
+            model = loaded_from(TFAutoModelForSequenceClassification, checkpoint, num_labels=num_labels)
     except InputError:
         raise
     except ValueError as exc:
@@ -251,14 +233,8 @@ def load_model(checkpoint: str, num_labels: int, seed: int = 0):
             f"{checkpoint!r} has no TensorFlow sequence-classification model: {str(exc).splitlines()[0]}"
         ) from exc
     if limits.hosted() is not None:
-        _refuse_size(checkpoint, model.count_params())
+        refusals.refuse_size(checkpoint, model.count_params())
     return model
-
-
-def _refuse_size(checkpoint: str, parameters: int) -> None:
-    problem = limits.parameters_problem(checkpoint, parameters)
-    if problem:
-        raise InputError(msg("{problem}.", problem=problem))
 
 
 def validate_for_tokenizer(config: RunConfig, tokenizer) -> None:
@@ -272,33 +248,9 @@ def validate_for_tokenizer(config: RunConfig, tokenizer) -> None:
     if limit and limit < 1_000_000 and config.max_length > limit:
         raise InputError(msg("max length {length} is beyond this checkpoint's limit of {limit} tokens (its position "
                              "embeddings); use at most {limit}.", length=config.max_length, limit=limit))
-    refuse_costly(config)
+    from diagnostics.keras import refusals
 
-
-def refuse_costly(config: RunConfig) -> None:
-    """In hosted mode, refuse a configuration whose training would need more memory than the cap, estimated from
-    the checkpoint's config before anything is built: its layers (every one, shared weights or not), heads and
-    width, at the configured batch size and max length. A parameter count under the cap says little of this: ALBERT
-    at 96 layers has 4.9M parameters and took 5,960 MiB, BERT-base with 768 heads 8,051 MiB.
-
-    Raises:
-        InputError: naming the estimate, the cap and what to lower.
-    """
-    hosted = limits.hosted()
-    if hosted is None or config.checkpoint == DEMO_CHECKPOINT:
-        return
-    from transformers import AutoConfig
-
-    model_config = _from_pretrained(AutoConfig, config.checkpoint)
-    parameters = counted_parameters(model_config, config.effective_num_labels) or 0
-    hidden, layers, heads = config_size(model_config)
-    need = sum(training_bytes(parameters, hidden, layers, heads, config.batch_size, config.max_length))
-    if need > hosted.max_training_gib * 2**30:
-        raise InputError(msg("Training {checkpoint} at batch size {batch} and max length {length} needs about "
-                             "{need:.1f} GiB ({layers} layers, {heads} attention heads); hosted mode caps a run at "
-                             "{cap:g} GiB. Lower the batch size or max length, or pick a smaller checkpoint.",
-                             checkpoint=repr(config.checkpoint), batch=config.batch_size, length=config.max_length,
-                             need=need / 2**30, layers=layers, heads=heads, cap=hosted.max_training_gib))
+    refusals.refuse_costly(config)
 
 
 def demo_texts() -> list[str]:

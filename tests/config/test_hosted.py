@@ -5,7 +5,7 @@ from streamlit.testing.v1 import AppTest
 
 from conftest import ROOT, rendered
 from diagnostics.config import limits
-from diagnostics.keras import loading
+from diagnostics.keras import loading, refusals
 from diagnostics.__main__ import main
 from diagnostics.config.run import RunConfig
 from diagnostics.core.errors import InputError
@@ -191,16 +191,60 @@ def test_a_checkpoint_under_the_parameter_cap_that_costs_more_to_train_is_refuse
     config = RunConfig(checkpoint=str(tmp_path), batch_size=32, max_length=256)
     with pytest.raises(InputError, match=rf"needs about \d+\.\d GiB \({layers} layers, {heads} attention heads\); "
                                          r"hosted mode caps a run at 10 GiB"):
-        loading.refuse_costly(config)
+        refusals.refuse_costly(config)
     assert built == []
     monkeypatch.delenv(limits.HOSTED_ENV)
-    loading.refuse_costly(config)  # a laptop is its owner's to fill: model.memory says whether it fits
+    refusals.refuse_costly(config)  # a laptop is its owner's to fill: model.memory says whether it fits
 
 
 def test_the_real_checkpoint_and_bert_base_at_hosted_modes_largest_batch_are_not_refused(hosted, tmp_path,
                                                                                          real_checkpoint):
     from transformers import BertConfig
 
-    loading.refuse_costly(RunConfig(checkpoint=str(real_checkpoint), batch_size=32, max_length=256))
+    refusals.refuse_costly(RunConfig(checkpoint=str(real_checkpoint), batch_size=32, max_length=256))
     BertConfig().save_pretrained(tmp_path)  # bert-base-uncased's shape, 9.2 GiB by the estimate
-    loading.refuse_costly(RunConfig(checkpoint=str(tmp_path), batch_size=32, max_length=256))
+    refusals.refuse_costly(RunConfig(checkpoint=str(tmp_path), batch_size=32, max_length=256))
+
+
+def test_a_checkpoints_config_file_too_large_is_refused_before_it_is_parsed_and_the_refusal_remembered(
+        hosted, tmp_path, monkeypatch):
+    """A config.json of 121 MiB (three million labels) took a hosted server to 3,400 MiB and stalled every visitor
+    for up to 36 s, parsed again at each request. Its size is read first, and the refusal said again at once."""
+    import json
+
+    from transformers import AutoConfig, BertConfig
+
+    BertConfig(vocab_size=100, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+               intermediate_size=16).save_pretrained(tmp_path)
+    config = json.loads((tmp_path / "config.json").read_text())
+    config["id2label"] = {str(i): f"label {i}" for i in range(60_000)}  # 1.3 MB
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    parsed, looked = [], []
+    monkeypatch.setattr(AutoConfig, "from_pretrained", classmethod(lambda cls, *args, **kwargs: parsed.append(args)))
+    sizes = refusals._config_file_bytes
+    monkeypatch.setattr(refusals, "_config_file_bytes", lambda *args: looked.append(args) or sizes(*args))
+    for _ in range(2):
+        with pytest.raises(InputError, match=r"config\.json holds 1,\d{3},\d{3} bytes; hosted mode reads at most "
+                                             r"1,048,576"):
+            loading.load_tokenizer(str(tmp_path))
+    assert parsed == [] and len(looked) == 1  # never parsed; the second refusal without a look
+
+
+@pytest.mark.parametrize("named", ["/etc/hostname", "/no/such/file", "../../secrets/vocab.txt", "~/.netrc"])
+def test_a_tokenizer_config_naming_a_file_outside_its_repository_is_refused_the_same_whether_it_exists(
+        hosted, tmp_path, named):
+    """A Hub tokenizer_config.json whose vocab_file named a path of the server was read in hosted mode (a line of
+    that file appeared in the vocabulary), and existing and missing paths answered differently."""
+    import json
+    import shutil
+
+    from diagnostics.keras.loading import demo_checkpoint_dir
+
+    checkpoint = tmp_path / "crafted"
+    shutil.copytree(demo_checkpoint_dir(), checkpoint)
+    tokenizer_config = json.loads((checkpoint / "tokenizer_config.json").read_text())
+    (checkpoint / "tokenizer_config.json").write_text(json.dumps({**tokenizer_config, "vocab_file": named}))
+    with pytest.raises(InputError) as refused:
+        loading.load_tokenizer(str(checkpoint))
+    assert str(refused.value) == f"{str(checkpoint)!r}'s tokenizer_config.json names a file outside its repository " \
+                                 "(vocab_file); hosted mode never reads one."
