@@ -20,4 +20,6 @@ RUN python scripts/build_demo_kit.py
 EXPOSE 8501
 HEALTHCHECK --interval=30s --timeout=5s --start-period=180s \
     CMD python -c "import sys, urllib.request; sys.exit(urllib.request.urlopen('http://127.0.0.1:8501/_stcore/health', timeout=4).read() != b'ok')"
-CMD ["streamlit", "run", "app.py", "--server.port", "8501", "--server.address", "0.0.0.0", "--server.allowedHosts", "*", "--server.headless", "true", "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"]
+# ui.serve is `streamlit run` with the bound on uploads held in memory installed before the first request
+# (ui/uploads.py); a visitor's upload is at most 50 MB.
+CMD ["python", "-m", "ui.serve", "run", "app.py", "--server.port", "8501", "--server.maxUploadSize", "50", "--server.address", "0.0.0.0", "--server.allowedHosts", "*", "--server.headless", "true", "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"]

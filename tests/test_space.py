@@ -71,12 +71,13 @@ def test_dockerfile_pins_its_base_runs_as_uid_1000_in_hosted_mode():
     health = next(arguments for name, arguments in steps if name == "HEALTHCHECK")
     assert "/_stcore/health" in health and ":8501" in health
     cmd = command()
-    assert cmd[:3] == ["streamlit", "run", "app.py"]
-    options = dict(zip(cmd[3::2], cmd[4::2]))
+    assert cmd[:5] == ["python", "-m", "ui.serve", "run", "app.py"]  # streamlit run, the upload bound installed first
+    options = dict(zip(cmd[5::2], cmd[6::2]))
     assert options["--server.port"] == "8501" and options["--server.address"] == "0.0.0.0"
     # The Space answers at its own host names (the project's config accepts only this machine's): hosted mode runs
     # no code, so a page of another site reaching it gets no more than any visitor.
     assert options["--server.allowedHosts"] == "*"
+    assert int(options["--server.maxUploadSize"]) <= 50  # MB a file; ui/uploads.py bounds a session and the server
     assert options["--browser.gatherUsageStats"] == "false" and options["--server.headless"] == "true"
     # The kit is built after the code is copied in and before the app starts, by the user who runs it.
     order = [arguments for name, arguments in steps if name in ("COPY", "RUN", "USER")]
@@ -113,7 +114,7 @@ def test_the_app_starts_as_the_dockerfile_starts_it(tmp_path):
     cmd = command()
     cmd[cmd.index("--server.port") + 1] = port
     log = open(tmp_path / "streamlit.log", "w")
-    server = subprocess.Popen([sys.executable, "-m", *cmd], cwd=ROOT, env=run, stdout=log, stderr=subprocess.STDOUT)
+    server = subprocess.Popen([sys.executable, *cmd[1:]], cwd=ROOT, env=run, stdout=log, stderr=subprocess.STDOUT)
     try:
         deadline = time.time() + 120
         while time.time() < deadline:

@@ -23,13 +23,14 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def app_server(log_dir: Path, *options: str, env: dict | None = None):
+def app_server(log_dir: Path, *options: str, env: dict | None = None, module: str = "streamlit"):
     """`streamlit run app.py` on 127.0.0.1 with the project's own config (.streamlit/config.toml) and these command
-    line options added; yields its port once it answers, and ends it after."""
+    line options added (`module="ui.serve"`: as the Space starts it); yields its port once it answers, and ends it
+    after."""
     port = free_port()
     log = open(log_dir / f"streamlit-{port}.log", "w")
     process = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port), "--server.address",
+        [sys.executable, "-m", module, "run", "app.py", "--server.port", str(port), "--server.address",
          "127.0.0.1", "--server.fileWatcherType", "none", *options],
         cwd=ROOT, env={**os.environ, "HF_HUB_OFFLINE": "1", **(env or {})}, stdout=log, stderr=subprocess.STDOUT)
     try:
@@ -108,11 +109,14 @@ class Drawn:
     """What one run sent: its elements' text, the exceptions it showed, and its widgets' ids by label."""
 
     def __init__(self):
+        self.session_id: str | None = None
         self.texts: list[str] = []
         self.exceptions: list[str] = []
         self.widgets: dict[str, object] = {}
 
     def add(self, message) -> None:
+        if message.WhichOneof("type") == "new_session":
+            self.session_id = message.new_session.initialize.session_id
         if message.WhichOneof("type") != "delta" or message.delta.WhichOneof("type") != "new_element":
             return
         element = message.delta.new_element
@@ -131,3 +135,38 @@ class Drawn:
     @property
     def text(self) -> str:
         return "\n".join(self.texts)
+
+
+def upload(port: int, session_id: str, file_id: str, size: int) -> int:
+    """PUT a file of `size` bytes to Streamlit's upload endpoint for that session, as any program can: a made-up
+    XSRF value serves as both cookie and header. The answer's HTTP status."""
+    import http.client
+    import secrets
+
+    token, boundary = secrets.token_hex(16), secrets.token_hex(8)
+    body = (f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="{file_id}.csv"\r\n'
+            "Content-Type: text/csv\r\n\r\n").encode() + b"x" * size + f"\r\n--{boundary}--\r\n".encode()
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    try:
+        connection.request("PUT", f"/_stcore/upload_file/{session_id}/{file_id}", body=body, headers={
+            "Content-Type": f"multipart/form-data; boundary={boundary}", "X-Xsrftoken": token,
+            "Cookie": f"_streamlit_xsrf={token}"})
+        return connection.getresponse().status
+    finally:
+        connection.close()
+
+
+_last_metrics = [-10.0]
+
+
+def upload_bytes_held(port: int) -> int:
+    """What Streamlit's upload store holds in memory, from the server's own metrics endpoint (which keeps an answer
+    for 5 s: a second reading waits that long after the first)."""
+    import re
+
+    time.sleep(max(0.0, _last_metrics[0] + 5.2 - time.monotonic()))
+    _last_metrics[0] = time.monotonic()
+
+    metrics = urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/metrics", timeout=10).read().decode()
+    found = re.search(r'cache_memory_bytes\{cache_type="UploadedFileManager",cache=""\} (\d+)', metrics)
+    return int(found.group(1)) if found else 0

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from serve.client import Client, app_server
+from serve.client import Client, app_server, upload, upload_bytes_held
 
 pytestmark = [pytest.mark.subprocess, pytest.mark.slow]
 
@@ -98,3 +98,27 @@ def test_crafted_link_values_get_the_sidebars_message_never_a_traceback(port, qu
         drawn = visitor.run("", query)
     said = [rendered(text) for text in drawn.texts if text.startswith("The link's")]
     assert drawn.exceptions == [] and len(said) == 1 and query.split("=")[0] in said[0], (query, drawn.text[:2000])
+
+
+def test_uploads_without_an_uploader_are_bounded_for_a_session_and_for_the_server(tmp_path):
+    """Any client could PUT files to Streamlit's upload endpoint for its session (a made-up XSRF value as cookie and
+    header): ten 190 MB uploads took the server from 718 to 2,621 MiB. Now a session holds at most twice the
+    upload size (its oldest files let go) and the server at most DEBUGGER_UPLOADS_MAX_BYTES. The Space's own command
+    (python -m ui.serve), so the bound holds before any page ran."""
+    megabyte = 2**20
+    with app_server(tmp_path, "--server.maxUploadSize", "2", env={"DEBUGGER_UPLOADS_MAX_BYTES": str(7 * megabyte)},
+                    module="ui.serve") as port:
+        sessions = []
+        for _ in range(3):
+            visitor = Client(port)
+            sessions.append((visitor, visitor.run("workshop").session_id))
+        (first, first_id), (second, second_id), (third, third_id) = sessions
+        assert all(upload(port, first_id, f"file{index}", int(1.5 * megabyte)) == 204 for index in range(5))
+        assert upload_bytes_held(port) == 3 * megabyte  # twice the 2 MB upload size: the newest two of five
+        # Another session's: its own oldest goes to make room, never the first session's.
+        assert [upload(port, second_id, f"file{index}", int(1.5 * megabyte)) for index in range(3)] == [204] * 3
+        # A third session's past the server's 7 MB: refused, nothing of anyone's dropped for it.
+        assert upload(port, third_id, "file0", int(1.5 * megabyte)) == 500
+        assert upload_bytes_held(port) == 6 * megabyte
+        for visitor, _ in sessions:
+            visitor.close()

@@ -1,0 +1,21 @@
+"""`python -m ui.serve run app.py [streamlit options]`: `streamlit run`, with the app's bounds on the server
+installed before it takes its first request (the Space's command: see the Dockerfile). `streamlit run app.py`
+installs them at the first page instead."""
+
+from __future__ import annotations
+
+import sys
+
+
+def main() -> None:
+    from streamlit.web import cli
+
+    from ui.uploads import bound_uploads
+
+    bound_uploads()
+    sys.argv = ["streamlit", *sys.argv[1:]]
+    cli.main(prog_name="streamlit")
+
+
+if __name__ == "__main__":
+    main()
