@@ -101,7 +101,9 @@ def trace_script(script: str | Path, script_args: list[str] | None = None, *, st
                TRACE_CHILD_ENV: "1", TRACE_TOKEN_ENV: token, "PYTHONPATH": os.pathsep.join(
                    [str(PROJECT_ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])}
         output_file = open(Path(work) / "output.txt", "w+") if capture_output else None
-        child = subprocess.Popen([sys.executable, "-m", "diagnostics.usercode.trace_child", "--child", str(spec_path)],
+        # The child runs under a keeper (usercode/keeper.py), which ends whatever the script leaves, however it left.
+        child = subprocess.Popen([sys.executable, "-m", "diagnostics.usercode.keeper", sys.executable, "-m",
+                                  "diagnostics.usercode.trace_child", "--child", str(spec_path)],
                                  cwd=str(cwd) if cwd else None, env=env, stdin=subprocess.DEVNULL,
                                  stdout=output_file, stderr=subprocess.STDOUT if output_file else None,
                                  start_new_session=True)

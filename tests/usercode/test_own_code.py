@@ -586,6 +586,40 @@ def test_trace_leaves_no_process_behind(tmp_path, then, timeout):
     assert gone(same) and gone(apart)
 
 
+DETACHING_SCRIPT = """
+import os, subprocess, sys
+# A daemon that leaves every mark a sweep could find: a session of its own, an empty environment (no trace token),
+# a double fork; then the traced process itself ends with os._exit, so it cannot end what it left behind.
+subprocess.Popen(["/usr/bin/env", "-i", sys.executable, "-c",
+                  "import os, time\\nif os.fork(): os._exit(0)\\nos.setsid()\\n"
+                  "open({pid!r}, 'w').write(str(os.getpid()))\\ntime.sleep(300)"], start_new_session=True).wait()
+while not os.path.exists({pid!r}):
+    pass
+os._exit(0)
+"""
+
+
+@pytest.mark.subprocess
+def test_trace_ends_a_daemon_that_cleared_its_environment_and_left_while_the_script_os_exits(tmp_path):
+    """Such a daemon outlived the trace: it carried no token for the sweep, and its parents were gone."""
+    import time
+
+    from diagnostics.usercode.trace import trace_script
+
+    pid_file = tmp_path / "daemon.txt"
+    script = tmp_path / "detach.py"
+    script.write_text(DETACHING_SCRIPT.format(pid=str(pid_file)))
+    trace_script(script, timeout=120, capture_output=True)
+    daemon = int(pid_file.read_text())
+    deadline = time.time() + 10
+    while not gone(daemon) and time.time() < deadline:
+        time.sleep(0.2)
+    alive = not gone(daemon)
+    if alive:
+        __import__("os").kill(daemon, 9)
+    assert not alive, "the daemon outlived the trace"
+
+
 @pytest.mark.subprocess
 def test_trace_interrupted_by_its_caller_leaves_no_process_behind(tmp_path):
     import time
