@@ -32,7 +32,9 @@ if nan_rows and nan_rows.evidence.get("losses"):
             owner_link(nan_rows.explained_by)
         table, fields = field_frame(nan_rows.evidence["rows"],
                                     ["position", "index", "label", "label_name", "logits", "decoded"])
-        table["logits"] = table["logits"].map(lambda values: ", ".join("NaN" if v is None else f"{v:.3f}" for v in values))
+        table["logits"] = table["logits"].map(
+            lambda values: ", ".join("NaN" if v is None else f"{v:.3f}" for v in values)
+        )
         st.dataframe(table, hide_index=True, width="stretch", column_config={
             "position": "#", **field_columns(fields), "index": _("row in split"), "label_name": _("label name")})
 

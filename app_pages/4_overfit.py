@@ -58,7 +58,9 @@ def verdict(results: list) -> None:
         {"pass": st.success, "warn": st.warning, "skip": st.info}.get(result.status.value, st.error)(
             shown(result.summary))
     if result.evidence.get("losses"):
-        st.plotly_chart(overfit_figure(result), width="stretch", key=f"overfit.curve.{result.evidence.get('learning_rate')}")
+        st.plotly_chart(
+            overfit_figure(result), width="stretch", key=f"overfit.curve.{result.evidence.get('learning_rate')}"
+        )
         rows, fields = field_frame(result.evidence["rows"],
                                    ["position", "label", "label_name", "predicted_name", "correct", "decoded"])
         with st.expander(_("The batch, with the trained copy's predictions"), expanded=True):

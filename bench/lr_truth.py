@@ -154,7 +154,11 @@ def main() -> None:
                   f"{'' if verdict_bad == bad[key] else '  <- disagrees'}")
         recommended = rows["recommended"]
         good_rates = [float(rate) for rate, is_bad in bad.items() if not is_bad]
-        lands = bool(good_rates) and recommended is not None and min(good_rates) / 1.8 <= recommended <= max(good_rates) * 1.8
+        lands = (
+            bool(good_rates)
+            and recommended is not None
+            and min(good_rates) / 1.8 <= recommended <= max(good_rates) * 1.8
+        )
         print(f"  recommended rate {recommended if recommended is None else f'{recommended:.1e}'} "
               f"({'among' if lands else 'NOT among'} the good rates {', '.join(f'{r:g}' for r in good_rates)}); "
               f"range test suggests {rows['range_suggestion']}")

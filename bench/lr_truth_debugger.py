@@ -42,7 +42,9 @@ def debugger_table(config: RunConfig, rates) -> dict:
     settings = GridWithRates(extra=tuple(rates))
     count = max(1, min(settings.steps // 4, 4))
     batches = training_batches(split, tokenizer, config, count=count)
-    held = build_batch(split, tokenizer, config, held_out_indices(len(split), config, count * config.batch_size)).tf_batch
+    held = build_batch(
+        split, tokenizer, config, held_out_indices(len(split), config, count * config.batch_size)
+    ).tf_batch
     trainer = Trainer(model, batches, config)
     figures = lr_sweep(trainer, settings, held, regression=config.glue_task.regression)
     pretrained = is_pretrained(model)
@@ -67,6 +69,7 @@ def debugger_table(config: RunConfig, rates) -> dict:
         }
     table["held_out_losses"] = [score["loss"] for score in figures["held_out"]]
     table["grid"] = figures["learning_rates"]
-    table["mean_drift_per_rate"] = float(np.nanmean([d / r for d, r in zip(figures["drift_per_step"],
-                                                                           figures["learning_rates"]) if d]))
+    table["mean_drift_per_rate"] = float(
+        np.nanmean([d / r for d, r in zip(figures["drift_per_step"], figures["learning_rates"], strict=True) if d])
+    )
     return table

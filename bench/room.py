@@ -68,7 +68,7 @@ def main() -> None:
     config = SCENARIOS["adam-string-default-lr"].apply(RunConfig(learning_rate=DEMO_LEARNING_RATE)).validated()
     job = training_job(config, SweepSettings(rates=args.rates, steps=args.steps, range_steps=args.range_steps))
     run = open_run(config)
-    run.classifier  # loaded once, as the page loads it before asking
+    _ = run.classifier  # loaded once, as the page loads it before asking
 
     def compute(progress):
         return job.run(run, progress)

@@ -56,8 +56,8 @@ class Bench:
 
 BENCHES = (
     Bench("startup", "startup_ratio", "a fresh process rendering the Data page on the demo kit (AppTest, first batch "
-          "and split checks included) against a fresh process running `import tensorflow, transformers` (beyond "
-          "it: importing Streamlit, pandas and `datasets`, Transformers listing its models for `AutoTokenizer`, the first "
+          "and split checks included) against a fresh process running `import tensorflow, transformers` (beyond it: "
+          "importing Streamlit, pandas and `datasets`, Transformers listing its models for `AutoTokenizer`, the first "
           "batch's `to_tf_dataset`; `--profile`)",
           ("first_page_s", "import_tf_transformers_s", "second_session_first_page_s"), "at most 1.5"),
     Bench("page_switch", "page_switch_s", "median seconds to switch to a page whose results are already computed "
@@ -79,7 +79,8 @@ BENCHES = (
           "writing it by hand: `from_pretrained`, `compile`, `fit` for 8 steps and `evaluate` at each of the 7 "
           "rates", ("sweep_cold_s", "by_hand_s"), "below 1"),
     Bench("overfit_ratio", "overfit_ratio", "the overfit test against plain `model.fit(batch, epochs=20)` on a fresh "
-          "copy of the real checkpoint, both including copy, compile and trace", ("overfit_test_s", "plain_fit_s"), "at most 1.2"),
+          "copy of the real checkpoint, both including copy, compile and trace", ("overfit_test_s", "plain_fit_s"),
+          "at most 1.2"),
     Bench("memory", "memory_ratio", "peak resident memory of a four-stage command-line run on a DistilBERT-base-size "
           "model (67M parameters, random weights, built locally) against weights + gradients + Adam's two slots "
           "in float32 plus the TensorFlow runtime alone", ("four_stage_peak_mib", "floor_mib"), "at most 2.0"),
@@ -87,7 +88,8 @@ BENCHES = (
           "test, the string-\"adam\" scenario on the demo kit; threads making the pages' own calls on the shared "
           "results) until all have it, against one session alone", ("room_s", "one_session_s", "sweeps_trained"),
           "at most 1.2"),
-    Bench("docs_recipe", "docs_recipe_ratio", "`trace` of the Transformers docs' TensorFlow recipe (a numpy dict padded "
+    Bench("docs_recipe", "docs_recipe_ratio",
+          "`trace` of the Transformers docs' TensorFlow recipe (a numpy dict padded "
           "to the longest row, `fit(tokenized, labels)` with no loss, then `prepare_tf_dataset` and a second fit; 700 "
           "rows, the demo kit) against the same script run plainly, each in fresh processes",
           ("plain_s", "trace_s", "plain_peak_mib", "trace_peak_mib", "trace_extra_mib"), "at most 2"),

@@ -102,7 +102,7 @@ def main() -> None:
                     page.goto(url, wait_until="commit", timeout=args.timeout * 1000)
                     pages.append(page)
             while time.time() - start < args.timeout and not all(outcome.get("answered") for outcome in outcomes):
-                for page, outcome in zip(pages, outcomes):
+                for page, outcome in zip(pages, outcomes, strict=True):
                     if outcome.get("answered"):
                         continue
                     try:

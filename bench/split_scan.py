@@ -107,7 +107,7 @@ def main() -> None:
     print(f"split_checks_first_scan_s = {first:.4f}")
     print(f"split_checks_rescan_s = {again:.4f}")
     print(f"split_scan_ratio_rescan = {again / least:.2f}")
-    print(f"split_scan_ratio = {statistics.median(f / s for f, s in zip(first_times, floor_times)):.2f}")
+    print(f"split_scan_ratio = {statistics.median(f / s for f, s in zip(first_times, floor_times, strict=True)):.2f}")
 
 
 if __name__ == "__main__":

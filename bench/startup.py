@@ -1,4 +1,5 @@
-"""Startup: a fresh process rendering the app's first page on the demo kit / a fresh process importing TF and Transformers.
+"""Startup: a fresh process rendering the app's first page on the demo kit / a fresh process importing TF and
+Transformers.
 
 Both sides are timed from process start to exit, offline (HF_HUB_OFFLINE=1), with the demo checkpoint
 already on disk (one untimed run builds it first). The app side renders the Data page, first batch and
@@ -38,7 +39,8 @@ SECOND = APP + (
 # paused and then frozen), each thread of the script run profiled (AppTest runs the page in
 # a thread of its own): where the app's time beyond `import tensorflow, transformers` goes.
 PROFILED = (
-    "import cProfile, io, pstats, threading; import diagnostics; from diagnostics.core.libraries import import_libraries\n"
+    "import cProfile, io, pstats, threading; import diagnostics\n"
+    "from diagnostics.core.libraries import import_libraries\n"
     "import_libraries(); profiles = []; run = threading.Thread.run\n"
     "def profiled(self):\n"
     "    profile = cProfile.Profile(); profiles.append(profile); profile.enable()\n"

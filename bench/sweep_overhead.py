@@ -129,8 +129,10 @@ def main() -> None:
     if hand_times:  # --by-hand-repeats 0 leaves the by-hand comparison out (minutes on a real checkpoint)
         print(f"sweep_cold_s = {statistics.median(cold_times):.3f}")
         print(f"by_hand_s = {statistics.median(hand_times):.3f}")
-        print(f"sweep_vs_by_hand_ratio = {statistics.median(c / h for c, h in zip(cold_times, hand_times)):.3f}")
-    print(f"sweep_overhead_ratio = {statistics.median(s / f for s, f in zip(sweep_times, floor_times)):.3f}")
+        print(f"sweep_vs_by_hand_ratio = "
+              f"{statistics.median(c / h for c, h in zip(cold_times, hand_times, strict=True)):.3f}")
+    print(f"sweep_overhead_ratio = "
+          f"{statistics.median(s / f for s, f in zip(sweep_times, floor_times, strict=True)):.3f}")
 
 
 if __name__ == "__main__":

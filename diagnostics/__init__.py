@@ -1,8 +1,9 @@
 """Training Pipeline Debugger: checks for TensorFlow + Transformers fine-tuning on GLUE.
 
-`from diagnostics import diagnose, DiagnoseCallback` runs the checks on your own model and dataset (see usercode/api.py and usercode/callback.py);
-they import TensorFlow on first use, not with the package. `with diagnostics.watch():` around your `to_tf_dataset`
-calls lets the checks batch your rows with your own call (usercode/hooks.py). Importing the package patches no library.
+`from diagnostics import diagnose, DiagnoseCallback` runs the checks on your own model and dataset (see
+usercode/api.py and usercode/callback.py); they import TensorFlow on first use, not with the package.
+`with diagnostics.watch():` around your `to_tf_dataset` calls lets the checks batch your rows with your own call
+(usercode/hooks.py). Importing the package patches no library.
 
 Importing the package selects Keras 2 (`tf-keras`), which Transformers' TF models need,
 and quiets TensorFlow's C++ logging, Transformers' warnings and `datasets`' progress bars before they are first

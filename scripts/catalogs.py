@@ -41,9 +41,9 @@ def extract() -> Catalog:
                                               directory_filter=lambda path: "__pycache__" not in path))
              for source in SOURCES]
     for base, messages in found:
-        for filename, line, message, comments, context in messages:
+        for filename, line, message, _comments, _context in messages:
             catalog.add(message, locations=[(f"{base.name}/{filename}", line)], flags=("python-brace-format",))
-    for line, message, comments, context in extract_from_file("python", ROOT / "app.py", keywords=KEYWORDS):
+    for line, message, _comments, _context in extract_from_file("python", ROOT / "app.py", keywords=KEYWORDS):
         catalog.add(message, locations=[("app.py", line)], flags=("python-brace-format",))
     return catalog
 

@@ -38,7 +38,8 @@ def sst2(rng, label):
     noun = rng.choice(NOUNS)
     words = POSITIVE if label == 1 else NEGATIVE
     first, second = rng.sample(words, 2)
-    pattern = rng.choice(["the {n} was {a} and {b} .", "a {a} {n} , truly {b} .", "what a {a} {n} ; {b} from start to end ."])
+    pattern = rng.choice(["the {n} was {a} and {b} .", "a {a} {n} , truly {b} .", "what a {a} {n} ; {b} "
+                                                                                  "from start to end ."])
     return {"sentence": pattern.format(n=noun, a=first, b=second)}
 
 

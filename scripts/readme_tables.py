@@ -56,7 +56,9 @@ def cli_help() -> str:
 
     parser = build_parser()
     commands = next(action for action in parser._actions if action.__class__.__name__ == "_SubParsersAction")
-    return "".join(f"```text\n{commands.choices[name].format_help()}```\n\n" for name in ("run", "trace")).rstrip() + "\n"
+    return (
+        "".join(f"```text\n{commands.choices[name].format_help()}```\n\n" for name in ("run", "trace")).rstrip() + "\n"
+    )
 
 
 def main() -> int:

@@ -145,7 +145,9 @@ def mnli_split():
 
 @pytest.fixture
 def sst2_split():
-    return make_split("sst2", [("a great film", 1), ("an awful book", 0), ("the sun is warm", 1), ("a bad film", 0)] * 3)
+    return make_split(
+        "sst2", [("a great film", 1), ("an awful book", 0), ("the sun is warm", 1), ("a bad film", 0)] * 3
+    )
 
 
 @pytest.fixture(scope="session")

@@ -135,7 +135,9 @@ def test_junit_counts_a_failing_run_as_failures(tmp_path):
     junit_path = tmp_path / "junit.xml"
     assert main(["run", "--stages", "data", "--num-labels", "2", "--junit", str(junit_path)]) == 1
     suite = ElementTree.parse(junit_path).getroot().find("testsuite")
-    failures = {case.get("name"): case.find("failure") for case in suite.iter("testcase") if case.find("failure") is not None}
+    failures = {
+        case.get("name"): case.find("failure") for case in suite.iter("testcase") if case.find("failure") is not None
+    }
     assert "data.label_range" in failures and int(suite.get("failures")) == len(failures)
     assert "beyond the head's num_labels=2 outputs" in failures["data.label_range"].get("message")
     assert int(suite.get("tests")) == len(registry.checks_of("data"))

@@ -13,8 +13,12 @@ MODULES = sorted((ROOT / "diagnostics").rglob("*.py"))
 @pytest.mark.parametrize("path", MODULES, ids=lambda p: p.name)
 def test_diagnostics_never_imports_streamlit(path: Path):
     tree = ast.parse(path.read_text())
-    imported = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
-    imported |= {node.module.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
+    imported = {
+        alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names
+    }
+    imported |= {
+        node.module.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module
+    }
     assert "streamlit" not in imported
 
 
@@ -73,7 +77,7 @@ def test_ui_is_split_by_concern_small_modules_and_no_import_circle():
     assert {name: len(path.read_text().splitlines()) for name, path in modules.items()
             if len(path.read_text().splitlines()) > 250} == {}
     graph = {name: ui_imports(path) for name, path in modules.items()}
-    order, seen = [], set()
+    seen = set()
 
     def visit(name, trail):
         assert name not in trail, " -> ".join([*trail, name])
@@ -89,7 +93,9 @@ def test_ui_is_split_by_concern_small_modules_and_no_import_circle():
 def test_the_tests_mirror_the_package():
     """Each folder of tests/ is a layer of the package (its tests), or app/ for the Streamlit side, or fixtures."""
     layers = {path.name for path in (ROOT / "diagnostics").iterdir() if (path / "__init__.py").is_file()}
-    folders = {path.name for path in (ROOT / "tests").iterdir() if path.is_dir() and not path.name.startswith((".", "_"))}
+    folders = {
+        path.name for path in (ROOT / "tests").iterdir() if path.is_dir() and not path.name.startswith((".", "_"))
+    }
     assert folders - {"data", "scripts"} <= layers | {"app"}
     assert all(list((ROOT / "tests" / folder).glob("test_*.py")) for folder in folders - {"data", "scripts"})
 

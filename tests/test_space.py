@@ -72,7 +72,7 @@ def test_dockerfile_pins_its_base_runs_as_uid_1000_in_hosted_mode():
     assert "/_stcore/health" in health and ":8501" in health
     cmd = command()
     assert cmd[:5] == ["python", "-m", "ui.serve", "run", "app.py"]  # streamlit run, the upload bound installed first
-    options = dict(zip(cmd[5::2], cmd[6::2]))
+    options = dict(zip(cmd[5::2], cmd[6::2], strict=True))
     assert options["--server.port"] == "8501" and options["--server.address"] == "0.0.0.0"
     # The Space answers at its own host names (the project's config accepts only this machine's): hosted mode runs
     # no code, so a page of another site reaching it gets no more than any visitor.

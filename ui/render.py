@@ -57,7 +57,13 @@ def shown(value) -> str:
     return localize(value, escape=markdown_text)
 
 
-STATUS_COLOURS = {Status.PASS: "green", Status.WARN: "orange", Status.FAIL: "red", Status.ERROR: "violet", Status.SKIP: "gray"}
+STATUS_COLOURS = {
+    Status.PASS: "green",
+    Status.WARN: "orange",
+    Status.FAIL: "red",
+    Status.ERROR: "violet",
+    Status.SKIP: "gray",
+}
 # Each stage's page, where a cause's owner lives.
 STAGE_PAGES = {"data": "app_pages/1_data.py", "model": "app_pages/2_model.py",
                "hparams": "app_pages/3_hyperparameters.py", "overfit": "app_pages/4_overfit.py"}
@@ -226,8 +232,8 @@ def traced_results(stage: str) -> list[CheckResult] | None:
     where = (_("fit at {line}").format(line=script["fit_at"]) + (
         _("; the first of {count} checked fits, each on the Your script page").format(count=later + 1)
         if later else "")) if script.get("reached_fit") else _("stopped before fit")
-    st.info(_("Results traced from your script **{name}** ({where}). The sidebar's pipeline is not used here until "
-              "you switch back on the **Your script** page or in the sidebar.").format(name=markdown_text(traced["name"]),
+    st.info(_("Results traced from your script **{name}** ({where}). The sidebar's pipeline is not used here until you "
+              "switch back on the **Your script** page or in the sidebar.").format(name=markdown_text(traced["name"]),
                                                                                     where=markdown_text(where)),
             icon=":material/code:")
     return [CheckResult.from_dict(check) for check in traced["report"].get("checks", []) if check["stage"] == stage]

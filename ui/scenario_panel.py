@@ -34,15 +34,24 @@ def apply_scenario() -> None:
     for field in SCENARIO_FIELDS:
         state[BY_FIELD[field].key] = BY_FIELD[field].widget(getattr(config, field))
     if config.data_source != "files":
-        state["run.data_source"] = state["run.data_source"] if state["run.data_source"] != "files" else defaults.data_source
+        state["run.data_source"] = (
+            state["run.data_source"] if state["run.data_source"] != "files" else defaults.data_source
+        )
 
 
 def scenario_picker() -> None:
     """The workshop picker and the chosen scenario's symptom (before the page, so the choice is never lost)."""
-    st.selectbox(_("Workshop scenario"), [NO_SCENARIO, *SCENARIOS], key=choice("run.scenario"), on_change=apply_scenario,
-                 format_func={NO_SCENARIO: _(NO_SCENARIO), **{name: f"{name}: {_(scenario.title)}"
-                                                              for name, scenario in SCENARIOS.items()}}.get,
-                 help=_("Each preset injects one known bug into the configuration above."))
+    st.selectbox(
+        _("Workshop scenario"),
+        [NO_SCENARIO, *SCENARIOS],
+        key=choice("run.scenario"),
+        on_change=apply_scenario,
+        format_func={
+            NO_SCENARIO: _(NO_SCENARIO),
+            **{name: f"{name}: {_(scenario.title)}" for name, scenario in SCENARIOS.items()},
+        }.get,
+        help=_("Each preset injects one known bug into the configuration above."),
+    )
     name = st.session_state["run.scenario"]
     if name in SCENARIOS:
         st.caption(_("**Symptom:** {symptom}").format(symptom=_(SCENARIOS[name].symptom)))

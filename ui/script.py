@@ -13,7 +13,14 @@ from diagnostics.keras.data_files import safe_file_name
 from diagnostics.core.check import STAGE_ORDER, STAGE_TITLES
 from diagnostics.core.result import CheckResult
 from diagnostics.usercode.course_scripts import COURSE_SCRIPTS
-from diagnostics.usercode.trace import DEFAULT_TIMEOUT, fit_reports, phase_title, script_finding, script_fix, script_notes
+from diagnostics.usercode.trace import (
+    DEFAULT_TIMEOUT,
+    fit_reports,
+    phase_title,
+    script_finding,
+    script_fix,
+    script_notes,
+)
 from ui.render import ACTIVE_KEY, checklist, choice, markdown_text, shown, status_line
 
 # The task choice: found from the data and the model, or named.
@@ -92,7 +99,9 @@ def run_options() -> tuple[dict, list[str]]:
     try:
         script_args = shlex.split(arguments)
     except ValueError as exc:
-        problems.append(_("The arguments cannot be split like a command line: {problem}.").format(problem=markdown_text(exc)))
+        problems.append(
+            _("The arguments cannot be split like a command line: {problem}.").format(problem=markdown_text(exc))
+        )
     if not stages:
         problems.append(_("Choose at least one stage."))
     if not Path(workdir).expanduser().is_dir():

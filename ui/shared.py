@@ -21,7 +21,7 @@ from diagnostics.serve.memo import kept
 from diagnostics.serve.store import KINDS, NEEDS_MODEL, Entry, Flight, Job, SharedResults, overfit_job, training_job
 from ui.links import Link, parse_link
 from diagnostics.keras.training import effective_rate
-from ui.render import STAGE_PAGES, run_stage, shown
+from ui.render import run_stage, shown
 from ui.caches import hub_reachable, open_run
 from ui.session import EPOCHS_KEY, sweep_from_state
 
@@ -65,7 +65,7 @@ def computed(job: Job, label: str, *, again: bool = False, pin: bool = False, wa
             run = open_run(job.config)
         if job.kind in NEEDS_MODEL:
             with st.spinner(_("Loading the model…")):  # here, so the computation finds it in the cache
-                run.classifier
+                _loaded = run.classifier
         store = shared_results()
         flight = store.start(job, lambda progress: job.run(run, progress), again=again,
                              heavy=job.kind in NEEDS_MODEL, owner=visitor_id(), pin=pin)
@@ -169,7 +169,9 @@ def overfit_jobs(config) -> dict[str, Job]:
     best, broke = sweep_measured(config)
     walk, before = overfit_job(config, epochs, None, best, broke), overfit_job(config, epochs)
     if walk != before and kept(walk) is None and not under_way(walk) and kept(before) is not None:
-        walk = before  # run before the sweep, at the configured rate: it stands (what it found of the rate points there)
+        walk = (
+            before  # run before the sweep, at the configured rate: it stands (what it found of the rate points there)
+        )
     jobs = {"walk": walk}
     if best and not math.isclose(best, effective_rate(config), rel_tol=1e-6):
         jobs["rerun"] = overfit_job(config, epochs, best, best, broke)

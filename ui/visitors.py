@@ -32,7 +32,7 @@ def visitor_of(cookies: dict, session: str | None) -> str | None:
     try:
         if len(parts) == 4 and parts[0] == "2":
             mask, masked = bytes.fromhex(parts[1]), bytes.fromhex(parts[2])
-            token = bytes(left ^ right for left, right in zip(mask, masked)).hex()
+            token = bytes(left ^ right for left, right in zip(mask, masked, strict=True)).hex()
         else:
             token = value
     except ValueError:

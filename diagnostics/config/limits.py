@@ -28,7 +28,7 @@ class Limits:
     max_range_steps: int = 100
     max_overfit_epochs: int = 50
     max_parameters: int = 150_000_000
-    max_training_gib: float = 10.0  # training memory estimated from the checkpoint's config (refusals.refuse_costly)
+    max_training_gib: float = 10.0  # training memory estimated from the checkpoint's config (loading.refuse_costly)
     run_budget_s: float = 180.0
 
     @classmethod

@@ -179,8 +179,14 @@ class RunConfig:
         given = [split for split, _ in self.data_files]
         for split in dict.fromkeys(split for split in given if given.count(split) > 1):
             paths = [path for name, path in self.data_files if name == split]
-            problems.append(msg("split {split} is given {count} times ({paths}): give each split once", split=repr(split),
-                                count=len(paths), paths=", ".join(paths)))
+            problems.append(
+                msg(
+                    "split {split} is given {count} times ({paths}): give each split once",
+                    split=repr(split),
+                    count=len(paths),
+                    paths=", ".join(paths),
+                )
+            )
         if self.labels_in not in LABEL_PLACEMENTS:
             problems.append(msg("labels_in must be 'inputs' or 'separate', got {value}", value=repr(self.labels_in)))
         if self.loss not in LOSSES and not (self.data_source == "code" and self.loss in CODE_LOSSES):

@@ -1,4 +1,5 @@
-"""Workshop scenarios: named presets that each inject one known bug, with the symptom and the checks that must flag it."""
+"""Workshop scenarios: named presets that each inject one known bug, with the symptom and the checks that must flag
+it."""
 
 from __future__ import annotations
 

@@ -22,9 +22,11 @@ LABEL_PLACEMENTS = ("inputs", "separate")
 # How the loss reaches model.compile: the model's own loss, or a Keras loss as a string or an object.
 LOSSES = {
     "internal": N_("compile(optimizer) with no loss: the model's internal loss"),
-    "sparse_categorical_crossentropy": N_('compile(loss="sparse_categorical_crossentropy"): a string, from_logits=False'),
+    "sparse_categorical_crossentropy":
+        N_('compile(loss="sparse_categorical_crossentropy"): a string, from_logits=False'),
     "SparseCategoricalCrossentropy(from_logits=True)": "compile(loss=SparseCategoricalCrossentropy(from_logits=True))",
-    "SparseCategoricalCrossentropy(from_logits=False)": "compile(loss=SparseCategoricalCrossentropy(from_logits=False))",
+    "SparseCategoricalCrossentropy(from_logits=False)":
+        "compile(loss=SparseCategoricalCrossentropy(from_logits=False))",
     "mse": N_('compile(loss="mse"): mean squared error, for regression (stsb)'),
 }
 # Losses only a user's own code gives (a Keras model with its own head: one-hot labels, or one binary output).
@@ -287,12 +289,14 @@ SETTINGS: tuple[Setting, ...] = (
     _S("split", "split", str.strip, "--split", "split to check (default: train)", from_widget=str.strip,
        ui=_W("select", N_("Split"))),
     _S("num_labels", "num_labels", parse_optional_whole, "--num-labels",
-       "num_labels for from_pretrained (default: the task's)", bounds=Bounds(N_("num_labels"), 1, MAX_NUM_LABELS, whole=True, note=N_(" (a GLUE task has at most 3 labels)")),
+       "num_labels for from_pretrained (default: the task's)",
+       bounds=Bounds(N_("num_labels"), 1, MAX_NUM_LABELS, whole=True, note=N_(" (a GLUE task has at most 3 labels)")),
        from_widget=lambda value: None if value is None else int(value),
        ui=_W("number", N_("num_labels"), step=1, placeholder=N_("task default ({count})"),
              help=N_("What from_pretrained(..., num_labels=N) gets. Empty: the task's own count."))),
     _S("batch_size", "batch_size", parse_whole, "--batch-size", "rows per batch, as to_tf_dataset gets them (default "
-       "16)", bounds=Bounds(N_("batch size"), 1, MAX_BATCH_SIZE, whole=True), from_widget=int, ui=_W("number", N_("Batch size"), step=1, pair=True)),
+       "16)", bounds=Bounds(N_("batch size"), 1, MAX_BATCH_SIZE, whole=True), from_widget=int,
+       ui=_W("number", N_("Batch size"), step=1, pair=True)),
     _S("max_length", "max_length", parse_whole, "--max-length", "the tokenizer's truncation length (default 128)",
        bounds=Bounds(N_("max length"), 1, MAX_LENGTH, whole=True), from_widget=int,
        ui=_W("number", N_("Max length"), step=1)),
@@ -351,10 +355,12 @@ SWEEP_SETTINGS: tuple[Setting, ...] = (
     _S("steps", "steps", parse_whole, "--sweep-steps", "train steps at each rate (default 8)",
        bounds=Bounds(N_("the steps per rate"), 1, 500, whole=True), from_widget=int, session_key="hparams.steps"),
     _S("range_steps", "range_steps", parse_whole, "--range-steps", "steps of the learning-rate range test (default "
-       "40)", bounds=Bounds(N_("the range test's steps"), 5, 1000, whole=True), from_widget=int, session_key="hparams.range_steps"),
+       "40)", bounds=Bounds(N_("the range test's steps"), 5, 1000, whole=True), from_widget=int,
+       session_key="hparams.range_steps"),
 )
 EPOCHS = _S("epochs", "epochs", parse_whole, "--epochs", "epochs of the overfit-one-batch test (default 20)",
-            bounds=Bounds(N_("the overfit test's epochs"), 1, 1000, whole=True), from_widget=int, session_key="overfit.epochs")
+            bounds=Bounds(N_("the overfit test's epochs"), 1, 1000, whole=True), from_widget=int,
+            session_key="overfit.epochs")
 
 
 def _named_number(name, text) -> float:

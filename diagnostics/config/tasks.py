@@ -83,5 +83,7 @@ def get_task(name: str) -> GlueTask:
     """Look a task up by name, with an error that lists the valid names."""
     key = (name or "").strip().lower()
     if key not in TASKS:
-        raise InputError(msg("Unknown GLUE task {name}; choose one of: {tasks}.", name=repr(name), tasks=", ".join(TASKS)))
+        raise InputError(
+            msg("Unknown GLUE task {name}; choose one of: {tasks}.", name=repr(name), tasks=", ".join(TASKS))
+        )
     return TASKS[key]

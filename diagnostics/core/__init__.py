@@ -1,1 +1,2 @@
-"""The check model: the registry of checks and causes, results and their rules, the runner, the run context, typed evidence."""
+"""The check model: the registry of checks and causes, results and their rules, the runner, the run context, typed
+evidence."""

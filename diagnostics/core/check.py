@@ -7,7 +7,8 @@ from __future__ import annotations
 import contextlib
 import contextvars
 from dataclasses import dataclass, replace
-from typing import Callable, Iterator
+import types
+from typing import Callable, Iterator, Mapping
 
 from diagnostics.i18n import N_
 
@@ -108,8 +109,8 @@ class Check:
 
 # Thresholds set for one run (`diagnose(thresholds=...)`, `--threshold`): {check id: {condition: value}}, validated by
 # `walk.stages.parse_thresholds`. A context variable, so a run in one thread or session never changes another's.
-_PER_RUN: contextvars.ContextVar[dict[str, dict[str, float]]] = contextvars.ContextVar("debugger_thresholds",
-                                                                                      default={})
+_PER_RUN: contextvars.ContextVar[Mapping[str, dict[str, float]]] = contextvars.ContextVar(
+    "debugger_thresholds", default=types.MappingProxyType({}))  # read-only: a run sets its own (per_run_thresholds)
 
 
 @contextlib.contextmanager

@@ -13,9 +13,19 @@ from typing import Any, Callable
 import numpy as np
 
 from diagnostics.keras import data_files, loading
-from diagnostics.keras.batches import (LABEL, UNUSABLE_LABEL, FirstBatch, build_batch, build_first_batch, held_out_indices,
-                                 invalid_labels, not_prose, split_labels, text_cell_problems,
-                                 training_batches)
+from diagnostics.keras.batches import (
+    LABEL,
+    UNUSABLE_LABEL,
+    FirstBatch,
+    build_batch,
+    build_first_batch,
+    held_out_indices,
+    invalid_labels,
+    not_prose,
+    split_labels,
+    text_cell_problems,
+    training_batches,
+)
 from diagnostics.config.run import RunConfig
 from diagnostics.core.errors import NotClassifierError
 from diagnostics.keras.keras_model import head_of
@@ -63,7 +73,7 @@ class RunContext:
     def batch_exception(self) -> Exception | None:
         """What tokenizing the first batch raised (data.batch's finding), or None when it built."""
         try:
-            self.first_batch
+            _ = self.first_batch
         except Exception as exc:  # the tokenizer's or the user's recipe's own error, whatever its type
             return exc
         return None

@@ -30,7 +30,8 @@ class CodeStyle:
         return cls(config.keras_name, config.optimizer, config.weight_decay, config.train_steps, config.warmup_steps)
 
 
-_STYLE: contextvars.ContextVar[CodeStyle] = contextvars.ContextVar("debugger_code_style", default=CodeStyle())
+DEFAULT_STYLE = CodeStyle()  # frozen: one shared default
+_STYLE: contextvars.ContextVar[CodeStyle] = contextvars.ContextVar("debugger_code_style", default=DEFAULT_STYLE)
 
 
 @contextlib.contextmanager

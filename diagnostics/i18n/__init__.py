@@ -91,7 +91,7 @@ def joined(parts: list, separator: str = ", ") -> Text:
     """Sentences (or plain texts) joined by `separator`, each translated when the whole is shown."""
     names = [f"part{index}" for index in range(len(parts))]
     template = separator.join("{" + name + "}" for name in names)
-    return Text(template, dict(zip(names, parts)))
+    return Text(template, dict(zip(names, parts, strict=True)))
 
 
 def N_(text: str) -> str:

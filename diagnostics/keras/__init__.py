@@ -1,1 +1,2 @@
-"""TensorFlow and Keras mechanics: batches, training copies, loading, measurement, devices, the private-attribute reads."""
+"""TensorFlow and Keras mechanics: batches, training copies, loading, measurement, devices, the private-attribute
+reads."""

@@ -51,7 +51,9 @@ class FirstBatch:
     def available_columns(self) -> list[str]:
         """What `to_tf_dataset` can give: the tokenized columns, and `labels` where the collator renames `label`
         (`to_tf_dataset` always hands the collator the `label` column)."""
-        renamed = self.label_renamed and LABEL in self.tokenized_columns and COLLATOR_LABEL not in self.tokenized_columns
+        renamed = (
+            self.label_renamed and LABEL in self.tokenized_columns and COLLATOR_LABEL not in self.tokenized_columns
+        )
         return list(self.tokenized_columns) + ([COLLATOR_LABEL] if renamed else [])
 
 
@@ -148,10 +150,16 @@ def batched(split, tokenizer, config: RunConfig, indices: list[int], batch_size:
     rows = split.select(indices).to_dict()
     missing = [column for column in task.text_columns if column not in rows]
     if missing:
-        return FirstBatch(indices=indices, rows=rows, input_ids=[], full_lengths=[],
-                          requested_columns=config.requested_columns(list(tokenizer.model_input_names)),
-                          label_columns=config.label_columns(), tokenized_columns=list(rows),
-                          error=f"KeyError: the split has no {', '.join(missing)} column, which {task.name} needs"), None
+        return FirstBatch(
+            indices=indices,
+            rows=rows,
+            input_ids=[],
+            full_lengths=[],
+            requested_columns=config.requested_columns(list(tokenizer.model_input_names)),
+            label_columns=config.label_columns(),
+            tokenized_columns=list(rows),
+            error=f"KeyError: the split has no {', '.join(missing)} column, which {task.name} needs",
+        ), None
     encoded = tokenize(tokenizer, task, rows, config.max_length)
     full = tokenize(tokenizer, task, rows, None)["input_ids"] if lengths else []
     tokenized = Dataset.from_dict({**rows, **{key: list(value) for key, value in encoded.items()}})
@@ -166,7 +174,9 @@ def batched(split, tokenizer, config: RunConfig, indices: list[int], batch_size:
     )
     if tokenizer.pad_token is None:
         batch.error = "ValueError: the tokenizer has no padding token, so DataCollatorWithPadding cannot pad the batch"
-        batch.error_fix = "tokenizer.pad_token = tokenizer.eos_token  # and model.config.pad_token_id = tokenizer.pad_token_id"
+        batch.error_fix = (
+            "tokenizer.pad_token = tokenizer.eos_token  # and model.config.pad_token_id = tokenizer.pad_token_id"
+        )
         return batch, None
     collator = locked_collator(DataCollatorWithPadding(tokenizer, return_tensors="np"), tokenizer)
     try:
@@ -197,13 +207,21 @@ def user_batch(split, tokenizer, config: RunConfig, indices: list[int], batch_si
             if has_texts and input_ids else [len(ids) for ids in input_ids])
     kwargs = recipe.to_tf_dataset_kwargs()
     requested = kwargs["columns"] or [c for c in split.column_names if c not in (LABEL, COLLATOR_LABEL)]
-    batch = FirstBatch(indices=indices, rows=rows, input_ids=input_ids, full_lengths=full,
-                       requested_columns=list(requested), label_columns=list(recipe.label_cols) if recipe.label_cols else None,
-                       tokenized_columns=list(split.column_names),
-                       label_renamed=renames_label(recipe, rows, indices, split.column_names))
+    batch = FirstBatch(
+        indices=indices,
+        rows=rows,
+        input_ids=input_ids,
+        full_lengths=full,
+        requested_columns=list(requested),
+        label_columns=list(recipe.label_cols) if recipe.label_cols else None,
+        tokenized_columns=list(split.column_names),
+        label_renamed=renames_label(recipe, rows, indices, split.column_names),
+    )
     if not input_ids:
         batch.error = "KeyError: the split has no input_ids column: it was never tokenized"
-        batch.error_fix = f"dataset = dataset.map(lambda rows: tokenizer(*(rows[c] for c in {list(task.text_columns)!r}), truncation=True), batched=True)"
+        columns = list(task.text_columns)
+        batch.error_fix = (f"dataset = dataset.map(lambda rows: tokenizer(*(rows[c] for c in {columns!r}), "
+                           "truncation=True), batched=True)")
         return batch, None
     try:
         probes = shape_probes([len(ids) for ids in input_ids], len(indices))
@@ -361,7 +379,9 @@ def text_cell_problems(split, task: GlueTask) -> dict[str, dict[str, list]]:
             cells = values.to_pylist()
             if "json" in str(values.type):  # datasets' JSON type holds each cell's JSON text
                 cells = [None if cell is None else json.loads(cell) for cell in cells]
-            empty = [row for row, cell in enumerate(cells) if cell is None or (isinstance(cell, str) and not cell.strip())]
+            empty = [
+                row for row, cell in enumerate(cells) if cell is None or (isinstance(cell, str) and not cell.strip())
+            ]
             not_text = [row for row, cell in enumerate(cells) if cell is not None and not isinstance(cell, str)]
             examples = [json.dumps(cells[row])[:60] for row in not_text[:3]]
         if empty or not_text:
@@ -371,7 +391,9 @@ def text_cell_problems(split, task: GlueTask) -> dict[str, dict[str, list]]:
 
 def label_names_for(task: GlueTask, num_labels: int) -> list[str]:
     """Names of label ids 0..num_labels-1 (extra ids beyond the task's names are shown as numbers)."""
-    return [task.label_name(label) if label < len(task.label_names) else f"label {label}" for label in range(num_labels)]
+    return [
+        task.label_name(label) if label < len(task.label_names) else f"label {label}" for label in range(num_labels)
+    ]
 
 
 def sentence_segments(ids: list[int], tokenizer) -> list[list[int]]:
@@ -417,7 +439,7 @@ def decoded_rows(batch: FirstBatch, tokenizer, task: GlueTask) -> list[dict[str,
             "tokens": len(ids),
             "unknown_tokens": sum(1 for token in ids if unk is not None and token == unk),
         }
-        for position, (index, ids) in enumerate(zip(batch.indices, batch.input_ids))
+        for position, (index, ids) in enumerate(zip(batch.indices, batch.input_ids, strict=True))
     ]
 
 
@@ -437,7 +459,7 @@ def invalid_labels(labels: np.ndarray, task: GlueTask, num_labels: int) -> dict[
     else:
         bad = (values < 0) | (values >= num_labels)
     found, counts = np.unique(values[bad], return_counts=True)
-    return {plain_label(value): int(count) for value, count in zip(found, counts)}
+    return {plain_label(value): int(count) for value, count in zip(found, counts, strict=True)}
 
 
 def plain_label(value):

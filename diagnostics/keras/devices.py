@@ -99,7 +99,7 @@ def per_replica_dataset(batches: list, strategy, *, repeat: bool):
             continue
         bounds = np.linspace(0, batch_rows(batch), replicas + 1).astype(int)
         pieces += [tf.nest.map_structure(lambda tensor, lo=lo, hi=hi: tensor[lo:hi], batch)
-                   for lo, hi in zip(bounds[:-1], bounds[1:])]
+                   for lo, hi in zip(bounds[:-1], bounds[1:], strict=False)]
     dataset = tf.data.Dataset.from_tensors(pieces[0])
     for piece in pieces[1:]:
         dataset = dataset.concatenate(tf.data.Dataset.from_tensors(piece))

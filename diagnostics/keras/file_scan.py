@@ -22,7 +22,9 @@ def scan_file(file: Path, kind: str, limits: FileLimits, *, delimiter: str = ","
     """
     size = file.stat().st_size
     if size > limits.max_bytes:
-        _refuse(file, msg("{size:,} bytes, past the limit of {limit:,}", size=size, limit=limits.max_bytes), "max_bytes")
+        _refuse(
+            file, msg("{size:,} bytes, past the limit of {limit:,}", size=size, limit=limits.max_bytes), "max_bytes"
+        )
     if kind == "parquet":
         _scan_parquet(file, limits)
     else:
@@ -74,7 +76,9 @@ def _json_depth(file: Path, line: bytes, number: int, depth: int, limit: int) ->
         elif byte in _OPEN:
             depth += 1
             if depth > limit:
-                _refuse(file, msg("line {number} nests deeper than {limit} levels", number=number, limit=limit), "max_depth")
+                _refuse(
+                    file, msg("line {number} nests deeper than {limit} levels", number=number, limit=limit), "max_depth"
+                )
         elif byte in _CLOSE:
             depth = max(depth - 1, 0)
     return depth
@@ -107,7 +111,11 @@ def _scan_parquet(file: Path, limits: FileLimits) -> None:
         _refuse(file, msg("{count:,} columns, past the limit of {limit}", count=meta.num_columns,
                           limit=limits.max_columns), "max_columns")
     if meta.num_rows > limits.max_rows:
-        _refuse(file, msg("{count:,} rows, past the limit of {limit:,}", count=meta.num_rows, limit=limits.max_rows), "max_rows")
+        _refuse(
+            file,
+            msg("{count:,} rows, past the limit of {limit:,}", count=meta.num_rows, limit=limits.max_rows),
+            "max_rows",
+        )
     decoded = 0
     for batch in parquet.iter_batches(batch_size=4096):
         for column in batch.columns:
@@ -120,4 +128,6 @@ def _scan_parquet(file: Path, limits: FileLimits) -> None:
                                       count=longest, limit=limits.max_row_chars), "max_row_chars")
             decoded += column.nbytes
         if decoded > limits.max_decoded_bytes:
-            _refuse(file, msg("more than {limit:,} bytes once decoded", limit=limits.max_decoded_bytes), "max_decoded_bytes")
+            _refuse(
+                file, msg("more than {limit:,} bytes once decoded", limit=limits.max_decoded_bytes), "max_decoded_bytes"
+            )

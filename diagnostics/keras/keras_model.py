@@ -310,7 +310,7 @@ def copy_trainable(source, target) -> None:
     sources, targets = list(source._flatten_layers()), list(target._flatten_layers())
     if len(sources) != len(targets):
         return
-    for of, to in zip(sources, targets):
+    for of, to in zip(sources, targets, strict=True):
         if to.trainable != of.trainable:
             to.trainable = of.trainable
 
@@ -326,14 +326,14 @@ def unused_by_output(model, inputs) -> set[str]:
         output = tf.cast(raw_output(call(model, inputs)), tf.float32)
         total = tf.reduce_sum(output)
     gradients = tape.gradient(total, variables, unconnected_gradients=tf.UnconnectedGradients.NONE)
-    return {variable.name for variable, gradient in zip(variables, gradients) if gradient is None}
+    return {variable.name for variable, gradient in zip(variables, gradients, strict=True) if gradient is None}
 
 
 def copy_weights(source, target) -> None:
     """`target.set_weights(source.get_weights())`, variable by variable, without a host copy of them all."""
     if len(source.weights) != len(target.weights):
         raise ValueError(f"cannot copy {len(source.weights)} weights into a model with {len(target.weights)}")
-    for to, of in zip(target.weights, source.weights):
+    for to, of in zip(target.weights, source.weights, strict=True):
         to.assign(of)
 
 

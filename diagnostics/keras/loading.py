@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-
 import functools
 import json
 import os
 import shutil
 import tempfile
 import threading
-import time
 import urllib.request
 from pathlib import Path
 
-
 from diagnostics.config import limits
+from diagnostics.keras.disk import (  # noqa: F401 (re-exported: where built artifacts live, and their tidying)
+    TIDY_EVERY_S, TIDY_FOLDERS, cache_dir, hub_cache_dir, tidy_cache, tidy_cache_in_background)
+from diagnostics.keras.parameters import COUNTERS, counted_parameters, training_bytes
 from diagnostics.i18n import msg
 from diagnostics.config.run import DEMO_CHECKPOINT, DEMO_LEARNING_RATE, RunConfig, is_local_path
 from diagnostics.core.errors import InputError, NotClassifierError
@@ -38,97 +38,6 @@ DEMO_VOCAB_SIZE = 1000
 
 
 DEMO_SEED = 1234
-
-
-def cache_dir() -> Path:
-    """Where built artifacts live: $DEBUGGER_CACHE_DIR, else ~/.cache/training-pipeline-debugger."""
-    root = os.environ.get("DEBUGGER_CACHE_DIR") or Path.home() / ".cache" / "training-pipeline-debugger"
-    return Path(root)
-
-
-# What visitors leave on disk (uploads, the Arrow copies of local data files) is dropped past an age and a size;
-# hosted mode keeps less. $DEBUGGER_CACHE_MAX_AGE_S and $DEBUGGER_CACHE_MAX_BYTES set them.
-TIDY_FOLDERS = ("uploads", "datasets")
-
-
-TIDY_EVERY_S = 600.0
-
-
-_tidied = [0.0]
-
-
-def tidy_cache(max_age_s: float | None = None, max_bytes: int | None = None, *, now: float | None = None,
-               force: bool = False, keep: Path | None = None) -> list[Path]:
-    """Drop uploads and Arrow copies older than `max_age_s`, then the oldest until they take at most `max_bytes`
-    (defaults: 7 days and 2 GiB; hosted: 1 day and 1 GiB), never `keep` (the upload just written). At most once
-    every ten minutes unless `force`. In hosted mode the Hub's cache of checkpoints and datasets counts too, each
-    repository by its last download, dropped only to keep the total under `max_bytes` (eight distinct checkpoints
-    a visitor asked for grew it from 88 to 700 MiB, with nothing to tidy it); a checkpoint dropped is downloaded
-    again by the next visitor who asks for it.
-
-    Returns:
-        the folders and files removed.
-    """
-    moment = time.time() if now is None else now
-    if not force and moment - _tidied[0] < TIDY_EVERY_S:
-        return []
-    _tidied[0] = moment
-    hosted = limits.hosted() is not None
-    max_age_s = max_age_s if max_age_s is not None else float(
-        os.environ.get("DEBUGGER_CACHE_MAX_AGE_S") or (86400 if hosted else 7 * 86400))
-    max_bytes = max_bytes if max_bytes is not None else int(
-        os.environ.get("DEBUGGER_CACHE_MAX_BYTES") or (2**30 if hosted else 2 * 2**30))
-    # (last written, bytes, path, whether age alone drops it) of each upload folder, Arrow copy and Hub repository
-    items = [(*_written_and_size(item), item, True) for name in TIDY_FOLDERS
-             for item in _children(cache_dir() / name)]
-    if hosted:
-        items += [(*_written_and_size(item), item, False) for item in _children(hub_cache_dir())
-                  if item.name.startswith(("models--", "datasets--"))]
-    removed, total = [], sum(size for _, size, _, _ in items)
-    for written, size, item, ages in sorted(items, key=lambda entry: entry[0]):
-        if ((not ages or moment - written <= max_age_s) and total <= max_bytes) or item == keep:
-            continue
-        shutil.rmtree(item, ignore_errors=True) if item.is_dir() else item.unlink(missing_ok=True)
-        removed.append(item)
-        total -= size
-    return removed
-
-
-def _children(folder: Path) -> list[Path]:
-    return list(folder.iterdir()) if folder.is_dir() else []
-
-
-def _written_and_size(item: Path) -> tuple[float, int]:
-    """When anything under `item` was last written, and the bytes its files take (a link counted once, as the Hub
-    cache's snapshots link to its blobs)."""
-    files = [item] if item.is_file() else [path for path in item.rglob("*") if path.is_file() and not path.is_symlink()]
-    stats = [path.stat() for path in files]
-    return max((stat.st_mtime for stat in stats), default=item.stat().st_mtime), sum(stat.st_size for stat in stats)
-
-
-def hub_cache_dir() -> Path:
-    """Where `from_pretrained` and `load_dataset` keep what they download from the Hub."""
-    from huggingface_hub import constants
-
-    return Path(constants.HF_HUB_CACHE)
-
-
-def tidy_cache_in_background() -> threading.Thread | None:
-    """`tidy_cache()` on a thread of its own, so that no page waits while a large cache is listed (0.4 s for this
-    machine's, of some 1,300 entries); None when it ran in the last ten minutes. A file another session removes
-    while it lists them ends this tidying quietly; the next one goes on."""
-    if time.time() - _tidied[0] < TIDY_EVERY_S:
-        return None
-
-    def tidy() -> None:
-        try:
-            tidy_cache()
-        except OSError:
-            pass
-
-    thread = threading.Thread(target=tidy, name="debugger-tidy-cache", daemon=True)
-    thread.start()
-    return thread
 
 
 @functools.lru_cache(maxsize=1)
@@ -188,14 +97,149 @@ def loaded_from(loader, checkpoint: str, **kwargs):
         raise
 
 
+# A real checkpoint's config.json or tokenizer_config.json holds a few kilobytes; one of 121 MiB (three million
+# labels) took a hosted server to 3,400 MiB and stalled every visitor for up to 36 s while it was parsed.
+MAX_CONFIG_FILE_BYTES = 1 << 20
+_REFUSED: dict[str, InputError] = {}  # hosted mode's refusals of a checkpoint's own files, said again without a look
+_MAX_REFUSED = 256
+
+
+def _config_file_bytes(checkpoint: str, filename: str) -> int | None:
+    """The size of one of the checkpoint's files before it is read: on disk for a directory or the local Hub cache,
+    else from the Hub's answer to a HEAD request; None when the checkpoint has no such file."""
+    if is_local_path(checkpoint):
+        path = Path(resolve_checkpoint(checkpoint)) / filename
+        return path.stat().st_size if path.is_file() else None
+    from huggingface_hub import get_hf_file_metadata, hf_hub_url, try_to_load_from_cache
+
+    cached = try_to_load_from_cache(checkpoint, filename)
+    if isinstance(cached, str):
+        return os.path.getsize(cached)
+    if not hub_reachable():
+        return None
+    try:
+        return get_hf_file_metadata(hf_hub_url(checkpoint, filename), timeout=10).size
+    except Exception:  # noqa: BLE001 - no such file, or no such checkpoint: from_pretrained says which
+        return None
+
+
+def _read_config_file(checkpoint: str, filename: str) -> dict | None:
+    """One of the checkpoint's small JSON files, read after its size is known to be small; None when absent."""
+    size = _config_file_bytes(checkpoint, filename)
+    if size is None:
+        return None
+    if size > MAX_CONFIG_FILE_BYTES:
+        raise InputError(msg("{checkpoint}'s {file} holds {size:,} bytes; hosted mode reads at most {cap:,} from it "
+                             "(a real checkpoint's holds a few thousand).", checkpoint=repr(checkpoint), file=filename,
+                             size=size, cap=MAX_CONFIG_FILE_BYTES))
+    if is_local_path(checkpoint):
+        path = Path(resolve_checkpoint(checkpoint)) / filename
+    else:
+        from huggingface_hub import hf_hub_download
+
+        path = Path(hf_hub_download(checkpoint, filename, local_files_only=not hub_reachable()))
+    try:
+        data = json.loads(path.read_bytes()[:MAX_CONFIG_FILE_BYTES + 1])
+    except ValueError as exc:
+        raise InputError(msg("{checkpoint}'s {file} is not JSON: {reason}", checkpoint=repr(checkpoint),
+                             file=filename, reason=str(exc).splitlines()[0])) from exc
+    return data if isinstance(data, dict) else None
+
+
+# A tokenizer_config.json field naming a file: from_pretrained reads it as a path when it is one.
+_FILE_FIELDS = ("_file", "_path", "_dir", "_directory")
+
+
+def refuse_hosted_files(checkpoint: str) -> None:
+    """In hosted mode, before anything of the checkpoint is parsed: its config.json and tokenizer_config.json must
+    be small, and no field of its tokenizer config may name a file outside its repository (a Hub tokenizer config
+    whose `vocab_file` named a path of this machine was read in hosted mode, a line of that file shown as a token,
+    and existing and missing paths answered differently). A refusal is remembered for the checkpoint and said again
+    at once, so a visitor asking again costs nothing.
+
+    Raises:
+        InputError: naming the file and what is wrong with it.
+    """
+    if limits.hosted() is None or checkpoint == DEMO_CHECKPOINT:
+        return
+    if checkpoint in _REFUSED:
+        raise _REFUSED[checkpoint]
+    try:
+        _read_config_file(checkpoint, "config.json")
+        tokenizer_config = _read_config_file(checkpoint, "tokenizer_config.json") or {}
+        for key, value in tokenizer_config.items():
+            if isinstance(value, str) and key.endswith(_FILE_FIELDS) and (
+                    os.path.isabs(value) or value.startswith("~") or ".." in Path(value).parts or "\\" in value):
+                raise InputError(msg("{checkpoint}'s tokenizer_config.json names a file outside its repository "
+                                     "({key}); hosted mode never reads one.", checkpoint=repr(checkpoint), key=key))
+    except InputError as exc:
+        if len(_REFUSED) >= _MAX_REFUSED:
+            _REFUSED.pop(next(iter(_REFUSED)))
+        _REFUSED[checkpoint] = exc
+        raise
+
+
+def refuse_oversized(checkpoint: str, num_labels: int | None = None) -> None:
+    """In hosted mode, refuse a checkpoint past the parameter cap from its config alone (config.json, a few hundred
+    bytes), counted for every field that sizes a weight before its tokenizer, its weights or any variable exist; an
+    architecture the count does not know is refused rather than built to find out.
+
+    Raises:
+        InputError: naming the checkpoint's size and the cap, or the architecture that cannot be counted.
+    """
+    if limits.hosted() is not None:
+        from transformers import AutoConfig
+
+        refuse_hosted_files(checkpoint)
+        config = loaded_from(AutoConfig, checkpoint)
+        parameters = counted_parameters(config, num_labels)
+        if parameters is None:
+            raise InputError(msg("Hosted mode counts a checkpoint's parameters from its config before building it, and "
+                                 "cannot count {checkpoint} (model type {kind}): it counts {kinds}.",
+                                 checkpoint=repr(checkpoint), kind=repr(getattr(config, "model_type", None)),
+                                 kinds=", ".join(COUNTERS)))
+        refuse_size(checkpoint, parameters)
+
+
+def refuse_size(checkpoint: str, parameters: int) -> None:
+    problem = limits.parameters_problem(checkpoint, parameters)
+    if problem:
+        raise InputError(msg("{problem}.", problem=problem))
+
+
+def refuse_costly(config: RunConfig) -> None:
+    """In hosted mode, refuse a configuration whose training would need more memory than the cap, estimated from
+    the checkpoint's config before anything is built: its layers (every one, shared weights or not), heads and
+    width, at the configured batch size and max length. A parameter count under the cap says little of this: ALBERT
+    at 96 layers has 4.9M parameters and took 5,960 MiB, BERT-base with 768 heads 8,051 MiB.
+
+    Raises:
+        InputError: naming the estimate, the cap and what to lower.
+    """
+    hosted = limits.hosted()
+    if hosted is None or config.checkpoint == DEMO_CHECKPOINT:
+        return
+    from transformers import AutoConfig
+
+    refuse_hosted_files(config.checkpoint)
+    model_config = loaded_from(AutoConfig, config.checkpoint)
+    parameters = counted_parameters(model_config, config.effective_num_labels) or 0
+    hidden, layers, heads = config_size(model_config)
+    need = sum(training_bytes(parameters, hidden, layers, heads, config.batch_size, config.max_length))
+    if need > hosted.max_training_gib * 2**30:
+        raise InputError(msg("Training {checkpoint} at batch size {batch} and max length {length} needs about "
+                             "{need:.1f} GiB ({layers} layers, {heads} attention heads); hosted mode caps a run at "
+                             "{cap:g} GiB. Lower the batch size or max length, or pick a smaller checkpoint.",
+                             checkpoint=repr(config.checkpoint), batch=config.batch_size, length=config.max_length,
+                             need=need / 2**30, layers=layers, heads=heads, cap=hosted.max_training_gib))
+
+
 def load_tokenizer(checkpoint: str):
     """The checkpoint's tokenizer, through `AutoTokenizer.from_pretrained` (in hosted mode, after its size is
     checked from its config)."""
     from transformers import AutoTokenizer
 
-    from diagnostics.keras import refusals
-
-    refusals.refuse_oversized(checkpoint)
+    refuse_oversized(checkpoint)
     try:
         return loaded_from(AutoTokenizer, checkpoint)
     except InputError:
@@ -219,9 +263,7 @@ def load_model(checkpoint: str, num_labels: int, seed: int = 0):
     import tf_keras
     from transformers import TFAutoModelForSequenceClassification
 
-    from diagnostics.keras import refusals
-
-    refusals.refuse_oversized(checkpoint, num_labels)  # before its weights are downloaded or any variable exists
+    refuse_oversized(checkpoint, num_labels)  # before its weights are downloaded or any variable exists
     try:
         with _LOAD_LOCK:  # the seed is process-wide: two loads at once would draw each other's head weights
             tf_keras.utils.set_random_seed(seed)
@@ -233,7 +275,7 @@ def load_model(checkpoint: str, num_labels: int, seed: int = 0):
             f"{checkpoint!r} has no TensorFlow sequence-classification model: {str(exc).splitlines()[0]}"
         ) from exc
     if limits.hosted() is not None:
-        refusals.refuse_size(checkpoint, model.count_params())
+        refuse_size(checkpoint, model.count_params())
     return model
 
 
@@ -248,9 +290,7 @@ def validate_for_tokenizer(config: RunConfig, tokenizer) -> None:
     if limit and limit < 1_000_000 and config.max_length > limit:
         raise InputError(msg("max length {length} is beyond this checkpoint's limit of {limit} tokens (its position "
                              "embeddings); use at most {limit}.", length=config.max_length, limit=limit))
-    from diagnostics.keras import refusals
-
-    refusals.refuse_costly(config)
+    refuse_costly(config)
 
 
 def demo_texts() -> list[str]:

@@ -9,11 +9,26 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from diagnostics.keras.internals import variable_path
-from diagnostics.keras.keras_model import (Head, as_output, call, class_logits, is_transformers_classifier, labels_for_loss,
-                                     raw_output)
+from diagnostics.keras.keras_model import (
+    Head,
+    as_output,
+    call,
+    class_logits,
+    is_transformers_classifier,
+    labels_for_loss,
+    raw_output,
+)
 from diagnostics.keras.scoring import per_sample_losses
-from diagnostics.keras.training import (StepRecord, build_loss, decoupled_decay, first_line, fresh_copy, moved_variables,
-                                  one_train_step, split_batch)
+from diagnostics.keras.training import (
+    StepRecord,
+    build_loss,
+    decoupled_decay,
+    first_line,
+    fresh_copy,
+    moved_variables,
+    one_train_step,
+    split_batch,
+)
 
 
 @dataclass

@@ -2,7 +2,7 @@
 sizes a weight of its TensorFlow sequence-classification model, counted the way the model builds it.
 
 Only the architectures counted here can be counted; for any other the count is None, and hosted mode refuses the
-checkpoint rather than build it to find out (`refusals.refuse_oversized`). `tests/keras/test_parameters.py` holds each
+checkpoint rather than build it to find out (`loading.refuse_oversized`). `tests/keras/test_parameters.py` holds each
 count to `count_params()` of the model built from tiny configs of that architecture.
 """
 

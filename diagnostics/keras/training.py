@@ -14,9 +14,9 @@ from diagnostics.core import progress
 from diagnostics.core.budget import check_deadline
 from diagnostics.i18n import msg
 from diagnostics.keras.internals import is_pretrained_kernel, keras_step_function, make_optimizer_state
-from diagnostics.keras.keras_model import (Forward, Traced, call, class_ids, class_logits, copy_weights, fresh_copy, head_of,  # noqa: F401 (re-exported)
-                                     encoder_variables, model_config, pretrained_variables,
-                                     unused_by_output)
+from diagnostics.keras.keras_model import (  # noqa: F401 (re-exported)
+    Forward, Traced, call, class_ids, class_logits, copy_weights, encoder_variables, fresh_copy, head_of, model_config,
+    pretrained_variables, unused_by_output)
 from diagnostics.keras.optimizers import clone_optimizer, current_rate, until_applied
 
 LABEL_KEYS = ("labels", "label")
@@ -179,7 +179,7 @@ def moved_variables(source, copy, rate: float | None, weight_decay: float) -> di
 
     shrink = (rate or 0.0) * max(weight_decay, 0.0)
     moved, unmoved, largest = 0, [], 0.0
-    for before, after in zip(source.trainable_variables, copy.trainable_variables):
+    for before, after in zip(source.trainable_variables, copy.trainable_variables, strict=True):
         change = tf.abs(tf.cast(after, tf.float64) - tf.cast(before, tf.float64))
         allowed = shrink * 1.01 * tf.abs(tf.cast(before, tf.float64)) + 1e-12
         largest = max(largest, float(tf.reduce_max(change)) if change.shape.num_elements() else 0.0)
@@ -251,7 +251,7 @@ def weight_drift(source, copy) -> float:
 
     ratios = []
     encoder = pretrained_variables(source)  # a Keras model's Transformers part, when it is not a Transformers model
-    for original, trained in zip(source.trainable_variables, copy.trainable_variables):
+    for original, trained in zip(source.trainable_variables, copy.trainable_variables, strict=True):
         # The task head's variables, which from_pretrained initialises at random, say nothing of what pretraining
         # learned: drift is measured on every other kernel.
         if not is_pretrained_kernel(original) or (encoder is not None and id(original) not in encoder):

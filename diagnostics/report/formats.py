@@ -108,7 +108,7 @@ def markdown_report(report: dict, results: list[CheckResult] | None = None) -> s
     ]
     order = {stage: i for i, stage in enumerate(STAGE_ORDER)}
     read = [CheckResult.from_dict(check) for check in report["checks"]]
-    checks = [check for result, check in sorted(zip(read, report["checks"]), key=lambda pair: (
+    checks = [check for result, check in sorted(zip(read, report["checks"], strict=True), key=lambda pair: (
         rank(pair[0]), order.get(pair[0].stage, len(order))))]
 
     def said(check: dict, field: str) -> str:
@@ -141,7 +141,9 @@ def markdown_report(report: dict, results: list[CheckResult] | None = None) -> s
     return "\n".join(lines) + "\n"
 
 
-_CODE_START = re.compile(r"^(?:[A-Za-z_][\w.]*(?:\s*,\s*[A-Za-z_]\w*)*\s*(?:\(|=|\[)|(?:pip|python|import|from|export) )")
+_CODE_START = re.compile(
+    r"^(?:[A-Za-z_][\w.]*(?:\s*,\s*[A-Za-z_]\w*)*\s*(?:\(|=|\[)|(?:pip|python|import|from|export) )"
+)
 
 
 def fix_is_code(fix: str) -> bool:
@@ -172,7 +174,11 @@ def junit_report(report: dict) -> str:
                                   errors="0", skipped=str(sum(c["status"] == "skip" for c in checks)))
             properties = ET.SubElement(suite, "properties")
             for key in ("checkpoint", "task", "split"):  # a task not known is said so, never its first candidate
-                value = task_title(run.get(key, ""), run.get("task_candidates") or ()) if key == "task" else run.get(key, "")
+                value = (
+                    task_title(run.get(key, ""), run.get("task_candidates") or ())
+                    if key == "task"
+                    else run.get(key, "")
+                )
                 ET.SubElement(properties, "property", name=key, value=str(value))
             for check in checks:
                 case = ET.SubElement(suite, "testcase", name=check["id"], classname=f"diagnostics.{name}")
@@ -191,7 +197,9 @@ def junit_report(report: dict) -> str:
         suite = ET.SubElement(root, "testsuite", name="script", tests="1", failures="1", errors="0", skipped="0")
         case = ET.SubElement(suite, "testcase", name="script.reaches_fit", classname="diagnostics.script")
         ET.SubElement(case, "failure", message=error["finding"], type="fail").text = (
-            f"{error['where']}: {error['code']}\n{error['finding']}" + (f"\n\nFix:\n{error['fix']}" if error.get("fix") else ""))
+            f"{error['where']}: {error['code']}\n{error['finding']}"
+            + (f"\n\nFix:\n{error['fix']}" if error.get("fix") else "")
+        )
     _junit_repair(root, report.get("repair"))
     ET.indent(root)
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"

@@ -39,7 +39,7 @@ def label_balance_figure(result: CheckResult) -> go.Figure:
         for key, name, colour in (("split", _("split"), SPLIT_COLOUR), ("batch", _("batch"), BATCH_COLOUR)):
             edges, counts = evidence[key]["edges"], evidence[key]["counts"]
             total = sum(counts) or 1
-            centres = [(a + b) / 2 for a, b in zip(edges[:-1], edges[1:])]
+            centres = [(a + b) / 2 for a, b in zip(edges[:-1], edges[1:], strict=False)]
             figure.add_bar(x=centres, y=[c / total for c in counts], name=name, marker_color=colour)
         return _layout(figure, _("Score distribution"), _("similarity score"), _("share of rows"))
     for name, key, colour in ((_("split"), "split_counts", SPLIT_COLOUR),
@@ -59,7 +59,9 @@ def token_length_figure(result: CheckResult) -> go.Figure:
     evidence = cast(Truncation, result.evidence)
     lengths = evidence["lengths"]
     figure = go.Figure()
-    figure.add_bar(x=list(range(len(lengths))), y=lengths, name=_("tokens before truncation"), marker_color=SPLIT_COLOUR)
+    figure.add_bar(
+        x=list(range(len(lengths))), y=lengths, name=_("tokens before truncation"), marker_color=SPLIT_COLOUR
+    )
     if evidence.get("cut_source") not in ("none", "unknown") and evidence.get("scope") != "unmeasured":
         figure.add_hline(y=evidence["max_length"], line_dash="dash", line_color=LIMIT_COLOUR,
                          annotation_text=f"max_length {evidence['max_length']}")
@@ -117,13 +119,13 @@ def sweep_curves_figure(result: CheckResult) -> go.Figure:
     evidence = cast(Sweep, result.evidence)
     figure = go.Figure()
     diverged = evidence.get("diverged", [False] * len(evidence["learning_rates"]))
-    for rate, curve, bad in zip(evidence["learning_rates"], evidence["losses"], diverged):
+    for rate, curve, bad in zip(evidence["learning_rates"], evidence["losses"], diverged, strict=True):
         figure.add_scatter(x=evidence["steps"], y=curve, mode="lines+markers",
                            name=f"{rate:.0e}" + (" " + _("(flagged)") if bad else ""),
                            line=dict(dash="dot" if bad else "solid"))
     _layout(figure, _("Loss at each step, one line per learning rate"), _("step"), _("loss"))
     figure.update_layout(legend=dict(orientation="v", x=1.02, xanchor="left", y=1, yanchor="top"))
-    kept = [value for curve, bad in zip(evidence["losses"], diverged) if not bad for value in curve
+    kept = [value for curve, bad in zip(evidence["losses"], diverged, strict=True) if not bad for value in curve
             if value is not None and math.isfinite(value)]
     _clip_to(figure, kept, [value for curve in evidence["losses"] for value in curve
                             if value is not None and math.isfinite(value)])
@@ -162,13 +164,15 @@ def sweep_final_figure(result: CheckResult) -> go.Figure:
     flagged = evidence.get("diverged", [False] * len(rates))
     finite = [v for v in held if v is not None]
     start = evidence["held_out_start"]["loss"]
-    kept = [v for v, bad in zip(held, flagged) if v is not None and not bad] + ([start] if start is not None else [])
+    kept = [v for v, bad in zip(held, flagged, strict=True) if v is not None and not bad] + (
+        [start] if start is not None else []
+    )
     bounds = _clipped(kept, finite)
     # A flagged rate without a finite loss is drawn at the top of what the axis shows.
     ceiling = bounds[1] if bounds else max(finite) * 1.1 if finite else 1.0
     figure = go.Figure()
     figure.add_scatter(x=rates, y=held, mode="lines+markers", name=_("held-out loss"), marker_color=SPLIT_COLOUR)
-    bad = [(r, v if v is not None else ceiling) for r, v, d in zip(rates, held, flagged) if d]
+    bad = [(r, v if v is not None else ceiling) for r, v, d in zip(rates, held, flagged, strict=True) if d]
     if bad:
         figure.add_scatter(x=[r for r, _ in bad], y=[v for _, v in bad], mode="markers", name=_("flagged"),
                            marker=dict(color=NAN_COLOUR, symbol="x", size=13))
@@ -178,15 +182,42 @@ def sweep_final_figure(result: CheckResult) -> go.Figure:
     if evidence.get("pretrained") and any(evidence.get("drift_per_step") or []):
         figure.add_scatter(x=rates, y=evidence["drift_per_step"], mode="lines+markers", name=_("weight drift a step"),
                            yaxis="y2", line=dict(color="#9467BD", dash="dash"))
-        figure.add_scatter(x=[rates[0], rates[-1]], y=[WARN_DRIFT] * 2, mode="lines", yaxis="y2",
-                           name=_("drift limit {limit:g}").format(limit=WARN_DRIFT), line=dict(color="#9467BD", dash="dot", width=1))
-        figure.update_layout(yaxis2=dict(title=_("drift of pretrained weights a step (log)"), type="log", overlaying="y",
-                                         side="right", showgrid=False, tickformat=".0e", dtick=1))
+        figure.add_scatter(
+            x=[rates[0], rates[-1]],
+            y=[WARN_DRIFT] * 2,
+            mode="lines",
+            yaxis="y2",
+            name=_("drift limit {limit:g}").format(limit=WARN_DRIFT),
+            line=dict(color="#9467BD", dash="dot", width=1),
+        )
+        figure.update_layout(
+            yaxis2=dict(
+                title=_("drift of pretrained weights a step (log)"),
+                type="log",
+                overlaying="y",
+                side="right",
+                showgrid=False,
+                tickformat=".0e",
+                dtick=1,
+            )
+        )
     if evidence.get("best_rate"):
-        _mark_rate(figure, evidence["best_rate"], _("recommended {rate:.0e}").format(rate=evidence["best_rate"]), "#2CA02C", "dash")
+        _mark_rate(
+            figure,
+            evidence["best_rate"],
+            _("recommended {rate:.0e}").format(rate=evidence["best_rate"]),
+            "#2CA02C",
+            "dash",
+        )
     if evidence.get("configured_rate"):
-        _mark_rate(figure, evidence["configured_rate"], _("configured {rate:.0e}").format(rate=evidence["configured_rate"]), BATCH_COLOUR,
-                   "dot", top=False)
+        _mark_rate(
+            figure,
+            evidence["configured_rate"],
+            _("configured {rate:.0e}").format(rate=evidence["configured_rate"]),
+            BATCH_COLOUR,
+            "dot",
+            top=False,
+        )
     _rate_axis(figure)
     figure = _layout(figure, _("Held-out loss against learning rate"), _("learning rate (log)"), _("held-out loss"))
     _clip_to(figure, kept, finite)
@@ -211,13 +242,19 @@ def range_test_figure(result: CheckResult) -> go.Figure:
         figure.add_scatter(x=evidence["learning_rates"], y=evidence["smoothed"], mode="lines", name=_("smoothed"),
                            line_color=SPLIT_COLOUR)
     colours = ["#2CA02C", BATCH_COLOUR, "#9467BD"]
-    for index, ((name, rate), colour) in enumerate(zip(evidence.get("suggestions", {}).items(), colours)):
+    for index, ((name, rate), colour) in enumerate(zip(evidence.get("suggestions", {}).items(), colours, strict=False)):
         _mark_rate(figure, rate, f"{name} {rate:.0e}", colour, "dash", top=index != 1)
     if not evidence.get("uninformative") and evidence.get("suggested") and evidence.get("max_safe_rate") \
             and evidence["suggested"] <= evidence["max_safe_rate"] \
             and evidence["suggested"] not in evidence.get("suggestions", {}).values():
-        _mark_rate(figure, evidence["suggested"], _("suggested {rate:.0e} (capped)").format(rate=evidence["suggested"]), "#D62728", "solid",
-                   top=False)
+        _mark_rate(
+            figure,
+            evidence["suggested"],
+            _("suggested {rate:.0e} (capped)").format(rate=evidence["suggested"]),
+            "#D62728",
+            "solid",
+            top=False,
+        )
     _rate_axis(figure)
     finite = [v for v in evidence.get("smoothed") or evidence["losses"] if v is not None]
     if finite:

@@ -169,12 +169,12 @@ class SharedResults:
 
     Bounded in entries and in bytes (pickled size), least recently used dropped first, pinned entries (the
     presenter's warm-up) only when pins alone pass the bounds; in hosted mode nothing is pinned (a visitor's
-    warm-up would keep results for any checkpoint). A computation runs in a thread of its own, not in the asking session's, so a
-    session that leaves (a rerun, a closed tab) never stops the work others wait for. Heavy computations are
-    admitted `heavy_slots` at a time, the rest queued in order with their place shown to their waiters; each
-    session may have `per_session` heavy ones queued or running. An error is handed to every waiter and never kept,
-    so the next request tries again; so are results cut short by the time budget. A computation older than
-    `time_limit` is abandoned when asked for again, and a fresh one starts.
+    warm-up would keep results for any checkpoint). A computation runs in a thread of its own, not in the asking
+    session's, so a session that leaves (a rerun, a closed tab) never stops the work others wait for. Heavy
+    computations are admitted `heavy_slots` at a time, the rest queued in order with their place shown to their
+    waiters; each session may have `per_session` heavy ones queued or running. An error is handed to every waiter
+    and never kept, so the next request tries again; so are results cut short by the time budget. A computation
+    older than `time_limit` is abandoned when asked for again, and a fresh one starts.
     """
 
     def __init__(self, max_entries: int = 64, *, max_bytes: int = 256 * 2**20, heavy_slots: int | None = None,

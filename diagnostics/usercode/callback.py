@@ -111,7 +111,7 @@ class DiagnoseCallback(_tf_keras_callback()):
                     callback._stash = [tf.Variable(tf.zeros([0] * len(t.shape), t.dtype), shape=tf.TensorShape(None),
                                                    trainable=False) for t in flat]
                 callback._structure = data
-            for variable, tensor in zip(callback._stash, flat):
+            for variable, tensor in zip(callback._stash, flat, strict=True):
                 variable.assign(tensor)
             return original(data)
 
@@ -164,7 +164,9 @@ class DiagnoseCallback(_tf_keras_callback()):
         if not self.quick:
             return
         if self.dataset is None:
-            self._print("DiagnoseCallback: no dataset to check before training (pass dataset=); watching the loss only.")
+            self._print(
+                "DiagnoseCallback: no dataset to check before training (pass dataset=); watching the loss only."
+            )
             return
         try:
             with shown_progress("DiagnoseCallback", write=self._print) as report:
@@ -246,7 +248,7 @@ class DiagnoseCallback(_tf_keras_callback()):
 
         trainable = {id(v) for v in self.model.trainable_weights}
         moved = start = 0.0
-        for variable, before in zip(self.model.weights, self._start_weights):
+        for variable, before in zip(self.model.weights, self._start_weights, strict=True):
             if id(variable) in trainable:
                 moved += float(np.sum((np.asarray(variable.numpy(), np.float64) - before) ** 2))
                 start += float(np.sum(np.asarray(before, np.float64) ** 2))
@@ -271,11 +273,11 @@ class DiagnoseCallback(_tf_keras_callback()):
         ids = np.asarray(inputs["input_ids"])
         mask = np.asarray(inputs["attention_mask"]) if "attention_mask" in inputs else np.ones_like(ids)
         rows = FirstBatch(indices=list(range(len(ids))), rows={"label": labels.tolist()},
-                          input_ids=[row[:int(m.sum())].tolist() for row, m in zip(ids, mask)],
+                          input_ids=[row[:int(m.sum())].tolist() for row, m in zip(ids, mask, strict=True)],
                           full_lengths=[int(m.sum()) for m in mask], requested_columns=list(inputs),
                           label_columns=None, tf_batch=batch)
         start = fresh_copy(self.model, inputs)
-        for variable, value in zip(start.weights, self._start_weights):
+        for variable, value in zip(start.weights, self._start_weights, strict=True):
             variable.assign(value)
         logits = class_logits(start, call(start, inputs))
         decoded = decoded_rows(rows, self.tokenizer or run.tokenizer, task)

@@ -100,7 +100,8 @@ def _optimizer_of(model, given: Any = None):
     optimizer = getattr(model, "optimizer", None) if model is not None else None
     if optimizer is None and given is not None and not isinstance(given, str):
         optimizer = given
-    # compile under a mixed_float16 policy wraps the optimizer in a LossScaleOptimizer: its settings are the inner one's.
+    # compile under a mixed_float16 policy wraps the optimizer in a LossScaleOptimizer: its settings are the inner
+    # one's.
     return getattr(optimizer, "inner_optimizer", optimizer)
 
 

@@ -200,7 +200,7 @@ def _same_elements(origin, final) -> bool:
         tf.nest.assert_same_structure(origin.element_spec, final.element_spec)
     except (ValueError, TypeError):
         return False
-    for before, after in zip(tf.nest.flatten(origin.element_spec), tf.nest.flatten(final.element_spec)):
+    for before, after in zip(tf.nest.flatten(origin.element_spec), tf.nest.flatten(final.element_spec), strict=True):
         if getattr(before, "dtype", None) != getattr(after, "dtype", None):
             return False
         shape_before, shape_after = getattr(before, "shape", None), getattr(after, "shape", None)
@@ -216,4 +216,4 @@ def _named(function, args: tuple, kwargs: dict) -> dict:
     import inspect
 
     names = [name for name in inspect.signature(function).parameters if name != "self"]
-    return {**dict(zip(names, args)), **kwargs}
+    return {**dict(zip(names, args, strict=False)), **kwargs}

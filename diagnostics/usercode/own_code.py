@@ -120,14 +120,24 @@ def build_run(captured: Captured) -> RunContext:
         captured.notes.append(msg("Task {task}, found from {how}; pass the task to set it.", task=finding.name,
                                   how=finding.how))
     config = RunConfig(
-        user_optimizer=_user_optimizer(model, captured), task_candidates=finding.candidates,
+        user_optimizer=_user_optimizer(model, captured),
+        task_candidates=finding.candidates,
         label_names=finding.label_names,
-        checkpoint=_checkpoint_name(model, tokenizer), task=finding.name, split=str(getattr(source, "split", None) or "train"),
-        data_source="code", num_labels=num_labels, batch_size=batch_size,
-        **dict(zip(("max_length", "truncation"), _truncation(captured.tokenization, tokenizer, source))),
-        columns=recipe.columns, labels_in="separate" if recipe.label_cols else "inputs", shuffle=shuffle,
-        recipe=recipe, model_inputs=tuple((input_names(model) if model is not None else None) or ()) or None,
-        keras_name=keras_name_in(captured.namespace if captured.namespace is not None else vars(sys.modules["__main__"])),
+        checkpoint=_checkpoint_name(model, tokenizer),
+        task=finding.name,
+        split=str(getattr(source, "split", None) or "train"),
+        data_source="code",
+        num_labels=num_labels,
+        batch_size=batch_size,
+        **dict(zip(("max_length", "truncation"), _truncation(captured.tokenization, tokenizer, source), strict=False)),
+        columns=recipe.columns,
+        labels_in="separate" if recipe.label_cols else "inputs",
+        shuffle=shuffle,
+        recipe=recipe,
+        model_inputs=tuple((input_names(model) if model is not None else None) or ()) or None,
+        keras_name=keras_name_in(
+            captured.namespace if captured.namespace is not None else vars(sys.modules["__main__"])
+        ),
         stale_train_step=captured.stale_train_step,
         **compiled,
     )
@@ -153,7 +163,7 @@ def _read_as_task(source, finding, notes: list):
     spare = text_columns_of(source, needed)
     if len(spare) != len(missing):
         return source
-    mapping = dict(zip(spare, missing))
+    mapping = dict(zip(spare, missing, strict=False))
     notes.append(msg("The split's own text columns are read as the task's: {mapping}.",
                      mapping=", ".join(f"{mine} → {task}" for mine, task in mapping.items())))
     return source.rename_columns(mapping)

@@ -67,7 +67,9 @@ def read_back(dataset, tokenizer, *, task: str | None, model_config=None, hint=N
         for row in range(ids.shape[0]):
             length = int(lengths[row])
             for key, value in arrays.items():
-                columns.setdefault(key, []).append(value[row][:length].tolist() if value.ndim == 2 else value[row].item())
+                columns.setdefault(key, []).append(
+                    value[row][:length].tolist() if value.ndim == 2 else value[row].item()
+                )
             if ys is not None:
                 labels.append(ys[row])
             read += 1
@@ -128,7 +130,7 @@ def _parts(element, input_names: list[str] | None) -> tuple[dict, Any, str]:
     if isinstance(inputs, (tuple, list)):
         names = input_names if input_names and len(input_names) == len(inputs) else \
             ["input_ids", "attention_mask", "token_type_ids"][:len(inputs)]
-        inputs = dict(zip(names, inputs))
+        inputs = dict(zip(names, inputs, strict=False))
     elif _is_array(inputs):
         inputs = {"input_ids": inputs}
     inputs = dict(inputs)
@@ -161,7 +163,11 @@ class LabelShape:
             if self.kind == "one_hot":
                 return class_ids(values).tolist()
         values = class_ids(values)
-        if np.issubdtype(values.dtype, np.floating) and values.size and np.all(np.mod(values[np.isfinite(values)], 1) == 0):
+        if (
+            np.issubdtype(values.dtype, np.floating)
+            and values.size
+            and np.all(np.mod(values[np.isfinite(values)], 1) == 0)
+        ):
             return [int(value) if np.isfinite(value) else float(value) for value in values]
         return values.tolist()
 

@@ -64,7 +64,6 @@ def repair_and_trace(script: Path, report: dict, target: Path, *, source: str | 
         raise InputError(msg("--repair would write over the script itself; give another path."))
     original = source if source is not None else script.read_text(encoding="utf-8")
     fixed = planned(original, report)
-    after = None
     if fixed.edits:
         try:
             target.write_text(fixed.source, encoding="utf-8")

@@ -80,9 +80,10 @@ def stack_change(exc: BaseException) -> tuple[Any, str] | None:
             "Could not interpret" in text or "keras.src.optimizers" in text or "keras.src.losses" in text)):
         error = text.splitlines()[0][:200] if keras_3 is None else \
             f"{type(keras_3).__module__.split('.')[0]} {type(keras_3).__name__} given to {keras_3_receiver(exc)}"
-        return (msg("A Keras 3 object was given to a tf-keras (Keras 2) model: `import keras` and, since TensorFlow "
-                    "2.16, `from tensorflow import keras` give Keras 3, while Transformers' TF models are tf-keras "
-                    "models ({error}).", error=error), "import tf_keras as keras  # or os.environ['TF_USE_LEGACY_KERAS'] = '1' "
+        return (msg("A Keras 3 object was given to a tf-keras (Keras 2) model: `import keras` and, since "
+                    "TensorFlow 2.16, `from tensorflow import keras` give Keras 3, while Transformers' TF models "
+                    "are tf-keras models ({error}).",
+                    error=error), "import tf_keras as keras  # or os.environ['TF_USE_LEGACY_KERAS'] = '1' "
                 "before TensorFlow is imported")
     return None
 

@@ -334,8 +334,8 @@ def test_a_scenario_link_reloads_with_its_configuration_and_results(server, page
 
 
 # What a reader cannot see in full: a button's label cut short, a one-line placeholder wider than its box, a widget's
-# label or a badge cut off (the element's content wider than the element). Selectboxes cut a long choice with an ellipsis
-# by design (the whole choice shows in the list), and tables are drawn on a canvas: neither is measured.
+# label or a badge cut off (the element's content wider than the element). Selectboxes cut a long choice with an
+# ellipsis by design (the whole choice shows in the list), and tables are drawn on a canvas: neither is measured.
 CLIPPED = """() => {
   const shown = element => element.getClientRects().length > 0 && getComputedStyle(element).visibility !== "hidden";
   const cut = element => element.clientWidth > 0 && element.scrollWidth > element.clientWidth + 1;

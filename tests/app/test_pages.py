@@ -15,7 +15,9 @@ def app():
 
 
 def texts(at) -> str:
-    return "\n".join(rendered(element.value) for element in list(at.markdown) + list(at.caption) + list(at.error) + list(at.info))
+    return "\n".join(
+        rendered(element.value) for element in list(at.markdown) + list(at.caption) + list(at.error) + list(at.info)
+    )
 
 
 def test_app_opens_offline_on_the_demo_kit(app):
@@ -80,7 +82,10 @@ def test_with_the_hub_reachable_the_demo_checkpoint_still_gets_the_kit(monkeypat
         assert not at.sidebar.info  # no offline banner
         assert not at.exception  # the Hub checkpoint cannot load here (HF_HUB_OFFLINE): a message, not a crash
         at.text_input(key="run.checkpoint").set_value("demo").run()
-        assert (at.radio(key="run.data_source").value, at.text_input(key="run.learning_rate").value) == ("demo", "0.003")
+        assert (at.radio(key="run.data_source").value, at.text_input(key="run.learning_rate").value) == (
+            "demo",
+            "0.003",
+        )
         assert at.dataframe and not at.exception
     finally:
         caches.hub_reachable.clear()

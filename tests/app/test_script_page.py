@@ -18,7 +18,10 @@ def test_hosted_mode_offers_no_script_and_says_how_to_run_one_locally(monkeypatc
     assert not at.exception
     assert [button for button in at.button if button.key == "script.run"] == []
     assert not [widget for widget in list(at.radio) + list(at.text_area) if (widget.key or "").startswith("script.")]
-    assert any("never runs code" in rendered(info.value) and "python -m diagnostics trace" in rendered(info.value) for info in at.info)
+    assert any(
+        "never runs code" in rendered(info.value) and "python -m diagnostics trace" in rendered(info.value)
+        for info in at.info
+    )
 
 
 @pytest.mark.subprocess
@@ -39,7 +42,9 @@ def test_tracing_the_course_script_fills_the_walk_and_the_report(monkeypatch):
     assert any("`data.columns`" in rendered(md.value) and "asks for labels" in rendered(md.value) for md in at.markdown)
     at.switch_page("app_pages/report.py").run()
     assert not at.exception
-    assert any("`model.config`" in rendered(md.value) and "stopped before fit" in rendered(md.value) for md in at.markdown)
+    assert any(
+        "`model.config`" in rendered(md.value) and "stopped before fit" in rendered(md.value) for md in at.markdown
+    )
     at.switch_page("app_pages/2_model.py").run()
     at.sidebar.button(key="script.back").click().run()  # back to the sidebar's own pipeline
     assert not any("traced from your script" in rendered(info.value) for info in at.info)
@@ -105,9 +110,19 @@ def test_the_task_chosen_on_the_page_is_the_one_the_trace_judges_against(monkeyp
     assert "entailment" in next(check["summary"] for check in report["checks"] if check["id"] == "data.label_balance")
 
 
-@pytest.mark.parametrize("name, kept", [("../../evil.py", "evil.py"), ("/etc/cron.d/x.py", "x.py"),
-                                        ("a\x00b.py", "ab.py"), ("..\\..\\win.py", "win.py"), ("", "uploaded_script.py"),
-                                        ("..", "uploaded_script.py"), ("train", "train.py"), (".hidden.py", "hidden.py")])
+@pytest.mark.parametrize(
+    "name, kept",
+    [
+        ("../../evil.py", "evil.py"),
+        ("/etc/cron.d/x.py", "x.py"),
+        ("a\x00b.py", "ab.py"),
+        ("..\\..\\win.py", "win.py"),
+        ("", "uploaded_script.py"),
+        ("..", "uploaded_script.py"),
+        ("train", "train.py"),
+        (".hidden.py", "hidden.py"),
+    ],
+)
 def test_an_uploaded_scripts_name_is_only_a_base_name(tmp_path, name, kept):
     from ui.script import script_file_name
 

@@ -363,7 +363,9 @@ def test_padding_is_a_finding_only_when_the_pipeline_pads_to_one_length():
 
 
 def test_truncation_measured_on_the_real_batch(tokenizer, mnli_split):
-    result = results_by_id(RunConfig(batch_size=12, max_length=10, shuffle=False), mnli_split, tokenizer)["data.truncation"]
+    result = results_by_id(RunConfig(batch_size=12, max_length=10, shuffle=False), mnli_split, tokenizer)[
+        "data.truncation"
+    ]
     assert result.evidence["truncated_rows"] == sum(length > 10 for length in result.evidence["lengths"])
     assert result.status is Status.WARN
 

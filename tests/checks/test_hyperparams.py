@@ -22,7 +22,10 @@ SMALL = SweepSettings(min_rate=1e-5, max_rate=1e-1, rates=3, steps=3, range_step
 
 
 def stage(config, split, tokenizer, model, settings=SMALL, parts=("setup", "training")):
-    return {r.id: r for r in hparams_stage(RunContext(config, tokenizer, split, lambda *_: model), sweep=settings, parts=parts)}
+    return {
+        r.id: r
+        for r in hparams_stage(RunContext(config, tokenizer, split, lambda *_: model), sweep=settings, parts=parts)
+    }
 
 
 # ------------------------------------------------------------ hparams.optimizer
@@ -116,7 +119,7 @@ def test_sweep_measures_the_configured_rate_and_flags_a_divergent_one(mnli_split
     assert len(evidence["held_out"]) == 4 and evidence["held_out_start"]["loss"] > 0
     assert evidence["diverged"][0] is False and evidence["diverged"][-1] is True
     assert evidence["best_rate"] != 10.0
-    for old, new in zip(before, cached_bert.get_weights()):
+    for old, new in zip(before, cached_bert.get_weights(), strict=True):
         assert old.tobytes() == new.tobytes()
 
 
@@ -178,7 +181,7 @@ def test_trainer_reset_restores_weights_and_optimizer_state(mnli_split, bert_tok
     trainer.reset(1e-2)
     assert len(trainer.run(2)) == 2
     trainer.reset(1e-4)
-    for start, now in zip(cached_bert.get_weights(), trainer.model.get_weights()):
+    for start, now in zip(cached_bert.get_weights(), trainer.model.get_weights(), strict=True):
         np.testing.assert_array_equal(start, now)
     assert all(not np.asarray(v).any() for v in trainer.optimizer.variables)
     assert float(trainer.optimizer.learning_rate.numpy()) == pytest.approx(1e-4)
@@ -302,7 +305,7 @@ def test_a_shared_copy_is_made_once_and_remade_only_when_it_cannot_serve(mnli_sp
     assert copies.trainer(cached_bert, batches[1:], config) is first  # other batches: the same copy
     assert copies.trainer(cached_bert, batches, RunConfig(batch_size=4, learning_rate=1e-4)) is not first
     assert first.metrics == ["accuracy"]  # the overfit test reads it from the same copy
-    for start, now in zip(cached_bert.get_weights(), first.source.get_weights()):
+    for start, now in zip(cached_bert.get_weights(), first.source.get_weights(), strict=True):
         np.testing.assert_array_equal(start, now)
 
 
@@ -315,7 +318,7 @@ def test_range_test_restores_weights(mnli_split, bert_tokenizer, cached_bert):
     figures = lr_range_test(trainer, SweepSettings(range_steps=15))
     assert 1 <= len(figures["learning_rates"]) <= 15
     assert figures["learning_rates"] == sorted(figures["learning_rates"])
-    for start, now in zip(cached_bert.get_weights(), trainer.model.get_weights()):
+    for start, now in zip(cached_bert.get_weights(), trainer.model.get_weights(), strict=True):
         np.testing.assert_array_equal(start, now)
 
 
@@ -388,7 +391,7 @@ def test_range_test_too_few_points_warn():
 def test_schedule_create_optimizer_warms_up_then_decays():
     figures = schedule_figures(RunConfig(optimizer="create_optimizer", learning_rate=5e-5, train_steps=100,
                                             warmup_steps=10))
-    rates = dict(zip(figures["steps"], figures["learning_rates"]))
+    rates = dict(zip(figures["steps"], figures["learning_rates"], strict=True))
     assert rates[0] == 0.0 and rates[10] == pytest.approx(5e-5) and rates[100] == pytest.approx(0.0)
     assert check_schedule(figures).status is Status.PASS
 

@@ -5,10 +5,17 @@ from diagnostics.core.result import Status
 
 
 def figures(given_score, control_score, given_fit, control_fit, *, pretrained=True, chance=0.4):
-    return {"given": {"score": given_score, "first_train_loss": given_fit[0], "final_train_loss": given_fit[1]},
-            "shuffled": {"score": control_score, "first_train_loss": control_fit[0], "final_train_loss": control_fit[1]},
-            "chance": chance, "train_rows": 96, "held_rows": 32, "steps": 72, "learning_rate": 5e-5,
-            "regression": False, "pretrained": pretrained}
+    return {
+        "given": {"score": given_score, "first_train_loss": given_fit[0], "final_train_loss": given_fit[1]},
+        "shuffled": {"score": control_score, "first_train_loss": control_fit[0], "final_train_loss": control_fit[1]},
+        "chance": chance,
+        "train_rows": 96,
+        "held_rows": 32,
+        "steps": 72,
+        "learning_rate": 5e-5,
+        "regression": False,
+        "pretrained": pretrained,
+    }
 
 
 def test_learnability_held_out_win_passes():

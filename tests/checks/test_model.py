@@ -71,7 +71,7 @@ def test_clean_run_bert_batch_carries_token_type_ids(mnli_split, bert_tokenizer,
 def test_cached_model_weights_are_unchanged(mnli_split, bert_tokenizer, cached_bert):
     before = [w.copy() for w in cached_bert.get_weights()]
     stage(RunConfig(batch_size=6, learning_rate=10.0), mnli_split, bert_tokenizer, cached_bert)
-    for old, new in zip(before, cached_bert.get_weights()):
+    for old, new in zip(before, cached_bert.get_weights(), strict=True):
         assert old.tobytes() == new.tobytes()
 
 
@@ -88,7 +88,8 @@ def test_num_labels_two_nan_rows_are_exactly_the_label_two_rows(mnli_split, bert
     assert all(row["label"] == 2 and row["loss"] is None and row["decoded"].startswith("[CLS]")
                for row in result.evidence["rows"])
     assert "label >= num_labels" in result.summary and "config.num_labels == 2" in result.summary
-    # The head too small for MNLI's three labels is model.config's cause: the rows point there, with no fix of their own.
+    # The head too small for MNLI's three labels is model.config's cause: the rows point there, with no fix of their
+    # own.
     assert result.explained_by == "model.config" and result.fix is None and result.evidence["labels_cause"]
 
 
@@ -199,7 +200,9 @@ def test_regression_task_runs_every_check(bert_checkpoint, bert_tokenizer):
 
 def test_regression_task_with_three_outputs_config_fail(bert_tokenizer, cached_bert):
     split = make_split("stsb", [("the cat sat", "a cat sat", 4.5)] * 4)
-    result = stage(RunConfig(task="stsb", batch_size=4, num_labels=3), split, bert_tokenizer, cached_bert)["model.config"]
+    result = stage(RunConfig(task="stsb", batch_size=4, num_labels=3), split, bert_tokenizer, cached_bert)[
+        "model.config"
+    ]
     assert result.status is Status.FAIL
     assert "num_labels=1" in result.fix
 
@@ -225,8 +228,16 @@ def test_tokenizer_without_pad_token_is_a_clear_fail(gpt2_checkpoint, mnli_split
 
 
 def test_memory_fits_pass_and_too_big_warn():
-    figures = {"parameters": 1000, "training_state_bytes": 16000, "activation_bytes_estimate": 1000, "total_bytes": 17000,
-               "available_ram_bytes": 10**9, "gpu_bytes": None, "batch_size": 8, "sequence_length": 128}
+    figures = {
+        "parameters": 1000,
+        "training_state_bytes": 16000,
+        "activation_bytes_estimate": 1000,
+        "total_bytes": 17000,
+        "available_ram_bytes": 10**9,
+        "gpu_bytes": None,
+        "batch_size": 8,
+        "sequence_length": 128,
+    }
     assert check_memory(figures).status is Status.PASS
     assert check_memory({**figures, "available_ram_bytes": 16999}).status is Status.WARN
     assert check_memory({**figures, "available_ram_bytes": 17000}).status is Status.PASS

@@ -5,7 +5,7 @@ from streamlit.testing.v1 import AppTest
 
 from conftest import ROOT, rendered
 from diagnostics.config import limits
-from diagnostics.keras import loading, refusals
+from diagnostics.keras import loading
 from diagnostics.__main__ import main
 from diagnostics.config.run import RunConfig
 from diagnostics.core.errors import InputError
@@ -191,19 +191,19 @@ def test_a_checkpoint_under_the_parameter_cap_that_costs_more_to_train_is_refuse
     config = RunConfig(checkpoint=str(tmp_path), batch_size=32, max_length=256)
     with pytest.raises(InputError, match=rf"needs about \d+\.\d GiB \({layers} layers, {heads} attention heads\); "
                                          r"hosted mode caps a run at 10 GiB"):
-        refusals.refuse_costly(config)
+        loading.refuse_costly(config)
     assert built == []
     monkeypatch.delenv(limits.HOSTED_ENV)
-    refusals.refuse_costly(config)  # a laptop is its owner's to fill: model.memory says whether it fits
+    loading.refuse_costly(config)  # a laptop is its owner's to fill: model.memory says whether it fits
 
 
 def test_the_real_checkpoint_and_bert_base_at_hosted_modes_largest_batch_are_not_refused(hosted, tmp_path,
                                                                                          real_checkpoint):
     from transformers import BertConfig
 
-    refusals.refuse_costly(RunConfig(checkpoint=str(real_checkpoint), batch_size=32, max_length=256))
+    loading.refuse_costly(RunConfig(checkpoint=str(real_checkpoint), batch_size=32, max_length=256))
     BertConfig().save_pretrained(tmp_path)  # bert-base-uncased's shape, 9.2 GiB by the estimate
-    refusals.refuse_costly(RunConfig(checkpoint=str(tmp_path), batch_size=32, max_length=256))
+    loading.refuse_costly(RunConfig(checkpoint=str(tmp_path), batch_size=32, max_length=256))
 
 
 def test_a_checkpoints_config_file_too_large_is_refused_before_it_is_parsed_and_the_refusal_remembered(
@@ -221,8 +221,8 @@ def test_a_checkpoints_config_file_too_large_is_refused_before_it_is_parsed_and_
     (tmp_path / "config.json").write_text(json.dumps(config))
     parsed, looked = [], []
     monkeypatch.setattr(AutoConfig, "from_pretrained", classmethod(lambda cls, *args, **kwargs: parsed.append(args)))
-    sizes = refusals._config_file_bytes
-    monkeypatch.setattr(refusals, "_config_file_bytes", lambda *args: looked.append(args) or sizes(*args))
+    sizes = loading._config_file_bytes
+    monkeypatch.setattr(loading, "_config_file_bytes", lambda *args: looked.append(args) or sizes(*args))
     for _ in range(2):
         with pytest.raises(InputError, match=r"config\.json holds 1,\d{3},\d{3} bytes; hosted mode reads at most "
                                              r"1,048,576"):

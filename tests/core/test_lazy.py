@@ -67,7 +67,7 @@ def test_readers_of_the_same_value_wait_for_one_computation_and_a_raising_one_is
     failing = Fails()
     for _ in range(2):
         with pytest.raises(ValueError):
-            failing.value
+            _ = failing.value
     assert Fails.tries == 2
 
 

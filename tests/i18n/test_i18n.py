@@ -11,8 +11,18 @@ import sys
 import pytest
 
 from conftest import ROOT, rendered
-from diagnostics.i18n import (DEFAULT_LANGUAGE, LANGUAGES, Text, _, language_from_locale, localize, msg, msgn, placeholders,
-                              use_language)
+from diagnostics.i18n import (
+    DEFAULT_LANGUAGE,
+    LANGUAGES,
+    Text,
+    _,
+    language_from_locale,
+    localize,
+    msg,
+    msgn,
+    placeholders,
+    use_language,
+)
 
 sys.path.insert(0, str(ROOT / "scripts"))
 import catalogs  # noqa: E402
@@ -180,7 +190,7 @@ def test_switching_language_on_each_page_from_a_language_link_then_opening_the_n
     at.query_params["scenario"] = "num-labels-too-small"
     at.run()
     languages = ["en", "ko", "it", "zh", "ru", "en", "ko"]
-    for page, language, following in zip(PAGES, languages, PAGES[1:] + PAGES[:1]):
+    for page, language, following in zip(PAGES, languages, PAGES[1:] + PAGES[:1], strict=True):
         at.switch_page(page).run()
         assert not at.exception, (page, at.exception)
         at.selectbox(key="ui.lang").set_value(language).run()

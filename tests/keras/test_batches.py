@@ -23,7 +23,7 @@ def test_batches_of_gives_each_batch_as_it_is_built_alone(bert_tokenizer, batch_
     alone = [build_batch(split, bert_tokenizer, config, rows[i:i + batch_size]).tf_batch
              for i in range(0, count, batch_size)]
     assert len(together) == len(alone) == -(-count // batch_size)
-    for one, other in zip(together, alone):
+    for one, other in zip(together, alone, strict=True):
         assert one.keys() == other.keys()
         for key in one:
             np.testing.assert_array_equal(np.asarray(one[key]), np.asarray(other[key]))

@@ -2,8 +2,8 @@
 or 2, never a traceback or a check that errors, and a file with an anomaly gets a non-pass finding (or exit 2).
 
 CI runs a fixed, small number of examples (profile "ci"); `HYPOTHESIS_PROFILE=thorough pytest
-tests/keras/test_data_file_properties.py` runs many more, with longer files. A case hypothesis finds is kept as an explicit
-example in tests/keras/test_data_files.py."""
+tests/keras/test_data_file_properties.py` runs many more, with longer files. A case hypothesis finds is kept as an
+explicit example in tests/keras/test_data_files.py."""
 
 import csv
 import io

@@ -105,7 +105,10 @@ def test_stsb_scores_that_are_not_numbers_are_named_and_stop_training(tmp_path, 
     content = HEADER + "".join(f"a b,c d,{score}\n" for score in scores) + "e f,g h,3.0\n" * 10
     code, report = run_data(write(tmp_path, "scores.csv", content), tmp_path, task="stsb")
     found = checks(report)
-    assert "are empty or not numbers" in found["data.label_range"]["summary"] and says in found["data.label_range"]["summary"]
+    assert (
+        "are empty or not numbers" in found["data.label_range"]["summary"]
+        and says in found["data.label_range"]["summary"]
+    )
     assert found["data.learnability"]["status"] == "skip" and "not numbers" in found["data.learnability"]["summary"]
 
 
@@ -114,7 +117,8 @@ def test_stsb_scores_that_are_not_numbers_are_named_and_stop_training(tmp_path, 
     ("broken.jsonl", jsonl({"sentence1": "a", "sentence2": "b", "label": 0}) + '{"sentence1": "a", "sentence2: 1}\n',
      "line 2 is not valid JSON"),
     ("text.parquet", "sentence1,sentence2\nx,y\n", "Could not read"),
-    ("image.csv", b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4, "it is a PNG image, not a csv file (its first bytes are "
+    ("image.csv", b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4, "it is a PNG image, not a csv "
+                                                                "file (its first bytes are "
                                                                  "89 50 4e 47)"),
 ])
 def test_an_unreadable_file_is_one_line_and_exit_2_with_no_library_log(tmp_path, capsys, caplog, name, content, says):
@@ -287,7 +291,8 @@ def spreadsheet(path):
 
 @pytest.mark.parametrize("name, content, says", [
     ("scan.tsv", b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n1 0 obj", "it is a PDF document, not a tsv file"),
-    ("old.csv", b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(600), "it is an old Office file (.xls or .doc), not a csv file"),
+    ("old.csv", b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(600), "it is an old Office file (.xls "
+                                                                  "or .doc), not a csv file"),
     ("packed.jsonl", b"\x1f\x8b\x08\x00" + bytes(64), "it is a gzip archive, not a jsonl file"),
     ("table.csv", b"PAR1" + bytes(64), "it is a Parquet file (its first bytes are 50 41 52 31): name it .parquet"),
 ])

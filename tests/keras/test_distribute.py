@@ -62,8 +62,14 @@ DEVICE_SEEDS = SEEDS[:1]
 def one_and_mirrored():
     """The sweep, overfit test and learnability on one device and on two, computed in one fresh process."""
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "-c", SCRIPT, json.dumps(DEVICE_SEEDS)], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=900)
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT, json.dumps(DEVICE_SEEDS)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(next(line for line in done.stdout.splitlines() if line.startswith("RESULT "))[7:])
 
@@ -76,7 +82,7 @@ def test_sweep_overfit_and_learnability_under_a_mirrored_strategy_match_one_devi
     assert len(mirrored["variable_devices"]) == 2  # each weight lives on both devices
     for name in ("sweep", "overfit"):
         assert len(one[name]) == len(mirrored[name]) > 0
-        for a, b in zip(one[name], mirrored[name]):
+        for a, b in zip(one[name], mirrored[name], strict=True):
             assert abs(a - b) <= 1e-4 * max(1.0, abs(a)), (name, one[name], mirrored[name])
     assert abs(one["learnability"] - mirrored["learnability"]) <= 0.1
     assert out[f"{seed} unchanged"]

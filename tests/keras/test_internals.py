@@ -1,5 +1,5 @@
-"""Each private or version-dependent read of diagnostics/keras/internals.py, on the pinned versions: when an upgrade moves
-one, the test that fails names it (and what to look at), instead of a check quietly judging wrongly."""
+"""Each private or version-dependent read of diagnostics/keras/internals.py, on the pinned versions: when an upgrade
+moves one, the test that fails names it (and what to look at), instead of a check quietly judging wrongly."""
 
 from importlib.metadata import version
 
@@ -40,7 +40,7 @@ def test_an_optimizer_is_built_before_any_step_and_its_first_traced_step_makes_n
 
     @tf.function
     def step():
-        optimizer.apply_gradients(zip([tf.ones((3, 2)), tf.ones(2)], weights))
+        optimizer.apply_gradients(zip([tf.ones((3, 2)), tf.ones(2)], weights, strict=True))
 
     step()
     assert step.experimental_get_tracing_count() == 1 and not step._created_variables

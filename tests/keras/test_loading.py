@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from diagnostics.keras import data_files, loading
+from diagnostics.keras import data_files, disk, loading
 from diagnostics.config.run import RunConfig
 from diagnostics.core.errors import InputError
 from diagnostics.config.tasks import TASKS
@@ -22,7 +22,7 @@ def test_save_pretrained_directory_round_trips(bert_checkpoint):
 def test_load_model_is_deterministic_for_a_seed(bert_checkpoint):
     first = loading.load_model(str(bert_checkpoint), num_labels=2, seed=3)
     second = loading.load_model(str(bert_checkpoint), num_labels=2, seed=3)
-    for a, b in zip(first.get_weights(), second.get_weights()):
+    for a, b in zip(first.get_weights(), second.get_weights(), strict=True):
         np.testing.assert_array_equal(a, b)
 
 
@@ -110,8 +110,11 @@ def test_local_files_load_in_the_glue_schema(tmp_path, suffix, task, rows):
 
 def test_label_names_in_a_tsv_become_ids(tmp_path):
     path = tmp_path / "dev.tsv"
-    path.write_text('premise\thypothesis\tlabel\nhe said "yes\tsaid yes\tentailment\na b\tc d\tcontradiction\nx\ty\tmaybe\n')
-    split = data_files.load_split(RunConfig(task="mnli", split="dev", data_source="files", data_files=(("dev", str(path)),)))
+    path.write_text('premise\thypothesis\tlabel\nhe said "yes\tsaid yes\tentailment\na b\tc '
+                    'd\tcontradiction\nx\ty\tmaybe\n')
+    split = data_files.load_split(
+        RunConfig(task="mnli", split="dev", data_source="files", data_files=(("dev", str(path)),))
+    )
     assert split["label"] == [0, 2, -2]
     assert split["premise"][0] == 'he said "yes'
 
@@ -172,7 +175,7 @@ def test_demo_checkpoint_build_is_deterministic(tmp_path, monkeypatch):
     assert (first / "vocab.txt").read_text() == (second / "vocab.txt").read_text()
     a = loading.load_model(str(first), num_labels=2)
     b = loading.load_model(str(second), num_labels=2)
-    for x, y in zip(a.get_weights(), b.get_weights()):
+    for x, y in zip(a.get_weights(), b.get_weights(), strict=True):
         np.testing.assert_array_equal(x, y)
 
 
@@ -238,7 +241,7 @@ def test_the_pages_tidy_the_cache_on_a_thread_of_their_own_at_most_every_ten_min
     import time
 
     monkeypatch.setenv("DEBUGGER_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(loading, "_tidied", [0.0])
+    monkeypatch.setattr(disk, "_tidied", [0.0])
     old = tmp_path / "uploads" / "old"
     old.mkdir(parents=True)
     (old / "train.csv").write_text("x")

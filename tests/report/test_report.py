@@ -6,8 +6,14 @@ from diagnostics.core.result import CheckResult, Status
 
 RESULTS = [
     CheckResult("data.columns", "data", Status.PASS, "All columns exist."),
-    CheckResult("model.nan_rows", "model", Status.FAIL, "5 of 16 rows | have NaN.", fix="from_pretrained(..., num_labels=3)",
-                evidence={"rows": [{"index": 1, "loss": float("nan")}]}),
+    CheckResult(
+        "model.nan_rows",
+        "model",
+        Status.FAIL,
+        "5 of 16 rows | have NaN.",
+        fix="from_pretrained(..., num_labels=3)",
+        evidence={"rows": [{"index": 1, "loss": float("nan")}]},
+    ),
     CheckResult("hparams.optimizer", "hparams", Status.WARN, "adam means 0.001."),
 ]
 

@@ -30,7 +30,7 @@ def train_step(x, y):
         logits = model(x, training=True).logits
         loss_value = loss_fn(y, logits)
     grads = tape.gradient(loss_value, model.trainable_weights)
-    optimizer.apply_gradients(zip(grads, model.trainable_weights))
+    optimizer.apply_gradients(zip(grads, model.trainable_weights, strict=True))
     return loss_value
 
 

@@ -41,7 +41,8 @@ def app_server(log_dir: Path, *options: str, env: dict | None = None, module: st
                     break
             except OSError:
                 if time.monotonic() > deadline or process.poll() is not None:
-                    raise RuntimeError(f"streamlit did not start: {(log_dir / f'streamlit-{port}.log').read_text()}")
+                    raise RuntimeError(f"streamlit did not start: {(log_dir / f'streamlit-{port}.log').read_text()}") \
+                        from None
                 time.sleep(0.5)
         yield port
     finally:

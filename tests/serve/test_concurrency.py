@@ -1,4 +1,6 @@
-"""Many users at once: sessions share the cached model (ui.caches, kept by serve.memo) and must not disturb each other."""
+"""Many users at once: sessions share the cached model (ui.caches, kept by serve.memo) and must not disturb each
+other."""
+
 import pytest
 
 import threading
@@ -83,7 +85,7 @@ def test_two_sessions_at_once_get_what_each_gets_alone_and_the_cached_model_neve
     for outcome in outcomes.values():
         assert_same_curves(alone, outcome)
     assert cached_model("demo", 3, 0) is shared
-    for kept, now in zip(before, shared.get_weights()):
+    for kept, now in zip(before, shared.get_weights(), strict=True):
         np.testing.assert_array_equal(kept, now)
 
 
@@ -103,8 +105,11 @@ def test_a_heavy_check_in_one_session_does_not_block_another_sessions_page(demo_
         if stop.is_set():
             raise StopTraining
 
-    heavy = threading.Thread(target=lambda: overfit_stage(RunContext(RunConfig(batch_size=16), tokenizer, split,
-                                                                     lambda *args: model), epochs=1000, progress=progress))
+    heavy = threading.Thread(
+        target=lambda: overfit_stage(
+            RunContext(RunConfig(batch_size=16), tokenizer, split, lambda *args: model), epochs=1000, progress=progress
+        )
+    )
     heavy.start()
     try:
         assert started.wait(timeout=300), "the heavy check never started"

@@ -84,7 +84,7 @@ def test_an_error_reaches_every_waiter_and_is_not_kept():
 def test_the_store_keeps_at_most_its_bound_dropping_the_least_recently_used():
     store = SharedResults(max_entries=2)
     for key in ("a", "b"):
-        store.result(key, lambda progress: [key])
+        store.result(key, lambda progress, key=key: [key])
     store.get("a")  # used: "b" is now the oldest
     store.result("c", lambda progress: ["c"])
     assert len(store) == 2
@@ -260,7 +260,7 @@ def test_the_store_is_bounded_in_bytes_and_keeps_pinned_entries():
     store = SharedResults(max_entries=100, max_bytes=30_000)
     store.start("pinned", lambda progress: ["p" * 10_000], pin=True).done.wait(5)
     for key in ("a", "b", "c", "d"):
-        store.result(key, lambda progress: [key * 10_000])
+        store.result(key, lambda progress, key=key: [key * 10_000])
     assert store.nbytes <= 30_000 and store.get("pinned") is not None
     assert store.get("d") is not None and store.get("a") is None
 
@@ -271,14 +271,16 @@ def test_pinned_entries_count_in_the_bounds_and_nothing_is_pinned_in_hosted_mode
     store = SharedResults(max_entries=4)
     for number in range(10):
         store.start(f"warm{number}", lambda progress, number=number: [number], pin=True).done.wait(5)
-    assert len(store) == 4 and [store.get(f"warm{number}") is not None for number in range(10)] == [False] * 6 + [True] * 4
+    assert (
+        len(store) == 4 and [store.get(f"warm{number}") is not None for number in range(10)] == [False] * 6 + [True] * 4
+    )
     store.result("visitor", lambda progress: ["v"])
     assert len(store) == 4 and store.get("visitor") is not None  # the oldest pin made room
     monkeypatch.setenv("DEBUGGER_HOSTED", "1")
     hosted = SharedResults(max_entries=2)
     hosted.start("pin", lambda progress: ["p"], pin=True).done.wait(5)
     for key in ("a", "b"):
-        hosted.result(key, lambda progress: [key])
+        hosted.result(key, lambda progress, key=key: [key])
     assert hosted.get("pin") is None
 
 
@@ -387,7 +389,10 @@ def test_a_full_queue_says_so_and_one_visitor_is_bounded_across_tabs():
     hold.set()
     # Two tabs of one browser share its XSRF cookie: one visitor, bounded as one.
     token = bytes.fromhex("00112233")
-    masked = [(mask, bytes(a ^ b for a, b in zip(mask, token))) for mask in (b"\x01\x02\x03\x04", b"\xff\x00\xaa\x55")]
+    masked = [
+        (mask, bytes(a ^ b for a, b in zip(mask, token, strict=True)))
+        for mask in (b"\x01\x02\x03\x04", b"\xff\x00\xaa\x55")
+    ]
     first, second = ({"_streamlit_xsrf": f"2|{mask.hex()}|{value.hex()}|1700000000"} for mask, value in masked)
     assert first != second  # written anew on each page load, with a fresh mask
     assert visitor_of(first, "tab-1") == visitor_of(second, "tab-2") != visitor_of({}, "tab-1") == "tab-1"

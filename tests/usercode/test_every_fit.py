@@ -20,7 +20,9 @@ def trace(tmp_path, checkpoint, *script_args, stages=FAST["stages"]):
     outcome = trace_script(SCRIPT, [str(checkpoint), str(ROOT / "tests" / "data" / "mrpc" / "validation.tsv"),
                                     *script_args], cwd=tmp_path, capture_output=True, timeout=900,
                            **{**FAST, "stages": stages})
-    assert outcome.report is not None and outcome.report["script"]["reached_fit"], outcome.message + outcome.output[-3000:]
+    assert outcome.report is not None and outcome.report["script"]["reached_fit"], (
+        outcome.message + outcome.output[-3000:]
+    )
     fits = fit_reports(outcome.report)
     assert [fit["phase"]["fit"] for fit in fits] == [1, 2], outcome.message
     assert all(not fit.get("error") for fit in fits), [fit.get("error") for fit in fits]
@@ -48,7 +50,9 @@ def test_trace_a_healthy_freeze_then_fine_tune_script_is_checked_fit_by_fit_and_
     assert head["phase"]["trains_encoder"] is False and head["phase"]["encoder"] == 0
     assert "trains the head only" in head["phase"]["trains"]
     assert whole["phase"]["trains_encoder"] is True and whole["phase"]["encoder"] > 200_000
-    optimizer = {fit["phase"]["fit"]: next(c for c in fit["checks"] if c["id"] == "hparams.optimizer") for fit in (head, whole)}
+    optimizer = {
+        fit["phase"]["fit"]: next(c for c in fit["checks"] if c["id"] == "hparams.optimizer") for fit in (head, whole)
+    }
     assert optimizer[1]["evidence"]["learning_rate"] == pytest.approx(1e-3)
     assert optimizer[2]["evidence"]["learning_rate"] == pytest.approx(3e-3)
     # The copies the checks train keep the frozen encoder frozen: the head's variables alone get gradients
@@ -74,7 +78,9 @@ def test_trace_the_tutorials_semantic_similarity_script_checks_both_fits_and_its
                            [str(real_checkpoint), str(ROOT / "tests" / "data" / "mnli" / "validation_matched.jsonl"),
                             "1e-3"], cwd=tmp_path, capture_output=True, timeout=900,
                            skip="overfit.one_batch")
-    assert outcome.report is not None and outcome.report["script"]["reached_fit"], outcome.message + outcome.output[-3000:]
+    assert outcome.report is not None and outcome.report["script"]["reached_fit"], (
+        outcome.message + outcome.output[-3000:]
+    )
     head, whole = fit_reports(outcome.report)
     assert all(check["status"] != "error" for fit in (head, whole) for check in fit["checks"])
     for fit in (head, whole):
@@ -83,7 +89,9 @@ def test_trace_the_tutorials_semantic_similarity_script_checks_both_fits_and_its
     assert head["phase"]["trains_encoder"] is False and head["causes"] == [] and flagged(head) == {}
     # Keras's default 1e-3 on the head alone is no fine-tuning rate to warn of.
     head_optimizer = next(check for check in head["checks"] if check["id"] == "hparams.optimizer")
-    assert head_optimizer["condition"] == "head_only" and head_optimizer["evidence"]["learning_rate"] == pytest.approx(1e-3)
+    assert head_optimizer["condition"] == "head_only" and head_optimizer["evidence"]["learning_rate"] == pytest.approx(
+        1e-3
+    )
     assert whole["phase"]["trains_encoder"] is True
     assert [cause["owner"] for cause in whole["causes"]] == ["hparams.lr_sweep"], whole["causes"]
     checks = {check["id"]: check for check in whole["checks"]}
@@ -92,7 +100,9 @@ def test_trace_the_tutorials_semantic_similarity_script_checks_both_fits_and_its
     sweep = checks["hparams.lr_sweep"]
     assert sweep["status"] == "fail" and 1e-5 <= sweep["evidence"]["best_rate"] <= 1e-4
     assert "pretrained" in sweep["summary"] and f"{sweep['evidence']['best_rate']:.0e}" in sweep["fix"]
-    assert checks["hparams.optimizer"]["explained_by"] == "hparams.lr_sweep" and checks["hparams.optimizer"]["fix"] is None
+    assert (
+        checks["hparams.optimizer"]["explained_by"] == "hparams.lr_sweep" and checks["hparams.optimizer"]["fix"] is None
+    )
     assert {check_id for check_id, check in flagged(whole).items() if not check.get("explained_by")} == \
         {"hparams.lr_sweep"}
     # The range test on real text: a curve of finite points that points into the same good range.
@@ -141,7 +151,7 @@ def test_what_a_fit_trains_and_its_usual_rate_follow_the_frozen_layers(kit_model
         assert counts["encoder"] == 0 and counts["other"] > 0
         copy = fresh_copy(kit_model, inputs)
         assert what_trains(copy) == counts  # the copy trains what fit trains
-        assert all(np.array_equal(a.numpy(), b.numpy()) for a, b in zip(kit_model.weights, copy.weights))
+        assert all(np.array_equal(a.numpy(), b.numpy()) for a, b in zip(kit_model.weights, copy.weights, strict=True))
         encoder.trainable = True
         encoder.embeddings.trainable = False  # a part frozen: the order Keras lists weights in changes
         copy = fresh_copy(kit_model, inputs)

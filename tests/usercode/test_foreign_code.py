@@ -266,7 +266,8 @@ def test_with_the_task_unknown_a_rare_value_beyond_the_head_is_a_stray_to_drop_a
     assert result.status is Status.FAIL
     assert "label 2 is on only 34 rows (4.9%" in result.summary and "rows 666, 667" in result.summary
     assert result.evidence["rows"][:2] == [666, 667]
-    assert str(result.fix).startswith("Drop or relabel these rows: dataset = dataset.filter(lambda row: row['label'] != 2)")
+    assert str(result.fix).startswith("Drop or relabel these rows: dataset = "
+                                      "dataset.filter(lambda row: row['label'] != 2)")
     assert "if 2 is a real class" in str(result.fix) and "num_labels=3" in str(result.fix)
     # A value as common as the others is a class the head lacks: the wider head is the fix.
     balanced = check_label_range(np.array([0, 1, 2] * 100), [0, 1, 2], unknown, 2, "train")

@@ -111,7 +111,7 @@ def test_a_copy_of_a_functional_model_trains_apart_from_it(kit):
     assert not {id(v) for v in copy.weights} & {id(v) for v in model.weights}
     before = [w.numpy().copy() for w in model.weights]
     copy.weights[-2].assign(copy.weights[-2] + 1.0)
-    assert all(np.array_equal(b, w.numpy()) for b, w in zip(before, model.weights))
+    assert all(np.array_equal(b, w.numpy()) for b, w in zip(before, model.weights, strict=True))
 
 
 # ---------------------------------------------------------------- diagnose() on the kit
@@ -279,7 +279,9 @@ def trace_functional(tmp_path, checkpoint, loss_name):
                                     loss_name], task="mrpc", stages="data,model,hparams",
                            skip="data.learnability,hparams.lr_sweep,hparams.lr_range_test", cwd=tmp_path,
                            capture_output=True, timeout=900)
-    assert outcome.report is not None and outcome.report["script"]["reached_fit"], outcome.message + outcome.output[-3000:]
+    assert outcome.report is not None and outcome.report["script"]["reached_fit"], (
+        outcome.message + outcome.output[-3000:]
+    )
     assert not outcome.report["script"]["error"], outcome.report["script"]["error"]
     return outcome, {check["id"]: check for check in outcome.report["checks"]}
 
@@ -287,7 +289,9 @@ def trace_functional(tmp_path, checkpoint, loss_name):
 @pytest.mark.subprocess
 def test_trace_a_healthy_functional_script_on_the_real_checkpoint_passes_clean(tmp_path, real_checkpoint):
     outcome, checks = trace_functional(tmp_path, real_checkpoint, "categorical_crossentropy")
-    found = {check_id: check["summary"] for check_id, check in checks.items() if check["status"] in ("fail", "error", "warn")}
+    found = {
+        check_id: check["summary"] for check_id, check in checks.items() if check["status"] in ("fail", "error", "warn")
+    }
     assert found == {}, found
     assert outcome.exit_code == 0 and outcome.report["causes"] == []
     assert "Functional around TFBertModel, Dense(2, softmax)" in checks["model.config"]["summary"]

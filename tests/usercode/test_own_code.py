@@ -58,7 +58,9 @@ def test_diagnose_a_compiled_model_on_a_features_labels_dataset(bert_checkpoint,
     assert config.task == "mnli" and any("found from the rows" in note for note in report.notes)
     assert report["data.label_range"].evidence  # the split read back: its 12 labels counted
     assert "12" in report["data.label_range"].summary
-    assert all(np.array_equal(a, b) for a, b in zip(before, weights_of(model)))  # the user's model is untouched
+    assert all(
+        np.array_equal(a, b) for a, b in zip(before, weights_of(model), strict=True)
+    )  # the user's model is untouched
     parsed = json.loads(report.to_json())
     assert {check["id"] for check in parsed["checks"]} >= {"data.columns", "model.nan_rows"}
     assert "| PASS | `data.columns` |" in report.to_markdown()
@@ -318,7 +320,7 @@ def test_callback_checks_before_the_first_step_and_strict_raises(bert_checkpoint
     out = capsys.readouterr().out
     assert "before the first step: " in out and "explains: data.label_range" in out  # the head's cause, named once
     assert "data.label_range" not in [result.id for result in raised.value.report.failed]
-    assert all(np.array_equal(a, b) for a, b in zip(before, weights_of(model)))  # no step was taken
+    assert all(np.array_equal(a, b) for a, b in zip(before, weights_of(model), strict=True))  # no step was taken
 
 
 # ---------------------------------------------------------------- trace
@@ -403,7 +405,8 @@ def test_trace_ends_a_script_that_never_reaches_fit(tmp_path, capsys):
 @pytest.mark.subprocess
 def test_trace_a_missing_data_file_is_a_clear_finding(tmp_path):
     script = tmp_path / "train.py"
-    script.write_text("from datasets import load_dataset\n\nraw = load_dataset('json', data_files='no-such-file.jsonl')\n")
+    script.write_text("from datasets import load_dataset\n\nraw = load_dataset('json', "
+                      "data_files='no-such-file.jsonl')\n")
     code, report, _ = trace(tmp_path, script)
     assert code == 1
     error = report["script"]["error"]
@@ -487,7 +490,7 @@ def test_a_fit_after_the_checks_runs_its_few_steps_eagerly_and_leaves_the_models
     x, y = np.ones((64, 4), np.float32), np.zeros(64, np.int64)
     history = child.brief(tf_keras.Model.fit, model, (x, y), {"batch_size": 8, "epochs": 5, "verbose": 0}, "fit")
     assert len(history.history["loss"]) == 1 and seen == [True] * BRIEF_STEPS  # one epoch of two eager steps
-    assert any((a != b).any() for a, b in zip(before, model.get_weights()))
+    assert any((a != b).any() for a, b in zip(before, model.get_weights(), strict=True))
     assert model.run_eagerly is False  # as the script compiled it
     said = json.loads(progress.read_text())
     assert said["params"] == {"method": "fit", "steps": BRIEF_STEPS} and said["template"].startswith("Checks done")
@@ -649,7 +652,8 @@ before = {name: owner.__dict__.get(attr) for name, (owner, attr) in {
     "to_tf_dataset": (datasets.Dataset, "to_tf_dataset"), "fit": (tf_keras.Model, "fit"),
     "compile": (tf_keras.Model, "compile"), "train_step": (tf_keras.Model, "train_step"),
     "tf_train_step": (transformers.TFPreTrainedModel, "train_step")}.items()}
-import diagnostics, diagnostics.usercode.api, diagnostics.walk.stages, diagnostics.usercode.trace, diagnostics.usercode.hooks
+import diagnostics, diagnostics.usercode.api, diagnostics.walk.stages
+import diagnostics.usercode.trace, diagnostics.usercode.hooks
 from diagnostics import DiagnoseCallback, diagnose, watch
 after = {name: owner.__dict__.get(attr) for name, (owner, attr) in {
     "to_tf_dataset": (datasets.Dataset, "to_tf_dataset"), "fit": (tf_keras.Model, "fit"),
@@ -782,7 +786,9 @@ def test_the_callbacks_watch_is_gone_after_a_fit_that_raises_and_a_users_own_tra
     assert callback._restore is None
     stashed = [variable.numpy().copy() for variable in callback._stash]
     model.fit(stsb_dataset(bert_tokenizer, [0.5, 0.5, 0.5, 0.5]), epochs=1, verbose=0)
-    assert all(np.array_equal(before, variable.numpy()) for before, variable in zip(stashed, callback._stash))
+    assert all(
+        np.array_equal(before, variable.numpy()) for before, variable in zip(stashed, callback._stash, strict=True)
+    )
     assert calls  # fit traced the user's own step
 
 

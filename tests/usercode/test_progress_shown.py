@@ -1,6 +1,6 @@
 """What a person running the checks sees while they run: lines in a terminal (a few, not one a step), a
-widget bar in a notebook with ipywidgets and one line rewritten in place without them, `diagnose()` saying what it runs, and a traced script that says it still runs
-while it is silent."""
+widget bar in a notebook with ipywidgets and one line rewritten in place without them, `diagnose()` saying what it
+runs, and a traced script that says it still runs while it is silent."""
 
 import io
 

@@ -102,7 +102,9 @@ def test_a_head_of_the_users_own_is_widened_at_its_last_dense_layer_below_the_cl
         """)
     repaired = repair(functional, [Change("model.config", "num_labels", 3)])
     # The number the output layer reads, where the script gives it; the hidden layer (wider) is left alone.
-    assert only_changed(functional, repaired.source) == [("NUM_CLASSES = 2  # sentiment", "NUM_CLASSES = 3  # sentiment")]
+    assert only_changed(functional, repaired.source) == [
+        ("NUM_CLASSES = 2  # sentiment", "NUM_CLASSES = 3  # sentiment")
+    ]
     keyword = "head = keras.layers.Dense(units=2, activation='softmax')(x)\n"
     assert "Dense(units=3, activation='softmax')" in repair(keyword, [Change("model.config", "num_labels", 3)]).source
     plain = "encoder = TFAutoModel.from_pretrained(name)\nhead = keras.layers.Dense(2)(encoder.output)\n"
@@ -122,8 +124,12 @@ def test_the_loss_is_changed_at_the_compile_before_the_fit_the_trace_checked():
         """)
     loss = "tf_keras.losses.SparseCategoricalCrossentropy(from_logits=True)"
     first = repair(source, [Change("hparams.loss", "loss", loss)], before_line=3)
-    assert only_changed(source, first.source) == [(
-        'model.compile(optimizer=opt, loss="sparse_categorical_crossentropy")', f"model.compile(optimizer=opt, loss={loss})")]
+    assert only_changed(source, first.source) == [
+        (
+            'model.compile(optimizer=opt, loss="sparse_categorical_crossentropy")',
+            f"model.compile(optimizer=opt, loss={loss})",
+        )
+    ]
     second = repair(source, [Change("hparams.loss", "loss", loss)], before_line=5)
     assert only_changed(source, second.source) == [("model.compile(optimizer=opt2)",
                                                     f"model.compile(optimizer=opt2, loss={loss})")]
@@ -168,8 +174,9 @@ def test_the_changes_come_from_each_causes_own_fix_and_the_rest_say_why():
 
     causes = [{"owner": "model.config", "fix": "TFAutoModelForSequenceClassification.from_pretrained(checkpoint, "
                                                 "num_labels=3, id2label={0: 'a', 1: 'b', 2: 'c'}, label2id={...})"},
-              {"owner": "hparams.loss", "fix": "model.compile(optimizer=optimizer, loss=tf_keras.losses."
-                                               "SparseCategoricalCrossentropy(from_logits=True))  # or no loss= at all"},
+              {"owner": "hparams.loss", "fix": "model.compile(optimizer=optimizer, "
+                                               "loss=tf_keras.losses.SparseCategoricalCrossentropy(from_logits=True)) "
+                                               " # or no loss= at all"},
               {"owner": "hparams.lr_sweep", "fix": "keras.optimizers.Adam(learning_rate=2e-05)"},
               {"owner": "hparams.loss", "fix": "model.compile(optimizer=optimizer)  # no loss= : the model's internal "
                                                "loss reads the labels itself"},

@@ -54,7 +54,9 @@ def test_the_listing_gives_each_owner_its_causes():
     listed = {check["id"]: check for check in registry.listing()}
     assert [cause["name"] for cause in listed["model.config"]["causes"]] == ["head_short"]
     head = listed["model.config"]["causes"][0]
-    assert {"check": "model.nan_rows", "conditions": ["max_non_finite_rows"], "when": "labels_cause"} in head["explains"]
+    assert {"check": "model.nan_rows", "conditions": ["max_non_finite_rows"], "when": "labels_cause"} in head[
+        "explains"
+    ]
     assert listed["data.batch"]["causes"] == []
 
 

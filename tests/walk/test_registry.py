@@ -34,7 +34,8 @@ MODULES = {module_name(path): path for path in PACKAGE.rglob("*.py") if "demo_da
 
 
 def imports_of(path) -> set[str]:
-    """The diagnostics modules a module imports, at the top or inside a function ("checks.data.columns", "walk.registry")."""
+    """The diagnostics modules a module imports, at the top or inside a function ("checks.data.columns",
+    "walk.registry")."""
     names = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("diagnostics"):
@@ -57,7 +58,9 @@ def test_checks_json_lists_every_check_with_its_stage_title_and_thresholds(capsy
     assert {check["stage"] for check in listed} == set(STAGES)
     assert all(check["title"] and check["id"].startswith(check["stage"] + ".") for check in listed)
     sweep = next(check for check in listed if check["id"] == "hparams.lr_sweep")
-    assert sweep["trains"] and {c["name"] for c in sweep["conditions"]} and all(c["meaning"] for c in sweep["conditions"])
+    assert (
+        sweep["trains"] and {c["name"] for c in sweep["conditions"]} and all(c["meaning"] for c in sweep["conditions"])
+    )
 
 
 def test_checks_listing_prints_each_threshold_by_name(capsys):
@@ -78,8 +81,14 @@ def test_a_condition_is_named_once_in_its_checks_module_and_its_sentences_are_ke
     said = 0
     for check in registry.CHECKS.values():
         module = inspect.getmodule(check.measure) if check.measure else None
-        path = Path(module.__file__) if module else \
-            PACKAGE / "checks" / check.stage / f"{check.id.split('.', 1)[1] if check.stage != 'overfit' else 'one_batch'}.py"
+        path = (
+            Path(module.__file__)
+            if module
+            else PACKAGE
+            / "checks"
+            / check.stage
+            / f"{check.id.split('.', 1)[1] if check.stage != 'overfit' else 'one_batch'}.py"
+        )
         tree = ast.parse(path.read_text())
         names = {condition.name for condition in check.conditions}
         for node in ast.walk(tree):
@@ -164,7 +173,10 @@ def test_a_model_that_cannot_load_is_an_error_in_every_stage_that_needs_one(demo
     results = run_stages(run, sweep=SMALL, epochs=2)
     assert_errors(results, ["data.learnability", *registry.checks_of("model"), *registry.checks_of("hparams"),
                             "overfit.one_batch"])
-    assert {r.status for r in results if r.stage == "data" and r.id != "data.learnability"} <= {Status.PASS, Status.WARN}
+    assert {r.status for r in results if r.stage == "data" and r.id != "data.learnability"} <= {
+        Status.PASS,
+        Status.WARN,
+    }
 
 
 def test_a_first_batch_that_raises_is_data_batchs_failure_and_every_check_needing_it_points_there(run, monkeypatch):
@@ -286,7 +298,9 @@ def test_a_full_run_puts_only_declared_keys_in_evidence(full_demo_run):
 def _keys_read(tree, name: str) -> set[str]:
     """Keys read from `name` as name["key"] or name.get("key") (name may be an attribute, e.g. result.evidence)."""
     def is_target(node) -> bool:
-        return (isinstance(node, ast.Name) and node.id == name) or (isinstance(node, ast.Attribute) and node.attr == name)
+        return (isinstance(node, ast.Name) and node.id == name) or (
+            isinstance(node, ast.Attribute) and node.attr == name
+        )
 
     keys = set()
     for node in ast.walk(tree):

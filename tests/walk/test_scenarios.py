@@ -33,7 +33,10 @@ def run_scenario(name, seed=0):
 
 def assert_one_voice(scenario, results):
     named = owners(results)
-    assert all(scenario.caught(named).values()), (scenario.caught(named), [(c.owner, c.summary) for c in causes(results)])
+    assert all(scenario.caught(named).values()), (
+        scenario.caught(named),
+        [(c.owner, c.summary) for c in causes(results)],
+    )
     assert scenario.unexpected(named) == [], [(c.owner, c.summary) for c in causes(results)]
     assert not [result.id for result in results if result.status is Status.ERROR]
     for result in results:  # every other finding points at the owner of a cause the scenario injects

@@ -3,7 +3,17 @@ trains) whether the labels carry signal."""
 
 from __future__ import annotations
 
-from diagnostics.checks.data import baselines, batch, columns, decoded_samples, duplicates, label_balance, label_range, learnability, truncation
+from diagnostics.checks.data import (
+    baselines,
+    batch,
+    columns,
+    decoded_samples,
+    duplicates,
+    label_balance,
+    label_range,
+    learnability,
+    truncation,
+)
 from diagnostics.core.check import Unit
 
 # In walk order: columns and batch own what stops the batch (missing columns, bad text cells, a tokenizer that

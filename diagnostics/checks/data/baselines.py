@@ -60,7 +60,8 @@ def check_baselines(labels: np.ndarray, task: GlueTask, num_labels: int) -> Chec
     majority = task.label_name(figures["majority_label"])
     summary = msg("Random guessing among the {classes} classes gives loss ln({classes}) = {loss:.3f} and accuracy "
                   "{accuracy:.0%}; always predicting {majority} gives accuracy {majority_accuracy:.0%} (loss "
-                  "{prior_loss:.3f} with the label frequencies).", classes=figures["classes"], loss=figures["uniform_loss"],
+                  "{prior_loss:.3f} with the label frequencies).",
+                  classes=figures["classes"], loss=figures["uniform_loss"],
                   accuracy=figures["uniform_accuracy"], majority=majority,
                   majority_accuracy=figures["majority_accuracy"], prior_loss=figures["prior_loss"])
     return judge(CHECK, figures, {"warn_majority_accuracy": (

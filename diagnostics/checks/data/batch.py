@@ -54,11 +54,25 @@ def check_batch(batch: FirstBatch, batch_size: int) -> CheckResult:
                   labels=msg(labels_at))
     evidence = {**described, "no_labels": described["labels_at"] == "none",
                 "batch_fill": described["rows"] / batch_size if batch_size else 1.0}
-    return judge(CHECK, evidence, {
-        "no_labels": (summary, "to_tf_dataset(columns=[..., 'label'], ...)  # or label_cols=['label'] for Keras (x, y)"),
-        "min_batch_fill": (msg("{summary} The split has fewer rows than the batch size {batch_size}.", summary=summary,
-                               batch_size=batch_size), f"batch_size={described['rows']}  # or use a larger split"),
-    }, summary)
+    return judge(
+        CHECK,
+        evidence,
+        {
+            "no_labels": (
+                summary,
+                "to_tf_dataset(columns=[..., 'label'], ...)  # or label_cols=['label'] for Keras (x, y)",
+            ),
+            "min_batch_fill": (
+                msg(
+                    "{summary} The split has fewer rows than the batch size {batch_size}.",
+                    summary=summary,
+                    batch_size=batch_size,
+                ),
+                f"batch_size={described['rows']}  # or use a larger split",
+            ),
+        },
+        summary,
+    )
 
 
 def check_tokenizing(exc: Exception) -> CheckResult:

@@ -45,8 +45,9 @@ def check_columns(
     suggested = list(model_input_names) + [LABEL]
     return judge(CHECK, evidence, {
         "missing_columns": lambda: (
-            msg("The split lacks {missing}: {task} needs {needed}; it has: {found}.", missing=", ".join(missing_in_split),
-                task=task.name, needed=", ".join(needed), found=", ".join(split_columns)),
+            msg("The split lacks {missing}: {task} needs {needed}; it has: {found}.",
+                missing=", ".join(missing_in_split), task=task.name, needed=", ".join(needed),
+                found=", ".join(split_columns)),
             f"dataset = dataset.rename_column('<your column>', '{missing_in_split[0]}')"),
         "missing_requested": (
             msg("to_tf_dataset asks for {missing}, which does not exist; the tokenized split has: {found}.",
@@ -59,7 +60,8 @@ def check_columns(
                               msg("token_type_ids, so both sentences of each pair read as the first segment")
                               for name in left_out], "; ")),
             f"to_tf_dataset(columns={suggested!r}, ...)" if not read_back else
-            msg("Give the model every input the tokenizer returns for it: {names}.", names=", ".join(model_input_names))),
+            msg("Give the model every input the tokenizer returns for it: {names}.",
+                names=", ".join(model_input_names))),
     }, msg("All {count} requested columns exist ({columns}), and the split has every column {task} needs.",
            count=len(requested), columns=", ".join(requested), task=task.name))
 
@@ -68,7 +70,7 @@ def rename_fix(missing: list[str], spare: list[str]) -> str:
     """The fix for text columns the task names otherwise: the split's own text columns renamed, when it has as many
     as are missing (else a placeholder for the column to rename)."""
     if spare and len(spare) == len(missing):
-        return f"dataset = dataset.rename_columns({dict(zip(spare, missing))!r})"
+        return f"dataset = dataset.rename_columns({dict(zip(spare, missing, strict=False))!r})"
     return f"dataset = dataset.rename_column('<your column>', '{missing[0]}')"
 
 

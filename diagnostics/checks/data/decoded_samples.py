@@ -62,8 +62,9 @@ class Evidence(TypedDict, total=False):
 CHECK = Check("data.decoded_samples", N_("the first batch decoded beside its label names"),
               requires=("texts", "tokenizes"), measure=measure, conditions=(
     # Judged in this order.
-    Condition("warn_not_prose_share", 0.2, "warn when more than this share of a text column's cells hold no words "
-                                           "(digits or punctuation only, or one word repeated; of the first 20,000 rows)",
+    Condition("warn_not_prose_share", 0.2, "warn when more than this share of a text column's cells "
+                                           "hold no words (digits or punctuation only, or one word "
+                                           "repeated; of the first 20,000 rows)",
               Above("not_prose_share")),
     Condition("warn_unknown_share", 0.05, "warn when more than this share of the batch's tokens are unknown",
               Above("unknown_share"))),

@@ -69,8 +69,9 @@ def check_duplicates(figures: dict[str, Any]) -> CheckResult:
     """
     rows = figures["rows_scanned"]
     share = figures["duplicate_rows"] / rows if rows else 0.0
-    summary = msg("{repeated:,} of {rows:,} rows repeat an earlier row's text ({share:.1%}); {conflicting:,} rows share "
-                  "a text with a different label.", repeated=figures["duplicate_rows"], rows=rows, share=share,
+    summary = msg("{repeated:,} of {rows:,} rows repeat an earlier row's text ({share:.1%}); {conflicting:,} rows "
+                  "share a text with a different label.",
+                  repeated=figures["duplicate_rows"], rows=rows, share=share,
                   conflicting=figures["conflicting_rows"])
     return judge(CHECK, figures, {
         "max_conflicting_rows": (msg("{summary} The model cannot fit both labels of the same text.", summary=summary),

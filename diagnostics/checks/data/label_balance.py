@@ -52,7 +52,7 @@ def check_label_balance(split_labels_: np.ndarray, batch_labels: list, task: Glu
     batch_top = int(np.argmax(batch_counts)) if batch_total else top
     batch_top_share = batch_counts[batch_top] / batch_total if batch_total else 0.0
     absent = [names[i] for i, count in enumerate(batch_counts) if count == 0 and split_counts[i] > 0]
-    shares = ", ".join(f"{name} {count / split_total:.0%}" for name, count in zip(names, split_counts))
+    shares = ", ".join(f"{name} {count / split_total:.0%}" for name, count in zip(names, split_counts, strict=True))
     absent_share = sum(split_counts[i] for i, count in enumerate(batch_counts) if count == 0) / split_total
     chance_absent = chance_of_none(batch_total, absent_share) if absent else 1.0
     chance_crowded = chance_of_at_least(batch_counts[batch_top], batch_total, split_counts[batch_top] / split_total) \
@@ -65,8 +65,9 @@ def check_label_balance(split_labels_: np.ndarray, batch_labels: list, task: Glu
                "batch of that size misses them about once in {odds}: is the data shuffled?",
                rows=batch_total, absent=", ".join(absent), shares=shares, odds=_odds(chance_absent))
            if absent and chance_absent < max_chance else
-           msg("{label} makes up {share:.0%} of the first batch ({count} of {rows} rows) while the split has {split:.0%} "
-               "({shares}); a shuffled batch of that size holds that many about once in {odds}: is the data shuffled?",
+           msg("{label} makes up {share:.0%} of the first batch ({count} of {rows} rows) while the "
+               "split has {split:.0%} ({shares}); a shuffled batch of that size holds that many about "
+               "once in {odds}: is the data shuffled?",
                label=names[batch_top], share=batch_top_share, count=batch_counts[batch_top], rows=batch_total,
                split=split_counts[batch_top] / split_total, shares=shares, odds=_odds(chance_crowded)))
     return judge(CHECK, evidence, {
@@ -129,8 +130,8 @@ class Evidence(TypedDict, total=False):
 
 CHECK = Check("data.label_balance", N_("the label balance of the batch and the split"), unit="labels",
               requires=("counted",), measure=measure, conditions=(
-    Condition("warn_dominant_share", 0.8, "warn when one label (or one bin of scores) holds more than this share of the "
-                                          "split", Above("top_share")),
+    Condition("warn_dominant_share", 0.8, "warn when one label (or one bin of scores) holds more "
+                                          "than this share of the split", Above("top_share")),
     Condition("max_chance", 1e-3, "warn when a shuffled batch of the first batch's size shows its label mix (a label "
                                   "missing, or one crowding it) less often than this (the exact binomial tail against "
                                   "the split's shares)", AtMost("mix_chance", below=True))),

@@ -95,7 +95,9 @@ def out_of_range_of(split_labels_: np.ndarray, in_split: dict, task: GlueTask, n
     headline = msg("{bad:,} of {total:,} labels in split {split} lie outside {valid} ({listing})", bad=bad_total,
                    total=len(split_labels_), split=repr(split_name), valid=valid, listing=listing)
     if -1 in in_split:
-        fix = msg("Train and validate on splits with labels ('train', 'validation'): GLUE's test splits carry label -1.")
+        fix = msg(
+            "Train and validate on splits with labels ('train', 'validation'): GLUE's test splits carry label -1."
+        )
         cause = msg("label -1 means the split has no labels (a GLUE test split)")
     elif UNUSABLE_LABEL in in_split and not task.regression:
         headline, cause, fix = _unusable_labels(labels, task, split_name, valid, bad_total, written, evidence)
@@ -114,8 +116,12 @@ def out_of_range_of(split_labels_: np.ndarray, in_split: dict, task: GlueTask, n
         rows = np.flatnonzero((labels >= task.num_labels) & (labels < num_labels))
         evidence["rows"] = rows[:50].tolist()
         names = ", ".join(f"{index} {name}" for index, name in enumerate(task.label_names))
-        fix = msg("Drop or relabel these rows ({task}'s labels: {names}); then build the model with num_labels={count}.",
-                  task=task.name, names=names, count=task.num_labels)
+        fix = msg(
+            "Drop or relabel these rows ({task}'s labels: {names}); then build the model with num_labels={count}.",
+            task=task.name,
+            names=names,
+            count=task.num_labels,
+        )
         cause = msg("{task} has {count} classes ({names}), but the model was built with num_labels={num_labels}, so it "
                     "trains them as a class of their own (rows {rows})", task=task.name, count=task.num_labels,
                     names=names, num_labels=num_labels, rows=_rows(rows))
@@ -185,7 +191,9 @@ def _stray_value(labels: np.ndarray, rare_share: float):
     rarest, others = order[0], counts[order[1:]]
     if counts[rarest] >= rare_share * others.mean() or others.min() * 2 < others.max():
         return None
-    shares = ", ".join(f"{plain_label(value)} {count / len(values):.0%}" for value, count in zip(found, counts))
+    shares = ", ".join(
+        f"{plain_label(value)} {count / len(values):.0%}" for value, count in zip(found, counts, strict=True)
+    )
     return plain_label(found[rarest]), np.flatnonzero(labels == found[rarest]), shares
 
 

@@ -66,10 +66,11 @@ def learnability_figures(model, tokenizer, config: RunConfig, split, *, rate: fl
     if config.glue_task.regression:
         chance = float(np.var(held_labels.astype(float)))
     else:
-        chance = float(np.bincount(held_labels[held_labels >= 0].astype(int)).max() / max(1, (held_labels >= 0).sum())) \
-            if (held_labels >= 0).any() else 0.0
+        known = held_labels[held_labels >= 0].astype(int)
+        chance = float(np.bincount(known).max() / len(known)) if len(known) else 0.0
     return {"given": given, "shuffled": control, "chance": chance, "pretrained": is_pretrained(model),
-            "train_rows": len(train), "held_rows": len(held), "steps": steps, "learning_rate": rate, "regression": config.glue_task.regression}
+            "train_rows": len(train), "held_rows": len(held), "steps": steps, "learning_rate": rate,
+            "regression": config.glue_task.regression}
 
 
 def check_learnability(figures: dict[str, Any]) -> CheckResult:
@@ -99,8 +100,9 @@ def check_learnability(figures: dict[str, Any]) -> CheckResult:
         baseline, rows = max(control["score"], figures["chance"]), int(figures["held_rows"])
         evidence.update(accuracy_gain=given["score"] - baseline,
                         p_value=chance_of_at_least(round(given["score"] * rows), rows, baseline))
-        numbers = msg("held-out accuracy {given:.0%} with the given labels, {shuffled:.0%} with shuffled ones (majority "
-                      "label {chance:.0%})", given=given["score"], shuffled=control["score"], chance=figures["chance"])
+        numbers = msg("held-out accuracy {given:.0%} with the given labels, {shuffled:.0%} with shuffled ones "
+                      "(majority label {chance:.0%})",
+                      given=given["score"], shuffled=control["score"], chance=figures["chance"])
     fits = msg("training loss {given_first:.3f} to {given_final:.3f} with the given labels, {shuffled_first:.3f} to "
                "{shuffled_final:.3f} with shuffled ones", given_first=given["first_train_loss"],
                given_final=given["final_train_loss"], shuffled_first=control["first_train_loss"],
@@ -183,7 +185,8 @@ CHECK = Check("data.learnability", N_("the given labels are learned better than 
     # Judged in this order; when none is crossed the run cannot tell (a skip that says so, with the numbers).
     Condition("min_accuracy_gain", 0.1, "pass when held-out accuracy beats the shuffled run and the majority by this",
               All((Above("accuracy_gain", or_equal=True), AtMost("p_value", of="max_p_value"))), status="pass"),
-    Condition("max_p_value", 0.01, "and when that many right answers come by chance at most this often (binomial tail)"),
+    Condition("max_p_value", 0.01,
+              "and when that many right answers come by chance at most this often (binomial tail)"),
     Condition("max_error_ratio", 0.8, "regression: pass when held-out error is below this share of the shuffled run's",
               AtMost("error_ratio", below=True), status="pass"),
     Condition("fit_margin", 0.1, "on a randomly initialised model, pass when the given labels' training loss ends more "
@@ -199,5 +202,6 @@ CAUSES = (
     # Labels that carry no signal: every rate's held-out loss rises or stays, so the sweep's ranking of rates by it
     # (and its verdict on the configured rate, short of a loss that broke) says nothing about the rate.
     Cause("random_labels", "data.learnability", ("random_weights",), N_("labels that do not match their texts"),
-          (Explains("hparams.lr_sweep", ("too_high", "warn_decades", "no_good_rate"), Holds("configured_broke", False)),)),
+          (Explains("hparams.lr_sweep", ("too_high", "warn_decades", "no_good_rate"),
+                    Holds("configured_broke", False)),)),
 )

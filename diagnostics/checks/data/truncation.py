@@ -158,7 +158,8 @@ CHECK = Check("data.truncation", N_("rows cut at max_length, and padding in the 
               requires=("texts", "tokenizes"), measure=measure, conditions=(
     Condition("warn_truncated_share", 0.1, "warn when more than this share of the rows are truncated",
               Above("truncated_share")),
-    Condition("warn_padding_share", 0.6, "warn when the pipeline pads every batch to one length and more than this share "
-                                         "of the batch's tokens are padding (padding per batch is the fix, not a finding)",
+    Condition("warn_padding_share", 0.6, "warn when the pipeline pads every batch to one length and more "
+                                         "than this share of the batch's tokens are padding (padding per "
+                                         "batch is the fix, not a finding)",
               All((Holds("fixed_padding"), Above("padding_share"))))),
               evidence=Evidence)

@@ -45,8 +45,11 @@ def loss_figures(model, tf_batch, labels: np.ndarray, config: RunConfig, task: G
         # A fresh head's logits sit near zero, where a loss that reads them as probabilities can happen to agree
         # with cross-entropy. Logits of 0.5 on each row's label and -1 elsewhere tell the two apart whatever the
         # head's start: cross-entropy from logits gives a modest loss, a probability reading a near-zero one.
-        probe = np.where(np.arange(logits.shape[1])[None, :] == np.clip(labels.astype(int), 0, logits.shape[1] - 1)[:, None],
-                         0.5, -1.0)
+        probe = np.where(
+            np.arange(logits.shape[1])[None, :] == np.clip(labels.astype(int), 0, logits.shape[1] - 1)[:, None],
+            0.5,
+            -1.0,
+        )
         figures["probe_configured_value"] = configured_loss_value(config.loss, probe, labels, task.regression, head)
         figures["probe_cross_entropy"] = configured_loss_value("internal", probe, labels, task.regression)
     if not task.regression:
@@ -92,7 +95,9 @@ def _loss_class(name: str) -> str:
 def _compile_with(name: str, *, from_logits: bool, alternative: str | None = None):
     """The fix that compiles with the same Keras loss class and the given from_logits, in the code's own Keras name;
     `alternative` (a template with {code}, marked with N_) adds what else would do."""
-    code = f"model.compile(optimizer=optimizer, loss={keras_name()}.losses.{_loss_class(name)}(from_logits={from_logits}))"
+    code = (
+        f"model.compile(optimizer=optimizer, loss={keras_name()}.losses.{_loss_class(name)}(from_logits={from_logits}))"
+    )
     return code if alternative is None else msg(alternative, code=code)
 
 

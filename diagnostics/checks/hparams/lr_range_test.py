@@ -63,7 +63,7 @@ def _range_stop(losses: list[float], stop_factor: float) -> int | None:
 
 
 def _finite(lrs: list[float], losses: list[float | None]) -> tuple[np.ndarray, np.ndarray]:
-    pairs = [(lr, loss) for lr, loss in zip(lrs, losses) if loss is not None and math.isfinite(loss)]
+    pairs = [(lr, loss) for lr, loss in zip(lrs, losses, strict=True) if loss is not None and math.isfinite(loss)]
     return np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs])
 
 

@@ -91,7 +91,7 @@ def sweep_verdicts(figures: dict[str, Any], *, pretrained: bool, head_only: bool
     min_held_out_gain = CHECK.value("min_held_out_gain")
     start = figures["held_out_start"]["loss"]
     reasons, broke, rose = [], [], []
-    for curve, score, drift in zip(figures["smoothed"], figures["held_out"], figures["drift_per_step"]):
+    for curve, score, drift in zip(figures["smoothed"], figures["held_out"], figures["drift_per_step"], strict=True):
         why = []
         broke.append(any(value is None for value in curve) or score["loss"] is None
                      or curve[-1] > blowup_factor * curve[0])
@@ -116,9 +116,13 @@ def sweep_verdicts(figures: dict[str, Any], *, pretrained: bool, head_only: bool
         below = next((rates[lower] for lower in range(index) if broke[lower]), None)
         if below is not None and not reasons[index]:
             reasons[index] = [msg("above {rate:.1e}, whose loss blew up or turned NaN", rate=below)]
-    good = [(score["loss"], curve[-1], rate, curve[0])
-            for rate, score, curve, why in zip(figures["learning_rates"], figures["held_out"], figures["smoothed"], reasons)
-            if not why]
+    good = [
+        (score["loss"], curve[-1], rate, curve[0])
+        for rate, score, curve, why in zip(
+            figures["learning_rates"], figures["held_out"], figures["smoothed"], reasons, strict=True
+        )
+        if not why
+    ]
     # After a few steps the held-out loss may not have moved at all (random weights learn nothing general that
     # soon); then its differences are noise, and the loss on the batches trained on ranks the good rates instead,
     # among those it fell for. When it fell for none either, the rates cannot be told apart in these steps: the good
@@ -133,7 +137,7 @@ def sweep_verdicts(figures: dict[str, Any], *, pretrained: bool, head_only: bool
         # real fine-tuning at a rate too high does), though its loss neither blew up nor rose past the rule.
         best_rate = ranked[0][2]
         best_score = figures["held_out"][figures["learning_rates"].index(best_rate)]
-        for index, (rate, score) in enumerate(zip(figures["learning_rates"], figures["held_out"])):
+        for index, (rate, score) in enumerate(zip(figures["learning_rates"], figures["held_out"], strict=True)):
             if rate > best_rate and not reasons[index] and _collapsed(score, best_score):
                 reasons[index] = [msg("every held-out row predicted as one class ({accuracy:.0%} right, against "
                                       "{best:.0%} at {rate:.1e})", accuracy=score["accuracy"],
@@ -145,8 +149,11 @@ def sweep_verdicts(figures: dict[str, Any], *, pretrained: bool, head_only: bool
     else:
         ranked = sorted(good, key=lambda entry: abs(math.log(entry[2] / usual)))
         ranked_by = "usual rate"
-    ratios = [drift / rate for rate, drift, broken in zip(figures["learning_rates"], figures["drift_per_step"], broke)
-              if drift and not broken]
+    ratios = [
+        drift / rate
+        for rate, drift, broken in zip(figures["learning_rates"], figures["drift_per_step"], broke, strict=True)
+        if drift and not broken
+    ]
     return {
         "reasons": reasons,
         "diverged": [bool(why) for why in reasons],
@@ -167,7 +174,9 @@ def _collapsed(score: dict, best: dict) -> bool:
     return share >= 1.0 and best["commonest_share"] < 1.0 and accuracy < best["accuracy"]
 
 
-def check_lr_sweep(figures: dict[str, Any], configured_rate: float, *, pretrained: bool = True, head_only: bool = False) -> CheckResult:
+def check_lr_sweep(
+    figures: dict[str, Any], configured_rate: float, *, pretrained: bool = True, head_only: bool = False
+) -> CheckResult:
     """Judge the configured rate by what it did in the sweep; name the recommended rate as the fix.
 
     Fails when the configured rate diverged or moves pretrained weights by more than `fail_drift` a step;
@@ -189,7 +198,7 @@ def check_lr_sweep(figures: dict[str, Any], configured_rate: float, *, pretraine
                 "pretrained weights: the problem is not the rate; look at model.nan_rows and hparams.loss.",
                 low=rates[0], high=rates[-1]),
             msg("Fix the failing Data and Model checks first, then sweep again."))}, "")
-    flagged = [f"{rate:.0e}" for rate, bad in zip(rates, verdicts["diverged"]) if bad]
+    flagged = [f"{rate:.0e}" for rate, bad in zip(rates, verdicts["diverged"], strict=True) if bad]
     best_score, start = figures["held_out"][rates.index(best)], figures["held_out_start"]
     thin = (msg(" The held-out rows are few ({rows}), so held-out differences are rough.",
                 rows=figures["held_out_rows"]) if figures["held_out_rows"] < thin_held_out_rows else "")
@@ -200,8 +209,11 @@ def check_lr_sweep(figures: dict[str, Any], configured_rate: float, *, pretraine
                       "flagged: {flagged}.", steps=len(figures["steps"]), best=best, usual=verdicts["usual_rate"],
                       flagged=", ".join(flagged) or msg("none"))
     else:
-        kept = [(rate, score["loss"]) for rate, score, bad in zip(rates, figures["held_out"], verdicts["diverged"])
-                if not bad and score.get("loss") is not None]
+        kept = [
+            (rate, score["loss"])
+            for rate, score, bad in zip(rates, figures["held_out"], verdicts["diverged"], strict=True)
+            if not bad and score.get("loss") is not None
+        ]
         moved = max((abs(loss - start["loss"]) / start["loss"] for _, loss in kept), default=0.0) \
             if start.get("loss") else 0.0
         basis = msg("the lowest held-out loss ({best:.3f}, from {start:.3f} untrained)", best=best_score["loss"],
@@ -252,7 +264,8 @@ class Evidence(TypedDict, total=False):
     max_safe_rate: float | None
     diverged: list[float]
     pretrained: bool
-    ranked_by: str  # "held-out loss", "training loss", or "usual rate" (no rate moved either loss: the good one nearest it)
+    # "held-out loss", "training loss", or "usual rate" (no rate moved either loss: the good one nearest it)
+    ranked_by: str
     usual_rate: float  # the checkpoint's usual rate (config.usual_rate)
     reasons: dict[str, str]
     broke: list[bool]  # each rate's loss turned NaN or blew up
@@ -277,8 +290,9 @@ CHECK = Check("hparams.lr_sweep", N_("a learning-rate sweep scored on held-out r
               status="fail"),
     Condition("fail_drift", FAIL_DRIFT, "fail when a step at the configured rate moves pretrained kernels beyond this",
               All((Holds("pretrained"), Above("configured_drift"))), status="fail"),
-    Condition("too_high", None, "warn when the configured rate is bad for a milder reason (held-out loss rose, or drift "
-                                "above warn_drift)", Holds("configured_too_high")),
+    Condition("too_high", None, "warn when the configured rate is bad for a milder reason (held-out loss "
+                                "rose, or drift above warn_drift)",
+                                Holds("configured_too_high")),
     Condition("warn_decades", 1.0, "warn when the configured rate is more than this many powers of ten below the "
                                    "recommended", Above("decades_below")),
     Condition("thin_held_out_rows", 16, "say the evidence is thin with fewer held-out rows than this")),
@@ -286,9 +300,17 @@ CHECK = Check("hparams.lr_sweep", N_("a learning-rate sweep scored on held-out r
 
 # The causes this check owns (the registry orders every check's causes: `walk.registry.CAUSE_ORDER`).
 CAUSES = (
-    Cause("rate", "hparams.lr_sweep", ("broke", "fail_drift", "too_high", "warn_decades"), N_("the learning rate"),
-          (Explains("hparams.optimizer", ("warn_learning_rate",), measured=True), Explains("hparams.optimizer", ("string_adam",)),
-           Explains("model.weights_after_step", ("non_finite_weights",)),
-           Explains("model.nan_origin", ("non_finite_layer",), Holds("after_step")),
-           Explains("overfit.one_batch", (), Holds("at_configured_rate")))),
+    Cause(
+        "rate",
+        "hparams.lr_sweep",
+        ("broke", "fail_drift", "too_high", "warn_decades"),
+        N_("the learning rate"),
+        (
+            Explains("hparams.optimizer", ("warn_learning_rate",), measured=True),
+            Explains("hparams.optimizer", ("string_adam",)),
+            Explains("model.weights_after_step", ("non_finite_weights",)),
+            Explains("model.nan_origin", ("non_finite_layer",), Holds("after_step")),
+            Explains("overfit.one_batch", (), Holds("at_configured_rate")),
+        ),
+    ),
 )

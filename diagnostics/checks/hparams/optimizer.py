@@ -121,11 +121,13 @@ CHECK = Check("hparams.optimizer", N_("the optimizer Keras builds, each setting 
     # Judged in this order.
     Condition("string_adam", None, "warn when the optimizer is given as the string 'adam' (every setting, the rate "
                                    "1e-3 included, silently a Keras default)", Holds("string_adam")),
-    Condition("head_only", None, "pass any rate on a fit that trains only a head on a frozen pretrained encoder: the "
-                                 "ceiling is for pretrained weights, and the sweep measures the rest", Holds("head_only"),
+    Condition("head_only", None, "pass any rate on a fit that trains only a head on a frozen "
+                                 "pretrained encoder: the ceiling is for pretrained weights, "
+                                 "and the sweep measures the rest", Holds("head_only"),
               status="pass"),
-    Condition("random_weights", None, "pass any rate on a checkpoint with random weights (the demo kit): the ceiling is "
-                                      "for pretrained ones, and the sweep measures the rest", Holds("pretrained", False),
+    Condition("random_weights", None, "pass any rate on a checkpoint with random weights (the demo kit): the ceiling "
+                                      "is for pretrained ones, and the sweep measures the rest",
+                                      Holds("pretrained", False),
               status="pass"),
     Condition("warn_learning_rate", 1e-4, "warn when a pretrained checkpoint is fine-tuned above this rate",
               Above("learning_rate"))),

@@ -5,7 +5,17 @@ step that failed, naming the check that owns it (model.forward, model.gradients)
 
 from __future__ import annotations
 
-from diagnostics.checks.model import config, divergence, forward, gradients, initial_loss, memory, nan_origin, nan_rows, weights_after_step
+from diagnostics.checks.model import (
+    config,
+    divergence,
+    forward,
+    gradients,
+    initial_loss,
+    memory,
+    nan_origin,
+    nan_rows,
+    weights_after_step,
+)
 from diagnostics.core.check import Unit
 
 MODULES = (config, forward, nan_rows, initial_loss, gradients, weights_after_step, nan_origin, memory, divergence)

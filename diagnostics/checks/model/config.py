@@ -150,7 +150,7 @@ def labels_present(labels: np.ndarray | None, task: GlueTask) -> dict[int, int] 
     if labels is None or task.regression or not np.issubdtype(np.asarray(labels).dtype, np.number):
         return None
     values, counts = np.unique(np.asarray(labels)[np.asarray(labels) >= 0], return_counts=True)
-    return {int(value): int(count) for value, count in zip(values, counts)}
+    return {int(value): int(count) for value, count in zip(values, counts, strict=True)}
 
 
 def measure(run: RunContext) -> CheckResult:
@@ -160,7 +160,13 @@ def measure(run: RunContext) -> CheckResult:
         return not_a_classifier(run.config.checkpoint, problem)
     task = run.config.glue_task
     labels = split_labels(run.split) if LABEL in run.split.column_names else None
-    return check_config(keras_model.model_config(model), keras_model.describe_model(model), task, run.tokenizer, labels_present(labels, task))
+    return check_config(
+        keras_model.model_config(model),
+        keras_model.describe_model(model),
+        task,
+        run.tokenizer,
+        labels_present(labels, task),
+    )
 
 
 class Evidence(TypedDict, total=False):

@@ -146,7 +146,8 @@ class Evidence(TypedDict, total=False):
     rows_loss_now: float | None
 
 
-CHECK = Check("model.divergence", N_("during model.fit (DiagnoseCallback): the loss and the weights' size stay bounded"),
+CHECK = Check("model.divergence",
+              N_("during model.fit (DiagnoseCallback): the loss and the weights' size stay bounded"),
               part=FIT, conditions=(
     # Judged in this order on the median loss of the last `window` steps ("recent"); either is a divergence.
     Condition("rise_factor", 4.0, "diverging when the recent loss is above this multiple of the first step's",

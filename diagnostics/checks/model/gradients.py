@@ -28,9 +28,11 @@ def gradient_figures(record: StepRecord) -> dict[str, Any]:
     for name, grad in gradients:
         if grad is not None:
             groups[layer_group(name)] = groups.get(layer_group(name), 0.0) + grad.sum_squares
-    norms = [{"layer": layer, "norm": math.sqrt(total) if math.isfinite(total) else None} for layer, total in groups.items()]
+    norms = [
+        {"layer": layer, "norm": math.sqrt(total) if math.isfinite(total) else None} for layer, total in groups.items()
+    ]
     total = sum(v for v in groups.values())
-    sizes = dict(zip((name for name, _ in record.gradients), record.sizes or [0] * len(record.gradients)))
+    sizes = dict(zip((name for name, _ in record.gradients), record.sizes or [0] * len(record.gradients), strict=True))
     sizes = {name: size for name, size in sizes.items() if name not in unused}
     zero = [name for name, grad in gradients if grad is not None and grad.finite and grad.zero]
     dead = [name for name, grad in gradients if grad is None or (grad.finite and grad.zero)]
@@ -57,7 +59,8 @@ LABELS_LOSS_MISMATCH = N_(
 
 
 def check_gradients(figures: dict[str, Any], config: RunConfig) -> CheckResult:
-    """One real train step with the configured loss and label placement: every trainable variable gets a finite gradient."""
+    """One real train step with the configured loss and label placement: every trainable variable gets a finite
+    gradient."""
     no_gradients = "No gradients provided" in (figures["error"] or "")
     zero, total = figures["zero_gradient"], figures["variables"]
     loss_cause = config.loss != "internal"

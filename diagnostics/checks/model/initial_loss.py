@@ -39,7 +39,8 @@ def check_initial_loss(value: float, expected: float, reference: float, loss_nam
     gap = abs(value - expected) / expected if expected else 0.0
     disagreement = abs(value - reference) / reference if reference else 0.0
     evidence.update({"relative_gap": None if own_head else gap, "gap_from_chance": gap, "disagreement": disagreement})
-    fix = ("model.compile(optimizer=...)  # the model's internal loss; or loss=SparseCategoricalCrossentropy(from_logits=True)"
+    fix = ("model.compile(optimizer=...)  # the model's internal loss; or "
+           "loss=SparseCategoricalCrossentropy(from_logits=True)"
            if not regression else "model.compile(optimizer=...)  # the internal mean squared error")
     return judge(CHECK, evidence, {
         "warn_loss_disagreement": (

@@ -77,8 +77,16 @@ CHECK = Check("model.nan_origin", N_("the first layer whose output turns NaN"), 
 
 # The causes this check owns (the registry orders every check's causes: `walk.registry.CAUSE_ORDER`).
 CAUSES = (
-    Cause("broken_weights", "model.nan_origin", ("non_finite_layer",), N_("a layer whose output is not finite"),
-          (Explains("model.forward", ("min_finite_share",)), Explains("model.nan_rows", ("max_non_finite_rows",),
-                                                          Holds("logits_cause")),
-           Explains("model.gradients", ("non_finite_gradient",)), Explains("model.weights_after_step", ("non_finite_weights",)))),
+    Cause(
+        "broken_weights",
+        "model.nan_origin",
+        ("non_finite_layer",),
+        N_("a layer whose output is not finite"),
+        (
+            Explains("model.forward", ("min_finite_share",)),
+            Explains("model.nan_rows", ("max_non_finite_rows",), Holds("logits_cause")),
+            Explains("model.gradients", ("non_finite_gradient",)),
+            Explains("model.weights_after_step", ("non_finite_weights",)),
+        ),
+    ),
 )

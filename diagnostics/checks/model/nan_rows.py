@@ -109,9 +109,17 @@ def in_fit(result: CheckResult, step: int, losses_before: list[float], broken: l
     finite = [loss for loss in losses_before if math.isfinite(loss)]
     rate = watched["learning_rate"]
     suggested = rate_to_suggest(rate, watched["usual_rate"])
-    evidence = {**result.evidence, "step": step + 1, "losses_before": finite[-10:], "weights_now_non_finite": broken[:20],
-                "curve": watched["losses"], "weight_norms": watched["weight_norms"], "learning_rate": rate,
-                "non_finite_in_fit": True, "suggested_rate": suggested}
+    evidence = {
+        **result.evidence,
+        "step": step + 1,
+        "losses_before": finite[-10:],
+        "weights_now_non_finite": broken[:20],
+        "curve": watched["losses"],
+        "weight_norms": watched["weight_norms"],
+        "learning_rate": rate,
+        "non_finite_in_fit": True,
+        "suggested_rate": suggested,
+    }
     return judge(CHECK, evidence, {
         "max_non_finite_rows": (msg("At step {step}, the first non-finite loss. {finding}", step=step + 1,
                                     finding=result.summary), result.fix),
@@ -157,7 +165,8 @@ CHECK = Check("model.nan_rows", N_("the loss of every row, and the shared cause 
               measure=measure, conditions=(
     Condition("max_non_finite_rows", 0, "fail when more rows than this have a NaN or infinite loss",
               Above("non_finite_rows"), status="fail"),
-    Condition("non_finite_in_fit", None, "DiagnoseCallback: fail when the loss turned non-finite during fit though every "
-                                         "row of that batch has a finite loss on the starting weights (the weights "
-                                         "diverged)", Holds("non_finite_in_fit"), status="fail")),
+    Condition("non_finite_in_fit", None, "DiagnoseCallback: fail when the loss turned non-finite during fit "
+                                         "though every row of that batch has a finite loss on the starting "
+                                         "weights (the weights diverged)",
+                                         Holds("non_finite_in_fit"), status="fail")),
               evidence=Evidence)

@@ -22,7 +22,15 @@ from diagnostics.core.rules import Above, All, AtMost, Holds, ShareAbove
 from diagnostics.i18n import N_, Text, joined, msg
 from diagnostics.keras.batches import FirstBatch, LABEL, build_batch, decoded_rows, split_labels
 from diagnostics.keras.keras_model import call, class_logits, encoder_frozen, head_of
-from diagnostics.keras.training import SharedCopy, effective_rate, first_line, is_pretrained, split_batch, usual_rate_of, weight_drift
+from diagnostics.keras.training import (
+    SharedCopy,
+    effective_rate,
+    first_line,
+    is_pretrained,
+    split_batch,
+    usual_rate_of,
+    weight_drift,
+)
 from diagnostics.core.curves import round_down_rate, smoothed
 
 
@@ -106,7 +114,7 @@ def curve_shape(losses: list[float | None]) -> dict[str, Any]:
             spike, spike_at = value - lowest, epoch
         lowest = min(lowest, value)
     trend = smoothed(values, 0.5)
-    falls = sum(later <= earlier for earlier, later in zip(trend, trend[1:])) / max(1, len(trend) - 1)
+    falls = sum(later <= earlier for earlier, later in zip(trend, trend[1:], strict=False)) / max(1, len(trend) - 1)
     return {"first_loss": first, "final_loss": final, "lowest_loss": min(values),
             "progress": (first - final) / first if first else 0.0, "spike": spike, "spike_at": spike_at,
             "falling_share": falls, "non_finite_epochs": sum(v is None for v in losses)}
@@ -267,7 +275,7 @@ def run_overfit_checks(config: RunConfig, model, tokenizer, split, *, epochs: in
     rows = decoded_rows(batch, tokenizer, task)
     if figures.get("error"):
         return [check_overfit(figures, rows, missing_labels=missing, best_rate=best_rate)]
-    for row, prediction in zip(rows, figures["predictions"]):
+    for row, prediction in zip(rows, figures["predictions"], strict=False):
         row["predicted"] = prediction
         row["predicted_name"] = task.label_name(prediction)
         row["correct"] = None if task.regression else prediction == row["label"]

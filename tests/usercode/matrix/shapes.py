@@ -4,9 +4,8 @@ of axis values in at least one script, each script complete and runnable on its 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 import itertools
-import textwrap
 
 # Each axis and its values, in the order a script is written. A value's script text lives in `write_script`.
 AXES: dict[str, tuple[str, ...]] = {
