@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import math
-import threading
-import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,6 +13,7 @@ import numpy as np
 from diagnostics.config.run import RunConfig
 from diagnostics.config.tasks import STSB_RANGE, GlueTask
 from diagnostics.i18n import Text, msg
+from diagnostics.keras.tokenizer_locks import locked_collator, tokenizer_lock
 
 LABEL = "label"
 # DataCollatorWithPadding renames `label` to `labels`, so `to_tf_dataset` accepts either name.
@@ -51,9 +50,8 @@ class FirstBatch:
     def available_columns(self) -> list[str]:
         """What `to_tf_dataset` can give: the tokenized columns, and `labels` where the collator renames `label`
         (`to_tf_dataset` always hands the collator the `label` column)."""
-        renamed = (
-            self.label_renamed and LABEL in self.tokenized_columns and COLLATOR_LABEL not in self.tokenized_columns
-        )
+        columns = self.tokenized_columns
+        renamed = self.label_renamed and LABEL in columns and COLLATOR_LABEL not in columns
         return list(self.tokenized_columns) + ([COLLATOR_LABEL] if renamed else [])
 
 
@@ -78,32 +76,6 @@ def shuffled_labels(dataset, seed: int, stream: int):
 def batch_indices(num_rows: int, config: RunConfig) -> list[int]:
     """The rows of the first batch: the first of the training order (seeded like `to_tf_dataset(shuffle=True)`)."""
     return training_order(num_rows, config)[:config.batch_size].tolist()
-
-
-_TOKENIZER_LOCKS: "weakref.WeakKeyDictionary[Any, threading.Lock]" = weakref.WeakKeyDictionary()
-_TOKENIZER_LOCKS_GUARD = threading.Lock()
-
-
-def tokenizer_lock(tokenizer) -> threading.Lock:
-    """The lock for one tokenizer object shared by the app's sessions.
-
-    A fast tokenizer sets its truncation on the Rust tokenizer before each call, and that object may
-    not be borrowed from two threads at once ("RuntimeError: Already borrowed"), so every call into it
-    (encoding, decoding) holds this lock.
-    """
-    with _TOKENIZER_LOCKS_GUARD:
-        lock = _TOKENIZER_LOCKS.get(tokenizer)
-        if lock is None:
-            lock = _TOKENIZER_LOCKS[tokenizer] = threading.Lock()
-        return lock
-
-
-def locked_collator(collator, tokenizer):
-    """The collator, holding the tokenizer's lock while it pads (padding reads the pad id from the tokenizer)."""
-    def collate(features):
-        with tokenizer_lock(tokenizer):
-            return collator(features)
-    return collate
 
 
 def tokenize(tokenizer, task: GlueTask, rows: dict[str, list], max_length: int | None):
@@ -150,16 +122,11 @@ def batched(split, tokenizer, config: RunConfig, indices: list[int], batch_size:
     rows = split.select(indices).to_dict()
     missing = [column for column in task.text_columns if column not in rows]
     if missing:
-        return FirstBatch(
-            indices=indices,
-            rows=rows,
-            input_ids=[],
-            full_lengths=[],
-            requested_columns=config.requested_columns(list(tokenizer.model_input_names)),
-            label_columns=config.label_columns(),
-            tokenized_columns=list(rows),
-            error=f"KeyError: the split has no {', '.join(missing)} column, which {task.name} needs",
-        ), None
+        return FirstBatch(indices=indices, rows=rows, input_ids=[], full_lengths=[],
+                          requested_columns=config.requested_columns(list(tokenizer.model_input_names)),
+                          label_columns=config.label_columns(), tokenized_columns=list(rows),
+                          error=f"KeyError: the split has no {', '.join(missing)} column, which {task.name} "
+                                "needs"), None
     encoded = tokenize(tokenizer, task, rows, config.max_length)
     full = tokenize(tokenizer, task, rows, None)["input_ids"] if lengths else []
     tokenized = Dataset.from_dict({**rows, **{key: list(value) for key, value in encoded.items()}})
@@ -174,9 +141,8 @@ def batched(split, tokenizer, config: RunConfig, indices: list[int], batch_size:
     )
     if tokenizer.pad_token is None:
         batch.error = "ValueError: the tokenizer has no padding token, so DataCollatorWithPadding cannot pad the batch"
-        batch.error_fix = (
-            "tokenizer.pad_token = tokenizer.eos_token  # and model.config.pad_token_id = tokenizer.pad_token_id"
-        )
+        batch.error_fix = ("tokenizer.pad_token = tokenizer.eos_token  "
+                           "# and model.config.pad_token_id = tokenizer.pad_token_id")
         return batch, None
     collator = locked_collator(DataCollatorWithPadding(tokenizer, return_tensors="np"), tokenizer)
     try:
@@ -207,16 +173,11 @@ def user_batch(split, tokenizer, config: RunConfig, indices: list[int], batch_si
             if has_texts and input_ids else [len(ids) for ids in input_ids])
     kwargs = recipe.to_tf_dataset_kwargs()
     requested = kwargs["columns"] or [c for c in split.column_names if c not in (LABEL, COLLATOR_LABEL)]
-    batch = FirstBatch(
-        indices=indices,
-        rows=rows,
-        input_ids=input_ids,
-        full_lengths=full,
-        requested_columns=list(requested),
-        label_columns=list(recipe.label_cols) if recipe.label_cols else None,
-        tokenized_columns=list(split.column_names),
-        label_renamed=renames_label(recipe, rows, indices, split.column_names),
-    )
+    batch = FirstBatch(indices=indices, rows=rows, input_ids=input_ids, full_lengths=full,
+                       requested_columns=list(requested),
+                       label_columns=list(recipe.label_cols) if recipe.label_cols else None,
+                       tokenized_columns=list(split.column_names),
+                       label_renamed=renames_label(recipe, rows, indices, split.column_names))
     if not input_ids:
         batch.error = "KeyError: the split has no input_ids column: it was never tokenized"
         columns = list(task.text_columns)
@@ -379,9 +340,8 @@ def text_cell_problems(split, task: GlueTask) -> dict[str, dict[str, list]]:
             cells = values.to_pylist()
             if "json" in str(values.type):  # datasets' JSON type holds each cell's JSON text
                 cells = [None if cell is None else json.loads(cell) for cell in cells]
-            empty = [
-                row for row, cell in enumerate(cells) if cell is None or (isinstance(cell, str) and not cell.strip())
-            ]
+            empty = [row for row, cell in enumerate(cells)
+                     if cell is None or (isinstance(cell, str) and not cell.strip())]
             not_text = [row for row, cell in enumerate(cells) if cell is not None and not isinstance(cell, str)]
             examples = [json.dumps(cells[row])[:60] for row in not_text[:3]]
         if empty or not_text:
@@ -391,9 +351,8 @@ def text_cell_problems(split, task: GlueTask) -> dict[str, dict[str, list]]:
 
 def label_names_for(task: GlueTask, num_labels: int) -> list[str]:
     """Names of label ids 0..num_labels-1 (extra ids beyond the task's names are shown as numbers)."""
-    return [
-        task.label_name(label) if label < len(task.label_names) else f"label {label}" for label in range(num_labels)
-    ]
+    return [task.label_name(label) if label < len(task.label_names) else f"label {label}"
+            for label in range(num_labels)]
 
 
 def sentence_segments(ids: list[int], tokenizer) -> list[list[int]]:

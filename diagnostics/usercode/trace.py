@@ -58,24 +58,13 @@ class TraceOutcome:
     progress: list[str] = field(default_factory=list)
 
 
-def trace_script(
-    script: str | Path,
-    script_args: list[str] | None = None,
-    *,
-    stages: str | None = None,
-    skip: str | None = None,
-    asked: str | None = None,
-    timeout: float = DEFAULT_TIMEOUT,
-    tokenizer: str | None = None,
-    task: str | None = None,
-    then_train: bool = False,
-    capture_output: bool = False,
-    cwd: str | Path | None = None,
-    thresholds: dict[str, dict[str, float]] | None = None,
-    progress: Callable[[str], None] | None = None,
-    tick: Callable[[float], None] | None = None,
-    limit_name: str | Text = "--timeout",
-) -> TraceOutcome:
+def trace_script(script: str | Path, script_args: list[str] | None = None, *, stages: str | None = None,
+                 skip: str | None = None, asked: str | None = None, timeout: float = DEFAULT_TIMEOUT,
+                 tokenizer: str | None = None, task: str | None = None, then_train: bool = False,
+                 capture_output: bool = False, cwd: str | Path | None = None,
+                 thresholds: dict[str, dict[str, float]] | None = None,
+                 progress: Callable[[str], None] | None = None,
+                 tick: Callable[[float], None] | None = None, limit_name: str | Text = "--timeout") -> TraceOutcome:
     """Run `script` in a child process with `fit` intercepted; never raises for what the script does.
 
     `progress` gets each line the child says; `tick` the seconds so far, every fifth of a second; `limit_name` is
@@ -102,20 +91,10 @@ def trace_script(
     if not path.is_file():
         return TraceOutcome(None, EXIT_BAD_INPUT, msg("No script at {path}.", path=path))
     with tempfile.TemporaryDirectory(prefix="tpd-trace-") as work:
-        spec = {
-            "script": str(path.resolve()),
-            "args": list(script_args or []),
-            "stages": stages,
-            "skip": skip,
-            "asked": asked,
-            "tokenizer": tokenizer,
-            "task": task,
-            "then_train": then_train,
-            "thresholds": thresholds or {},
-            "parent": os.getpid(),
-            "report": str(Path(work) / "report.json"),
-            "progress": str(Path(work) / "progress.txt"),
-        }
+        spec = {"script": str(path.resolve()), "args": list(script_args or []), "stages": stages, "skip": skip,
+                "asked": asked, "tokenizer": tokenizer, "task": task, "then_train": then_train,
+                "thresholds": thresholds or {}, "parent": os.getpid(), "report": str(Path(work) / "report.json"),
+                "progress": str(Path(work) / "progress.txt")}
         spec_path = Path(work) / "spec.json"
         spec_path.write_text(json.dumps(spec))
         # The script's environment as the user's: without what importing the debugger set to quiet itself.
