@@ -130,11 +130,16 @@ class Bounds:
                        value=repr(value))
         if self.high is not None and value > self.high:
             return msg("{name} must be at most {high}{note}, got {value}", name=name, high=self._text(self.high),
-                       note=msg(self.note) if self.note else "", value=repr(value))
+                       note=msg(self.note) if self.note else "", value=_given(value))
         return None
 
     def _text(self, bound: float) -> str:
         return str(int(bound)) if self.whole else f"{bound:g}"
+
+
+def _given(value) -> str:
+    """A value as given, short: a link's `batch_size=1e99` is a whole number of a hundred digits once parsed."""
+    return repr(value) if abs(value) < 1e15 else f"{float(value):.3g}"
 
 
 def parse_data_files(text: str) -> tuple[tuple[str, str], ...]:

@@ -134,6 +134,8 @@ def test_a_numbers_bounds_are_its_rows_and_judge_it_wherever_it_comes_from(capsy
         patch.setattr(run_module, "SETTINGS", rows)
         with pytest.raises(InputError, match="batch size must be at most 8, got 9"):
             RunConfig(batch_size=9).validated()
+    # A link's batch_size=1e99 parses to a whole number of a hundred digits; the message says it short.
+    assert str(batch.bounds.problem(int(1e99))).endswith("got 1e+99")
     seed = BY_FIELD["seed"]
     assert seed.ui.clamps and seed.bounds.low == 0
     assert all(setting.bounds is not None for setting in settings.SWEEP_SETTINGS + (settings.EPOCHS,))
