@@ -396,3 +396,9 @@ def test_a_full_queue_says_so_and_one_visitor_is_bounded_across_tabs():
     first, second = ({"_streamlit_xsrf": f"2|{mask.hex()}|{value.hex()}|1700000000"} for mask, value in masked)
     assert first != second  # written anew on each page load, with a fresh mask
     assert visitor_of(first, "tab-1") == visitor_of(second, "tab-2") != visitor_of({}, "tab-1") == "tab-1"
+    # Where the server sees the machine a connection comes from (a room's app), that is the visitor, whatever
+    # cookie a program makes up for each of its sessions (twelve made-up cookies were twelve visitors).
+    made_up = [{"_streamlit_xsrf": f"{number:032x}"} for number in range(12)]
+    assert {visitor_of(cookies, f"tab-{number}", "192.168.1.20") for number, cookies in enumerate(made_up)} == {
+        "address:192.168.1.20"}
+    assert visitor_of(first, "tab-1", "192.168.1.21") != visitor_of(first, "tab-1", "192.168.1.20")
