@@ -487,6 +487,7 @@ def real_rows():
 def test_trace_a_healthy_script_of_a_new_shape_on_the_real_checkpoint_fails_nothing(tmp_path, real_checkpoint):
     train, validation = real_rows()
     outcome, checks = trace_classifier(tmp_path, real_checkpoint, train, rate=5e-5, validation_rows=validation)
+    assert len(checks) >= 20, outcome.report.get("error")  # the checks ran: an empty report would flag nothing
     flagged = {check_id: check["summary"] for check_id, check in checks.items() if check["status"] in ("warn", "fail",
                                                                                                        "error")}
     assert flagged == {}, flagged  # a healthy run on real text: nothing to warn of, measured stages included
