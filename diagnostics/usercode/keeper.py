@@ -30,7 +30,9 @@ def end_descendants() -> None:
     psutil.wait_procs(family, timeout=5)
 
 
-def _adopt_orphans_and_die_with_parent(parent: int) -> None:
+def tie_to_parent(parent: int) -> None:
+    """On Linux: adopt the orphans of every process below this one (a child subreaper), so `end_descendants` finds
+    them, and die with `parent` (even a killed one), ending them first. The keeper and the trace's child both."""
     if not sys.platform.startswith("linux"):
         return
     import ctypes
@@ -39,14 +41,14 @@ def _adopt_orphans_and_die_with_parent(parent: int) -> None:
     pr_set_pdeathsig, pr_set_child_subreaper = 1, 36
     libc.prctl(pr_set_child_subreaper, 1)
     libc.prctl(pr_set_pdeathsig, signal.SIGTERM)
+    signal.signal(signal.SIGTERM, lambda *_: (end_descendants(), os._exit(143)))
     if os.getppid() != parent:  # the parent was gone before the death signal was set
+        end_descendants()
         os._exit(143)
 
 
 def main(command: list[str]) -> int:
-    parent = os.getppid()
-    _adopt_orphans_and_die_with_parent(parent)
-    signal.signal(signal.SIGTERM, lambda *_: (end_descendants(), os._exit(143)))
+    tie_to_parent(os.getppid())
     child = subprocess.Popen(command, env={**os.environ, KEEPER_ENV: str(os.getpid())})
     try:
         code = child.wait()

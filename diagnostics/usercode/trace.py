@@ -293,35 +293,6 @@ def _marked(token: str) -> list:
     return found
 
 
-def _end_descendants() -> None:
-    """In the child: end every process the script started and left running (they were re-parented to the child,
-    a subreaper), so none outlives the trace."""
-    import psutil
-
-    family = psutil.Process().children(recursive=True)
-    for process in family:
-        with contextlib.suppress(psutil.Error):
-            process.kill()
-    psutil.wait_procs(family, timeout=5)
-
-
-def _tie_to_parent(parent: int) -> None:
-    """In the child, on Linux: die with the process that started the trace (even a killed one), and adopt the
-    script's orphaned processes (a daemon it double-forks), so `_end_descendants` finds them."""
-    if not sys.platform.startswith("linux"):
-        return
-    import ctypes
-
-    libc = ctypes.CDLL(None, use_errno=True)
-    pr_set_pdeathsig, pr_set_child_subreaper = 1, 36
-    libc.prctl(pr_set_pdeathsig, signal.SIGTERM)
-    libc.prctl(pr_set_child_subreaper, 1)
-    signal.signal(signal.SIGTERM, lambda *_: (_end_descendants(), os._exit(143)))
-    if os.getppid() != parent:  # the parent was gone before the death signal was set
-        _end_descendants()
-        os._exit(143)
-
-
 def fit_reports(report: dict) -> list[dict]:
     """Each checked fit's report, in order: the first (the report's own keys) and the later ones."""
     return [report, *(report.get("later_fits") or [])]

@@ -18,8 +18,7 @@ import weakref
 from diagnostics.i18n import msg
 from diagnostics.keras.keras_model import what_it_trains
 from diagnostics.usercode.script_errors import _versions
-from diagnostics.usercode.keeper import KEEPER_ENV
-from diagnostics.usercode.trace import _end_descendants, _tie_to_parent
+from diagnostics.usercode.keeper import KEEPER_ENV, end_descendants, tie_to_parent
 from diagnostics.usercode.trace_loops import Loops, _LoopChecked
 from diagnostics.usercode.trace_report import BRIEF_STEPS, MAX_CHECKED_FITS, Reports, _quiet_checks
 
@@ -275,11 +274,11 @@ def child_main(spec_path: str) -> int:
     """Run the script of a spec with `fit` intercepted, writing the report (the child process's entry point); no
     process the script started outlives it."""
     spec = json.loads(Path(spec_path).read_text())
-    _tie_to_parent(int(os.environ.pop(KEEPER_ENV, None) or spec["parent"]))  # the keeper it runs under, or its caller
+    tie_to_parent(int(os.environ.pop(KEEPER_ENV, None) or spec["parent"]))  # the keeper it runs under, or its caller
     try:
         return _run_child(spec)
     finally:
-        _end_descendants()
+        end_descendants()
 
 
 def _run_child(spec: dict) -> int:
