@@ -2,11 +2,7 @@
 
 import os
 import shutil
-import socket
-import subprocess
-import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -24,42 +20,15 @@ pytestmark = [pytest.mark.browser, pytest.mark.subprocess, pytest.mark.slow,
                                  reason=f"Chromium not installed at {CHROMIUM} (apt-get install -y chromium)")]
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    port = _free_port()
-    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    # The server's log goes to a file: a pipe nobody reads fills up and stalls the server mid-page. No file
-    # watcher: a traced script's child process touches files under the project, and nothing here edits sources.
-    log = open(tmp_path_factory.mktemp("server") / "streamlit.log", "w")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port", str(port),
-         "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 90
-    while time.time() < deadline:
-        try:
-            if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
-                break
-        except OSError:
-            time.sleep(0.5)
-    else:
-        process.kill()
-        pytest.fail("streamlit did not answer /_stcore/health within 90 s")
-    yield url
-    process.terminate()
-    try:
-        process.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        process.kill()
-    log.close()
+    """`streamlit run app.py` with the project's config (tests/serve/client.py): its log goes to a file, since a pipe
+    nobody reads fills up and stalls the server mid-page, and it watches no files, since a traced script's child
+    touches files under the project and nothing here edits sources."""
+    from serve.client import app_server
+
+    with app_server(tmp_path_factory.mktemp("server")) as port:
+        yield f"http://127.0.0.1:{port}"
 
 
 @pytest.fixture(scope="module")

@@ -27,20 +27,27 @@ def test_a_value_is_computed_once_and_kept_and_forgotten_on_del():
     assert (slow.value, slow.calls) == (2, 2)
 
 
+def waits_while_held(hold, entered, gate: threading.Event, read) -> bool:
+    """Whether `read()` waits while another thread runs `hold()` and stands inside it (`entered()` true) until `gate`
+    opens; the gate is opened and the holder ended either way."""
+    holder = threading.Thread(target=hold, daemon=True)
+    holder.start()
+    while not entered():
+        holder.join(0.01)
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    reader.join(2)
+    waited = reader.is_alive()
+    gate.set()
+    holder.join(10)
+    return waited
+
+
 def test_one_instance_computing_a_slow_value_holds_no_other_instance():
     gate = threading.Event()
     stuck, free = Slow(gate), Slow()
-    reader = threading.Thread(target=lambda: stuck.value, daemon=True)
-    reader.start()
-    while stuck.calls == 0:  # the first reader is inside the slow value
-        reader.join(0.01)
-    answered = threading.Thread(target=lambda: free.value, daemon=True)
-    answered.start()
-    answered.join(2)
-    alive = answered.is_alive()
-    gate.set()
-    reader.join(10)
-    assert not alive, "another instance's value waited for the slow one"
+    assert not waits_while_held(lambda: stuck.value, lambda: stuck.calls > 0, gate, lambda: free.value), \
+        "another instance's value waited for the slow one"
     assert (stuck.value, free.value) == (1, 1)
 
 
@@ -88,13 +95,5 @@ def test_one_run_contexts_first_batch_holds_no_other_sessions(monkeypatch):
     monkeypatch.setattr(context, "build_first_batch", build)
     stuck = context.RunContext(RunConfig(seed=1), "crafted", split=None)
     other = context.RunContext(RunConfig(seed=2), "kit", split=None)
-    reader = threading.Thread(target=lambda: stuck.first_batch, daemon=True)
-    reader.start()
-    assert entered.wait(10)
-    answered = threading.Thread(target=lambda: other.first_batch, daemon=True)
-    answered.start()
-    answered.join(2)
-    alive = answered.is_alive()
-    gate.set()
-    reader.join(10)
-    assert not alive and other.first_batch == ("batch of", 2) and stuck.first_batch == ("batch of", 1)
+    assert not waits_while_held(lambda: stuck.first_batch, entered.is_set, gate, lambda: other.first_batch)
+    assert other.first_batch == ("batch of", 2) and stuck.first_batch == ("batch of", 1)
