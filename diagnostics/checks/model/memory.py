@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import shutil
 import subprocess
 from typing import Any, TypedDict
@@ -16,8 +17,10 @@ from diagnostics.keras.loading import config_size
 from diagnostics.keras.parameters import training_bytes
 
 
+@functools.lru_cache(maxsize=1)
 def gpu_memory_bytes() -> int | None:
-    """Total memory of the first GPU, when one exists and nvidia-smi can say."""
+    """Total memory of the first GPU, when one exists and nvidia-smi can say; asked once a process (model.memory and
+    the training units' `fits` need both read it, each run)."""
     import tensorflow as tf
 
     if not tf.config.list_physical_devices("GPU") or not shutil.which("nvidia-smi"):
