@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from conftest import ROOT
+from tests.usercode.here import trace_here
 
 SCRIPT = ROOT / "tests" / "scripts" / "freeze_then_fine_tune.py"
 # The sweep and the range test are left out to keep the suite short (their per-fit verdicts are the same code, measured
@@ -15,11 +16,10 @@ FAST = dict(task="mrpc", stages="data,model,hparams", skip="data.learnability,hp
 
 
 def trace(tmp_path, checkpoint, *script_args, stages=FAST["stages"]):
-    from diagnostics.usercode.trace import fit_reports, trace_script
+    from diagnostics.usercode.trace import fit_reports
 
-    outcome = trace_script(SCRIPT, [str(checkpoint), str(ROOT / "tests" / "data" / "mrpc" / "validation.tsv"),
-                                    *script_args], cwd=tmp_path, capture_output=True, timeout=900,
-                           **{**FAST, "stages": stages})
+    outcome = trace_here(SCRIPT, [str(checkpoint), str(ROOT / "tests" / "data" / "mrpc" / "validation.tsv"),
+                                  *script_args], cwd=tmp_path, **{**FAST, "stages": stages})
     assert outcome.report is not None and outcome.report["script"]["reached_fit"], (
         outcome.message + outcome.output[-3000:]
     )
@@ -40,7 +40,6 @@ def kit_checkpoint():
     return demo_checkpoint_dir()
 
 
-@pytest.mark.subprocess
 def test_trace_a_healthy_freeze_then_fine_tune_script_is_checked_fit_by_fit_and_passes_clean(tmp_path, kit_checkpoint):
     # The kit's DistilBERT fine-tuned at the kit's rate (tests/usercode/matrix/build.KIT_RATE); what real fine-tuning
     # calls good on a pretrained encoder is judged on the real checkpoint by the tutorial's script below.
@@ -63,7 +62,6 @@ def test_trace_a_healthy_freeze_then_fine_tune_script_is_checked_fit_by_fit_and_
     assert "2 steps" in " ".join(outcome.report["script"]["notes"])
 
 
-@pytest.mark.subprocess
 def test_trace_the_tutorials_semantic_similarity_script_checks_both_fits_and_its_sweep_names_1e_3(tmp_path,
                                                                                                   real_checkpoint):
     """The most copied tutorial shape (tests/scripts/semantic_similarity.py: TFBertModel's main layer in a functional
@@ -72,12 +70,11 @@ def test_trace_the_tutorials_semantic_similarity_script_checks_both_fits_and_its
     Adam()'s 1e-3 is clean, and the fine-tuning fit's rate is one cause, the sweep's, with a rate real fine-tuning of
     this checkpoint calls good (1e-5 to 1e-4: docs/real-checkpoint.md). The overfit test, which points at the sweep
     on such a rate, is left out (the healthy script of tests/usercode/test_foreign_code.py measures it on real text)."""
-    from diagnostics.usercode.trace import fit_reports, trace_script
+    from diagnostics.usercode.trace import fit_reports
 
-    outcome = trace_script(ROOT / "tests" / "scripts" / "semantic_similarity.py",
-                           [str(real_checkpoint), str(ROOT / "tests" / "data" / "mnli" / "validation_matched.jsonl"),
-                            "1e-3"], cwd=tmp_path, capture_output=True, timeout=900,
-                           skip="overfit.one_batch")
+    outcome = trace_here(ROOT / "tests" / "scripts" / "semantic_similarity.py",
+                         [str(real_checkpoint), str(ROOT / "tests" / "data" / "mnli" / "validation_matched.jsonl"),
+                          "1e-3"], cwd=tmp_path, skip="overfit.one_batch")
     assert outcome.report is not None and outcome.report["script"]["reached_fit"], (
         outcome.message + outcome.output[-3000:]
     )
@@ -111,7 +108,6 @@ def test_trace_the_tutorials_semantic_similarity_script_checks_both_fits_and_its
     assert range_test["evidence"]["finite_points"] >= 20 and 1e-6 <= range_test["evidence"]["suggested"] <= 1.5e-4
 
 
-@pytest.mark.subprocess
 def test_trace_unfreezing_without_compiling_again_is_named_once_by_weights_after_step(tmp_path, real_checkpoint):
     # On the real checkpoint, where fit 1's Adam(1e-3), kept without a compile, is above what a pretrained encoder
     # tolerates: the optimizer's warning points at the stale train step instead of naming a rate of its own.
@@ -208,20 +204,17 @@ def test_the_callback_checks_each_fit_on_its_own_data_and_says_what_it_trains(ki
 # ---------------------------------------------------------------- a custom training loop
 
 
-def trace_loop(tmp_path, checkpoint, *script_args):
-    from diagnostics.usercode.trace import trace_script
-
-    outcome = trace_script(ROOT / "tests" / "scripts" / "tape_loop.py",
-                           [str(checkpoint), str(ROOT / "tests" / "data" / "mrpc" / "validation.tsv"), *script_args],
-                           cwd=tmp_path, capture_output=True, timeout=900, **FAST)
+def trace_loop(tmp_path, checkpoint, *script_args, capfd=None):
+    outcome = trace_here(ROOT / "tests" / "scripts" / "tape_loop.py",
+                         [str(checkpoint), str(ROOT / "tests" / "data" / "mrpc" / "validation.tsv"), *script_args],
+                         cwd=tmp_path, capfd=capfd, **FAST)
     assert outcome.report is not None and outcome.report["script"]["loop"], outcome.message + outcome.output[-3000:]
     assert not outcome.report["script"]["error"], outcome.report["script"]["error"]
     return outcome
 
 
-@pytest.mark.subprocess
-def test_trace_a_gradient_tape_loop_is_checked_at_its_first_apply_gradients(tmp_path, kit_checkpoint):
-    outcome = trace_loop(tmp_path, kit_checkpoint, "3e-3")
+def test_trace_a_gradient_tape_loop_is_checked_at_its_first_apply_gradients(tmp_path, kit_checkpoint, capfd):
+    outcome = trace_loop(tmp_path, kit_checkpoint, "3e-3", capfd=capfd)
     assert outcome.exit_code == 0 and flagged(outcome.report) == {}, flagged(outcome.report)
     assert "first apply_gradients of its training loop at tape_loop.py line" in outcome.message
     checks = {check["id"]: check for check in outcome.report["checks"]}
@@ -232,7 +225,6 @@ def test_trace_a_gradient_tape_loop_is_checked_at_its_first_apply_gradients(tmp_
     assert "epoch 0 step 0" not in outcome.output  # stopped at its first update
 
 
-@pytest.mark.subprocess
 def test_trace_a_gradient_tape_loop_at_a_rate_too_high_names_it_once(tmp_path, real_checkpoint):
     outcome = trace_loop(tmp_path, real_checkpoint, "1e-3")
     assert [(cause["owner"], cause["status"]) for cause in outcome.report["causes"]] == [("hparams.optimizer", "warn")]

@@ -10,6 +10,7 @@ from conftest import ROOT, make_split
 from diagnostics.checks.data.label_range import check_label_range
 from diagnostics.usercode.hooks import watch
 from diagnostics.core.result import Status
+from tests.usercode.here import trace_here
 
 
 def classifier(checkpoint, num_labels):
@@ -355,19 +356,23 @@ def kit_rows(split):
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
-def trace_classifier(tmp_path, checkpoint, train_rows, *, rate, extra=(), task=None, stages=None,
-                     validation_rows=None):
-    """Trace the script on csv files of these rows; (the outcome, {check: result dict})."""
+def trace_classifier(tmp_path, checkpoint, train_rows, *, rate, extra=(), task=None, stages=None, skip=None,
+                     validation_rows=None, child=False):
+    """Trace the script on csv files of these rows, here or (`child`) in the tracer's child process as a user's
+    trace runs, its output captured; (the outcome, {check: result dict})."""
     from diagnostics.usercode.trace import trace_script
 
     train = write_csv(tmp_path / "train.csv", train_rows)
     validation = write_csv(tmp_path / "validation.csv", validation_rows or train_rows[:16])
-    outcome = trace_script(SCRIPT, ["--model_name_or_path", str(checkpoint), "--train_file", str(train),
-                                    "--validation_file", str(validation), "--output_dir", str(tmp_path / "out"),
-                                    "--learning_rate", str(rate), "--per_device_train_batch_size", "8",
-                                    "--max_grad_norm", "1.0", "--weight_decay", "0.01", "--warmup_ratio", "0.1",
-                                    "--num_train_epochs", "3", *extra], task=task, stages=stages, cwd=tmp_path,
-                           capture_output=True, timeout=900)
+    arguments = ["--model_name_or_path", str(checkpoint), "--train_file", str(train), "--validation_file",
+                 str(validation), "--output_dir", str(tmp_path / "out"), "--learning_rate", str(rate),
+                 "--per_device_train_batch_size", "8", "--max_grad_norm", "1.0", "--weight_decay", "0.01",
+                 "--warmup_ratio", "0.1", "--num_train_epochs", "3", *extra]
+    if child:
+        outcome = trace_script(SCRIPT, arguments, task=task, stages=stages, skip=skip, cwd=tmp_path,
+                               capture_output=True, timeout=900)
+    else:
+        outcome = trace_here(SCRIPT, arguments, task=task, stages=stages, skip=skip, cwd=tmp_path)
     assert outcome.report is not None, outcome.message + outcome.output[-3000:]
     assert outcome.report["script"]["reached_fit"], outcome.message
     return outcome, {check["id"]: check for check in outcome.report["checks"]}
@@ -384,7 +389,7 @@ def test_trace_a_healthy_script_of_a_new_shape_on_the_kit_fails_nothing_and_warn
     from diagnostics.keras.loading import demo_checkpoint_dir
 
     outcome, checks = trace_classifier(tmp_path, demo_checkpoint_dir(), kit_rows("train"), rate=3e-3,
-                                       validation_rows=kit_rows("validation"))
+                                       validation_rows=kit_rows("validation"), child=True)
     failing = {check_id: check["summary"] for check_id, check in checks.items() if check["status"] in ("fail", "error")}
     assert failing == {}, failing
     assert outcome.report["run"]["task_candidates"] == ["mrpc", "rte", "wnli"]
@@ -396,7 +401,6 @@ def test_trace_a_healthy_script_of_a_new_shape_on_the_kit_fails_nothing_and_warn
     assert "final loss" in outcome.output  # its fit, run briefly after the checks, gave it a History to read
 
 
-@pytest.mark.subprocess
 @pytest.mark.parametrize("task", [None, "rte"])
 def test_trace_a_stray_label_is_named_with_its_rows_by_data_label_range_alone(tmp_path, task):
     from diagnostics.keras.loading import demo_checkpoint_dir
@@ -417,7 +421,6 @@ def test_trace_a_stray_label_is_named_with_its_rows_by_data_label_range_alone(tm
         ["data.label_range"] if task else [])
 
 
-@pytest.mark.subprocess
 def test_trace_truncation_by_the_scripts_own_tokenizer_is_measured_on_the_raw_text(tmp_path):
     from diagnostics.keras.loading import demo_checkpoint_dir, load_tokenizer
 
@@ -427,7 +430,7 @@ def test_trace_truncation_by_the_scripts_own_tokenizer_is_measured_on_the_raw_te
     cap = int(np.percentile(lengths, 67))  # about a third of the rows are longer
     expected = np.flatnonzero(lengths > cap).tolist()
     _, checks = trace_classifier(tmp_path, demo_checkpoint_dir(), rows, rate=3e-3, stages="data",
-                                 extra=("--max_seq_length", str(cap)))
+                                 skip="data.learnability", extra=("--max_seq_length", str(cap)))
     truncation = checks["data.truncation"]
     assert truncation["status"] == "warn" and truncation["evidence"]["scope"] == "split"
     assert truncation["evidence"]["truncated_rows"] == len(expected) and truncation["evidence"]["max_length"] == cap
@@ -438,7 +441,6 @@ def test_trace_truncation_by_the_scripts_own_tokenizer_is_measured_on_the_raw_te
     assert named_elsewhere(checks, ["truncat"], "data.truncation") == []
 
 
-@pytest.mark.subprocess
 def test_trace_truncation_is_said_at_the_scripts_max_length_when_no_row_reaches_it(tmp_path):
     from diagnostics.keras.loading import demo_checkpoint_dir, load_tokenizer
 
@@ -446,14 +448,13 @@ def test_trace_truncation_is_said_at_the_scripts_max_length_when_no_row_reaches_
     tokenizer = load_tokenizer("demo")
     longest = max(len(tokenizer(row["sentence1"], row["sentence2"])["input_ids"]) for row in rows)
     _, checks = trace_classifier(tmp_path, demo_checkpoint_dir(), rows, rate=3e-3, stages="data",
-                                 extra=("--max_seq_length", str(longest + 20)))
+                                 skip="data.learnability", extra=("--max_seq_length", str(longest + 20)))
     truncation = checks["data.truncation"]
     # Not the longest row stored (nor a batch's padded length): the length the script's tokenizer call gives.
     assert truncation["status"] == "pass" and truncation["evidence"]["truncated_rows"] == 0
     assert truncation["evidence"]["max_length"] == longest + 20 and truncation["evidence"]["cut_source"] == "call"
 
 
-@pytest.mark.subprocess
 def test_trace_a_loss_that_stops_the_gradients_is_named_once_and_blocks_the_measurements(tmp_path):
     from diagnostics.keras.loading import demo_checkpoint_dir
 
@@ -483,7 +484,6 @@ def real_rows():
     return rows[:200], rows[200:]
 
 
-@pytest.mark.subprocess
 def test_trace_a_healthy_script_of_a_new_shape_on_the_real_checkpoint_fails_nothing(tmp_path, real_checkpoint):
     train, validation = real_rows()
     outcome, checks = trace_classifier(tmp_path, real_checkpoint, train, rate=5e-5, validation_rows=validation)

@@ -271,14 +271,13 @@ model.fit(PairBatches(frame), epochs=3)
 
 
 def trace_functional(tmp_path, checkpoint, loss_name):
-    from diagnostics.usercode.trace import trace_script
+    from tests.usercode.here import trace_here
 
     script = tmp_path / "pairs.py"
     script.write_text(SCRIPT)
-    outcome = trace_script(script, [str(checkpoint), str(ROOT / "tests" / "data" / "mrpc" / "validation.tsv"),
-                                    loss_name], task="mrpc", stages="data,model,hparams",
-                           skip="data.learnability,hparams.lr_sweep,hparams.lr_range_test", cwd=tmp_path,
-                           capture_output=True, timeout=900)
+    outcome = trace_here(script, [str(checkpoint), str(ROOT / "tests" / "data" / "mrpc" / "validation.tsv"), loss_name],
+                         task="mrpc", stages="data,model,hparams",
+                         skip="data.learnability,hparams.lr_sweep,hparams.lr_range_test", cwd=tmp_path)
     assert outcome.report is not None and outcome.report["script"]["reached_fit"], (
         outcome.message + outcome.output[-3000:]
     )
@@ -286,7 +285,6 @@ def trace_functional(tmp_path, checkpoint, loss_name):
     return outcome, {check["id"]: check for check in outcome.report["checks"]}
 
 
-@pytest.mark.subprocess
 def test_trace_a_healthy_functional_script_on_the_real_checkpoint_passes_clean(tmp_path, real_checkpoint):
     outcome, checks = trace_functional(tmp_path, real_checkpoint, "categorical_crossentropy")
     found = {
@@ -299,7 +297,6 @@ def test_trace_a_healthy_functional_script_on_the_real_checkpoint_passes_clean(t
     assert "max_length=64 (your tokenizer call's)" in checks["data.truncation"]["summary"]
 
 
-@pytest.mark.subprocess
 def test_trace_a_from_logits_loss_on_a_softmax_head_is_one_cause_on_the_real_checkpoint(tmp_path, real_checkpoint):
     outcome, checks = trace_functional(tmp_path, real_checkpoint, "from_logits")
     causes = outcome.report["causes"]
