@@ -39,9 +39,9 @@ def check_initial_loss(value: float, expected: float, reference: float, loss_nam
     gap = abs(value - expected) / expected if expected else 0.0
     disagreement = abs(value - reference) / reference if reference else 0.0
     evidence.update({"relative_gap": None if own_head else gap, "gap_from_chance": gap, "disagreement": disagreement})
-    fix = ("model.compile(optimizer=...)  # the model's internal loss; or "
-           "loss=SparseCategoricalCrossentropy(from_logits=True)"
-           if not regression else "model.compile(optimizer=...)  # the internal mean squared error")
+    fix = msg("model.compile(optimizer=...)  # the model's internal loss; or "
+              "loss=SparseCategoricalCrossentropy(from_logits=True)") if not regression else \
+        msg("model.compile(optimizer=...)  # the internal mean squared error")
     return judge(CHECK, evidence, {
         "warn_loss_disagreement": (
             msg("The configured loss {loss} gives {value:.3f} on the untrained model, but cross-entropy computed from "
