@@ -26,6 +26,8 @@ def sweep_settings() -> SweepSettings:
 st.title(_("3 · Hyperparameters"))
 st.caption(_("What a string optimizer or loss silently set, and how the loss moves at each learning rate: the same "
              "batches from the same starting weights, on a copy of the model."))
+# The verdict first, filled once every result below is known: the charts and settings are its evidence.
+verdict = st.container()
 traced = traced_results("hparams")
 if traced is None:
     config = current_config()
@@ -40,13 +42,13 @@ else:
 
 optimizer = by_id(setup, "hparams.optimizer")
 if optimizer and optimizer.evidence.get("settings"):
-    left, right = st.columns([2, 3])
-    left.subheader(_("The optimizer Keras builds"))
-    left.dataframe(frame(optimizer.evidence["settings"]), hide_index=True, width="stretch",
-                   column_config={"setting": _("setting"), "value": _("value"), "source": _("source")})
+    # The table, then the schedule under it: beside each other, a laptop's width cut the table's source column.
+    st.subheader(_("The optimizer Keras builds"))
+    st.dataframe(frame(optimizer.evidence["settings"]), hide_index=True, width="stretch",
+                 column_config={"setting": _("setting"), "value": _("value"), "source": _("source")})
     schedule = by_id(setup, "hparams.schedule")
     if schedule and schedule.evidence.get("steps"):
-        right.plotly_chart(schedule_figure(schedule), width="stretch")
+        st.plotly_chart(schedule_figure(schedule), width="stretch")
 
 st.subheader(_("Learning-rate sweep and range test"))
 
@@ -75,12 +77,17 @@ training = training_results() if traced is None else [
 results = setup + training if traced is not None else explained_here(setup + training, config)
 sweep, range_test = by_id(training, "hparams.lr_sweep"), by_id(training, "hparams.lr_range_test")
 if sweep and sweep.evidence.get("losses"):
-    left, right = st.columns(2)
-    left.plotly_chart(sweep_curves_figure(sweep), width="stretch")
-    right.plotly_chart(sweep_final_figure(sweep), width="stretch")
+    # One above the other: side by side, a laptop's width left each too narrow for its title and legend.
+    st.plotly_chart(sweep_final_figure(sweep), width="stretch")
+    st.plotly_chart(sweep_curves_figure(sweep), width="stretch")
 if range_test and range_test.evidence.get("losses"):
     st.plotly_chart(range_test_figure(range_test), width="stretch")
 
-st.subheader(_("Checks"))
-status_line(results)
-checklist(results)
+with verdict:
+    st.subheader(_("Checks"))
+    status_line(results)
+    if traced is None and not training:  # the setup checks passing is not the page's verdict: the sweep owns rates
+        st.info(_("Not run yet: hparams.lr_sweep and hparams.lr_range_test, which measure the learning rate; the "
+                  "page's verdict is not known until they have. Run them with the button below."),
+                icon=":material/pending:")
+    checklist(results)

@@ -113,12 +113,14 @@ def kept(job: Job) -> Entry | None:
 def freshness(entry: Entry, job: Job, also=()) -> None:
     """When the result was computed, for how long, and a button to compute it again for everyone (`also`: the
     other jobs of the same results, computed again with it)."""
-    left, right = st.columns([4, 1], vertical_alignment="center")
-    left.caption(":material/history: " + _("Computed {age} in {seconds:.1f} s, and kept for everyone who opens this "
-                                           "configuration.").format(age=localize(entry.age()), seconds=entry.seconds))
-    right.button(_("Compute again"), key=f"shared.again.{job.kind}", icon=":material/refresh:",
-                 on_click=lambda: st.session_state.setdefault(AGAIN_KEY, set()).update(
-                     other.kind for other in (job, *also)))
+    # One row that wraps: the button keeps its whole label at any width and in any language, below the line when
+    # the line needs the room (fixed columns cut it to "Comp…" at 1024 px).
+    row = st.container(horizontal=True, vertical_alignment="center", wrap=True)
+    row.caption(":material/history: " + _("Computed {age} in {seconds:.1f} s, and kept for everyone who opens this "
+                                          "configuration.").format(age=localize(entry.age()), seconds=entry.seconds))
+    row.button(_("Compute again"), key=f"shared.again.{job.kind}", icon=":material/refresh:",
+               on_click=lambda: st.session_state.setdefault(AGAIN_KEY, set()).update(
+                   other.kind for other in (job, *also)))
 
 
 def stage_jobs(stage: str, config) -> list[Job]:

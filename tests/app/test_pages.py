@@ -153,9 +153,15 @@ def test_hyperparameters_page_flags_string_adam_and_draws_the_sweep(app):
     app.number_input(key="hparams.rates").set_value(3).run()
     app.number_input(key="hparams.steps").set_value(2).run()
     app.number_input(key="hparams.range_steps").set_value(8).run()
+    # The verdict comes first, above the evidence, and says the rate's checks have not run until they have.
+    headers = [rendered(header.value) for header in app.subheader]
+    assert headers.index("Checks") < headers.index("Learning-rate sweep and range test"), headers
+    waiting = "Not run yet: hparams.lr_sweep and hparams.lr_range_test"
+    assert any(waiting in rendered(box.value) for box in app.info)
     app.button(key="hparams.run").click().run()
     assert not app.exception
     assert "`hparams.lr_sweep`" in texts(app) and "`hparams.lr_range_test`" in texts(app)
+    assert not any(waiting in rendered(box.value) for box in app.info)
     assert len(app.get("plotly_chart")) == 4
 
 
