@@ -113,8 +113,7 @@ def kept(job: Job) -> Entry | None:
 def freshness(entry: Entry, job: Job, also=()) -> None:
     """When the result was computed, for how long, and a button to compute it again for everyone (`also`: the
     other jobs of the same results, computed again with it)."""
-    # One row that wraps: the button keeps its whole label at any width and in any language, below the line when
-    # the line needs the room (fixed columns cut it to "Comp…" at 1024 px).
+    # A row that wraps: the button keeps its whole label at any width and language (columns cut it at 1024 px).
     row = st.container(horizontal=True, vertical_alignment="center", wrap=True)
     row.caption(":material/history: " + _("Computed {age} in {seconds:.1f} s, and kept for everyone who opens this "
                                           "configuration.").format(age=localize(entry.age()), seconds=entry.seconds))
