@@ -27,9 +27,9 @@ def overfit_here() -> tuple[list, list]:
         epochs_error = shown(message_of(exc))
         st.error(epochs_error)
     jobs = overfit_jobs(config)
-    left, right = st.columns([1, 2])
-    walk = left.button(_("Run the overfit test"), type="primary", key="overfit.run", disabled=bool(epochs_error))
-    rerun = "rerun" in jobs and right.button(
+    buttons = st.container(horizontal=True, wrap=True)  # each button keeps its whole label, at any width and language
+    walk = buttons.button(_("Run the overfit test"), type="primary", key="overfit.run", disabled=bool(epochs_error))
+    rerun = "rerun" in jobs and buttons.button(
         _("Rerun at the sweep's recommended rate {rate:.1e}").format(rate=jobs["rerun"].settings.rate),
         key="overfit.rerun_best", disabled=bool(epochs_error))
     if epochs_error:

@@ -58,8 +58,9 @@ def page(browser):
 
 @pytest.fixture
 def laptop_page(browser):
-    """A laptop's width; tall, as the main area scrolls inside the page and a screenshot shows only the viewport."""
-    yield from _page_of(browser, {"width": 1366, "height": 2400})
+    """A small laptop's width (1024 px); tall, as the main area scrolls inside the page and a screenshot shows only the
+    viewport."""
+    yield from _page_of(browser, {"width": 1024, "height": 2400})
 
 
 def _shot(page, name: str) -> None:
