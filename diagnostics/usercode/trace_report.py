@@ -61,9 +61,13 @@ class Reports:
         try:
             found = captured()
             run = build_run(found)
+
+            def finished(results, pending) -> None:  # what a trace stopped at its limit keeps
+                self.write_partial(phase, build_report(run.config, results + unreached(pending)), found.notes)
+
             results = run_stages(run, parse_stages(self.spec.get("stages")), progress=self.checks_progress(),
                                  skip=parse_skip(self.spec.get("skip")), asked=parse_asked(self.spec.get("asked")),
-                                 thresholds=self.spec.get("thresholds") or None)
+                                 thresholds=self.spec.get("thresholds") or None, finished=finished)
             report = build_report(run.config, results)
             report.update(_notes(found.notes))
         except Exception as exc:
@@ -77,6 +81,17 @@ class Reports:
         report["phase"] = phase
         self.reports.append(report)
         self.write_fits()
+
+    def write_partial(self, phase: dict, report: dict, notes) -> None:
+        """The report file as it stands while this fit's checks go on: the finished checks, and the others as not
+        reached, in case the trace is stopped before the next (a finished fit's report replaces it)."""
+        report.update(_notes(notes))
+        report["phase"] = phase
+        self.reports.append(report)
+        try:
+            self.write_fits()
+        finally:
+            self.reports.pop()
 
     def write_fits(self, after: BaseException | None = None) -> None:
         """The report file: the first checked fit's report, the later ones under "later_fits", what the script did
@@ -195,6 +210,16 @@ class Reports:
         report = build_report(run.config, data_stage(run))
         report.update(_notes(captured.notes))
         return report
+
+
+def unreached(units) -> list:
+    """Each check of these units, skipped as not reached: what a report written mid-way says of what is still to run."""
+    from diagnostics.core.result import skipped
+    from diagnostics.walk import registry
+
+    reason = msg("Not reached: the trace ended before this check's turn (its time limit came first).")
+    return [skipped(check, registry.UNITS[unit].stage, reason)
+            for unit in units for check in registry.unit_checks(unit)]
 
 
 @contextlib.contextmanager

@@ -102,15 +102,17 @@ def _read_units(name: str) -> list[str]:
 HEARTBEAT_S = 5.0
 
 
-def run_units(run: RunContext, names, settings: Settings = Settings(), progress: progress_of.Report | None = None
-              ) -> list[CheckResult]:
+def run_units(run: RunContext, names, settings: Settings = Settings(), progress: progress_of.Report | None = None,
+              finished=None) -> list[CheckResult]:
     """Every check of the named units on one run context (they share its batches and model), in order, inside
     hosted mode's time budget; then each finding a cause explains pointing at its owner (`causes.explain`).
 
     `progress(fraction, text, seconds_left)` hears what runs from the start, every training step, and every
     `HEARTBEAT_S` seconds while nothing else is said; the time left is that of the whole call (every unit's planned
     steps, `Unit.plan`), from the measured pace of a step (`core.progress.Work`). Called inside another call's
-    computation, its steps count into that one's.
+    computation, its steps count into that one's. `finished(results, pending)` hears after each unit the results so
+    far (explained, in walk order) and the units still to run (a trace writes them, so a trace stopped at its time
+    limit keeps what it finished).
 
     Raises:
         InputError: unusable settings, or an input a unit found unusable.
@@ -129,7 +131,7 @@ def run_units(run: RunContext, names, settings: Settings = Settings(), progress:
             if unit.plan is not None and name not in unasked:
                 work.plan(planned_steps(run, name, settings), traces=int(unit.copy and not planned_copy))
                 planned_copy = planned_copy or unit.copy
-        return _run_units(run, names, settings, work, unasked)
+        return _run_units(run, names, settings, work, unasked, finished)
 
 
 def planned_steps(run: RunContext, name: str, settings: Settings) -> int:
@@ -169,22 +171,29 @@ def not_asked(run: RunContext, name: str, settings: Settings) -> Text | None:
 
 
 def _run_units(run: RunContext, names: list[str], settings: Settings, work: progress_of.Work,
-               unasked: dict[str, Text]) -> list[CheckResult]:
+               unasked: dict[str, Text], finished=None) -> list[CheckResult]:
     results: list[CheckResult] = []
     copies = SharedCopy()  # this call's own: the app's pages may run units of one context in several threads
     try:
         with run_budget(), code_style(CodeStyle.of(run.config)):  # fixes in the names the user's code uses
-            for name in names:
+            for index, name in enumerate(names):
                 if name in unasked:
                     stage = registry.UNITS[name].stage
                     results += [skipped(check, stage, unasked[name]) for check in registry.unit_checks(name)]
-                    continue
-                results += run_unit(run, name, settings, work, results, copies)
+                else:
+                    results += run_unit(run, name, settings, work, results, copies)
+                if finished is not None and index + 1 < len(names):
+                    finished(_explained(results), names[index + 1:])
     finally:
         run.let_go_of_step_copy()  # a context the app keeps for every session never holds a trained copy after a call
         if copies.close():  # the trained copy refers to itself through its traced step: only a collection frees it
             gc.collect()
-    walk = {check_id: index for index, check_id in enumerate(registry.CHECKS)}  # the walk's order, whatever the units
+    return _explained(results)
+
+
+def _explained(results: list[CheckResult]) -> list[CheckResult]:
+    """The results in the walk's order, whatever the units, each finding a cause explains pointing at its owner."""
+    walk = {check_id: index for index, check_id in enumerate(registry.CHECKS)}
     return explain(sorted(results, key=lambda result: walk.get(result.id, len(walk))))
 
 

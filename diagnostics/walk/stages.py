@@ -124,17 +124,17 @@ def _settable(check) -> list[str]:
 
 def run_stages(run: RunContext, stages: tuple[str, ...] = STAGES, *, sweep: SweepSettings = SweepSettings(),
                progress=None, epochs: int = DEFAULT_EPOCHS, skip: tuple[str, ...] = (),
-               asked: tuple[str, ...] = (), thresholds: dict[str, dict[str, float]] | None = None
+               asked: tuple[str, ...] = (), thresholds: dict[str, dict[str, float]] | None = None, finished=None
                ) -> list[CheckResult]:
     """Run the chosen stages in pipeline order on one run context (every stage shares its batches and model), outside
     any strategy scope the caller is in (`devices.outside_user_strategy`); `skip`: units left out (`parse_skip`);
     `asked`: units run even where they run only on request (`parse_asked`; a unit asked for runs with its stage
-    or alone); `thresholds`: this run's own (`parse_thresholds`)."""
+    or alone); `thresholds`: this run's own (`parse_thresholds`); `finished`: `runner.run_units`'s."""
     units = [unit for stage in stages for unit in registry.units_of(stage) if unit not in skip]
     units += [unit for unit in asked if unit not in units and unit not in skip]
     with per_run_thresholds(thresholds or {}):
         return outside_user_strategy(run_units, run, units, Settings(sweep=sweep, epochs=epochs,
-                                                                     asked=tuple(asked)), progress)
+                                                                     asked=tuple(asked)), progress, finished)
 
 
 # ---------------------------------------------------------------- each stage alone
