@@ -1,4 +1,5 @@
-"""Seconds each unit of the walk takes on one configuration, and the whole walk, through the one runner.
+"""Seconds each unit of the walk takes on one configuration, and the whole walk, through the one runner; and how close
+the time left that the progress line says (`core.progress.Work`, as every page and trace says it) is to the truth.
 
 Each unit is timed as the runner calls it (its needs, its function, the collection after it); the units that
 train share one copy of the model, so the first of them pays for copying the model and tracing its train step.
@@ -68,15 +69,35 @@ def main() -> int:
         return results
 
     runner.run_unit = unit_timed
+    said: list[tuple[float, float]] = []  # (when, the time left it said), as a page's progress line says it
+
+    def heard(fraction, text, left) -> None:
+        if left is not None:
+            said.append((time.perf_counter(), left))
+
+    work = Work(heard, heartbeat=runner.HEARTBEAT_S)
     settings = runner.Settings(sweep=SweepSettings(rates=args.sweep_rates, steps=args.sweep_steps,
                                                    range_steps=args.range_steps),
                                epochs=args.epochs, asked=parse_asked(args.asked))
     start = time.perf_counter()
     with counting(work):  # the runner counts every training step into it
         runner.run_units(run, list(registry.UNITS), settings)
+    end = time.perf_counter()
     print(f"training_steps = {work.done:.0f}")
-    print(f"walk_s = {time.perf_counter() - start:.1f}")
+    print_estimates(said, start, end)
+    print(f"walk_s = {end - start:.1f}")
     return 0
+
+
+def print_estimates(said: list[tuple[float, float]], start: float, end: float) -> None:
+    """How the time left that progress said compares with the time that was left: each said against the truth while
+    at least 20 s were left (shorter waits need no estimate), as ratios, the worst either way."""
+    ratios = [left / (end - when) for when, left in said if end - when >= 20]
+    first = min((when for when, _ in said), default=None)
+    print(f"first_estimate_after_s = {first - start:.1f}" if first is not None else "first_estimate_after_s = none")
+    if ratios:
+        print("estimate_ratios = " + " ".join(f"{ratio:.2f}" for ratio in ratios[::max(1, len(ratios) // 12)]))
+        print(f"estimate_worst_ratio = {max(max(ratio, 1 / ratio) for ratio in ratios):.2f}")
 
 
 if __name__ == "__main__":

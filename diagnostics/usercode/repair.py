@@ -263,6 +263,13 @@ def _num_labels(change, calls, tree, keras, editor: _Editor) -> str | None:
     for call in reversed(calls):
         if _name(call.func) == "from_pretrained" and "SequenceClassification" in ast.unparse(call.func):
             keyword = _keyword(call, "num_labels")
+            given = _keyword(call, "config")
+            if keyword is None and given is not None:  # the head's width is the config's: a num_labels here is refused
+                call = _built_at(given.value, call, tree)
+                if call is None:
+                    return msg("the classifier takes its configuration from config={code}, which the script does not "
+                               "build with from_pretrained: set num_labels where it is made", code=_short(given.value))
+                keyword = _keyword(call, "num_labels")
             if keyword is None:
                 editor.add_keyword(call, "num_labels", count, change.owner)
                 return None
@@ -281,12 +288,32 @@ def _num_labels(change, calls, tree, keras, editor: _Editor) -> str | None:
                "outputs than the classes is built before the fit (a head of your own: widen its last layer)")
 
 
+def _built_at(value: ast.AST, before: ast.Call, tree: ast.Module) -> ast.Call | None:
+    """The `from_pretrained` call whose result a name holds, at its last assignment before `before`."""
+    if not isinstance(value, ast.Name):
+        return None
+    made = [node.value for node in ast.walk(tree) if isinstance(node, ast.Assign) and node.lineno < before.lineno
+            and isinstance(node.value, ast.Call) and _name(node.value.func) == "from_pretrained"
+            and any(isinstance(target, ast.Name) and target.id == value.id for target in node.targets)]
+    return max(made, key=lambda call: call.lineno, default=None)
+
+
+def _short(node: ast.AST, most: int = 60) -> str:
+    code = ast.unparse(node)
+    return code if len(code) <= most else code[:most - 1] + "…"
+
+
 def _loss(change, calls, tree, keras, editor: _Editor) -> str | None:
     """The loss given to compile; None as the value takes `loss=` out (the model's own loss, for labels it reads from
-    the input dict)."""
+    the input dict). A compile whose arguments come from a dict (`**`) may hold a loss there: it is said, not
+    guessed (a second `loss=` beside one in the dict would raise)."""
     for call in reversed(calls):
         if _name(call.func) == "compile":
             keyword = _keyword(call, "loss")
+            unpacked = next((keyword.value for keyword in call.keywords if keyword.arg is None), None)
+            if keyword is None and unpacked is not None:
+                return msg("compile's arguments come from a dict (**{code}): set its loss there",
+                           code=_short(unpacked))
             if change.value is None:
                 if keyword is not None:
                     editor.remove_keyword(call, keyword, change.owner)

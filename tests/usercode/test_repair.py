@@ -259,3 +259,55 @@ def test_a_repair_is_verified_when_nothing_new_is_named_and_a_measurement_taking
     stopped = {"script": {"reached_fit": False, "error": {"where": "x"}}, "causes": [], "checks": []}
     assert verdicts(fixed, before, stopped)[0]["state"] == "not_reached"
     assert verdicts(fixed, before, None)[0]["state"] == "not_reached"
+
+
+# Scripts written for other purposes (tests/scripts: a Hugging Face run_glue-style script with argparse dataclasses,
+# a tutorial's functional model on a Sequence, freeze-then-fine-tune, a GradientTape loop), each fix tried on each:
+# the one line it changes, or why it changes none.
+FOREIGN = {
+    ("glue_classifier.py", "num_labels"): "the value is computed (num_labels)",  # the config's, from the data's labels
+    ("glue_classifier.py", "loss"): "compile's arguments come from a dict (**{key: value",  # a second loss= would raise
+    ("glue_classifier.py", "learning_rate"): "the value is computed (training_args.learning_rate)",
+    ("semantic_similarity.py", "num_labels"): "no sequence classifier is loaded with from_pretrained",
+    ("semantic_similarity.py", "loss"): ('loss="categorical_crossentropy"', "loss=SparseCategoricalCrossentropy()"),
+    ("semantic_similarity.py", "learning_rate"): "the value is computed (FINE_TUNING_RATE)",  # float(sys.argv[3])
+    ("freeze_then_fine_tune.py", "num_labels"): ("num_labels=2", "num_labels=3"),
+    ("freeze_then_fine_tune.py", "loss"): ("loss=loss", "loss=SparseCategoricalCrossentropy()"),
+    ("freeze_then_fine_tune.py", "learning_rate"): ("default=2e-5", "default=3e-05"),
+    ("tape_loop.py", "num_labels"): ("num_labels=2", "num_labels=3"),
+    ("tape_loop.py", "loss"): "the script never calls compile",
+    ("tape_loop.py", "learning_rate"): "the value is computed (rate)",
+}
+CHANGES = {"num_labels": Change("model.config", "num_labels", 3),
+           "loss": Change("hparams.loss", "loss", "SparseCategoricalCrossentropy()"), "learning_rate": RATE}
+
+
+@pytest.mark.parametrize("script, kind", sorted(FOREIGN), ids=lambda value: str(value))
+def test_a_script_written_for_something_else_gets_one_line_changed_or_the_reason_it_cannot(script, kind):
+    source = (ROOT / "tests" / "scripts" / script).read_text()
+    repaired = repair(source, [CHANGES[kind]])
+    expected = FOREIGN[(script, kind)]
+    ast.parse(repaired.source)
+    if isinstance(expected, str):
+        assert repaired.source == source and repaired.edits == []
+        assert [str(left.reason) for left in repaired.unrepaired if expected in str(left.reason)], repaired.unrepaired
+        return
+    (before, after), = only_changed(source, repaired.source)
+    assert before.replace(*expected) == after, (before, after)
+
+
+def test_num_labels_of_a_classifier_built_from_a_config_goes_to_the_config():
+    """`from_pretrained(name, config=config)` refuses a num_labels of its own: the config's call gets it."""
+    source = textwrap.dedent("""\
+        config = AutoConfig.from_pretrained(name, num_labels=2)  # binary
+        model = TFAutoModelForSequenceClassification.from_pretrained(name, config=config)
+        """)
+    change = Change("model.config", "num_labels", 3)
+    assert only_changed(source, repair(source, [change]).source) == [(
+        "config = AutoConfig.from_pretrained(name, num_labels=2)  # binary",
+        "config = AutoConfig.from_pretrained(name, num_labels=3)  # binary")]
+    bare = source.replace(", num_labels=2", "")
+    assert "config = AutoConfig.from_pretrained(name, num_labels=3)" in repair(bare, [change]).source
+    elsewhere = "model = TFAutoModelForSequenceClassification.from_pretrained(name, config=make_config())\n"
+    left = repair(elsewhere, [change])
+    assert left.edits == [] and "takes its configuration from config=make_config()" in str(left.unrepaired[0].reason)
