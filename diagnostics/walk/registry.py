@@ -12,6 +12,7 @@ from __future__ import annotations
 from diagnostics.checks import data, hparams, model, overfit
 from diagnostics.core.evidence import Error
 from diagnostics.core.check import FIT, STAGE_ORDER, STAGE_TITLES, STAGES, Cause, Check, Unit
+from diagnostics.walk import validate
 
 __all__ = ["CHECKS", "CAUSES", "UNITS", "FIT", "STAGES", "STAGE_ORDER", "STAGE_TITLES", "units_of", "checks_of",
            "run_check_ids", "EVIDENCE", "declared_keys", "needs_of", "function_name", "listing"]
@@ -23,13 +24,14 @@ CHECKS: dict[str, Check] = {check.id: check for stage in _STAGES for check in st
 # a head too small for them, a loss before the gradients it stops, any cause before the rate).
 CAUSE_ORDER = ("stray_labels", "head_short", "loss_mismatch", "no_gradient", "broken_weights", "random_labels",
                "stale_train_step", "rate")
-_DECLARED = {cause.name: cause for stage in _STAGES for cause in stage.CAUSES}
-CAUSES: dict[str, Cause] = {name: _DECLARED[name] for name in CAUSE_ORDER}
-
 # The units that train come last and together, so their one shared copy of the model (see `Unit.copy`) is never
 # alive beside the Model checks' own copies.
 UNITS: dict[str, Unit] = {unit.name: unit for unit in sorted((unit for stage in _STAGES for unit in stage.UNITS),
                                                              key=lambda unit: unit.copy)}
+# Built only from declarations that hold (walk/validate.py): a broken one fails here, naming its module.
+validate.hold(validate.problems(CHECKS, (cause for stage in _STAGES for cause in stage.CAUSES), CAUSE_ORDER, UNITS))
+_DECLARED = {cause.name: cause for stage in _STAGES for cause in stage.CAUSES}
+CAUSES: dict[str, Cause] = {name: _DECLARED[name] for name in CAUSE_ORDER}
 # The shape of each check's evidence, declared beside its measurement.
 EVIDENCE: dict[str, type] = {check.id: check.evidence for check in CHECKS.values()}
 # What watches a user's own fit (the checks of the FIT part), for the listing.

@@ -15,7 +15,7 @@ from dataclasses import dataclass, fields, replace
 from diagnostics.config import limits
 from diagnostics.config.settings import EPOCHS
 
-from diagnostics.walk import registry
+from diagnostics.walk import registry, validate
 from diagnostics.core.check import Unit
 from diagnostics.core import progress as progress_of
 from diagnostics.core.budget import BudgetExceeded, run_budget
@@ -413,6 +413,9 @@ REASONS = {"columns": _columns, "texts": _texts, "tokenizes": _tokenizes, "label
            "counted": _counted, "labels": _labels, "range": _range, "readable": _unusable, "flows": _flows,
            "model": _model, "batch": _batch, "forward": _forward, "scored": _scored, "stepped": _stepped,
            "rows": _rows, "fits": _fits}
+
+
+validate.hold(validate.runner_problems(registry.CHECKS, registry.UNITS, REASONS, Settings.__dataclass_fields__))
 
 
 def blocked(run: RunContext, needs) -> Text | None:
