@@ -15,6 +15,7 @@ from diagnostics.core.result import CheckResult
 from ui.render import TRACED_KEY, causes_block, checklist, shown, status_line, traced_results
 from diagnostics.walk.registry import unit_checks
 from diagnostics.walk.runner import planned_jobs
+from ui.apply import before_and_after, offer, run_now
 from ui.caches import open_run
 from ui.shared import computed, overfit_jobs, recalled, recalled_all, kept, stage_jobs
 from ui.session import current_config
@@ -38,7 +39,8 @@ if traced is not None:
     st.stop()
 config = current_config()
 if st.button(_("Run every stage now"), type="primary", key="report.run_all",
-             help=_("Each stage with this session's page settings; what any session has computed is reused.")):
+             help=_("Each stage with this session's page settings; what any session has computed is reused.")) \
+        or run_now():
     overall = st.progress(0.0, text=_("Running the checks"))
     # Every job's training steps, planned before any runs, so the bar over all of them tells the time left of all
     # (the overfit test's job is made once the sweep is kept, as its key holds the sweep's rate; its steps do not).
@@ -76,6 +78,7 @@ left.download_button(_("Download Markdown"), markdown_report(report, results), f
 right.download_button(_("Download JSON"), json.dumps(report, indent=2), file_name="pipeline-report.json",
                       mime="application/json", key="report.download_json")
 found = causes(results)
+before_and_after(config, found)
 if not found and missing:
     still = sum(len(checks) for checks in unrun.values())
     st.subheader(_("Not yet known"))
@@ -85,7 +88,7 @@ if not found and missing:
                              "yet for this configuration (listed above): run them before calling this pipeline "
                              "clean.", still)))
 else:
-    causes_block(found)
+    causes_block(found, offer(config, results, found))
 rerun = overfit_jobs(config).get("rerun")
 if rerun is not None and (entry := kept(rerun)) is not None:
     st.caption(_("The overfit test was also rerun at the sweep's recommended rate {rate:.1e}: {finding}").format(

@@ -148,8 +148,9 @@ def fix(value) -> None:
         st.markdown("**" + _("Fix") + ":** " + shown(value))
 
 
-def causes_block(found: list[Found]) -> None:
-    """The causes, each named once: its status, owner (with a link to its page), finding, fix and what it explains."""
+def causes_block(found: list[Found], action: Callable[[Found], None] | None = None) -> None:
+    """The causes, each named once: its status, owner (with a link to its page), finding, fix and what it explains;
+    `action(cause)` draws what the cause's card offers besides (the sidebar's "Apply the fix")."""
     st.subheader(causes_headline(found))
     for cause in found:
         with st.container(border=True):
@@ -157,6 +158,8 @@ def causes_block(found: list[Found]) -> None:
             st.markdown(f"{badge(cause.status)} `{cause.owner}`{title}  \n{shown(cause.summary)}")
             if cause.fix:
                 fix(cause.fix)
+            if action is not None:
+                action(cause)
             if cause.explains:
                 st.caption(_("Explains what {checks} found.").format(
                     checks=", ".join(f"`{check}`" for check in cause.explains)))

@@ -227,6 +227,24 @@ def test_the_scenario_panel_says_fixed_once_the_fix_is_in_and_names_what_changed
     assert ":red[missed]" not in sidebar
 
 
+def test_apply_the_fix_takes_a_scenario_from_red_to_green_in_one_click(app):
+    """num_labels=2 on MNLI, its Model page seen: the Report's cause offers "Apply the fix", which sets the sidebar's
+    num_labels back to the task's, runs every stage, and says what the causes were before and are now."""
+    app.selectbox(key="run.scenario").set_value("num-labels-too-small").run()
+    app.switch_page("app_pages/2_model.py").run()
+    app.switch_page("app_pages/report.py").run()
+    assert app.button(key="report.apply.model.config").label == "Apply the fix"
+    app.button(key="report.apply.model.config").click().run()
+    assert not app.exception
+    assert app.number_input(key="run.num_labels").value is None or app.number_input(key="run.num_labels").value == 3
+    said = "\n".join(rendered(box.value) for box in app.success)
+    assert "Applied the fix of `model.config` (`num_labels=None`) and ran every stage again." in said, said
+    assert "Before: `model.config` FAIL. Now: no cause." in said
+    assert "No cause found: no check fails or warns." in [rendered(header.value) for header in app.subheader]
+    sidebar = "\n".join(rendered(m.value) for m in app.sidebar.markdown)
+    assert ":red[missed]" not in sidebar and "fixed" in sidebar
+
+
 def test_max_length_beyond_the_checkpoint_gives_a_message(app):
     app.number_input(key="run.max_length").set_value(1000).run()
     assert not app.exception

@@ -1,0 +1,53 @@
+"""A cause's fix as settings of the app's own pipeline: what the sidebar's "Apply the fix" sets (the same change the
+cause's fix writes as code), or None where no setting is the fix (the data's own labels, a script's train step).
+
+Each change undoes what the cause measured in this configuration, in the words of `RunConfig`: the task's own count
+of labels for a head too small, the model's internal loss with the labels in the input dict for a loss that does not
+fit, an Adam object for the string "adam", the rate the sweep measured for a rate too high, the model's inputs for
+columns that leave one out, a split with labels for a test split, and the labels as the data gives them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any, Iterable
+
+from diagnostics.config.run import RunConfig
+
+
+def config_change(owner: str, config: RunConfig, results: Iterable = ()) -> dict[str, Any] | None:
+    """The `RunConfig` fields that fix the cause `owner` names on `config` (read from the owner's result among
+    `results` where its measurement gives the value: the sweep's rate); None when no setting fixes it or the
+    configuration already holds the change."""
+    evidence = next((result.evidence for result in results if result.id == owner), {}) or {}
+    change: dict[str, Any] | None = None
+    if owner == "model.config":
+        change = {"num_labels": None}
+    elif owner == "hparams.loss":
+        change = {"loss": "internal", "labels_in": "inputs"}
+    elif owner == "hparams.optimizer" and config.optimizer == "adam":
+        change = {"optimizer": "Adam"}
+    elif owner == "hparams.lr_sweep" and evidence.get("best_rate"):
+        change = {"learning_rate": float(evidence["best_rate"])}
+        if config.optimizer == "adam":
+            change["optimizer"] = "Adam"
+    elif owner == "data.columns":
+        change = {"columns": None}
+    elif owner == "data.label_range" and config.split.startswith("test"):
+        change = {"split": next((split for split in config.glue_task.splits if split == "train"),
+                                config.glue_task.splits[0])}
+    elif owner == "data.learnability" and config.shuffle_labels:
+        change = {"shuffle_labels": False}
+    if change is None or all(getattr(config, name) == value for name, value in change.items()):
+        return None
+    return change
+
+
+def fixed(config: RunConfig, change: dict[str, Any]) -> RunConfig:
+    """The configuration with a cause's change in, validated as the sidebar's would be."""
+    return replace(config, **change).validated()
+
+
+def said(change: dict[str, Any]) -> str:
+    """The change as the settings it sets, e.g. "num_labels=None, loss='internal'" (code: never translated)."""
+    return ", ".join(f"{name}={value!r}" for name, value in change.items())
