@@ -104,6 +104,8 @@ def build_parser() -> argparse.ArgumentParser:
     trace.add_argument("script", type=Path, help="the training script")
     trace.add_argument("--json", type=Path, metavar="PATH", help="write the JSON report here")
     trace.add_argument("--junit", type=Path, metavar="PATH", help="write a JUnit XML report here")
+    trace.add_argument("--markdown", type=Path, metavar="PATH", help="write the Markdown report here (in --lang): the "
+                       "first checked fit's checklist, and --repair's edits and verdicts")
     trace.add_argument("--stages", help="comma-separated stages to run (default: all)")
     trace.add_argument("--skip", metavar="CHECKS", help="comma-separated checks to leave out, as for run")
     trace.add_argument("--threshold", action="append", default=[], metavar="CHECK.CONDITION=VALUE",
@@ -228,7 +230,7 @@ def exit_code(found, fail_on: str) -> int:
 def trace_command(args) -> int:
     from diagnostics.walk.causes import causes
     from diagnostics.walk.stages import parse_asked, parse_skip, parse_stages, parse_thresholds
-    from diagnostics.report.formats import cause_lines, checklist_lines, junit_report
+    from diagnostics.report.formats import cause_lines, checklist_lines, junit_report, markdown_report
     from diagnostics.core.result import CheckResult
     from diagnostics.usercode.trace import (EXIT_OK as TRACE_OK, fit_reports, phase_title, script_finding, script_fix,
                                    script_notes, trace_script)
@@ -237,7 +239,7 @@ def trace_command(args) -> int:
     parse_skip(args.skip)
     parse_asked(args.asked)
     thresholds = parse_thresholds(args.threshold)
-    report_paths(args, ("json", "junit"))
+    report_paths(args, ("json", "junit", "markdown"))
     target = repair_target(args)
     outcome = trace_script(args.script, args.script_args, stages=args.stages, skip=args.skip, asked=args.asked,
                            timeout=args.timeout, thresholds=thresholds,
@@ -282,7 +284,13 @@ def trace_command(args) -> int:
     elif target is not None:
         print(_("--repair: nothing was repaired, as the script did not reach fit; mend what stopped it (above) "
                 "first."))
-    write_reports(((args.json, lambda: json.dumps(report, indent=2)), (args.junit, lambda: junit_report(report))))
+    def markdown() -> str:  # a script that stopped before fit has no checklist: its finding is the report
+        if report.get("run"):
+            return markdown_report(report, [CheckResult.from_dict(check) for check in report["checks"]])
+        return f"# {_('Training Pipeline Debugger report')}\n\n{localize(outcome.message)}\n"
+
+    write_reports(((args.json, lambda: json.dumps(report, indent=2)), (args.junit, lambda: junit_report(report)),
+                   (args.markdown, markdown)))
     if outcome.exit_code != TRACE_OK or args.fail_on != "warn":
         return outcome.exit_code
     return exit_code(causes(every), args.fail_on)

@@ -9,7 +9,7 @@ from importlib import metadata
 from diagnostics.walk.causes import Found
 from diagnostics.walk.causes import causes
 from diagnostics.config.run import RunConfig, task_title
-from diagnostics.i18n import N_, _, current_language, localize, msg, msgn
+from diagnostics.i18n import N_, Text, _, current_language, localize, msg, msgn
 from diagnostics.core.check import STAGE_ORDER
 from diagnostics.core.result import CheckResult, Status, rank
 from diagnostics.walk.causes import worst_first
@@ -137,8 +137,39 @@ def markdown_report(report: dict, results: list[CheckResult] | None = None) -> s
         for check in fixes:
             lines += [f"**{check['id']}**", ""] + (["```python", said(check, "fix"), "```", ""] if fix_is_code(
                 check["fix"]) else [said(check, "fix"), ""])
+    lines += _markdown_repair(report.get("repair"))
     lines += ["", _("Versions:") + " " + ", ".join(f"{k} {v}" for k, v in report["environment"].items())]
     return "\n".join(lines) + "\n"
+
+
+# trace --repair's verdict on each cause (`usercode.repair.verdicts`), in words.
+REPAIR_SENTENCES = {
+    "verified": N_("{owner}: repaired and verified (the trace of the repaired script no longer names it, nor anything "
+                   "new)"),
+    "not_verified": N_("{owner}: repaired, not verified: the trace of the repaired script names {named}"),
+    "not_reached": N_("{owner}: repaired, not verified: the repaired script stopped before fit (above)"),
+    "not_repairable": N_("{owner}: not repairable in the code: {reason}")}
+
+
+def verdict_text(item: dict) -> Text:
+    """One cause's verdict, in words (translated where shown)."""
+    template = REPAIR_SENTENCES[item["state"]]
+    return msg(template, owner=item["owner"], reason=item.get("reason", ""),
+               named=", ".join(item.get("named_after") or ()) or "-")
+
+
+def _markdown_repair(repair: dict | None) -> list[str]:
+    """trace --repair's section of the Markdown report: where the repaired script was written, each cause's verdict
+    and the diff."""
+    if not repair:
+        return []
+    lines = ["", "## " + _("Repair"), ""]
+    if repair.get("file"):
+        lines += [localize(msg("The repaired script: {file}", file=f"`{repair['file']}`")), ""]
+    lines += ["- " + localize(verdict_text(item)) for item in repair.get("causes") or ()]
+    if repair.get("diff"):
+        lines += ["", "```diff", repair["diff"].rstrip("\n"), "```"]
+    return lines
 
 
 _CODE_START = re.compile(

@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from diagnostics.core.errors import InputError
-from diagnostics.i18n import N_, Text, msg
+from diagnostics.i18n import msg
+from diagnostics.report.formats import REPAIR_SENTENCES as SENTENCES, verdict_text  # noqa: F401  (their home)
 from diagnostics.usercode.repair import Repair, repair_fits, verdicts
 
 
@@ -79,16 +80,3 @@ def repair_and_trace(script: Path, report: dict, target: Path, *, source: str | 
     done.causes = verdicts(fixed, fits, done.after.report if done.after is not None else None)
     return done
 
-
-SENTENCES = {"verified": N_("{owner}: repaired and verified (the trace of the repaired script no longer names it, "
-                            "nor anything new)"),
-             "not_verified": N_("{owner}: repaired, not verified: the trace of the repaired script names {named}"),
-             "not_reached": N_("{owner}: repaired, not verified: the repaired script stopped before fit (above)"),
-             "not_repairable": N_("{owner}: not repairable in the code: {reason}")}
-
-
-def verdict_text(item: dict) -> Text:
-    """One cause's verdict, in words (translated where shown)."""
-    template = SENTENCES[item["state"]]
-    return msg(template, owner=item["owner"], reason=item.get("reason", ""),
-               named=", ".join(item.get("named_after") or ()) or "-")

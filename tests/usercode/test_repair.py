@@ -204,8 +204,10 @@ def test_trace_repair_writes_the_fixed_script_beside_and_verifies_it_by_tracing_
     script.write_text(SCRIPT.read_text())
     report = tmp_path / "report.json"
     junit = tmp_path / "report.xml"
-    code = main(["trace", str(script), "--repair", "--json", str(report), "--junit", str(junit), "--", "--train",
-                 str(DATA / "train.jsonl"), "--validation", str(DATA / "validation_matched.jsonl")])
+    markdown = tmp_path / "report.md"
+    code = main(["trace", str(script), "--repair", "--json", str(report), "--junit", str(junit), "--markdown",
+                 str(markdown), "--", "--train", str(DATA / "train.jsonl"), "--validation",
+                 str(DATA / "validation_matched.jsonl")])
     printed = capsys.readouterr().out
     assert code == 1  # the user's script, unchanged, still has its causes
     assert script.read_text() == SCRIPT.read_text()
@@ -231,6 +233,11 @@ def test_trace_repair_writes_the_fixed_script_beside_and_verifies_it_by_tracing_
     assert set(cases) == {"repair.model.config", "repair.hparams.loss", "repair.hparams.optimizer"}
     assert cases["repair.hparams.optimizer"].find("skipped") is not None and suite.get("failures") == "0"
     assert "+++ train.repaired.py" in suite.find("system-out").text
+    # And the Markdown: where the repaired script is, each cause's verdict, the diff.
+    said = markdown.read_text()
+    assert f"## Repair\n\nThe repaired script: `{repaired}`" in said
+    assert "- model.config: repaired and verified" in said and "- hparams.optimizer: not repairable in the code" in said
+    assert "```diff\n--- train.py\n+++ train.repaired.py" in said
     # Refused before anything runs: the user's script is never written over.
     assert main(["trace", str(script), "--repair", str(script)]) == 2
     assert "write over the script itself" in capsys.readouterr().err
