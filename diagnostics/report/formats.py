@@ -142,7 +142,7 @@ def markdown_report(report: dict, results: list[CheckResult] | None = None) -> s
     return "\n".join(lines) + "\n"
 
 
-# trace --repair's verdict on each cause (`usercode.repair.verdicts`), in words.
+# trace --repair's verdict on each cause (`usercode.repair_run.verdicts`), in words.
 REPAIR_SENTENCES = {
     "verified": N_("{owner}: repaired and verified (the trace of the repaired script no longer names it, nor anything "
                    "new)"),

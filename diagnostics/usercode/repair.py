@@ -134,7 +134,8 @@ def repair(source: str, changes: Iterable[Change], *, keras: str = "tf_keras", b
     if before_line is not None:
         calls = [node for node in calls if node.lineno <= before_line] or calls
     for change in changes:
-        handler = {"learning_rate": _rate, "num_labels": _num_labels, "loss": _loss}.get(change.kind)
+        handler = {"learning_rate": _rate, "num_labels": _num_labels, "loss": _loss, "columns": _columns}.get(
+            change.kind)
         reason = handler(change, calls, tree, keras, editor) if handler else msg("no rewrite is known for {kind}",
                                                                                  kind=change.kind)
         if reason:
@@ -325,13 +326,49 @@ def _loss(change, calls, tree, keras, editor: _Editor) -> str | None:
     return msg("the script never calls compile (a training loop of its own: change the loss it computes)")
 
 
+def _columns(change, calls, tree, keras, editor: _Editor) -> str | None:
+    """`to_tf_dataset(columns=[...])` with the columns the fix names: the model's inputs it left out added to the
+    script's own list (in its quotes); labels the script gives with `label_cols=` stay there."""
+    try:
+        wanted = [str(name) for name in ast.literal_eval(str(change.value))]
+    except (ValueError, SyntaxError):
+        return msg("its fix names no list of columns: {fix}", fix=str(change.value))
+    for call in reversed(calls):
+        keyword = _keyword(call, "columns") if _name(call.func) == "to_tf_dataset" else None
+        if keyword is None:
+            continue
+        value = keyword.value
+        if isinstance(value, ast.Name):  # columns=COLUMNS: the one list literal assigned to the name
+            found = [node.value for node in ast.walk(tree) if isinstance(node, ast.Assign) and any(
+                isinstance(target, ast.Name) and target.id == value.id for target in node.targets)]
+            value = found[0] if len(found) == 1 else value
+        if not isinstance(value, (ast.List, ast.Tuple)) or not all(
+                isinstance(item, ast.Constant) and isinstance(item.value, str) for item in value.elts):
+            return msg("the columns are computed ({code}), with no one list in the script to change",
+                       code=_short(keyword.value))
+        have = [item.value for item in value.elts]
+        if _keyword(call, "label_cols") is not None:
+            wanted = [name for name in wanted if name not in ("label", "labels")]
+        quote = (ast.get_source_segment(editor.source, value.elts[0]) or "'")[0] if value.elts else "'"
+        kept = [ast.get_source_segment(editor.source, item) for item in value.elts if item.value in wanted]
+        names = kept + [f"{quote}{name}{quote}" for name in wanted if name not in have]
+        if names == [ast.get_source_segment(editor.source, item) for item in value.elts]:
+            return None
+        open_, close = ("[", "]") if isinstance(value, ast.List) else ("(", ",)" if len(names) == 1 else ")")
+        editor.replace(value, open_ + ", ".join(names) + close, change.owner)
+        return None
+    return msg("no to_tf_dataset call with columns= is made before the fit (the batches come from elsewhere: give "
+               "them every input the tokenizer returns)")
+
+
 # ---------------------------------------------------------------- from a trace's causes to the changes
 
 
 # The causes whose fix is one argument of one call, and which argument; every other cause says why it is not.
 REPAIRABLE = {"model.config": ("num_labels",), "hparams.loss": ("loss",),
-              "hparams.lr_sweep": ("learning_rate", "init_lr")}
-KINDS = {"num_labels": "num_labels", "loss": "loss", "learning_rate": "learning_rate", "init_lr": "learning_rate"}
+              "hparams.lr_sweep": ("learning_rate", "init_lr"), "data.columns": ("columns",)}
+KINDS = {"num_labels": "num_labels", "loss": "loss", "learning_rate": "learning_rate", "init_lr": "learning_rate",
+         "columns": "columns"}
 
 
 def changes_of(causes: list[dict]) -> tuple[list[Change], list[Unrepaired]]:
@@ -359,10 +396,14 @@ def changes_of(causes: list[dict]) -> tuple[list[Change], list[Unrepaired]]:
 def _argument_in(fix: str, names: tuple[str, ...]) -> tuple[str, object] | None:
     """(name, value) of the first keyword argument called one of `names` in the fix's code: a number as a number, any
     other value as its source; a `compile` call without `loss=` is ("loss", None), the loss taken out."""
-    try:
+    try:  # a fix that elides the rest of a call after its keywords ("f(columns=[...], ...)") reads without it
         tree = ast.parse(fix)
     except SyntaxError:
-        return None
+        try:
+            fix = re.sub(r",\s*\.\.\.\s*\)", ")", fix)
+            tree = ast.parse(fix)
+        except SyntaxError:
+            return None
     for node in ast.walk(tree):
         if isinstance(node, ast.keyword) and node.arg in names:
             if isinstance(node.value, ast.Constant) and isinstance(node.value.value, (int, float)):
@@ -391,30 +432,3 @@ def repair_fits(source: str, fits: list[dict], keras: str) -> Repair:
             edits += done.edits
             left += [item for item in done.unrepaired if item not in left]
     return Repair(text, edits, left)
-
-
-def verdicts(fixed: Repair, before: list[dict], after: dict | None) -> list[dict]:
-    """Each cause of the original trace: "verified" (repaired, and the trace of the repaired script reached its fits
-    and names neither it nor anything new), "not_verified" (repaired; what that trace named), "not_reached" (repaired;
-    that trace stopped before fit) or "not_repairable" (why). `after`: the repaired script's trace report, None where
-    it gave none."""
-    reached = after is not None and after.get("script", {}).get("reached_fit") and not after["script"].get("error")
-    fits_after = [after, *(after.get("later_fits") or [])] if reached else []  # trace.fit_reports, without its imports
-    owners_before = {cause["owner"] for fit in before for cause in fit.get("causes") or []}
-    causes_after = [cause for fit in fits_after for cause in fit.get("causes") or []]
-    owners_after = {cause["owner"] for cause in causes_after}
-    # New: a cause neither named before nor explaining one that was (a measurement that now runs and takes over a
-    # finding named before, the sweep owning the rate the optimizer's rule warned of, is the same cause).
-    new = {cause["owner"] for cause in causes_after
-           if cause["owner"] not in owners_before and not set(cause.get("explains") or ()) & owners_before}
-    found = []
-    for owner in sorted({edit.owner for edit in fixed.edits}):
-        state = "verified" if reached and owner not in owners_after and not new \
-            else "not_verified" if reached else "not_reached"
-        found.append({"owner": owner, "state": state,
-                      "named_after": sorted(owners_after) if state == "not_verified" else []})
-    repaired = {edit.owner for edit in fixed.edits}
-    for item in fixed.unrepaired:
-        if item.owner not in repaired:
-            found.append({"owner": item.owner, "state": "not_repairable", "reason": item.reason})
-    return found

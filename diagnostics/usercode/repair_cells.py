@@ -72,8 +72,13 @@ def repair_cells(causes: list[dict], config: RunConfig, *, model: str = "model",
         "a rate is written in only once hparams.lr_sweep has measured one: run diagnose() with the hparams stage")) if
         item.owner == "hparams.optimizer" else item for item in unrepaired]
     kinds: dict[str, Change] = {change.kind: change for change in changes}
+    if "columns" in kinds:  # the dataset's, not the model's: the user's own to_tf_dataset call makes it again
+        columns = kinds.pop("columns")
+        unrepaired.append(Unrepaired(columns.owner, msg(
+            "the columns are the dataset's: build it again with to_tf_dataset(columns={columns}, ...)",
+            columns=columns.value)))
     lines: list[str] = []
-    owners = [change.owner for change in changes]
+    owners = [change.owner for change in kinds.values()]
     rebuilt = "num_labels" in kinds
     if rebuilt and not _is_transformers_classifier(loaded):
         unrepaired.append(Unrepaired(kinds.pop("num_labels").owner, msg(

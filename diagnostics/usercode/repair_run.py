@@ -1,6 +1,6 @@
 """Repair and re-check: a traced script's causes repaired in its code (`repair.repair_fits`), the repaired script
 written where asked (never over the original) and traced again with the same options, and each cause's verdict
-(`repair.verdicts`). The command line's `trace --repair` and the Your script page both run this."""
+(`verdicts`, below). The command line's `trace --repair` and the Your script page both run this."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 from diagnostics.core.errors import InputError
 from diagnostics.i18n import msg
 from diagnostics.report.formats import REPAIR_SENTENCES as SENTENCES, verdict_text  # noqa: F401  (their home)
-from diagnostics.usercode.repair import Repair, repair_fits, verdicts
+from diagnostics.usercode.repair import Repair, repair_fits
 
 
 @dataclass
@@ -80,3 +80,29 @@ def repair_and_trace(script: Path, report: dict, target: Path, *, source: str | 
     done.causes = verdicts(fixed, fits, done.after.report if done.after is not None else None)
     return done
 
+
+def verdicts(fixed: Repair, before: list[dict], after: dict | None) -> list[dict]:
+    """Each cause of the original trace: "verified" (repaired, and the trace of the repaired script reached its fits
+    and names neither it nor anything new), "not_verified" (repaired; what that trace named), "not_reached" (repaired;
+    that trace stopped before fit) or "not_repairable" (why). `after`: the repaired script's trace report, None where
+    it gave none."""
+    reached = after is not None and after.get("script", {}).get("reached_fit") and not after["script"].get("error")
+    fits_after = [after, *(after.get("later_fits") or [])] if reached else []  # trace.fit_reports, without its imports
+    owners_before = {cause["owner"] for fit in before for cause in fit.get("causes") or []}
+    causes_after = [cause for fit in fits_after for cause in fit.get("causes") or []]
+    owners_after = {cause["owner"] for cause in causes_after}
+    # New: a cause neither named before nor explaining one that was (a measurement that now runs and takes over a
+    # finding named before, the sweep owning the rate the optimizer's rule warned of, is the same cause).
+    new = {cause["owner"] for cause in causes_after
+           if cause["owner"] not in owners_before and not set(cause.get("explains") or ()) & owners_before}
+    found = []
+    for owner in sorted({edit.owner for edit in fixed.edits}):
+        state = "verified" if reached and owner not in owners_after and not new \
+            else "not_verified" if reached else "not_reached"
+        found.append({"owner": owner, "state": state,
+                      "named_after": sorted(owners_after) if state == "not_verified" else []})
+    repaired = {edit.owner for edit in fixed.edits}
+    for item in fixed.unrepaired:
+        if item.owner not in repaired:
+            found.append({"owner": item.owner, "state": "not_repairable", "reason": item.reason})
+    return found

@@ -248,7 +248,8 @@ def test_trace_repair_writes_the_fixed_script_beside_and_verifies_it_by_tracing_
 
 
 def test_a_repair_is_verified_when_nothing_new_is_named_and_a_measurement_taking_over_a_cause_is_not_new():
-    from diagnostics.usercode.repair import Edit, Repair, verdicts
+    from diagnostics.usercode.repair import Edit, Repair
+    from diagnostics.usercode.repair_run import verdicts
 
     fixed = Repair("", [Edit("model.config", 1, "", ", num_labels=3")], [])
     before = [{"causes": [{"owner": "model.config"}, {"owner": "hparams.optimizer"}]}]
@@ -318,3 +319,27 @@ def test_num_labels_of_a_classifier_built_from_a_config_goes_to_the_config():
     elsewhere = "model = TFAutoModelForSequenceClassification.from_pretrained(name, config=make_config())\n"
     left = repair(elsewhere, [change])
     assert left.edits == [] and "takes its configuration from config=make_config()" in str(left.unrepaired[0].reason)
+
+
+def test_a_model_input_left_out_of_columns_is_added_to_the_scripts_own_list():
+    """data.columns's fix names the columns; the script's list gets the inputs it left out, in its own quotes, and
+    labels given apart with label_cols= stay apart."""
+    from diagnostics.usercode.repair import changes_of
+
+    fix = "to_tf_dataset(columns=['input_ids', 'attention_mask', 'label'], ...)"
+    (change,), left = changes_of([{"owner": "data.columns", "fix": fix}])
+    assert left == [] and change.kind == "columns"
+    source = textwrap.dedent("""\
+        train = tokenized["train"].to_tf_dataset(columns=["input_ids", "label"], batch_size=16,  # the course's
+                                                 shuffle=True, collate_fn=collator)
+        model.fit(train)
+        """)
+    assert only_changed(source, repair(source, [change]).source) == [(
+        '''train = tokenized["train"].to_tf_dataset(columns=["input_ids", "label"], batch_size=16,  # the course's''',
+        '''train = tokenized["train"].to_tf_dataset(columns=["input_ids", "label", "attention_mask"], batch_size=16,'''
+        '''  # the course's''')]
+    apart = 'COLUMNS = ["input_ids"]\nds = split.to_tf_dataset(columns=COLUMNS, label_cols=["label"])\n'
+    assert only_changed(apart, repair(apart, [change]).source) == [
+        ('COLUMNS = ["input_ids"]', 'COLUMNS = ["input_ids", "attention_mask"]')]
+    computed = "ds = split.to_tf_dataset(columns=names + extra)\n"
+    assert "the columns are computed (names + extra)" in str(repair(computed, [change]).unrepaired[0].reason)
