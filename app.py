@@ -8,10 +8,12 @@ from ui.address import load_link
 from ui.scenario_panel import scenario_panel
 from ui.session import apply_language, init_state
 from ui.sidebar import sidebar
+from ui.reruns import bound_reruns
 from ui.uploads import bound_uploads
 
 st.set_page_config(page_title="Training Pipeline Debugger", layout="wide")
 bound_uploads()  # once per process; the Space's command (python -m ui.serve) installs it before the first request
+bound_reruns()  # the same
 
 init_state()
 load_link()

@@ -10,9 +10,11 @@ import sys
 def main() -> None:
     from streamlit.web import cli
 
+    from ui.reruns import bound_reruns
     from ui.uploads import bound_uploads
 
     bound_uploads()
+    bound_reruns()
     sys.argv = ["streamlit", *sys.argv[1:]]
     cli.main(prog_name="streamlit")
 

@@ -122,3 +122,28 @@ def test_uploads_without_an_uploader_are_bounded_for_a_session_and_for_the_serve
         assert upload_bytes_held(port) == 6 * megabyte
         for visitor, _ in sessions:
             visitor.close()
+
+
+def test_a_storm_of_reruns_from_one_session_leaves_the_server_answering_everyone(port):
+    """3,000 rerun messages in a fraction of a second from one client that never reads its replies once left
+    `/_stcore/health` unanswered for over two minutes and a new visitor waiting 413 s. Now a session's reruns past
+    its burst wait their turn (only the latest runs): the server answers at once, a new visitor's page draws, and
+    the storm's last rerun still runs."""
+    import urllib.request
+
+    from streamlit.proto.ClientState_pb2 import ClientState
+
+    storm = Client(port)
+    try:
+        assert storm.run("workshop").exceptions == []  # the page ran: the server's bounds are in
+        message = {"rerun_script": ClientState(query_string="seed=9", page_name="workshop")}
+        for _ in range(3000):
+            storm.send(**message)
+        started = time.monotonic()
+        assert urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=10).read() == b"ok"
+        with Client(port) as visitor:
+            drawn = visitor.run("workshop", timeout=60)
+        assert drawn.exceptions == [] and drawn.texts, drawn.text[:500]
+        assert time.monotonic() - started < 60
+    finally:
+        storm.close()
