@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from diagnostics.config.limits import environment_problem
 from diagnostics.core.environment import stack_problems
 from diagnostics.i18n import _, localize
 from ui.address import load_link
@@ -22,6 +23,10 @@ stack = stack_problems()  # before any page imports TensorFlow or Transformers
 if stack:
     st.error(localize(stack[0].finding))
     st.code(stack[0].fix, language="bash")
+    st.stop()
+unusable = environment_problem()  # a limit set in the environment that does not read: said once, never a traceback
+if unusable is not None:
+    st.error(localize(unusable))
     st.stop()
 navigation = st.navigation(
     {

@@ -377,6 +377,11 @@ def main(argv: list[str] | None = None) -> int:
         from diagnostics.core.environment import require_stack
 
         require_stack()  # before anything imports TensorFlow or Transformers
+        from diagnostics.config.limits import environment_problem
+
+        unusable = environment_problem()  # a limit set in the environment that does not read, before any run
+        if unusable is not None:
+            raise InputError(unusable)
         if args.command == "scenarios":
             return scenarios_command()
         if args.command == "checks":

@@ -8,6 +8,7 @@ Off (the default), nothing is capped and no time budget applies.
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, fields, replace
 
@@ -46,13 +47,33 @@ class Limits:
 
 
 def from_environment(base, prefix: str):
-    """`base` with each field the environment sets as `<prefix><FIELD NAME IN CAPITALS>` replaced."""
+    """`base` with each field the environment sets as `<prefix><FIELD NAME IN CAPITALS>` replaced.
+
+    Raises:
+        InputError: a value that is not a positive number (a whole one for a count), in one line naming the variable.
+    """
     values = {}
     for field in fields(base):
-        text = os.environ.get(f"{prefix}{field.name.upper()}")
+        name = f"{prefix}{field.name.upper()}"
+        text = os.environ.get(name)
         if text:
-            values[field.name] = (float if field.type in ("float", float) else int)(text)
+            values[field.name] = _positive(name, text.strip(), whole=field.type not in ("float", float))
     return replace(base, **values)
+
+
+def _positive(name: str, text: str, *, whole: bool) -> float | int:
+    from diagnostics.core.errors import InputError
+
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0 or (whole and value != int(value)):
+        raise InputError(msg("The environment variable {name} must be a positive whole number, not {text}.", name=name,
+                             text=repr(text)) if whole else
+                         msg("The environment variable {name} must be a positive number, not {text}.", name=name,
+                             text=repr(text)))
+    return int(value) if whole else value
 
 
 def hosted() -> Limits | None:
@@ -126,3 +147,16 @@ SHARED_FILE_LIMITS = FileLimits(max_bytes=200_000_000, max_rows=1_000_000, max_c
 def file_limits(shared: bool) -> FileLimits:
     """The limits on a data file: a visitor's upload's (or any file's in hosted mode), or a user's own."""
     return from_environment(SHARED_FILE_LIMITS if shared or hosted() is not None else FileLimits(), "DEBUGGER_FILE_")
+
+
+def environment_problem() -> Text | None:
+    """What is wrong with the limits the environment sets (`DEBUGGER_...`), in one line; None when they all read."""
+    from diagnostics.core.errors import InputError
+    from diagnostics.i18n import message_of
+
+    try:
+        hosted()
+        file_limits(shared=False)
+    except InputError as exc:
+        return message_of(exc)
+    return None

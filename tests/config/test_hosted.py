@@ -35,6 +35,24 @@ def test_each_cap_reads_its_own_variable(hosted, monkeypatch):
     assert limits.hosted().max_batch_size == 64 and limits.hosted().run_budget_s == 30.5
 
 
+@pytest.mark.parametrize("variable, value, says", [
+    ("DEBUGGER_MAX_BATCH_SIZE", "32.5", "must be a positive whole number, not '32.5'"),
+    ("DEBUGGER_MAX_BATCH_SIZE", "abc", "must be a positive whole number, not 'abc'"),
+    ("DEBUGGER_RUN_BUDGET_S", "-1", "must be a positive number, not '-1'"),
+    ("DEBUGGER_MAX_TRAINING_GIB", "nan", "must be a positive number, not 'nan'"),
+    ("DEBUGGER_FILE_MAX_ROWS", "1e99999", "must be a positive whole number, not '1e99999'"),
+])
+def test_a_limit_the_environment_sets_wrong_is_one_line_naming_it_on_the_command_line_and_the_page(
+        hosted, monkeypatch, capsys, variable, value, says):
+    monkeypatch.setenv(variable, value)
+    assert main(["run", "--stages", "data"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"error: The environment variable {variable} {says}.", err
+    app = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120).run()
+    assert not app.exception and [rendered(box.value) for box in app.error] == [
+        f"The environment variable {variable} {says}."]
+
+
 @pytest.mark.parametrize("overrides, message", [
     ({"batch_size": 33}, "hosted mode caps the batch size at 32 (got 33)"),
     ({"max_length": 512}, "hosted mode caps max length at 256 (got 512)"),
