@@ -104,6 +104,7 @@ def markdown_report(report: dict, results: list[CheckResult] | None = None) -> s
         f"`{run['split']}` ({_('Data')}: {run['data_source']})",
         f"- num_labels: {run['effective_num_labels']}, {_('Batch size')}: {run['batch_size']}, "
         f"{_('Max length')}: {run['max_length']}",
+        *_training_line(run),
         "",
     ]
     order = {stage: i for i, stage in enumerate(STAGE_ORDER)}
@@ -140,6 +141,18 @@ def markdown_report(report: dict, results: list[CheckResult] | None = None) -> s
     lines += _markdown_repair(report.get("repair"))
     lines += ["", _("Versions:") + " " + ", ".join(f"{k} {v}" for k, v in report["environment"].items())]
     return "\n".join(lines) + "\n"
+
+
+def _training_line(run: dict) -> list[str]:
+    """The run's training settings (what `compile` was given), as the sidebar's "Training setup" names them."""
+    if "optimizer" not in run:
+        return []
+    said = [f"{_('Loss')}: `{run.get('loss')}`", f"{_('Optimizer')}: `{run['optimizer']}`"]
+    if run["optimizer"] != "adam":  # the string's rate is Keras's own, whatever the setting holds
+        said.append(f"{_('Learning rate')}: {run.get('learning_rate'):g}")
+    if run.get("weight_decay"):
+        said.append(f"{_('Weight decay')}: {run['weight_decay']:g}")
+    return [f"- {_('Training setup')}: " + ", ".join(said)]
 
 
 # trace --repair's verdict on each cause (`usercode.repair_run.verdicts`), in words.

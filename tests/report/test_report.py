@@ -32,6 +32,10 @@ def test_checklist_and_markdown_put_failures_first():
     table = [line for line in markdown.splitlines() if line.startswith("| ")]
     assert table[1].startswith("| FAIL | `model.nan_rows`") and "\\|" in table[1]
     assert "from_pretrained(..., num_labels=3)" in markdown
+    # The run's training settings, as compile was given them (the string "adam"'s rate is Keras's, not shown).
+    assert "- Training setup: Loss: `internal`, Optimizer: `Adam`, Learning rate: 5e-05" in markdown
+    adam = markdown_report(build_report(RunConfig(optimizer="adam", loss="sparse_categorical_crossentropy"), RESULTS))
+    assert "- Training setup: Loss: `sparse_categorical_crossentropy`, Optimizer: `adam`\n" in adam
 
 
 def test_a_fix_that_is_code_is_shown_as_code_and_a_sentence_as_a_sentence():
