@@ -231,3 +231,18 @@ def test_thousands_of_unknown_link_parameters_are_one_short_message():
     assert said.startswith("The link has 2000 parameters this app does not read: 'p0xxx") and "x...', " in said
     assert ", ... (it reads " in said
     assert len(said) < 1000
+
+
+def test_the_docs_table_of_link_parameters_names_every_parameter_a_link_reads():
+    """docs/links-and-rooms.md's table is written by hand: it names exactly the parameters `ui.links` reads."""
+    import re
+
+    from ui.links import KNOWN
+
+    text = (ROOT / "docs" / "links-and-rooms.md").read_text()
+    table = text[text.index("| parameter | sets |"):]
+    rows = table[:table.index("\n\n")].splitlines()[2:]
+    named = {name for row in rows for index, cell in enumerate(row.split("|")) if index in (1, 3)
+             for name in re.findall(r"`([a-z_]+)`", cell)}
+    assert named == set(KNOWN), (sorted(named - set(KNOWN)), sorted(set(KNOWN) - named))
+
