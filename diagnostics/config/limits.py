@@ -50,7 +50,8 @@ def from_environment(base, prefix: str):
     """`base` with each field the environment sets as `<prefix><FIELD NAME IN CAPITALS>` replaced.
 
     Raises:
-        InputError: a value that is not a positive number (a whole one for a count), in one line naming the variable.
+        InputError: a value that is not a number of zero or more (a whole one for a count), in one line naming the
+            variable (zero is allowed: a budget of 0 s skips every check, as the suite's tests use it).
     """
     values = {}
     for field in fields(base):
@@ -68,10 +69,10 @@ def _positive(name: str, text: str, *, whole: bool) -> float | int:
         value = float(text)
     except ValueError:
         value = math.nan
-    if not math.isfinite(value) or value <= 0 or (whole and value != int(value)):
-        raise InputError(msg("The environment variable {name} must be a positive whole number, not {text}.", name=name,
-                             text=repr(text)) if whole else
-                         msg("The environment variable {name} must be a positive number, not {text}.", name=name,
+    if not math.isfinite(value) or value < 0 or (whole and value != int(value)):
+        raise InputError(msg("The environment variable {name} must be a whole number, zero or more, not {text}.",
+                             name=name, text=repr(text)) if whole else
+                         msg("The environment variable {name} must be a number, zero or more, not {text}.", name=name,
                              text=repr(text)))
     return int(value) if whole else value
 

@@ -36,11 +36,11 @@ def test_each_cap_reads_its_own_variable(hosted, monkeypatch):
 
 
 @pytest.mark.parametrize("variable, value, says", [
-    ("DEBUGGER_MAX_BATCH_SIZE", "32.5", "must be a positive whole number, not '32.5'"),
-    ("DEBUGGER_MAX_BATCH_SIZE", "abc", "must be a positive whole number, not 'abc'"),
-    ("DEBUGGER_RUN_BUDGET_S", "-1", "must be a positive number, not '-1'"),
-    ("DEBUGGER_MAX_TRAINING_GIB", "nan", "must be a positive number, not 'nan'"),
-    ("DEBUGGER_FILE_MAX_ROWS", "1e99999", "must be a positive whole number, not '1e99999'"),
+    ("DEBUGGER_MAX_BATCH_SIZE", "32.5", "must be a whole number, zero or more, not '32.5'"),
+    ("DEBUGGER_MAX_BATCH_SIZE", "abc", "must be a whole number, zero or more, not 'abc'"),
+    ("DEBUGGER_RUN_BUDGET_S", "-1", "must be a number, zero or more, not '-1'"),
+    ("DEBUGGER_MAX_TRAINING_GIB", "nan", "must be a number, zero or more, not 'nan'"),
+    ("DEBUGGER_FILE_MAX_ROWS", "1e99999", "must be a whole number, zero or more, not '1e99999'"),
 ])
 def test_a_limit_the_environment_sets_wrong_is_one_line_naming_it_on_the_command_line_and_the_page(
         hosted, monkeypatch, capsys, variable, value, says):
