@@ -65,6 +65,8 @@ def training_results() -> list:
     pressed = not showing and st.button(_("Run the sweep and the range test"), type="primary", key="hparams.run",
                                       disabled=job is None)
     entry = computed(job, _("Sweep and range test:")) if showing or pressed else None
+    if pressed and entry is not None:
+        st.rerun()  # drawn again from the kept result, without the button that asked for it
     if entry is None:
         st.info(_("Press the button to train a copy of the model at each rate. The loaded model is never changed."))
         return []

@@ -162,6 +162,7 @@ def test_hyperparameters_page_flags_string_adam_and_draws_the_sweep(app):
     assert not app.exception
     assert "`hparams.lr_sweep`" in texts(app) and "`hparams.lr_range_test`" in texts(app)
     assert not any(waiting in rendered(box.value) for box in app.info)
+    assert "hparams.run" not in [button.key for button in app.button]  # drawn again from the kept result
     assert len(app.get("plotly_chart")) == 4
 
 
