@@ -311,7 +311,8 @@ def repair_target(args) -> Path | None:
 def repair_and_trace_again(args, target: Path, thresholds: dict, report: dict) -> dict:
     """--repair: the repaired script written to `target` (never over the original), its diff printed, and the
     verdict of tracing it again with the same options: the JSON report's `repair`."""
-    from diagnostics.usercode.repair_run import repair_and_trace, verdict_text
+    from diagnostics.report.formats import verdict_text
+    from diagnostics.usercode.repair_run import repair_and_trace
 
     def written(done) -> None:
         print(_("Repaired script written to {path}:").format(path=target))

@@ -13,7 +13,8 @@ import streamlit as st
 
 from diagnostics.core.result import CheckResult
 from diagnostics.i18n import _, msg
-from diagnostics.usercode.repair_run import planned, repair_and_trace, verdict_text
+from diagnostics.report.formats import verdict_text
+from diagnostics.usercode.repair_run import planned, repair_and_trace
 from diagnostics.usercode.trace import fit_reports, phase_title
 from ui.render import TRACED_KEY, checklist, markdown_text, shown, status_line
 

@@ -30,7 +30,6 @@ class Bucket:
     def __init__(self, now: float):
         self.tokens, self.at = float(BURST), now
         self.held = None  # the latest rerun message past the bound, run when a token comes
-        self.dropped = 0
 
     def refill(self, now: float) -> None:
         self.tokens = min(float(BURST), self.tokens + (now - self.at) * RATE)
@@ -70,9 +69,7 @@ def bound_reruns() -> None:
                 loop = asyncio.get_running_loop()
             except RuntimeError:  # not on the server's event loop (no server): nothing to protect
                 return handle(self, msg)
-            if bucket.held is not None:
-                bucket.dropped += 1  # replaced by this later one: only the latest is run
-            else:
+            if bucket.held is None:  # else the held one is replaced by this later one: only the latest runs
                 loop.call_later(bucket.wait(now), _release, self, bucket, handle)
             bucket.held = msg
             return None

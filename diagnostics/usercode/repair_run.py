@@ -10,7 +10,6 @@ from typing import Any
 
 from diagnostics.core.errors import InputError
 from diagnostics.i18n import msg
-from diagnostics.report.formats import REPAIR_SENTENCES as SENTENCES, verdict_text  # noqa: F401  (their home)
 from diagnostics.usercode.repair import Repair, repair_fits
 
 

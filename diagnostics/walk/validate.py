@@ -26,6 +26,16 @@ def module_of(declared: object) -> str:
     return "?"
 
 
+class _Where:
+    """`module_of(declared)`, looked up only when a problem line is written (a sound registry never scans)."""
+
+    def __init__(self, declared: object):
+        self.declared = declared
+
+    def __format__(self, spec: str) -> str:
+        return format(module_of(self.declared), spec)
+
+
 def _evidence_keys(check) -> set[str] | None:
     return set(check.evidence.__annotations__) if check.evidence is not None else None
 
@@ -35,7 +45,7 @@ def problems(checks: dict, declared_causes: Iterable, precedence: tuple[str, ...
     found = []
     declared = {cause.name: cause for cause in declared_causes}
     for cause in declared.values():
-        where = module_of(cause)
+        where = _Where(cause)
         owner = checks.get(cause.owner)
         if owner is None:
             found.append(f"{where}: cause {cause.name!r} is owned by {cause.owner!r}, which is no check")
@@ -51,7 +61,7 @@ def problems(checks: dict, declared_causes: Iterable, precedence: tuple[str, ...
                       "not declare" for condition in explained.conditions
                       if condition not in {c.name for c in other.conditions}]
     for check in checks.values():
-        where = module_of(check)
+        where = _Where(check)
         if check.runs_in is not None and check.runs_in not in units:
             found.append(f"{where}: {check.id} runs in unit {check.runs_in!r}, which no stage declares")
         keys = _evidence_keys(check)

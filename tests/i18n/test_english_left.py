@@ -83,12 +83,15 @@ def english_left(english: str, translated: str, language: str, allowed: set[str]
 
 
 def catalog(language: str):
-    from babel.messages.pofile import read_po
+    """The language's catalog as scripts/catalogs.py reads it."""
+    import sys
 
-    from diagnostics.i18n import LOCALE_DIR
+    from conftest import ROOT
 
-    with open(LOCALE_DIR / language / "LC_MESSAGES" / "debugger.po", "rb") as handle:
-        return read_po(handle)
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import catalogs
+
+    return catalogs.read(catalogs.po_path(language), language)
 
 
 def test_prose_words_keep_sentences_and_leave_code_out():

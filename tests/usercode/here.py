@@ -12,6 +12,14 @@ from pathlib import Path
 import tempfile
 
 
+def spec_of(script: Path, script_args, folder: Path, *, stages=None, skip=None, asked=None, tokenizer=None,
+            task=None) -> dict:
+    """The tracer child's spec for tracing `script` in this process, its report and progress files in `folder`."""
+    return {"script": str(script), "args": [str(arg) for arg in script_args or []], "stages": stages, "skip": skip,
+            "asked": asked, "tokenizer": tokenizer, "task": task, "then_train": False, "thresholds": {},
+            "parent": os.getpid(), "report": str(folder / "report.json"), "progress": str(folder / "progress.txt")}
+
+
 def trace_here(script: str | Path, script_args: list[str] | None = None, *, stages: str | None = None,
                skip: str | None = None, asked: str | None = None, tokenizer: str | None = None,
                task: str | None = None, cwd: str | Path | None = None, capfd=None):
@@ -25,10 +33,8 @@ def trace_here(script: str | Path, script_args: list[str] | None = None, *, stag
     if capfd is not None:
         capfd.readouterr()  # what the test printed before is not the script's
     with tempfile.TemporaryDirectory(prefix="tpd-here-") as work:
-        spec = {"script": str(path), "args": [str(arg) for arg in script_args or []], "stages": stages,
-                "skip": skip, "asked": asked, "tokenizer": tokenizer, "task": task, "then_train": False,
-                "thresholds": {}, "parent": os.getpid(), "report": str(Path(work) / "report.json"),
-                "progress": str(Path(work) / "progress.txt")}
+        spec = spec_of(path, script_args, Path(work), stages=stages, skip=skip, asked=asked, tokenizer=tokenizer,
+                       task=task)
         before = os.getcwd()
         os.chdir(cwd or before)
         try:

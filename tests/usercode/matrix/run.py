@@ -6,7 +6,6 @@ One process for many scripts spends TensorFlow's and Transformers' import once, 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 import sys
 import time
@@ -16,14 +15,13 @@ def trace_one(work: Path, name: str) -> None:
     """Trace the planned script `work/<name>/train.py` in this process, its report written beside it (or what
     crashed the tracer, in crash.txt)."""
     from diagnostics.usercode.trace_child import run_in_process
+    from tests.usercode.here import spec_of
 
     entry = json.loads((work / "plan.json").read_text())[name]
     folder = work / name
     started = time.monotonic()
-    spec = {"script": str(folder / "train.py"), "args": entry["args"], "stages": entry.get("stages"),
-            "skip": entry.get("skip"), "asked": None, "tokenizer": None, "task": entry.get("task"),
-            "then_train": False, "parent": os.getpid(), "report": str(folder / "report.json"),
-            "progress": str(folder / "progress.txt")}
+    spec = spec_of(folder / "train.py", entry["args"], folder, stages=entry.get("stages"), skip=entry.get("skip"),
+                   task=entry.get("task"))
     try:
         run_in_process(spec)
     except BaseException as exc:  # the tracer itself failed: the test says so with the error
