@@ -23,7 +23,8 @@ st.caption(_("Links open on the checkpoint **{checkpoint}** (the sidebar's, when
              "default settings.").format(
     checkpoint=markdown_text(next(iter(links.values())).config.checkpoint)))
 
-with st.container(border=True):
+warm_up = st.container(border=True)  # drawn first, filled after the cards (whose badges it updates)
+with warm_up:
     st.subheader(_("Warm up"))
     kind_names = {"data": _("Data checks"), "learnability": _("Learnability (trains two copies)"),
                   "model": _("Model checks"), "setup": _("Optimizer and loss"),
@@ -35,18 +36,17 @@ with st.container(border=True):
     if hosted:
         st.caption(_("The warm-up is the presenter's: it runs on a server the presenter starts for the room (not in "
                      "hosted mode), which keeps its results for everyone."))
-    if st.button(_("Warm up every scenario"), type="primary", key="workshop.warm_up", disabled=not kinds or hosted):
-        overall = st.progress(0.0, text=_("Starting"))
-        for number, (name, link) in enumerate(links.items()):
-            overall.progress(number / len(links), text=_("Scenario {number} of {count}: {name}").format(
-                number=number + 1, count=len(links), name=name))
-            jobs = warm_jobs(link, kinds)
-            for job in jobs:
-                computed(job, f"{name}, {_(STAGE_TITLES[job.stage])}:", pin=True)
-            if "overfit" in kinds:
-                computed(warm_overfit_job(link), f"{name}, {_('Overfit test')}:", pin=True)
-        overall.progress(1.0, text=_("Every scenario is warm: the room's pages open on kept results."))
+    pressed = st.button(_("Warm up every scenario"), type="primary", key="workshop.warm_up",
+                        disabled=not kinds or hosted)
 
+
+def badge_text(link) -> str:
+    done, total = warmth(link)
+    return (":material/local_fire_department: " + _("warm ({done} of {total})").format(done=done, total=total)
+            if done == total else _("{done} of {total} computed").format(done=done, total=total))
+
+
+badges = {}
 for name, link in links.items():
     scenario = SCENARIOS[name]
     stage = first_stage(name)
@@ -58,8 +58,23 @@ for name, link in links.items():
         expected = ", ".join(f"`{check}`" for check in scenario.expected_ids()) or _("nothing may fail")
         left.caption(_("Its causes, by the checks that own them: {checks}; first seen on the {stage} page.").format(
             checks=expected, stage=_(STAGE_TITLES[stage])))
-        done, total = warmth(link)
         right.page_link(STAGE_PAGES[stage], label=_("Open it"), icon=":material/open_in_new:", query_params=params)
-        right.caption(":material/local_fire_department: " + _("warm ({done} of {total})").format(done=done, total=total)
-                      if done == total else _("{done} of {total} computed").format(done=done, total=total))
+        badges[name] = right.empty()
+        badges[name].caption(badge_text(link))
         left.code(app_url(STAGE_PATHS[stage], params), language=None)
+
+if pressed:
+    # Each scenario's badge is drawn again as soon as its results are kept: during a warm-up of minutes the cards
+    # say which scenarios are warm, not the counts from before it started.
+    with warm_up:
+        overall = st.progress(0.0, text=_("Starting"))
+        for number, (name, link) in enumerate(links.items()):
+            overall.progress(number / len(links), text=_("Scenario {number} of {count}: {name}").format(
+                number=number + 1, count=len(links), name=name))
+            badges[name].caption(":material/hourglass_top: " + _("Computing…"))
+            for job in warm_jobs(link, kinds):
+                computed(job, f"{name}, {_(STAGE_TITLES[job.stage])}:", pin=True)
+            if "overfit" in kinds:
+                computed(warm_overfit_job(link), f"{name}, {_('Overfit test')}:", pin=True)
+            badges[name].caption(badge_text(link))
+        overall.progress(1.0, text=_("Every scenario is warm: the room's pages open on kept results."))

@@ -303,6 +303,38 @@ def test_a_scenario_link_reloads_with_its_configuration_and_results(server, page
     assert [error for error in page.console_errors if "404 (Not Found)" not in error] == []
 
 
+
+def test_the_warm_up_redraws_each_scenarios_badge_as_soon_as_it_is_kept(server, page):
+    """During a warm-up of minutes the cards say which scenarios are warm (they kept the counts from before the press
+    until the whole warm-up ended: a presenter saw "0 of 8" on every card)."""
+    page.goto(f"{server}/workshop")
+    _wait_for_text(page, "?scenario=course-script", timeout=180_000)
+    _settle(page)
+    page.locator("[data-testid='stMultiSelect'] [aria-label='Clear all']").first.click()
+    page.get_by_role("combobox", name="What to compute for every scenario").first.click()
+    page.get_by_role("option", name="Data checks").first.click()
+    page.keyboard.press("Escape")
+    _settle(page)
+    page.get_by_role("button", name="Warm up every scenario").click()
+    cards = page.locator("[data-testid='stMain'] [data-testid='stHorizontalBlock']").filter(has_text="?scenario=")
+    seen_midway = []
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline:
+        main = page.locator("[data-testid='stMain']").inner_text()
+        if "Every scenario is warm" in main:
+            break
+        progress = [line for line in main.splitlines() if line.startswith("Scenario ") and " of " in line]
+        number = int(progress[0].split()[1]) if progress else 0
+        if number >= 2:  # the cards of the scenarios before it are done; the current one says so
+            texts = [cards.nth(index).inner_text() for index in range(number)]
+            seen_midway.append((number, texts))
+        page.wait_for_timeout(250)
+    assert seen_midway, "the warm-up ended before a look at it midway"
+    number, texts = seen_midway[0]
+    assert all("3 of 8 computed" in text or "warm (" in text for text in texts[:-1]), texts
+    assert any("Computing…" in text for _number, texts in seen_midway for text in texts), seen_midway
+
+
 # What a reader cannot see in full: a button's label cut short, a one-line placeholder wider than its box, a widget's
 # label or a badge cut off (the element's content wider than the element). Selectboxes cut a long choice with an
 # ellipsis by design (the whole choice shows in the list), and tables are drawn on a canvas: neither is measured.
