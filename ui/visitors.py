@@ -4,8 +4,12 @@ many tabs they open."""
 from __future__ import annotations
 
 import hashlib
+import ipaddress
+import logging
 
 import streamlit as st
+
+LOG = logging.getLogger(__name__)
 
 
 def visitor_id() -> str | None:
@@ -22,10 +26,46 @@ def visitor_id() -> str | None:
     session = context.session_id if context is not None else None
     try:
         cookies = dict(st.context.cookies)
-        address = st.context.ip_address if limits.hosted() is None else None  # None for this machine's own
+        hosted = limits.hosted()
+        if hosted is None:
+            address = st.context.ip_address  # None for this machine's own
+        else:
+            address = forwarded_address(st.context.headers.get_all("X-Forwarded-For"), hosted.proxy_hops)
     except Exception:  # no browser behind this run (AppTest, a bare script)
         cookies, address = {}, None
     return visitor_of(cookies, session, address)
+
+
+def forwarded_address(values: list[str], hops: int) -> str | None:
+    """The visitor's address behind `hops` proxies, from the X-Forwarded-For headers they wrote (`values`, in the
+    order received): each proxy adds the address it was reached from at the right, so the entry `hops` from the right
+    was written by the outermost proxy, and whatever stands left of it is what the client sent, never read. None
+    when there are fewer entries than proxies, or the entry is not an address (the caller then goes by the
+    cookie). An IPv6 address stands for its /64, the block one household or machine is given."""
+    entries = [entry.strip() for value in values for entry in value.split(",") if entry.strip()]
+    _say_once(len(entries), hops)
+    if hops <= 0 or len(entries) < hops:
+        return None
+    try:
+        address = ipaddress.ip_address(entries[-hops])
+    except ValueError:
+        return None
+    if address.version == 6:
+        mapped = address.ipv4_mapped
+        return str(mapped) if mapped else str(ipaddress.ip_network(f"{address}/64", strict=False))
+    return str(address)
+
+
+_said = set()
+
+
+def _say_once(count: int, hops: int) -> None:
+    """The server's log says once how many X-Forwarded-For entries a hosted visitor's request carried (not what they
+    were), so whoever deploys it can set DEBUGGER_PROXY_HOPS to the proxies in front of it."""
+    if (count, hops) not in _said:
+        _said.add((count, hops))
+        LOG.warning("visitors: a request carried %d X-Forwarded-For entries; the visitor is read %d from the right "
+                    "(DEBUGGER_PROXY_HOPS)", count, hops)
 
 
 def visitor_of(cookies: dict, session: str | None, address: str | None = None) -> str | None:

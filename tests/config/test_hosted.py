@@ -35,12 +35,22 @@ def test_each_cap_reads_its_own_variable(hosted, monkeypatch):
     assert limits.hosted().max_batch_size == 64 and limits.hosted().run_budget_s == 30.5
 
 
+def test_docs_hosting_lists_every_variable_hosted_mode_reads_with_its_default():
+    import dataclasses
+    import re
+
+    rows = dict(re.findall(r"^\| `(DEBUGGER_[A-Z_]+)` \| ([^|]+) \|", (ROOT / "docs" / "hosting.md").read_text(), re.M))
+    for field in dataclasses.fields(limits.Limits):
+        assert f"{float(rows[f'DEBUGGER_{field.name.upper()}']):g}" == f"{float(field.default):g}", field.name
+
+
 @pytest.mark.parametrize("variable, value, says", [
     ("DEBUGGER_MAX_BATCH_SIZE", "32.5", "must be a whole number, zero or more, not '32.5'"),
     ("DEBUGGER_MAX_BATCH_SIZE", "abc", "must be a whole number, zero or more, not 'abc'"),
     ("DEBUGGER_RUN_BUDGET_S", "-1", "must be a number, zero or more, not '-1'"),
     ("DEBUGGER_MAX_TRAINING_GIB", "nan", "must be a number, zero or more, not 'nan'"),
     ("DEBUGGER_FILE_MAX_ROWS", "1e99999", "must be a whole number, zero or more, not '1e99999'"),
+    ("DEBUGGER_PROXY_HOPS", "1.5", "must be a whole number, zero or more, not '1.5'"),
 ])
 def test_a_limit_the_environment_sets_wrong_is_one_line_naming_it_on_the_command_line_and_the_page(
         hosted, monkeypatch, capsys, variable, value, says):

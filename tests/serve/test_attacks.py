@@ -147,3 +147,42 @@ def test_a_storm_of_reruns_from_one_session_leaves_the_server_answering_everyone
         assert time.monotonic() - started < 60
     finally:
         storm.close()
+
+
+def test_a_hosted_visitor_is_bounded_by_the_address_its_proxy_forwards_whatever_cookies_and_headers_it_makes_up(
+        tmp_path):
+    """Behind the Space's proxy every connection comes from the proxy, so a hosted visitor was keyed by the XSRF
+    cookie, which a program makes up: twelve sessions with made-up values were twelve visitors, none ever told it
+    had computations waiting. Now the visitor is the X-Forwarded-For entry the proxy wrote (the rightmost, with one
+    proxy: DEBUGGER_PROXY_HOPS); entries the client put left of it change nothing."""
+
+    def ask(clients):
+        """Each session presses "Run the overfit test" for its own number of epochs, all at once: the first trains,
+        the rest queue behind it (one heavy slot)."""
+        from streamlit.proto.ClientState_pb2 import ClientState
+
+        queries = [f"epochs={30 + number}" for number in range(len(clients))]
+        buttons = [client.run("overfit", query).widgets["Run the overfit test"].id
+                   for client, query in zip(clients, queries, strict=True)]
+        for client, query, button in zip(clients, queries, buttons, strict=True):
+            client.send(rerun_script=ClientState(query_string=query, page_name="overfit",
+                                                 widget_states=widget_states((button, "trigger_value", True))))
+        return [client.drawn(timeout=300) for client in clients]
+
+    def sessions(forwarded):
+        return [Client(port, headers={"Cookie": f"_streamlit_xsrf={number:032x}", "X-Forwarded-For": value})
+                for number, value in enumerate(forwarded)]
+
+    refused = "computations waiting or running on this server"
+    with app_server(tmp_path, env={"DEBUGGER_HOSTED": "1", "DEBUGGER_HEAVY_JOBS": "1"}) as port:
+        one_machine = sessions([f"10.0.0.{number}, 203.0.113.7" for number in range(3)])
+        drawn = ask(one_machine)
+        assert all(page.exceptions == [] for page in drawn)
+        # Two of one visitor's computations run or wait; whichever asked third is told so (the threads reach the
+        # queue in any order).
+        assert sum(refused in page.text for page in drawn) == 1, [page.text[-600:] for page in drawn]
+        three_machines = sessions([f"203.0.113.{10 + number}" for number in range(3)])
+        assert not any(refused in page.text for page in ask(three_machines))
+        for client in one_machine + three_machines:
+            client.close()
+        assert "a request carried 2 X-Forwarded-For entries" in next(tmp_path.glob("streamlit-*.log")).read_text()

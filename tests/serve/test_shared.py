@@ -402,3 +402,22 @@ def test_a_full_queue_says_so_and_one_visitor_is_bounded_across_tabs():
     assert {visitor_of(cookies, f"tab-{number}", "192.168.1.20") for number, cookies in enumerate(made_up)} == {
         "address:192.168.1.20"}
     assert visitor_of(first, "tab-1", "192.168.1.21") != visitor_of(first, "tab-1", "192.168.1.20")
+
+
+@pytest.mark.parametrize("values, hops, visitor", [
+    (["198.51.100.4"], 1, "198.51.100.4"),
+    (["1.2.3.4, 198.51.100.4"], 1, "198.51.100.4"),  # what the client sent stands left: never read
+    (["1.2.3.4", "198.51.100.4"], 1, "198.51.100.4"),  # one header a proxy
+    (["1.2.3.4, 198.51.100.4, 10.0.0.2"], 2, "198.51.100.4"),  # two proxies: the outer one's entry
+    (["10.0.0.2"], 2, None),  # fewer entries than proxies: the cookie decides
+    ([], 1, None),
+    (["not-an-address, unknown"], 1, None),
+    (["198.51.100.4"], 0, None),  # DEBUGGER_PROXY_HOPS=0: the header is not read
+    (["2001:db8:1:2:aaaa::1"], 1, "2001:db8:1:2::/64"),  # one household's IPv6 block, whichever address in it
+    (["2001:db8:1:2:bbbb::9"], 1, "2001:db8:1:2::/64"),
+    (["::ffff:198.51.100.4"], 1, "198.51.100.4"),
+])
+def test_a_hosted_visitor_is_the_address_the_outermost_proxy_forwarded(values, hops, visitor):
+    from ui.visitors import forwarded_address
+
+    assert forwarded_address(values, hops) == visitor
