@@ -37,23 +37,31 @@ def visitor_id() -> str | None:
 
 
 def forwarded_address(values: list[str], hops: int) -> str | None:
-    """The visitor's address behind `hops` proxies, from the X-Forwarded-For headers they wrote (`values`, in the
-    order received): each proxy adds the address it was reached from at the right, so the entry `hops` from the right
-    was written by the outermost proxy, and whatever stands left of it is what the client sent, never read. None
-    when there are fewer entries than proxies, or the entry is not an address (the caller then goes by the
-    cookie). An IPv6 address stands for its /64, the block one household or machine is given."""
+    """The visitor's address from the X-Forwarded-For headers their request came through (`values`, in the order
+    received). Each proxy adds the address it was reached from at the right, so a client can put what it likes only
+    left of what the proxies wrote. Read from the right, entries of the host's own network (private, loopback,
+    link-local, shared) are its internal proxies and are passed over; the `hops`-th public address is the visitor's
+    as the outermost public proxy saw it (1: no proxy with a public address of its own stands in between). None
+    when there is no such entry, or `hops` is 0 (the caller then goes by the cookie). An IPv6 address stands for
+    its /64, the block one household or machine is given."""
     entries = [entry.strip() for value in values for entry in value.split(",") if entry.strip()]
     _say_once(len(entries), hops)
-    if hops <= 0 or len(entries) < hops:
+    public = []
+    for entry in reversed(entries):
+        try:
+            address = ipaddress.ip_address(entry)
+        except ValueError:
+            return None  # not an address: no proxy wrote it, and nothing left of it can be trusted
+        if address.version == 6 and address.ipv4_mapped is not None:
+            address = address.ipv4_mapped
+        if address.is_global:
+            public.append(address)
+            if len(public) == hops:
+                break
+    if hops <= 0 or len(public) < hops:
         return None
-    try:
-        address = ipaddress.ip_address(entries[-hops])
-    except ValueError:
-        return None
-    if address.version == 6:
-        mapped = address.ipv4_mapped
-        return str(mapped) if mapped else str(ipaddress.ip_network(f"{address}/64", strict=False))
-    return str(address)
+    address = public[-1]
+    return str(ipaddress.ip_network(f"{address}/64", strict=False)) if address.version == 6 else str(address)
 
 
 _said = set()

@@ -31,9 +31,9 @@ class Limits:
     max_parameters: int = 150_000_000
     max_training_gib: float = 10.0  # training memory estimated from the checkpoint's config (loading.refuse_costly)
     run_budget_s: float = 180.0
-    # The proxies in front of the app that each add the address they were reached from to X-Forwarded-For: the
-    # visitor is the entry this many from its right (an entry further left is whatever the client sent). 0: the
-    # header is not read, and a visitor is their browser's cookie (ui/visitors.py).
+    # Where a hosted visitor's address stands in X-Forwarded-For: the proxies with public addresses in front of the
+    # app, counted from the right (those of the host's own network are passed over); 0: the header is not read, and
+    # a visitor is their browser's cookie (ui/visitors.py).
     proxy_hops: int = 1
 
     @classmethod

@@ -65,7 +65,7 @@ class Client:
 
         self.socket = connect(f"ws://{host}:{port}/_stcore/stream", sock=socket.create_connection(("127.0.0.1", port)),
                               subprotocols=["streamlit"], additional_headers=headers or {}, open_timeout=30,
-                              max_size=None)
+                              max_size=None, ping_interval=None)  # no keepalive to time out under load
         self.widgets: dict[str, object] = {}
 
     def close(self) -> None:

@@ -153,8 +153,9 @@ def test_a_hosted_visitor_is_bounded_by_the_address_its_proxy_forwards_whatever_
         tmp_path):
     """Behind the Space's proxy every connection comes from the proxy, so a hosted visitor was keyed by the XSRF
     cookie, which a program makes up: twelve sessions with made-up values were twelve visitors, none ever told it
-    had computations waiting. Now the visitor is the X-Forwarded-For entry the proxy wrote (the rightmost, with one
-    proxy: DEBUGGER_PROXY_HOPS); entries the client put left of it change nothing."""
+    had computations waiting. Now the visitor is the X-Forwarded-For entry the outermost proxy wrote (the rightmost
+    public address: the Space's own proxies sit on its internal network); entries the client put left of it change
+    nothing."""
 
     def ask(clients):
         """Each session presses "Run the overfit test" for its own number of epochs, all at once: the first trains,
@@ -175,14 +176,14 @@ def test_a_hosted_visitor_is_bounded_by_the_address_its_proxy_forwards_whatever_
 
     refused = "computations waiting or running on this server"
     with app_server(tmp_path, env={"DEBUGGER_HOSTED": "1", "DEBUGGER_HEAVY_JOBS": "1"}) as port:
-        one_machine = sessions([f"10.0.0.{number}, 203.0.113.7" for number in range(3)])
+        one_machine = sessions([f"81.2.69.{number}, 81.2.69.160, 10.16.3.80" for number in range(3)])
         drawn = ask(one_machine)
         assert all(page.exceptions == [] for page in drawn)
         # Two of one visitor's computations run or wait; whichever asked third is told so (the threads reach the
         # queue in any order).
         assert sum(refused in page.text for page in drawn) == 1, [page.text[-600:] for page in drawn]
-        three_machines = sessions([f"203.0.113.{10 + number}" for number in range(3)])
+        three_machines = sessions([f"81.2.69.{170 + number}, 10.16.3.80" for number in range(3)])
         assert not any(refused in page.text for page in ask(three_machines))
         for client in one_machine + three_machines:
             client.close()
-        assert "a request carried 2 X-Forwarded-For entries" in next(tmp_path.glob("streamlit-*.log")).read_text()
+        assert "a request carried 3 X-Forwarded-For entries" in next(tmp_path.glob("streamlit-*.log")).read_text()

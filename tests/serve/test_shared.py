@@ -405,19 +405,21 @@ def test_a_full_queue_says_so_and_one_visitor_is_bounded_across_tabs():
 
 
 @pytest.mark.parametrize("values, hops, visitor", [
-    (["198.51.100.4"], 1, "198.51.100.4"),
-    (["1.2.3.4, 198.51.100.4"], 1, "198.51.100.4"),  # what the client sent stands left: never read
-    (["1.2.3.4", "198.51.100.4"], 1, "198.51.100.4"),  # one header a proxy
-    (["1.2.3.4, 198.51.100.4, 10.0.0.2"], 2, "198.51.100.4"),  # two proxies: the outer one's entry
-    (["10.0.0.2"], 2, None),  # fewer entries than proxies: the cookie decides
+    (["81.2.69.160"], 1, "81.2.69.160"),
+    (["1.2.3.4, 81.2.69.160"], 1, "81.2.69.160"),  # what the client sent stands left: never read
+    (["1.2.3.4", "81.2.69.160"], 1, "81.2.69.160"),  # one header a proxy
+    (["1.2.3.4, 81.2.69.160, 10.16.3.80, 172.17.0.1"], 1, "81.2.69.160"),  # the host's own proxies passed over
+    (["1.2.3.4, 81.2.69.160, 100.64.0.9"], 1, "81.2.69.160"),  # shared (carrier) space is no visitor's either
+    (["1.2.3.4, 81.2.69.160, 52.95.110.1, 10.0.0.2"], 2, "81.2.69.160"),  # a public proxy in front: PROXY_HOPS=2
+    (["10.0.0.2, 192.168.1.4"], 1, None),  # no public entry: the cookie decides
     ([], 1, None),
-    (["not-an-address, unknown"], 1, None),
-    (["198.51.100.4"], 0, None),  # DEBUGGER_PROXY_HOPS=0: the header is not read
-    (["2001:db8:1:2:aaaa::1"], 1, "2001:db8:1:2::/64"),  # one household's IPv6 block, whichever address in it
-    (["2001:db8:1:2:bbbb::9"], 1, "2001:db8:1:2::/64"),
-    (["::ffff:198.51.100.4"], 1, "198.51.100.4"),
+    (["81.2.69.160, unknown"], 1, None),  # an entry no proxy would write: nothing left of it is trusted
+    (["81.2.69.160"], 0, None),  # DEBUGGER_PROXY_HOPS=0: the header is not read
+    (["2a00:1450:4001:81a::1"], 1, "2a00:1450:4001:81a::/64"),  # one household's IPv6 block, whichever address in it
+    (["2a00:1450:4001:81a:ffff::9"], 1, "2a00:1450:4001:81a::/64"),
+    (["::ffff:81.2.69.160"], 1, "81.2.69.160"),
 ])
-def test_a_hosted_visitor_is_the_address_the_outermost_proxy_forwarded(values, hops, visitor):
+def test_a_hosted_visitor_is_the_public_address_the_proxies_forwarded(values, hops, visitor):
     from ui.visitors import forwarded_address
 
     assert forwarded_address(values, hops) == visitor
