@@ -21,7 +21,8 @@ def offer(config, results, found):
             return
         before = [(item.owner, item.status.value) for item in found]
         st.button(_("Apply the fix"), key=f"report.apply.{cause.owner}", icon=":material/build:",
-                  help=_("Sets the sidebar to {change} and runs every stage again.").format(change=said(change)),
+                  help=_("Sets the sidebar to {change} and runs every stage again.").format(
+                      change=said(change, fixed(config, change))),
                   on_click=_apply, args=(cause.owner, change, config, before))
     return action
 
@@ -30,7 +31,7 @@ def _apply(owner: str, change: dict, config, before: list) -> None:
     state = st.session_state
     after = fixed(config, change)
     state.update(widget_values(after))
-    state[APPLIED_KEY] = {"owner": owner, "change": said(change), "before": before, "config": after}
+    state[APPLIED_KEY] = {"owner": owner, "change": said(change, after), "before": before, "config": after}
     state[RUN_NOW_KEY] = True
 
 

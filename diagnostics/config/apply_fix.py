@@ -47,6 +47,11 @@ def fixed(config: RunConfig, change: dict[str, Any]) -> RunConfig:
     return replace(config, **change).validated()
 
 
-def said(change: dict[str, Any]) -> str:
-    """The change as the settings it sets, e.g. "num_labels=None, loss='internal'" (code: never translated)."""
-    return ", ".join(f"{name}={value!r}" for name, value in change.items())
+def said(change: dict[str, Any], after: RunConfig | None = None) -> str:
+    """The change as the settings it sets, e.g. "num_labels=None, loss='internal'" (code: never translated); with
+    the fixed configuration `after`, a num_labels left to the task is said as the count it gives ("num_labels=3", as
+    the cause's fix writes it)."""
+    def value(name: str, set_to: Any) -> Any:
+        return after.effective_num_labels if name == "num_labels" and set_to is None and after is not None else set_to
+
+    return ", ".join(f"{name}={value(name, set_to)!r}" for name, set_to in change.items())

@@ -57,13 +57,21 @@ def mark(result: CheckResult) -> str:
     return _(EXPLAINED_MARK) if result.explained_by is not None else _(STATUS_MARKS[result.status])
 
 
+def _counted(status: Status, number: int) -> Text:
+    """'1 fail', '2 errors', ...: a status counted in the causes' headline, with each language's plural forms."""
+    if status is Status.FAIL:
+        return msgn("{count} fail", "{count} fail", number)
+    if status is Status.ERROR:
+        return msgn("{count} error", "{count} errors", number)
+    return msgn("{count} warn", "{count} warn", number)
+
+
 def causes_headline(found: list[Found]) -> str:
     """'2 causes: 1 fail, 1 warn' (or that there is none), in the current language."""
     if not found:
         return localize(msg("No cause found: no check fails or warns."))
-    counts = ", ".join(f"{sum(cause.status is status for cause in found)} {_(STATUS_MARKS[status]).lower()}"
-                       for status in (Status.FAIL, Status.ERROR, Status.WARN)
-                       if any(cause.status is status for cause in found))
+    counts = ", ".join(localize(_counted(status, number)) for status in (Status.FAIL, Status.ERROR, Status.WARN)
+                       if (number := sum(cause.status is status for cause in found)))
     return localize(msgn("{count} cause: {counts}", "{count} causes: {counts}", len(found), counts=counts))
 
 

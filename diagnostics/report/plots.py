@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 from diagnostics.checks.common import WARN_DRIFT
 from diagnostics.checks.data.label_balance import Evidence as LabelBalance
 from diagnostics.checks.data.truncation import Evidence as Truncation
-from diagnostics.checks.hparams.lr_range_test import Evidence as RangeTest
+from diagnostics.checks.hparams.lr_range_test import RULE_NAMES, Evidence as RangeTest
 from diagnostics.checks.hparams.lr_sweep import Evidence as Sweep
 from diagnostics.checks.hparams.schedule import Evidence as Schedule
 from diagnostics.checks.model.gradients import Evidence as Gradients
@@ -80,12 +80,12 @@ def per_sample_loss_figure(result: CheckResult) -> go.Figure:
     figure = go.Figure()
     figure.add_bar(x=list(range(len(losses))), y=[loss if loss is not None else 0 for loss in losses],
                    name=_("loss"), marker_color=SPLIT_COLOUR,
-                   hovertext=[f"label {label}" for label in labels])
+                   hovertext=[_("label {label}").format(label=label) for label in labels])
     bad = [i for i, loss in enumerate(losses) if loss is None]
     if bad:
         figure.add_scatter(x=bad, y=[top] * len(bad), mode="markers+text", name=_("NaN / Inf loss"),
                            marker=dict(color=NAN_COLOUR, symbol="x", size=12),
-                           text=[f"label {labels[i]}" for i in bad], textposition="top center")
+                           text=[_("label {label}").format(label=labels[i]) for i in bad], textposition="top center")
     return _layout(figure, _("Loss of each row of the batch"), _("row of the batch"), _("loss"))
 
 
@@ -95,7 +95,7 @@ def gradient_norm_figure(result: CheckResult) -> go.Figure:
     figure = go.Figure()
     figure.add_bar(y=[row["layer"] for row in norms], x=[row["norm"] or 0 for row in norms], orientation="h",
                    marker_color=[SPLIT_COLOUR if row["norm"] else NAN_COLOUR for row in norms])
-    figure.update_xaxes(type="log")
+    figure.update_xaxes(type="log", dtick=1, tickformat=".0e")  # a tick a decade: no bare "5" beside 0.01
     figure.update_yaxes(autorange="reversed")
     _layout(figure, _("Gradient norm per layer (one train step)"), _("gradient norm (log)"), "")
     figure.update_layout(height=max(300, 22 * len(norms) + 100))
@@ -243,7 +243,8 @@ def range_test_figure(result: CheckResult) -> go.Figure:
                            line_color=SPLIT_COLOUR)
     colours = ["#2CA02C", BATCH_COLOUR, "#9467BD"]
     for index, ((name, rate), colour) in enumerate(zip(evidence.get("suggestions", {}).items(), colours, strict=False)):
-        _mark_rate(figure, rate, f"{name} {rate:.0e}", colour, "dash", top=index != 1)
+        _mark_rate(figure, rate, f"{_(RULE_NAMES[name]) if name in RULE_NAMES else name} {rate:.0e}", colour, "dash",
+                   top=index != 1)
     if not evidence.get("uninformative") and evidence.get("suggested") and evidence.get("max_safe_rate") \
             and evidence["suggested"] <= evidence["max_safe_rate"] \
             and evidence["suggested"] not in evidence.get("suggestions", {}).values():
@@ -256,11 +257,20 @@ def range_test_figure(result: CheckResult) -> go.Figure:
             top=False,
         )
     _rate_axis(figure)
-    finite = [v for v in evidence.get("smoothed") or evidence["losses"] if v is not None]
+    finite = [v for v in evidence.get("smoothed") or evidence["losses"] if v is not None and math.isfinite(v)]
     if finite:
-        # Past the blow-up the loss dwarfs the useful part of the curve; keep the view on the part before it.
-        figure.update_yaxes(range=[0.9 * min(finite), min(max(finite), 2.5 * finite[0]) * 1.05])
+        figure.update_yaxes(range=list(_range_view(finite)))
     return _layout(figure, _("Learning-rate range test"), _("learning rate (log)"), _("loss"))
+
+
+def _range_view(losses: list[float]) -> tuple[float, float]:
+    """The loss axis of a range test: the fall from the first loss to the lowest, and as much again above the first,
+    so that a curve that barely falls before it blows up is not drawn as a flat line under the blow-up (an axis to
+    2.5 times the first loss once showed a curve at 1.10 flat, its suggestions pointing at nothing visible)."""
+    first, low = losses[0], min(losses)
+    fall = max(first - low, 0.02 * abs(first), 1e-3)
+    top = min(max(losses), first + 1.5 * fall)
+    return low - 0.15 * (top - low), top + 0.05 * (top - low)
 
 
 def schedule_figure(result: CheckResult) -> go.Figure:
@@ -297,7 +307,7 @@ def overfit_figure(result: CheckResult) -> go.Figure:
     if evidence.get("ln_k"):
         figure.add_hline(y=evidence["ln_k"], line_dash="dash", line_color=LIMIT_COLOUR,
                          annotation_text=_("ln K = {value:.3f} (random guess)").format(value=evidence["ln_k"]),
-                         annotation_position="bottom left")
+                         annotation_position="top right")  # at the left the loss starts on it and crosses the label
     _layout(figure, _("Training on one batch"), _("epoch"), _("loss"))
     return figure
 

@@ -36,3 +36,7 @@ def test_no_setting_fixes_what_the_data_or_a_script_got_wrong_and_a_change_alrea
     assert config_change("model.config", config) is None  # num_labels is already the task's
     assert config_change("hparams.lr_sweep", config, []) is None  # no measured rate, no guess
     assert said({"num_labels": None, "loss": "internal"}) == "num_labels=None, loss='internal'"
+    # Once applied, a count left to the task is said as the count, as the cause's fix writes it (it once read
+    # "Applied the fix of model.config (num_labels=None)" beside a fix of num_labels=3).
+    mnli = RunConfig(task="mnli", num_labels=2)
+    assert said({"num_labels": None}, fixed(mnli, {"num_labels": None})) == "num_labels=3"

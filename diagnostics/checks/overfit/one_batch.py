@@ -207,8 +207,9 @@ def check_overfit(figures: dict[str, Any], rows: list[dict[str, Any]], *,
     went = msg("the loss went from {first:.3f} to {final}", first=evidence["first_loss"],
                final="NaN" if losses[-1] is None else f"{evidence['final_loss']:.4f}")
     lower_fix = _lower_rate_fix(rate, best_rate)
+    achieved = "" if accuracy is None else msg(" and the model predicts every row right (100%)")
     memorised_says = (msg("After {run}, {went}{achieved}: the pipeline can learn.{note}", run=run, went=went, note=note,
-                          achieved="" if accuracy is None else msg(" and predicts every row right (100%)")), None)
+                          achieved=achieved), None)
     cause, fix = _not_learning(evidence, figures, best_rate, lower_fix)
     # Each verdict's `reading` is what the curve says of the rate; a finding another check's cause explains (the
     # sweep's rate, the loss) is said without it (`causes.explain`).
