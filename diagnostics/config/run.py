@@ -24,7 +24,7 @@ class Recipe:
     Attributes:
         columns / label_cols: as the user passed them.
         collate_fn / collate_fn_args: as the user passed them (None: `to_tf_dataset`'s stacking collator).
-        origin: where the pipeline came from, in words (e.g. "train.py line 21", "a tf.data.Dataset read back").
+        origin: where the pipeline came from, in words (e.g. "train.py:21", "a tf.data.Dataset read back").
     """
 
     columns: tuple[str, ...] | None

@@ -11,7 +11,7 @@ from diagnostics.checks.common import WARN_DRIFT
 from diagnostics.checks.data.label_balance import Evidence as LabelBalance
 from diagnostics.checks.data.truncation import Evidence as Truncation
 from diagnostics.checks.hparams.lr_range_test import RULE_NAMES, Evidence as RangeTest
-from diagnostics.checks.hparams.lr_sweep import Evidence as Sweep
+from diagnostics.checks.hparams.lr_sweep import CHECK as SWEEP_CHECK, Evidence as Sweep
 from diagnostics.checks.hparams.schedule import Evidence as Schedule
 from diagnostics.checks.model.gradients import Evidence as Gradients
 from diagnostics.checks.model.nan_rows import Evidence as NanRows
@@ -25,7 +25,9 @@ SPLIT_COLOUR, BATCH_COLOUR, LIMIT_COLOUR = "#4C78A8", "#F58518", "#E45756"
 
 def _layout(figure: go.Figure, title: str, x: str, y: str) -> go.Figure:
     figure.update_layout(
-        title=title, xaxis_title=x, yaxis_title=y, height=340, margin=dict(l=50, r=20, t=50, b=50),
+        # The title on a line of its own above the legend's: side by side, a long title (Russian's) ran under it.
+        title=dict(text=title, y=0.98, yanchor="top"), xaxis_title=x, yaxis_title=y, height=360,
+        margin=dict(l=50, r=20, t=80, b=50),
         legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="right", x=1.0), template="plotly_white",
     )
     return figure
@@ -221,6 +223,10 @@ def sweep_final_figure(result: CheckResult) -> go.Figure:
     _rate_axis(figure)
     figure = _layout(figure, _("Held-out loss against learning rate"), _("learning rate (log)"), _("held-out loss"))
     _clip_to(figure, kept, finite)
+    if bounds is None and start and kept and max(kept) - min(kept) < SWEEP_CHECK.value("min_held_out_gain") * start:
+        # Differences the sweep calls too small to rank are drawn as small as they are: an axis zoomed to 1.099-1.104
+        # made the recommended rate look like the worst.
+        figure.update_yaxes(range=[start * 0.97, start * 1.03])
     # The legend below the axis title, anchored by its top so that a long one grows downwards, never over it.
     figure.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.28, xanchor="left", x=0),
                          margin=dict(l=50, r=80, t=50, b=150), height=480)

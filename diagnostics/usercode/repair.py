@@ -415,8 +415,8 @@ def _argument_in(fix: str, names: tuple[str, ...]) -> tuple[str, object] | None:
 
 
 def fit_line(phase: dict) -> int | None:
-    """The script's line of a checked fit ("train.py line 56")."""
-    found = re.search(r" line (\d+)$", str(phase.get("at") or ""))
+    """The script's line of a checked fit ("train.py:56")."""
+    found = re.search(r":(\d+)$", str(phase.get("at") or ""))
     return int(found.group(1)) if found else None
 
 

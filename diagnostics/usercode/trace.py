@@ -299,7 +299,7 @@ def fit_reports(report: dict) -> list[dict]:
 
 
 def phase_title(fit: dict, count: int):
-    """"fit 2 at train.py line 40: trains the head only (...)", or just where for a script with one fit."""
+    """"fit 2 at train.py:40: trains the head only (...)", or just where for a script with one fit."""
     phase = fit.get("phase") or {}
     trains = from_data(phase.get("trains_sentence"))
     trains = trains if trains is not None and str(trains) == phase.get("trains") else phase.get("trains")

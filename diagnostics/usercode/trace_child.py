@@ -20,7 +20,7 @@ from diagnostics.keras.keras_model import what_it_trains
 from diagnostics.usercode.script_errors import _versions
 from diagnostics.usercode.keeper import KEEPER_ENV, end_descendants, tie_to_parent
 from diagnostics.usercode.trace_loops import Loops, _LoopChecked
-from diagnostics.usercode.trace_report import BRIEF_STEPS, MAX_CHECKED_FITS, Reports, _quiet_checks
+from diagnostics.usercode.trace_report import BRIEF_STEPS, MAX_CHECKED_FITS, Reports, _quiet_checks, place
 
 
 _ABSENT = object()
@@ -230,7 +230,7 @@ class _Child(Loops, Reports):
         from diagnostics.usercode.read_back import arrays_as_dataset
 
         frame = self._script_frame(sys._getframe(1))
-        where = f"{Path(self.script).name} line {frame.f_lineno}" if frame else Path(self.script).name
+        where = place(self.script, frame.f_lineno if frame else None)
         number = len(self.reports) + 1
         self.say(msg("The script reached fit at {where}: running the checks on what it built", where=where)
                  if number == 1 else msg("The script reached fit {number} at {where}: running the checks on what it "

@@ -12,7 +12,7 @@ import sys
 from diagnostics.i18n import msg
 from diagnostics.keras.keras_model import what_it_trains
 from diagnostics.usercode.trace import _notes, script_notes
-from diagnostics.usercode.trace_report import _quiet_checks
+from diagnostics.usercode.trace_report import _quiet_checks, place
 
 
 class Loops:
@@ -35,7 +35,7 @@ class Loops:
             # What the checks need, held while the script's frames unwind: the checks run once they are gone (a
             # loop's tf.function may be tracing this call, where nothing can run eagerly).
             loop = {"optimizer": optimizer, "variables": [variable for _, variable in pairs],
-                    "where": f"{Path(child.script).name} line {frame.f_lineno}" if frame else Path(child.script).name,
+                    "where": place(child.script, frame.f_lineno if frame else None),
                     "scopes": [dict(scope) for scope in child._scopes(frame)],
                     "namespace": frame.f_globals if frame else None}
             if not child.spec.get("then_train"):
@@ -128,7 +128,7 @@ class Loops:
         optimizers = (tf_keras.optimizers.Optimizer, tf_keras.optimizers.legacy.Optimizer)
         optimizer = next((value for scope in scopes for value in list(scope.values()) if isinstance(value, optimizers)),
                          None)
-        where = f"{Path(self.script).name} line {frame.f_lineno}"
+        where = place(self.script, frame.f_lineno)
         self.check_loop({"optimizer": optimizer, "variables": list(model.trainable_variables), "where": where,
                          "scopes": [dict(scope) for scope in scopes], "namespace": frame.f_globals,
                          "raised": type(exc).__name__})

@@ -166,7 +166,7 @@ class Reports:
         frames = [entry for entry in traceback.extract_tb(exc.__traceback__)
                   if os.path.abspath(entry.filename) == self.script]
         last = frames[-1] if frames else None
-        where = f"{Path(self.script).name} line {last.lineno}" if last else Path(self.script).name
+        where = place(self.script, last.lineno if last else None)
         code = (last.line or "").strip() if last else ""
         message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         kind, finding, fix = _classify(exc, message)
@@ -211,6 +211,11 @@ class Reports:
         report.update(_notes(captured.notes))
         return report
 
+
+
+def place(script, line: int | None) -> str:
+    """Where in the script: "train.py:43", as tracebacks and editors write it, the same in every language."""
+    return f"{Path(script).name}:{line}" if line else Path(script).name
 
 def unreached(units) -> list:
     """Each check of these units, skipped as not reached: what a report written mid-way says of what is still to run."""

@@ -20,10 +20,11 @@ __all__ = ["CHECKS", "CAUSES", "UNITS", "FIT", "STAGES", "STAGE_ORDER", "STAGE_T
 _STAGES = (data, model, hparams, overfit)  # in walk order, as `STAGE_ORDER` names them
 CHECKS: dict[str, Check] = {check.id: check for stage in _STAGES for check in stage.CHECKS}
 
-# In this order: a finding two present causes explain points at the first (labels outside the task's classes before
-# a head too small for them, a loss before the gradients it stops, any cause before the rate).
-CAUSE_ORDER = ("stray_labels", "head_short", "loss_mismatch", "no_gradient", "broken_weights", "random_labels",
-               "stale_train_step", "rate")
+# In this order: a finding two present causes explain points at the first (columns the batches cannot be built
+# without, labels outside the task's classes before a head too small for them, a loss before the gradients it stops,
+# any cause before the rate).
+CAUSE_ORDER = ("absent_columns", "stray_labels", "head_short", "loss_mismatch", "no_gradient", "broken_weights",
+               "random_labels", "stale_train_step", "rate")
 # The units that train come last and together, so their one shared copy of the model (see `Unit.copy`) is never
 # alive beside the Model checks' own copies.
 UNITS: dict[str, Unit] = {unit.name: unit for unit in sorted((unit for stage in _STAGES for unit in stage.UNITS),

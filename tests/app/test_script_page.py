@@ -32,7 +32,7 @@ def test_tracing_the_course_script_fills_the_walk_and_the_report(monkeypatch):
     assert at.radio(key="script.source").value == "course"
     at.button(key="script.run").click().run()
     assert not at.exception
-    assert any("stopped before fit at course_script.py line" in rendered(error.value) for error in at.error)
+    assert any("stopped before fit at course_script.py:" in rendered(error.value) for error in at.error)
     assert any("DataCollatorWithPadding" in code.value for code in at.code)
     # The sidebar, drawn before the page, names the script just traced in the same click.
     assert any("traced script **course_script.py**" in rendered(info.value) for info in at.sidebar.info)
@@ -154,8 +154,8 @@ def test_tracing_a_two_fit_script_shows_each_fit_with_what_it_trains(monkeypatch
     assert not at.exception
     headings = [rendered(md.value) for md in at.markdown if md.value.startswith("#### ")]
     assert len(headings) == 2, headings
-    assert "fit 1 at freeze_then_fine_tune.py line" in headings[0] and "trains the head only" in headings[0]
-    assert "fit 2 at freeze_then_fine_tune.py line" in headings[1] and "trains the encoder and the head" in headings[1]
+    assert "fit 1 at freeze_then_fine_tune.py:" in headings[0] and "trains the head only" in headings[0]
+    assert "fit 2 at freeze_then_fine_tune.py:" in headings[1] and "trains the encoder and the head" in headings[1]
     assert any("reached fit 2 times" in rendered(item.value) for item in list(at.success) + list(at.error))
     at.switch_page("app_pages/2_model.py").run()
     assert any("the first of 2 checked fits" in rendered(info.value) for info in at.info)

@@ -87,6 +87,13 @@ def test_columns_missing_requested_column_fail_names_existing_columns(tokenizer,
     assert results["data.columns"].status is Status.FAIL
     assert "target" in results["data.columns"].summary and "premise" in results["data.columns"].summary
     assert results["data.batch"].status is Status.FAIL
+    # One cause: the batch that cannot be built points at the column it asks for (it was a second cause, with a
+    # fix of "columns=[...existing columns...]").
+    from diagnostics.walk.causes import causes, explain
+
+    explained = explain(list(results.values()))
+    assert next(result for result in explained if result.id == "data.batch").explained_by == "data.columns"
+    assert [found.owner for found in causes(explained)] == ["data.columns"]
 
 
 def test_columns_course_script_without_attention_mask_warn(tokenizer, mnli_split):

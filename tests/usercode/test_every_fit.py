@@ -58,7 +58,7 @@ def test_trace_a_healthy_freeze_then_fine_tune_script_is_checked_fit_by_fit_and_
     # (DistilBERT's head: pre_classifier and classifier, a kernel and a bias each).
     gradients = next(c for c in head["checks"] if c["id"] == "model.gradients")
     assert "All 4 trainable variables" in gradients["summary"]
-    assert "fit 1 at freeze_then_fine_tune.py line" in outcome.message and "fit 2 at" in outcome.message
+    assert "fit 1 at freeze_then_fine_tune.py:" in outcome.message and "fit 2 at" in outcome.message
     assert "2 steps" in " ".join(outcome.report["script"]["notes"])
 
 
@@ -216,7 +216,7 @@ def trace_loop(tmp_path, checkpoint, *script_args, capfd=None):
 def test_trace_a_gradient_tape_loop_is_checked_at_its_first_apply_gradients(tmp_path, kit_checkpoint, capfd):
     outcome = trace_loop(tmp_path, kit_checkpoint, "3e-3", capfd=capfd)
     assert outcome.exit_code == 0 and flagged(outcome.report) == {}, flagged(outcome.report)
-    assert "first apply_gradients of its training loop at tape_loop.py line" in outcome.message
+    assert "first apply_gradients of its training loop at tape_loop.py:" in outcome.message
     checks = {check["id"]: check for check in outcome.report["checks"]}
     # The loop's own loss object and optimizer, as it built them; its steps trained nothing before the checks.
     assert "SparseCategoricalCrossentropy(from_logits=True)" in checks["hparams.loss"]["summary"]

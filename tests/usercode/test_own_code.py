@@ -344,7 +344,7 @@ def test_trace_the_course_script_diagnoses_the_error_before_fit(tmp_path, capsys
     error = report["script"]["error"]
     line = next(number for number, text in enumerate((SCRIPTS / "course_script.py").read_text().splitlines(), 1)
                 if text.startswith("train_dataset = "))
-    assert error["kind"] == "columns" and error["where"] == f"course_script.py line {line}"
+    assert error["kind"] == "columns" and error["where"] == f"course_script.py:{line}"
     assert "to_tf_dataset(" in error["code"] and "Column labels not found" in error["finding"]
     assert "DataCollatorWithPadding" in error["fix"] and "'label'" in error["fix"]
     columns = next(check for check in report["checks"] if check["id"] == "data.columns")
@@ -353,7 +353,7 @@ def test_trace_the_course_script_diagnoses_the_error_before_fit(tmp_path, capsys
     assert statuses(report)["model.config"] == "skip"
     assert all(statuses(report)[check] == "fail" for check in COURSE_SCRIPTS["course_script"].flagged)
     assert "script.reaches_fit" in junit.read_text()
-    assert f"stopped before fit at course_script.py line {line}" in capsys.readouterr().out
+    assert f"stopped before fit at course_script.py:{line}" in capsys.readouterr().out
 
 
 @pytest.mark.stack
@@ -361,7 +361,7 @@ def test_trace_the_course_script_diagnoses_the_error_before_fit(tmp_path, capsys
 def test_trace_the_repaired_course_script_flags_each_remaining_bug(tmp_path):
     code, report, _ = trace(tmp_path, SCRIPTS / "course_script_repaired.py")
     assert code == 1
-    assert report["script"]["reached_fit"] and report["script"]["fit_at"].startswith("course_script_repaired.py line")
+    assert report["script"]["reached_fit"] and report["script"]["fit_at"].startswith("course_script_repaired.py:")
     found = statuses(report)
     causes = {cause["owner"]: cause["status"] for cause in report["causes"]}
     # num_labels=2 on MNLI's three labels (the head's cause: the rows labelled 2 point at it), the string loss that
@@ -410,7 +410,7 @@ def test_trace_a_missing_data_file_is_a_clear_finding(tmp_path):
     code, report, _ = trace(tmp_path, script)
     assert code == 1
     error = report["script"]["error"]
-    assert error["kind"] == "file" and error["where"] == "train.py line 3"
+    assert error["kind"] == "file" and error["where"] == "train.py:3"
     assert "no-such-file.jsonl" in error["finding"]
 
 

@@ -6,7 +6,7 @@ from typing import Any, TypedDict
 
 from diagnostics.checks.data.label_range import _rows
 from diagnostics.config.tasks import GlueTask
-from diagnostics.core.check import Check, Condition
+from diagnostics.core.check import Cause, Check, Condition, Explains
 from diagnostics.core.context import RunContext
 from diagnostics.core.result import CheckResult, judge
 from diagnostics.core.rules import Holds
@@ -161,3 +161,10 @@ CHECK = Check("data.columns", N_("the task's columns and the columns given to to
                                        "computes (attention_mask; token_type_ids for sentence pairs)",
               Holds("model_inputs_left_out"))),
               evidence=Evidence)
+
+# The causes this check owns (the registry orders every check's causes: `walk.registry.CAUSE_ORDER`): a column the
+# batches ask for that the split lacks stops to_tf_dataset, so the first batch's error is this cause's, not one more.
+CAUSES = (
+    Cause("absent_columns", "data.columns", ("missing_columns", "missing_requested"),
+          N_("columns the batches ask for that the split lacks"), (Explains("data.batch", ("batch_raises",)),)),
+)
