@@ -25,10 +25,12 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def start_server(port: int, env: dict | None = None, log=subprocess.DEVNULL) -> subprocess.Popen:
-    """`streamlit run app.py` on 127.0.0.1:`port` (with `env` added to this process's), once it answers."""
+def start_server(port: int, env: dict | None = None, log=subprocess.DEVNULL, module: str = "streamlit") \
+        -> subprocess.Popen:
+    """`streamlit run app.py` on 127.0.0.1:`port` (with `env` added to this process's), once it answers
+    (`module="ui.serve"`: as the Space starts it)."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port", str(port),
+        [sys.executable, "-m", module, "run", "app.py", "--server.headless", "true", "--server.port", str(port),
          "--server.address", "127.0.0.1", "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false"],
         cwd=ROOT, env={**os.environ, "HF_HUB_OFFLINE": "1", **(env or {})}, stdout=log, stderr=subprocess.STDOUT)
     for _ in range(240):

@@ -27,12 +27,15 @@ SMALL = {
     "room.py": (["--sessions", "2", "--rates", "2", "--steps", "2", "--range-steps", "5"], "room_ratio"),
     "unit_times.py": (["--sweep-rates", "2", "--sweep-steps", "2", "--range-steps", "5", "--epochs", "2"], "walk_s"),
     "docs_recipe.py": (["--rows", "64", "--stages", "data,model"], "docs_recipe_ratio"),
+    "repair_truth.py": (["--checkpoint", "demo", "--epochs", "1", "--trace-args=--stages data,model"],
+                        "repair_truth_ratio"),
     "run_all.py": (["--check"], "room_ratio"),
 }
 # Those that start a streamlit server and drive Chromium.
 BROWSER = {
     "concurrent_pages.py": (["--epochs", "30"], "page_while_training_ratio"),
     "shared_server.py": (["--distinct", "1", "--same", "1", "--timeout", "120"], "answered_share"),
+    "churn.py": (["--pages", "3", "--hosted"], "churn_slope_mib_per_100_pages"),
 }
 # The one that fine-tunes the real checkpoint for the truth it judges the debugger by.
 REAL = {"lr_truth.py": (["--tasks", "mrpc", "--steps", "2", "--rates", "1e-05,0.001", "--truth-only", "--refresh"],
