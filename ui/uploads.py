@@ -5,7 +5,10 @@ live session from any client (any hex value serves as both XSRF cookie and heade
 ten uploads of 190 MB took a server from 718 to 2,621 MiB. Bounded here: a session holds at most twice
 `server.maxUploadSize` (its oldest files let go first: the app copies an upload to disk as soon as it reads it), and
 the server at most `DEBUGGER_UPLOADS_MAX_BYTES` (default 1 GiB) over every session, beyond which an upload is
-refused.
+refused. Nor are they kept past their session: Streamlit keeps a closed tab's session for a reconnect
+(`server.disconnectedSessionTTL`), then drops it without ending it, and its files stayed in memory for good (3 MB
+still held a minute after a session with a 5 s TTL closed). The files of a session the server no longer knows are
+let go at the next upload and every `PURGE_S` seconds.
 
 `bound_uploads()` is called by app.py on every run, and by `python -m ui.serve` before the server starts (the
 Space's command), so that no upload comes before it.
@@ -15,9 +18,11 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 
 _INSTALLED = threading.Lock()
 _installed: list[bool] = []
+PURGE_S = 15.0
 
 
 class UploadRefused(Exception):
@@ -34,6 +39,34 @@ def server_cap_bytes() -> int:
     return int(os.environ.get("DEBUGGER_UPLOADS_MAX_BYTES") or 2**30)
 
 
+def purge_ended(manager) -> int:
+    """Let go of the files of every session the server no longer knows (ended, or dropped after its reconnect time);
+    returns how many sessions' files went."""
+    from streamlit.runtime import Runtime
+
+    if not Runtime.exists():
+        return 0
+    sessions = Runtime.instance()._session_mgr  # the websocket session manager: active and reconnectable sessions
+    with manager._lock:
+        held = list(manager.file_storage)
+    ended = [session_id for session_id in held if sessions.get_session_info(session_id) is None]
+    for session_id in ended:
+        manager.remove_session_files(session_id)
+    return len(ended)
+
+
+def _purge_every(seconds: float) -> None:
+    from streamlit.runtime import Runtime
+
+    while True:
+        time.sleep(seconds)
+        try:
+            if Runtime.exists():
+                purge_ended(Runtime.instance().uploaded_file_mgr)
+        except Exception:  # a server shutting down: the next look tries again
+            pass
+
+
 def bound_uploads() -> None:
     """Install the bound on Streamlit's in-memory upload store (once per process)."""
     with _INSTALLED:
@@ -44,6 +77,7 @@ def bound_uploads() -> None:
         def bounded_add_file(self, session_id: str, file) -> None:
             """Streamlit's own `add_file` (the same accounting, under its lock), after the bounds."""
             size = len(file.data)
+            purge_ended(self)
             with self._lock:
                 held = self.file_storage[session_id]
                 replaced = held.pop(file.file_id, None)
@@ -70,4 +104,5 @@ def bound_uploads() -> None:
                 self._file_count += 1
 
         MemoryUploadedFileManager.add_file = bounded_add_file
+        threading.Thread(target=_purge_every, args=(PURGE_S,), daemon=True, name="uploads-purge").start()
         _installed.append(True)

@@ -70,10 +70,10 @@ _said = set()
 def _say_once(count: int, hops: int) -> None:
     """The server's log says once how many X-Forwarded-For entries a hosted visitor's request carried (not what they
     were), so whoever deploys it can set DEBUGGER_PROXY_HOPS to the proxies in front of it."""
-    if (count, hops) not in _said:
+    if (count, hops) not in _said and len(_said) < 16:  # a client choosing its own counts gets a few lines at most
         _said.add((count, hops))
-        LOG.warning("visitors: a request carried %d X-Forwarded-For entries; the visitor is read %d from the right "
-                    "(DEBUGGER_PROXY_HOPS)", count, hops)
+        LOG.warning("visitors: a request carried %d X-Forwarded-For entries; the visitor is public address %d from "
+                    "the right (DEBUGGER_PROXY_HOPS)", count, hops)
 
 
 def visitor_of(cookies: dict, session: str | None, address: str | None = None) -> str | None:

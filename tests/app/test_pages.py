@@ -239,7 +239,7 @@ def test_apply_the_fix_takes_a_scenario_from_red_to_green_in_one_click(app):
     assert not app.exception
     assert app.number_input(key="run.num_labels").value is None or app.number_input(key="run.num_labels").value == 3
     said = "\n".join(rendered(box.value) for box in app.success)
-    assert "Applied the fix of `model.config` (`num_labels=None`) and ran every stage again." in said, said
+    assert "Applied the fix of `model.config` (`num_labels=3`) and ran every stage again." in said, said
     assert "Before: `model.config` FAIL. Now: no cause." in said
     assert "No cause found: no check fails or warns." in [rendered(header.value) for header in app.subheader]
     sidebar = "\n".join(rendered(m.value) for m in app.sidebar.markdown)

@@ -124,6 +124,22 @@ def test_uploads_without_an_uploader_are_bounded_for_a_session_and_for_the_serve
             visitor.close()
 
 
+def test_uploads_are_let_go_once_their_session_is_gone(tmp_path):
+    """Streamlit keeps a closed tab's session for a reconnect, then drops it without ending it: its uploads stayed in
+    the server's memory for good (3 MB still held a minute after a session with a 5 s reconnect time closed)."""
+    megabyte = 2**20
+    with app_server(tmp_path, "--server.maxUploadSize", "2", "--server.disconnectedSessionTTL", "2",
+                    module="ui.serve") as port:
+        visitor = Client(port)
+        session_id = visitor.run("workshop").session_id
+        assert [upload(port, session_id, f"file{index}", int(1.5 * megabyte)) for index in range(2)] == [204, 204]
+        assert upload_bytes_held(port) == 3 * megabyte
+        visitor.close()
+        deadline = time.monotonic() + 60
+        while upload_bytes_held(port) and time.monotonic() < deadline:
+            time.sleep(1)
+        assert upload_bytes_held(port) == 0
+
 def test_a_storm_of_reruns_from_one_session_leaves_the_server_answering_everyone(port):
     """3,000 rerun messages in a fraction of a second from one client that never reads its replies once left
     `/_stcore/health` unanswered for over two minutes and a new visitor waiting 413 s. Now a session's reruns past
