@@ -249,8 +249,7 @@ def range_test_figure(result: CheckResult) -> go.Figure:
                            line_color=SPLIT_COLOUR)
     colours = ["#2CA02C", BATCH_COLOUR, "#9467BD"]
     for index, ((name, rate), colour) in enumerate(zip(evidence.get("suggestions", {}).items(), colours, strict=False)):
-        _mark_rate(figure, rate, f"{_(RULE_NAMES[name]) if name in RULE_NAMES else name} {rate:.0e}", colour, "dash",
-                   top=index != 1)
+        _mark_rate(figure, rate, f"{_(RULE_NAMES.get(name, name))} {rate:.0e}", colour, "dash", top=index != 1)
     if not evidence.get("uninformative") and evidence.get("suggested") and evidence.get("max_safe_rate") \
             and evidence["suggested"] <= evidence["max_safe_rate"] \
             and evidence["suggested"] not in evidence.get("suggestions", {}).values():

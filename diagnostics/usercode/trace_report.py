@@ -212,10 +212,10 @@ class Reports:
         return report
 
 
-
 def place(script, line: int | None) -> str:
     """Where in the script: "train.py:43", as tracebacks and editors write it, the same in every language."""
     return f"{Path(script).name}:{line}" if line else Path(script).name
+
 
 def unreached(units) -> list:
     """Each check of these units, skipped as not reached: what a report written mid-way says of what is still to run."""
