@@ -485,3 +485,14 @@ def test_the_overfit_chart_keeps_ln_k_below_the_accuracy_axis_top():
     low, high = figure.layout.yaxis.range
     assert low == 0 and ln_k / high < 0.8  # ln K well below the top, where the accuracy axis says 100%
     assert figure.layout.yaxis2.showgrid is False
+
+
+def test_the_optimizer_summary_names_the_class_once_when_it_was_given_as_itself():
+    from diagnostics.checks.hparams.optimizer import optimizer_summary
+
+    rows = [{"setting": "learning_rate", "value": "5e-05", "source": "set"},
+            {"setting": "beta_1", "value": "0.9", "source": "Keras default"}]
+    itself = str(optimizer_summary({"class": "Adam", "given_as": "Adam", "learning_rate": 5e-5, "settings": rows}))
+    assert itself.startswith("The optimizer is Adam with learning rate 5e-05") and "builds" not in itself
+    string = str(optimizer_summary({"class": "Adam", "given_as": "adam", "learning_rate": 1e-3, "settings": rows}))
+    assert string.startswith("The string 'adam' builds Adam with learning rate 0.001")

@@ -59,11 +59,15 @@ def optimizer_summary(figures: dict[str, Any]) -> Text:
     defaulted = [row["setting"] for row in figures["settings"] if row["source"] == "Keras default"]
     chosen = [f"{row['setting']}={row['value']}" for row in figures["settings"]
               if row["source"] == "set" and row["setting"] != "learning_rate"]
+    values = dict(optimizer=figures["class"], rate=figures["learning_rate"], count=len(defaulted),
+                  chosen=msg(", {settings}", settings=", ".join(chosen)) if chosen else "",
+                  settings=", ".join(defaulted[:4]) + (", ..." if len(defaulted) > 4 else ""))
+    if figures["given_as"] == figures["class"]:  # given as the class itself: "Adam builds Adam" says nothing
+        return msg("The optimizer is {optimizer} with learning rate {rate:g}{chosen}; {count} settings are Keras "
+                   "defaults ({settings}).", **values)
     given = msg("The string 'adam'") if figures["given_as"] == "adam" else figures["given_as"]
     return msg("{given} builds {optimizer} with learning rate {rate:g}{chosen}; {count} settings are Keras defaults "
-               "({settings}).", given=given, optimizer=figures["class"], rate=figures["learning_rate"],
-               count=len(defaulted), chosen=msg(", {settings}", settings=", ".join(chosen)) if chosen else "",
-               settings=", ".join(defaulted[:4]) + (", ..." if len(defaulted) > 4 else ""))
+               "({settings}).", given=given, **values)
 
 
 def check_optimizer(figures: dict[str, Any], *, pretrained: bool = True, frozen_encoder: bool = False) -> CheckResult:
