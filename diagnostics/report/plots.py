@@ -21,6 +21,9 @@ from diagnostics.i18n import _
 
 
 SPLIT_COLOUR, BATCH_COLOUR, LIMIT_COLOUR = "#4C78A8", "#F58518", "#E45756"
+# One colour a rate of the sweep, so that its line and its dots read as one (Plotly's own qualitative colours).
+RATE_COLOURS = ("#636EFA", "#EF553B", "#00CC96", "#AB63FA", "#FFA15A", "#19D3F3", "#FF6692", "#B6E880", "#FF97FF",
+                "#FECB52")
 
 
 def _layout(figure: go.Figure, title: str, x: str, y: str) -> go.Figure:
@@ -117,19 +120,30 @@ def _mark_rate(figure: go.Figure, rate: float, text: str, colour: str, dash: str
 
 
 def sweep_curves_figure(result: CheckResult) -> go.Figure:
-    """Loss against step, one line per learning rate of the sweep."""
+    """Loss against step, one line per learning rate of the sweep: the smoothed loss the sweep judges and ranks by
+    as the line, each step's own loss as faint dots in the same colour (a noisy last step drawn as the line once made
+    another rate look lowest than the one recommended); the recommended rate says so in the legend."""
     evidence = cast(Sweep, result.evidence)
     figure = go.Figure()
-    diverged = evidence.get("diverged", [False] * len(evidence["learning_rates"]))
-    for rate, curve, bad in zip(evidence["learning_rates"], evidence["losses"], diverged, strict=True):
-        figure.add_scatter(x=evidence["steps"], y=curve, mode="lines+markers",
-                           name=f"{rate:.0e}" + (" " + _("(flagged)") if bad else ""),
-                           line=dict(dash="dot" if bad else "solid"))
-    _layout(figure, _("Loss at each step, one line per learning rate"), _("step"), _("loss"))
+    rates = evidence["learning_rates"]
+    diverged = evidence.get("diverged", [False] * len(rates))
+    smoothed = evidence.get("smoothed") or evidence["losses"]
+    best = evidence.get("best_rate")
+    for index, (rate, raw, curve, bad) in enumerate(zip(rates, evidence["losses"], smoothed, diverged, strict=True)):
+        colour = RATE_COLOURS[index % len(RATE_COLOURS)]
+        name = f"{rate:.0e}" + (" " + _("(flagged)") if bad else " " + _("(recommended)") if rate == best else "")
+        figure.add_scatter(x=evidence["steps"], y=curve, mode="lines", name=name, legendgroup=name,
+                           line=dict(color=colour, dash="dot" if bad else "solid", width=3 if rate == best else 2))
+        if curve is not raw:
+            figure.add_scatter(x=evidence["steps"], y=raw, mode="markers", name=name, legendgroup=name,
+                               showlegend=False, marker=dict(color=colour, size=5, opacity=0.35))
+    _layout(figure, _("Smoothed loss at each step, one line per learning rate (dots: each step's own loss)"),
+            _("step"), _("loss"))
     figure.update_layout(legend=dict(orientation="v", x=1.02, xanchor="left", y=1, yanchor="top"))
-    kept = [value for curve, bad in zip(evidence["losses"], diverged, strict=True) if not bad for value in curve
+    drawn = [[*raw, *curve] for raw, curve in zip(evidence["losses"], smoothed, strict=True)]
+    kept = [value for values, bad in zip(drawn, diverged, strict=True) if not bad for value in values
             if value is not None and math.isfinite(value)]
-    _clip_to(figure, kept, [value for curve in evidence["losses"] for value in curve
+    _clip_to(figure, kept, [value for values in drawn for value in values
                             if value is not None and math.isfinite(value)])
     return figure
 

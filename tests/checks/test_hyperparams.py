@@ -473,6 +473,30 @@ def test_a_diverged_rate_leaves_the_top_of_the_sweeps_charts_instead_of_flatteni
                    in note.text for note in figure.layout.annotations)
 
 
+def test_the_sweeps_step_chart_draws_what_it_ranks_by_so_the_recommended_line_ends_lowest():
+    from diagnostics.report.plots import sweep_curves_figure
+
+    # Ranked by training loss (the held-out loss did not move): 1e-3's smoothed loss ends lowest, though 1e-4's
+    # noisy last step is the lowest single step. The lines are the smoothed losses; each step's own are dots.
+    raw = [[1.10, 1.09, 1.10, 1.09], [1.10, 1.08, 1.09, 1.00], [1.10, 0.95, 0.93, 1.01]]
+    smoothed = [[1.10, 1.095, 1.097, 1.093], [1.10, 1.09, 1.09, 1.05], [1.10, 1.02, 0.98, 0.99]]
+    figures = {**sweep_figures(RATES, [1.099, 1.0985, 1.099], [0, 0, 0], start=1.099, curves=raw),
+               "steps": [1, 2, 3, 4], "smoothed": smoothed}
+    result = check_lr_sweep(figures, configured_rate=1e-5, pretrained=False)
+    assert result.evidence["ranked_by"] == "training loss" and result.evidence["best_rate"] == 1e-3
+    figure = sweep_curves_figure(result)
+    lines = {trace.name: trace for trace in figure.data if trace.mode == "lines"}
+    assert lowest(lines) == "1e-03 (recommended)"
+    assert [list(trace.y) for trace in lines.values()] == smoothed
+    dots = [trace for trace in figure.data if trace.mode == "markers"]
+    assert [list(trace.y) for trace in dots] == raw and not any(trace.showlegend for trace in dots)
+    assert [dot.marker.color for dot in dots] == [line.line.color for line in lines.values()]
+
+
+def lowest(lines: dict) -> str:
+    return min(lines, key=lambda name: lines[name].y[-1])
+
+
 def test_the_overfit_chart_keeps_ln_k_below_the_accuracy_axis_top():
     import math
 
