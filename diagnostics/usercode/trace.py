@@ -117,7 +117,7 @@ def trace_script(script: str | Path, script_args: list[str] | None = None, *, st
             while child.poll() is None:
                 said = _relay(Path(spec["progress"]), seen, progress)
                 if progress is not None:
-                    quiet.heard(said, progress, time.monotonic() - (deadline - timeout))
+                    quiet.heard(said, progress)
                 if tick is not None:
                     tick(time.monotonic() - (deadline - timeout))
                 if time.monotonic() > deadline:
@@ -223,18 +223,20 @@ QUIET_S = 10.0
 @dataclass
 class Quiet:
     """When the child last said something, and what: past `QUIET_S` seconds of silence (its script loading, say)
-    the parent says the script still runs, with the time so far."""
+    the parent says the script still runs, how long since its last line and that line. The time since the start is
+    the page's label's and the command line's own to say: a second count here went stale beside it."""
 
     since: float
     last: Any = None
+    told: float | None = None
 
-    def heard(self, said: list, progress, seconds: float) -> None:
+    def heard(self, said: list, progress) -> None:
         now = time.monotonic()
         if said:
-            self.since, self.last = now, said[-1]
-        elif now - self.since >= QUIET_S:
-            self.since = now
-            progress(msg("Still running ({seconds:.0f} s so far): {doing}", seconds=seconds,
+            self.since, self.last, self.told = now, said[-1], None
+        elif now - (self.told or self.since) >= QUIET_S:
+            self.told = now
+            progress(msg("Still running, nothing new for {quiet:.0f} s: {doing}", quiet=now - self.since,
                          doing=self.last if self.last is not None else msg("starting the script")))
 
 

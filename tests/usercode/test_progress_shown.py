@@ -117,5 +117,8 @@ def test_a_traced_script_that_is_silent_is_said_to_still_run(tmp_path, monkeypat
     trace.trace_script(script, progress=said.append, timeout=60)
     lines = [localize(line) for line in said]
     assert lines[0] == "Running slow.py"
-    assert any(line.startswith("Still running (") and line.endswith("s so far): Running slow.py") for line in lines), \
-        lines
+    quiet = [line for line in lines if line.startswith("Still running, nothing new for ")]
+    assert quiet and all(line.endswith(" s: Running slow.py") for line in quiet), lines
+    # Each notice counts from the child's last line, not from the notice before it.
+    waits = [int(line.split("for ")[1].split(" s")[0]) for line in quiet]
+    assert waits == sorted(waits) and waits[-1] >= 2, lines
