@@ -38,8 +38,21 @@ if traced is not None:
     checklist(results)
     st.stop()
 config = current_config()
-if st.button(_("Run every stage now"), type="primary", key="report.run_all",
-             help=_("Each stage with this session's page settings; what any session has computed is reused.")) \
+
+
+def not_run() -> dict[str, list[str]]:
+    """What has not run for this configuration, check by check: a stage none of whose units ran by its name, one run
+    in part with the checks still to run (the sweep, learnability), so "no cause" is never said of checks that never
+    looked."""
+    return {stage: [check for job in stage_jobs(stage, config) if kept(job) is None
+                    for check in unit_checks(job.kind)] for stage in STAGES}
+
+
+unrun = not_run()
+# The button is offered while something has not run: once every stage has, there is nothing for it to do.
+if (any(unrun.values()) and st.button(
+        _("Run every stage now"), type="primary", key="report.run_all",
+        help=_("Each stage with this session's page settings; what any session has computed is reused."))) \
         or run_now():
     overall = st.progress(0.0, text=_("Running the checks"))
     # Every job's training steps, planned before any runs, so the bar over all of them tells the time left of all
@@ -58,10 +71,7 @@ if st.button(_("Run every stage now"), type="primary", key="report.run_all",
                 st.stop()
             number += 1
     overall.empty()
-# What has not run for this configuration, check by check: a stage none of whose units ran by its name, one run in
-# part with the checks still to run (the sweep, learnability), so "no cause" is never said of checks that never looked.
-unrun = {stage: [check for job in stage_jobs(stage, config) if kept(job) is None for check in unit_checks(job.kind)]
-         for stage in STAGES}
+    st.rerun()  # drawn again from what is now kept: without the button, as every stage has run
 ran_any = {stage: bool(recalled(stage, config)) for stage in STAGES}
 missing = [_(STAGE_TITLES[stage]) + (f" ({', '.join(checks)})" if ran_any[stage] else "")
            for stage, checks in unrun.items() if checks]

@@ -185,6 +185,7 @@ def test_report_page_runs_every_stage_and_offers_downloads(app):
     assert len(downloads) == 2
     assert "`overfit.one_batch`" in texts(app) and "`data.columns`" in texts(app)
     assert "Not run yet" not in texts(app)
+    assert "report.run_all" not in [button.key for button in app.button]  # nothing left for it to run
     # What the Report ran shows on the stage's own page (learnability, run only there or here), and stays.
     app.switch_page("app_pages/1_data.py").run()
     assert not app.exception
