@@ -27,9 +27,13 @@ def overfit_here() -> tuple[list, list]:
         epochs_error = shown(message_of(exc))
         st.error(epochs_error)
     jobs = overfit_jobs(config)
+    # A run kept (or under way in some session) is drawn from what is kept, without the button that asked for it; a
+    # new number of epochs is a new run, and its button comes back.
+    showing = {name: job is not None and (kept(job) is not None or under_way(job)) for name, job in jobs.items()}
     buttons = st.container(horizontal=True, wrap=True)  # each button keeps its whole label, at any width and language
-    walk = buttons.button(_("Run the overfit test"), type="primary", key="overfit.run", disabled=bool(epochs_error))
-    rerun = "rerun" in jobs and buttons.button(
+    walk = not showing.get("walk") and buttons.button(_("Run the overfit test"), type="primary", key="overfit.run",
+                                                      disabled=bool(epochs_error))
+    rerun = "rerun" in jobs and not showing["rerun"] and buttons.button(
         _("Rerun at the sweep's recommended rate {rate:.1e}").format(rate=jobs["rerun"].settings.rate),
         key="overfit.rerun_best", disabled=bool(epochs_error))
     if epochs_error:
@@ -37,8 +41,10 @@ def overfit_here() -> tuple[list, list]:
     entries = {}
     for name, pressed in (("walk", walk), ("rerun", rerun)):
         job = jobs.get(name)
-        if job is not None and (pressed or kept(job) or under_way(job)):
+        if job is not None and (pressed or showing[name]):
             entries[name] = computed(job, _("Overfit test:"))
+    if (walk or rerun) and any(entry is not None for entry in entries.values()):
+        st.rerun()  # drawn again from the kept result, without the button that asked for it
     if entries.get("walk") is None and entries.get("rerun") is None:
         st.info(_("Press the button to train a copy of the model on one batch."))
         st.stop()

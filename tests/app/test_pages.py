@@ -173,6 +173,9 @@ def test_overfit_page_runs_and_gives_a_verdict(app):
     assert not app.exception
     assert "the pipeline can learn" in rendered(app.success[0].value)
     assert "thrown away" in texts(app)
+    assert "overfit.run" not in [button.key for button in app.button]  # drawn again from the kept result
+    app.number_input(key="overfit.epochs").set_value(21).run()  # another run: its button comes back
+    assert "overfit.run" in [button.key for button in app.button]
 
 
 def test_report_page_runs_every_stage_and_offers_downloads(app):
