@@ -87,7 +87,7 @@ def run_options() -> tuple[dict, list[str]]:
     stages = middle.multiselect(_("Stages"), list(STAGE_ORDER), key=choice("script.stages"),
                                 format_func=said(STAGE_TITLES).get)
     timeout = right.number_input(_("Time limit (s)"), min_value=10, max_value=3600, step=10, key="script.timeout")
-    workdir_column, task_column = st.columns([4, 2])
+    workdir_column, task_column = st.columns(2)  # the task column wide enough for "From the data and the model"
     workdir = workdir_column.text_input(_("Run it from this directory"), key="script.workdir",
                                         help=_("Relative paths in the script are read from here."))
     task = task_column.selectbox(_("The script's GLUE task"), [FOUND] + TRACEABLE_TASKS, key=choice("script.task"),
