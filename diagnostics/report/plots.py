@@ -137,9 +137,13 @@ def sweep_curves_figure(result: CheckResult) -> go.Figure:
         if curve is not raw:
             figure.add_scatter(x=evidence["steps"], y=raw, mode="markers", name=name, legendgroup=name,
                                showlegend=False, marker=dict(color=colour, size=5, opacity=0.35))
-    _layout(figure, _("Smoothed loss at each step, one line per learning rate (dots: each step's own loss)"),
-            _("step"), _("loss"))
-    figure.update_layout(legend=dict(orientation="v", x=1.02, xanchor="left", y=1, yanchor="top"))
+    # The title on two lines (the second smaller): one line ran past the chart's right edge in Russian.
+    _layout(figure, _("Smoothed loss at each step, one line per learning rate") + "<br><sup>"
+            + _("dots: each step's own loss") + "</sup>", _("step"), _("loss"))
+    # Tall enough for a legend of a dozen rates beside the axis without a scroll bar.
+    figure.update_layout(legend=dict(orientation="v", x=1.02, xanchor="left", y=1, yanchor="top"),
+                         height=max(360, 140 + 36 * len(rates)), margin=dict(l=50, r=20, t=100, b=50),
+                         title=dict(y=1, yanchor="top", pad=dict(t=28)))  # Plotly anchors a two-line title by its first
     drawn = [[*raw, *curve] for raw, curve in zip(evidence["losses"], smoothed, strict=True)]
     kept = [value for values, bad in zip(drawn, diverged, strict=True) if not bad for value in values
             if value is not None and math.isfinite(value)]
