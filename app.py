@@ -3,6 +3,7 @@
 import streamlit as st
 
 from diagnostics.config.limits import environment_problem
+from diagnostics.core.libraries import libraries_imported
 from diagnostics.core.environment import stack_problems
 from diagnostics.i18n import _, localize
 from ui.address import load_link
@@ -41,9 +42,17 @@ navigation = st.navigation(
         _("For presenters"): [st.Page("app_pages/workshop.py", title=_("Workshop"), url_path="workshop")],
     }
 )
+# The first page of a fresh server waits seconds on TensorFlow's import (a page imports it before its title): the
+# main area says so instead of staying blank, until the page has run.
+starting = None if libraries_imported() else st.empty()
+if starting is not None:
+    starting.info(_("Starting: the first page of this server imports TensorFlow and Transformers, once…"),
+                  icon=":material/hourglass_top:")
 slot = sidebar(navigation.url_path)
 try:
     navigation.run()
 finally:
+    if starting is not None:
+        starting.empty()
     # After the page, so the panel can say which of the scenario's checks the page just ran caught it.
     scenario_panel(slot)

@@ -40,3 +40,8 @@ def import_libraries() -> None:
             if enabled:
                 gc.enable()
             _imported = True
+
+
+def libraries_imported() -> bool:
+    """Whether this process has imported them (a first page of a fresh server has not: it says why it waits)."""
+    return _imported
