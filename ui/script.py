@@ -81,11 +81,12 @@ def script_source() -> tuple[Path | None, str | None, str | None]:
 
 def run_options() -> tuple[dict, list[str]]:
     """The trace's options (script_args, stages, timeout, cwd) and what is wrong with them."""
-    left, middle, right = st.columns([2, 3, 1])
+    # The stages on a row of their own: in a third of one, the four stages' chips were cut ("Hyper…").
+    stages = st.multiselect(_("Stages"), list(STAGE_ORDER), key=choice("script.stages"),
+                            format_func=said(STAGE_TITLES).get)
+    left, right = st.columns([3, 1])
     arguments = left.text_input(_("The script's own arguments"), key="script.args",
                                 help=_("As on a command line, e.g. --checkpoint ./my-model"))
-    stages = middle.multiselect(_("Stages"), list(STAGE_ORDER), key=choice("script.stages"),
-                                format_func=said(STAGE_TITLES).get)
     timeout = right.number_input(_("Time limit (s)"), min_value=10, max_value=3600, step=10, key="script.timeout")
     workdir_column, task_column = st.columns(2)  # the task column wide enough for "From the data and the model"
     workdir = workdir_column.text_input(_("Run it from this directory"), key="script.workdir",
