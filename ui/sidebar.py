@@ -143,9 +143,26 @@ def _widget(spec, where, options: dict, choices: list) -> None:
     draw_kind = {"text": where.text_input, "area": where.text_area, "number": where.number_input,
                  "check": where.checkbox, "select": where.selectbox, "radio": where.radio}[spec.kind]
     if spec.kind in ("select", "radio"):
-        draw_kind(label, choices, **options)
+        chosen = draw_kind(label, choices, **options)
+        if spec.kind == "select" and chosen is not None:
+            # A select shows one line of the sidebar's width and cuts the rest ('sparse_categorical_crossentr…'): a
+            # long choice is said whole below it, with what it means where the setting says so.
+            displayed = str(options["format_func"](chosen) if "format_func" in options else chosen)
+            if _width(displayed) > LONG_CHOICE:
+                meaning = (spec.choice_help or {}).get(chosen)
+                where.caption(shown(_(meaning) if meaning and "format_func" not in options else displayed))
     else:
         draw_kind(label, **options)
+
+
+# The width of a choice that a sidebar select shows whole, in Latin letters (a Chinese or Korean one counts two).
+LONG_CHOICE = 28
+
+
+def _width(text: str) -> int:
+    import unicodedata
+
+    return sum(2 if unicodedata.east_asian_width(char) in ("W", "F") else 1 for char in text)
 
 
 def _checkpoint(setting, where, options, hosted) -> bool:

@@ -208,6 +208,14 @@ def test_scenario_picker_fills_the_sidebar_and_reports_what_caught_it(app):
     assert "`hparams.loss`: :gray[not run yet]" in sidebar
 
 
+def test_a_sidebar_choice_too_long_for_its_select_is_said_whole_below_it(app):
+    app.selectbox(key="run.scenario").set_value("course-script").run()
+    assert app.selectbox(key="run.loss").value == "sparse_categorical_crossentropy"  # cut in the select's one line
+    captions = [rendered(caption.value) for caption in app.sidebar.caption]
+    assert 'compile(loss="sparse_categorical_crossentropy"): a string, from_logits=False' in captions
+    assert not any(caption == "adam" or caption.startswith("compile(optimizer") for caption in captions)  # short
+
+
 def test_the_report_says_not_yet_known_while_the_check_that_owns_the_bug_has_not_run(app):
     """lr=0.1 on the kit, pages 1 to 3 opened without pressing the sweep's button: the sweep, the only check that
     catches the rate there, has not run, so the Report names it as not run and calls nothing clean."""
