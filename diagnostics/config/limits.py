@@ -8,37 +8,86 @@ Off (the default), nothing is capped and no time budget applies.
 
 from __future__ import annotations
 
-import math
 import os
-from dataclasses import dataclass, fields, replace
+from typing import Annotated, Any
+
+from pydantic import Field, ValidationError, field_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from diagnostics.i18n import N_, Text, msg
 
 HOSTED_ENV = "DEBUGGER_HOSTED"
 
 
-@dataclass(frozen=True)
-class Limits:
+# A count or a size: a whole number, zero or more. An amount (GiB, seconds): a finite number, zero or more (zero is
+# allowed: a budget of 0 s skips every check, as the suite's tests use it).
+Count = Annotated[int, Field(ge=0)]
+Amount = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+
+
+class EnvironmentLimits(BaseSettings):
+    """Limits read from the environment by pydantic-settings: each field from `<prefix><FIELD NAME IN CAPITALS>`
+    when set (an empty value leaves the default), validated by its type; a value that does not read is one line
+    naming the variable (`InputError`), never a traceback. Keyword arguments give other defaults, which the
+    environment still overrides."""
+
+    model_config = SettingsConfigDict(frozen=True, extra="forbid", env_ignore_empty=True, env_prefix="DEBUGGER_")
+
+    def __init__(self, **defaults: Any) -> None:
+        from diagnostics.core.errors import InputError
+
+        try:
+            super().__init__(**defaults)
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            field = str(error["loc"][0])
+            name = f"{self.model_config['env_prefix']}{field.upper()}"
+            text = os.environ.get(name, repr(error.get("input")))
+            raise InputError(msg("The environment variable {name} must be a whole number, zero or more, not {text}.",
+                                 name=name, text=repr(text.strip())) if self._whole(field) else
+                             msg("The environment variable {name} must be a number, zero or more, not {text}.",
+                                 name=name, text=repr(text.strip()))) from None
+
+    @classmethod
+    def _whole(cls, field: str) -> bool:
+        return cls.model_fields[field].annotation is int
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _stripped(cls, value: Any) -> Any:
+        return value.strip() if isinstance(value, str) else value
+
+    @classmethod
+    def settings_customise_sources(cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
+                                   env_settings: PydanticBaseSettingsSource,
+                                   dotenv_settings: PydanticBaseSettingsSource,
+                                   file_secret_settings: PydanticBaseSettingsSource):
+        # The environment first: what the deployment sets wins over the defaults a caller gives (a shared server's
+        # file limits); no .env file or secrets directory is read.
+        return env_settings, init_settings
+
+
+class Limits(EnvironmentLimits):
     """The caps of hosted mode; each field is read from `DEBUGGER_<FIELD NAME IN CAPITALS>` when set."""
 
-    max_batch_size: int = 32
-    max_length: int = 256
-    max_num_labels: int = 10
-    max_sweep_rates: int = 9
-    max_sweep_steps: int = 20
-    max_range_steps: int = 100
-    max_overfit_epochs: int = 50
-    max_parameters: int = 150_000_000
-    max_training_gib: float = 10.0  # training memory estimated from the checkpoint's config (loading.refuse_costly)
-    run_budget_s: float = 180.0
+    max_batch_size: Count = 32
+    max_length: Count = 256
+    max_num_labels: Count = 10
+    max_sweep_rates: Count = 9
+    max_sweep_steps: Count = 20
+    max_range_steps: Count = 100
+    max_overfit_epochs: Count = 50
+    max_parameters: Count = 150_000_000
+    max_training_gib: Amount = 10.0  # training memory estimated from the checkpoint's config (loading.refuse_costly)
+    run_budget_s: Amount = 180.0
     # Where a hosted visitor's address stands in X-Forwarded-For: the proxies with public addresses in front of the
     # app, counted from the right (those of the host's own network are passed over); 0: the header is not read, and
     # a visitor is their browser's cookie (ui/visitors.py).
-    proxy_hops: int = 1
+    proxy_hops: Count = 1
 
     @classmethod
     def from_environment(cls) -> "Limits":
-        return from_environment(cls(), "DEBUGGER_")
+        return cls()
 
     def describe(self) -> Text:
         return msg("batch size ≤ {batch}, max length ≤ {length}, sweeps ≤ {rates} rates × {steps} steps, range test ≤ "
@@ -48,37 +97,6 @@ class Limits:
                    length=self.max_length, rates=self.max_sweep_rates, steps=self.max_sweep_steps,
                    range_steps=self.max_range_steps, epochs=self.max_overfit_epochs,
                    parameters=self.max_parameters / 1e6, budget=self.run_budget_s)
-
-
-def from_environment(base, prefix: str):
-    """`base` with each field the environment sets as `<prefix><FIELD NAME IN CAPITALS>` replaced.
-
-    Raises:
-        InputError: a value that is not a number of zero or more (a whole one for a count), in one line naming the
-            variable (zero is allowed: a budget of 0 s skips every check, as the suite's tests use it).
-    """
-    values = {}
-    for field in fields(base):
-        name = f"{prefix}{field.name.upper()}"
-        text = os.environ.get(name)
-        if text:
-            values[field.name] = _positive(name, text.strip(), whole=field.type not in ("float", float))
-    return replace(base, **values)
-
-
-def _positive(name: str, text: str, *, whole: bool) -> float | int:
-    from diagnostics.core.errors import InputError
-
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not math.isfinite(value) or value < 0 or (whole and value != int(value)):
-        raise InputError(msg("The environment variable {name} must be a whole number, zero or more, not {text}.",
-                             name=name, text=repr(text)) if whole else
-                         msg("The environment variable {name} must be a number, zero or more, not {text}.", name=name,
-                             text=repr(text)))
-    return int(value) if whole else value
 
 
 def hosted() -> Limits | None:
@@ -118,8 +136,7 @@ def parameters_problem(checkpoint: str, parameters: int) -> str | None:
     return None
 
 
-@dataclass(frozen=True)
-class FileLimits:
+class FileLimits(EnvironmentLimits):
     """What a data file may hold, checked by a streaming pre-scan before `datasets` or pyarrow parses it
     (`keras/file_scan.py`): a row nested thousands of levels deep crashes pyarrow's JSON reader, a hundred thousand
     columns stall `datasets` for minutes, and one cell or one dictionary-encoded text repeated over many rows grows a
@@ -134,24 +151,27 @@ class FileLimits:
         max_decoded_bytes: a parquet file's text once decoded (dictionary-encoded text repeats there).
     """
 
-    max_bytes: int = 1_000_000_000
-    max_rows: int = 5_000_000
-    max_columns: int = 100
-    max_row_chars: int = 100_000
-    max_depth: int = 32
-    max_decoded_bytes: int = 2_000_000_000
+    model_config = SettingsConfigDict(env_prefix="DEBUGGER_FILE_")
+
+    max_bytes: Count = 1_000_000_000
+    max_rows: Count = 5_000_000
+    max_columns: Count = 100
+    max_row_chars: Count = 100_000
+    max_depth: Count = 32
+    max_decoded_bytes: Count = 2_000_000_000
 
 
 
 # A visitor's upload on a shared server (a workshop room), and any file in hosted mode: a tenth of what a user's own
 # files on their own machine may be.
-SHARED_FILE_LIMITS = FileLimits(max_bytes=200_000_000, max_rows=1_000_000, max_columns=50, max_row_chars=20_000,
-                                max_depth=16, max_decoded_bytes=200_000_000)
+SHARED_FILE_LIMITS = dict(max_bytes=200_000_000, max_rows=1_000_000, max_columns=50, max_row_chars=20_000,
+                          max_depth=16, max_decoded_bytes=200_000_000)
 
 
 def file_limits(shared: bool) -> FileLimits:
-    """The limits on a data file: a visitor's upload's (or any file's in hosted mode), or a user's own."""
-    return from_environment(SHARED_FILE_LIMITS if shared or hosted() is not None else FileLimits(), "DEBUGGER_FILE_")
+    """The limits on a data file: a visitor's upload's (or any file's in hosted mode), or a user's own; what the
+    environment sets wins over either."""
+    return FileLimits(**SHARED_FILE_LIMITS) if shared or hosted() is not None else FileLimits()
 
 
 def environment_problem() -> Text | None:

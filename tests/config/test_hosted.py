@@ -35,13 +35,25 @@ def test_each_cap_reads_its_own_variable(hosted, monkeypatch):
     assert limits.hosted().max_batch_size == 64 and limits.hosted().run_budget_s == 30.5
 
 
+def test_an_empty_variable_leaves_the_default_and_a_set_one_wins_over_a_shared_servers_file_limits(hosted, monkeypatch):
+    monkeypatch.setenv("DEBUGGER_MAX_BATCH_SIZE", "")
+    monkeypatch.setenv("DEBUGGER_FILE_MAX_ROWS", " 7 ")
+    assert limits.hosted().max_batch_size == 32
+    shared, own = limits.file_limits(shared=True), limits.file_limits(shared=False)
+    assert shared.max_rows == own.max_rows == 7
+    assert shared.max_columns == 50  # hosted mode: a shared server's limits, the environment's where it sets one
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="frozen"):
+        shared.max_rows = 8  # the limits read are frozen
+
+
 def test_docs_hosting_lists_every_variable_hosted_mode_reads_with_its_default():
-    import dataclasses
     import re
 
     rows = dict(re.findall(r"^\| `(DEBUGGER_[A-Z_]+)` \| ([^|]+) \|", (ROOT / "docs" / "hosting.md").read_text(), re.M))
-    for field in dataclasses.fields(limits.Limits):
-        assert f"{float(rows[f'DEBUGGER_{field.name.upper()}']):g}" == f"{float(field.default):g}", field.name
+    for name, field in limits.Limits.model_fields.items():
+        assert f"{float(rows[f'DEBUGGER_{name.upper()}']):g}" == f"{float(field.default):g}", name
 
 
 @pytest.mark.parametrize("variable, value, says", [
@@ -51,6 +63,7 @@ def test_docs_hosting_lists_every_variable_hosted_mode_reads_with_its_default():
     ("DEBUGGER_MAX_TRAINING_GIB", "nan", "must be a number, zero or more, not 'nan'"),
     ("DEBUGGER_FILE_MAX_ROWS", "1e99999", "must be a whole number, zero or more, not '1e99999'"),
     ("DEBUGGER_PROXY_HOPS", "1.5", "must be a whole number, zero or more, not '1.5'"),
+    ("DEBUGGER_RUN_BUDGET_S", "inf", "must be a number, zero or more, not 'inf'"),
 ])
 def test_a_limit_the_environment_sets_wrong_is_one_line_naming_it_on_the_command_line_and_the_page(
         hosted, monkeypatch, capsys, variable, value, says):
