@@ -14,13 +14,14 @@ from diagnostics.config.run import DEMO_CHECKPOINT, RunConfig, default_config
 from diagnostics.config.settings import parse_data_files
 from diagnostics.core.errors import InputError
 from diagnostics.config.tasks import get_task
-from diagnostics.i18n import _, localize, message_of, msg, said
+from diagnostics.i18n import _, localize, message_of, msg
 from diagnostics.config.settings import BY_FIELD, SETTINGS, Setting
 from diagnostics.keras.training import effective_rate
 from ui.address import link_copy, link_problems
 from ui.caches import hub_reachable
-from ui.render import choice, markdown_text, shown
+from ui.render import markdown_text, shown
 from ui.scenario_panel import scenario_picker
+from ui.widgets import widget
 from ui.session import CONFIG_ERROR_KEY, CONFIG_KEY, config_from_state, language_picker
 
 UPLOADS_KEY, UPLOAD_PROBLEMS_KEY = "data.uploads", "data.upload_problems"
@@ -124,45 +125,10 @@ def draw(setting: Setting, where, hosted) -> None:
     if spec.clamps and setting.bounds is not None:
         options["min_value"] = int(setting.bounds.low)
     if special is None or special(setting, where, options, hosted):
-        _widget(spec, where, options, list(spec.options or setting.choices or ()))
+        widget(spec, where, options, list(spec.options or setting.choices or ()))
     for child in SETTINGS:
         if child.ui and child.ui.under == setting.field and _shown(child):
             draw(child, where, hosted)
-
-
-def _widget(spec, where, options: dict, choices: list) -> None:
-    label = _(spec.label)
-    if spec.placeholder and "placeholder" not in options and spec.kind in ("text", "area", "number"):
-        options["placeholder"] = _(spec.placeholder)
-    if spec.kind == "number":
-        if spec.step is not None:
-            options["step"] = spec.step
-    if spec.labels and spec.kind in ("select", "radio"):
-        options["format_func"] = said(spec.labels).get
-        choice(options["key"])
-    draw_kind = {"text": where.text_input, "area": where.text_area, "number": where.number_input,
-                 "check": where.checkbox, "select": where.selectbox, "radio": where.radio}[spec.kind]
-    if spec.kind in ("select", "radio"):
-        chosen = draw_kind(label, choices, **options)
-        if spec.kind == "select" and chosen is not None:
-            # A select shows one line of the sidebar's width and cuts the rest ('sparse_categorical_crossentr…'): a
-            # long choice is said whole below it, with what it means where the setting says so.
-            displayed = str(options["format_func"](chosen) if "format_func" in options else chosen)
-            if _width(displayed) > LONG_CHOICE:
-                meaning = (spec.choice_help or {}).get(chosen)
-                where.caption(shown(_(meaning) if meaning and "format_func" not in options else displayed))
-    else:
-        draw_kind(label, **options)
-
-
-# The width of a choice that a sidebar select shows whole, in Latin letters (a Chinese or Korean one counts two).
-LONG_CHOICE = 28
-
-
-def _width(text: str) -> int:
-    import unicodedata
-
-    return sum(2 if unicodedata.east_asian_width(char) in ("W", "F") else 1 for char in text)
 
 
 def _checkpoint(setting, where, options, hosted) -> bool:
@@ -173,13 +139,13 @@ def _checkpoint(setting, where, options, hosted) -> bool:
 def _data_source(setting, where, options, hosted) -> bool:
     """A hosted server reads no local files, so it offers the rest."""
     choices = [source for source in setting.choices if not (hosted and source == "files")]
-    _widget(setting.ui, where, options, choices)
+    widget(setting.ui, where, options, choices)
     return False
 
 
 def _data_files(setting, where, options, hosted) -> bool:
     """The files' lines, then uploads that become lines of their own."""
-    _widget(setting.ui, where, options, [])
+    widget(setting.ui, where, options, [])
     where.file_uploader(_("Or upload them"), type=[suffix[1:] for suffix in data_files.LOCAL_FORMATS],
                         accept_multiple_files=True, key=UPLOADS_KEY, on_change=take_uploads,
                         help=_("Each file is kept on this machine and gets a SPLIT=PATH line above; its name before "
@@ -203,7 +169,7 @@ def _split(setting, where, options, hosted) -> bool:
         if gone:
             where.caption(_("There is no split {gone} here; showing {shown}.").format(
                 gone=markdown_text(repr(gone)), shown=markdown_text(repr(splits[0]))))
-    _widget(setting.ui, where, options, splits)
+    widget(setting.ui, where, options, splits)
     return False
 
 

@@ -1,0 +1,44 @@
+"""One setting's widget in the sidebar, drawn from its declaration (`diagnostics/config/settings.py`'s `Ui`): the
+widget of its kind with its label, placeholder, step and choices' names, and a choice too long for a select's one
+line said whole below it."""
+
+from __future__ import annotations
+
+import unicodedata
+
+from diagnostics.i18n import _, said
+from ui.render import choice, shown
+
+
+def widget(spec, where, options: dict, choices: list) -> None:
+    """The widget of `spec`'s kind in `where` (the sidebar, or one of its columns), with `options` (key, help)."""
+    label = _(spec.label)
+    if spec.placeholder and "placeholder" not in options and spec.kind in ("text", "area", "number"):
+        options["placeholder"] = _(spec.placeholder)
+    if spec.kind == "number":
+        if spec.step is not None:
+            options["step"] = spec.step
+    if spec.labels and spec.kind in ("select", "radio"):
+        options["format_func"] = said(spec.labels).get
+        choice(options["key"])
+    draw_kind = {"text": where.text_input, "area": where.text_area, "number": where.number_input,
+                 "check": where.checkbox, "select": where.selectbox, "radio": where.radio}[spec.kind]
+    if spec.kind in ("select", "radio"):
+        chosen = draw_kind(label, choices, **options)
+        if spec.kind == "select" and chosen is not None:
+            # A select shows one line of the sidebar's width and cuts the rest ('sparse_categorical_crossentr…'): a
+            # long choice is said whole below it, with what it means where the setting says so.
+            displayed = str(options["format_func"](chosen) if "format_func" in options else chosen)
+            if _width(displayed) > LONG_CHOICE:
+                meaning = (spec.choice_help or {}).get(chosen)
+                where.caption(shown(_(meaning) if meaning and "format_func" not in options else displayed))
+    else:
+        draw_kind(label, **options)
+
+
+# The width of a choice that a sidebar select shows whole, in Latin letters (a Chinese or Korean one counts two).
+LONG_CHOICE = 28
+
+
+def _width(text: str) -> int:
+    return sum(2 if unicodedata.east_asian_width(char) in ("W", "F") else 1 for char in text)
