@@ -7,7 +7,7 @@ from diagnostics.i18n import _, message_of
 from diagnostics.walk.runner import validate_epochs
 from diagnostics.report.plots import overfit_figure
 from ui.render import checklist, field_columns, field_frame, owner_link, shown, traced_results
-from ui.shared import computed, explained_here, freshness, kept, overfit_jobs, under_way
+from ui.shared import computed, explained_here, freshness, overfit_jobs, wanted
 from ui.session import current_config
 
 st.title(_("4 · Overfit one batch"))
@@ -27,11 +27,11 @@ def overfit_here() -> tuple[list, list]:
         epochs_error = shown(message_of(exc))
         st.error(epochs_error)
     jobs = overfit_jobs(config)
-    # A run kept (or under way in some session) is drawn from what is kept, without the button that asked for it; a
-    # new number of epochs is a new run, and its button comes back.
-    showing = {name: job is not None and (kept(job) is not None or under_way(job)) for name, job in jobs.items()}
+    # A run kept (or under way, or asked for again) is drawn without the button that asked for it, as on
+    # Hyperparameters (`wanted`); a new number of epochs is a new run, and its button comes back.
+    showing = {name: job is not None and wanted(job) for name, job in jobs.items()}
     buttons = st.container(horizontal=True, wrap=True)  # each button keeps its whole label, at any width and language
-    walk = not showing.get("walk") and buttons.button(_("Run the overfit test"), type="primary", key="overfit.run",
+    walk = not showing["walk"] and buttons.button(_("Run the overfit test"), type="primary", key="overfit.run",
                                                       disabled=bool(epochs_error))
     rerun = "rerun" in jobs and not showing["rerun"] and buttons.button(
         _("Rerun at the sweep's recommended rate {rate:.1e}").format(rate=jobs["rerun"].settings.rate),

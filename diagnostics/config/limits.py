@@ -42,11 +42,11 @@ class EnvironmentLimits(BaseSettings):
             error = exc.errors()[0]
             field = str(error["loc"][0])
             name = f"{self.model_config['env_prefix']}{field.upper()}"
-            text = os.environ.get(name, repr(error.get("input")))
+            text = repr(os.environ.get(name, str(error.get("input"))).strip())
             raise InputError(msg("The environment variable {name} must be a whole number, zero or more, not {text}.",
-                                 name=name, text=repr(text.strip())) if self._whole(field) else
+                                 name=name, text=text) if self._whole(field) else
                              msg("The environment variable {name} must be a number, zero or more, not {text}.",
-                                 name=name, text=repr(text.strip()))) from None
+                                 name=name, text=text)) from None
 
     @classmethod
     def _whole(cls, field: str) -> bool:
