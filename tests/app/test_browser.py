@@ -333,9 +333,11 @@ def test_the_warm_up_redraws_each_scenarios_badge_as_soon_as_it_is_kept(server, 
         page.wait_for_timeout(250)
     assert seen_midway, "the warm-up ended before a look at it midway"
     number, texts = seen_midway[0]
-    # Each card of a scenario already warmed says so: its Data checks' three units added to what it counted before.
-    assert all("warm (" in text or computed_count(text) >= count + 3
-               for text, count in zip(texts[:-1], before, strict=False)), (before, texts)
+    # Each card of a scenario already warmed says so: its Data checks' three units are kept, with whatever it counted
+    # before (an earlier test may have computed some of the same units, so the count need not grow by three). The
+    # old page showed a card that counted 0 before the press still at 0.
+    warmed = list(zip(texts[:-1], before, strict=False))
+    assert all("warm (" in text or computed_count(text) >= max(count, 3) for text, count in warmed), (before, texts)
     assert any("Computing…" in text for _number, texts in seen_midway for text in texts), seen_midway
 
 
