@@ -90,6 +90,29 @@ def rendered(markdown: str) -> str:
     return re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", markdown).replace("\u200b", "")
 
 
+def checks_of_units(*units: str) -> set[str]:
+    """The ids of the checks these units of the walk run, read from the registry (a test that goes over every check
+    of a kind never lists their ids, so a new check is covered without editing it)."""
+    from diagnostics.walk import registry
+
+    return {check_id for unit in units for check_id in registry.unit_checks(unit)}
+
+
+def copy_checks() -> set[str]:
+    """The ids of the checks of the units that train a copy of the model (learnability, the sweep and the range
+    test, the overfit test)."""
+    from diagnostics.walk import registry
+
+    return checks_of_units(*(unit.name for unit in registry.UNITS.values() if unit.copy))
+
+
+def quick_checks(stage: str) -> set[str]:
+    """The ids of a stage's checks that do not train a copy (the Data page's batch, label and duplicate checks)."""
+    from diagnostics.walk import registry
+
+    return {check_id for check_id in registry.checks_of(stage)} - copy_checks()
+
+
 SEEDS = (0, 1, 2)
 
 

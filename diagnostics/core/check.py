@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-from dataclasses import dataclass, replace
+from dataclasses import KW_ONLY, dataclass, replace
+import importlib
 import types
 from typing import Callable, Iterator, Mapping
 
@@ -156,13 +157,21 @@ class Cause:
     """A cause the report names once: owned by the check whose `conditions` name it (its verdict, sentence and fix
     are the cause's), with the findings of other checks it explains. Those keep their evidence and point at the
     owner instead of failing again. A warn or fail verdict no cause declares is a cause of its own, explaining
-    nothing else."""
+    nothing else.
+
+    Attributes:
+        precedence: where it stands among the causes, lowest first: a finding two present causes explain points at
+            the one of lower precedence, and the report lists them in this order. Each cause has its own number
+            (the registry refuses two alike); `python -m diagnostics checks` lists them in order.
+    """
 
     name: str
     owner: str
     conditions: tuple[str, ...]
     title: str
     explains: tuple[Explains, ...] = ()
+    _: KW_ONLY
+    precedence: int
 
 
 @dataclass(frozen=True)
@@ -200,3 +209,11 @@ class Unit:
     copy: bool = False
     plan: Callable | None = None
     on_request: Callable | None = None
+
+
+def collect(package: str, names: tuple[str, ...]) -> tuple[tuple[Check, ...], tuple[Cause, ...]]:
+    """The checks and causes of a stage package's check modules, named in walk order: each module's `CHECK` and
+    any `CAUSES` it declares. A stage's list of names is the whole registration of its checks."""
+    modules = [importlib.import_module(f"{package}.{name}") for name in names]
+    return (tuple(module.CHECK for module in modules),
+            tuple(cause for module in modules for cause in getattr(module, "CAUSES", ())))

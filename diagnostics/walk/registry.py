@@ -20,19 +20,17 @@ __all__ = ["CHECKS", "CAUSES", "UNITS", "FIT", "STAGES", "STAGE_ORDER", "STAGE_T
 _STAGES = (data, model, hparams, overfit)  # in walk order, as `STAGE_ORDER` names them
 CHECKS: dict[str, Check] = {check.id: check for stage in _STAGES for check in stage.CHECKS}
 
-# In this order: a finding two present causes explain points at the first (columns the batches cannot be built
-# without, labels outside the task's classes before a head too small for them, a loss before the gradients it stops,
-# any cause before the rate).
-CAUSE_ORDER = ("absent_columns", "stray_labels", "head_short", "loss_mismatch", "no_gradient", "broken_weights",
-               "random_labels", "stale_train_step", "rate")
 # The units that train come last and together, so their one shared copy of the model (see `Unit.copy`) is never
 # alive beside the Model checks' own copies.
 UNITS: dict[str, Unit] = {unit.name: unit for unit in sorted((unit for stage in _STAGES for unit in stage.UNITS),
                                                              key=lambda unit: unit.copy)}
 # Built only from declarations that hold (walk/validate.py): a broken one fails here, naming its module.
-validate.hold(validate.problems(CHECKS, (cause for stage in _STAGES for cause in stage.CAUSES), CAUSE_ORDER, UNITS))
-_DECLARED = {cause.name: cause for stage in _STAGES for cause in stage.CAUSES}
-CAUSES: dict[str, Cause] = {name: _DECLARED[name] for name in CAUSE_ORDER}
+validate.hold(validate.problems(CHECKS, (cause for stage in _STAGES for cause in stage.CAUSES), UNITS))
+# Every cause, in its declared precedence (`Cause.precedence`): a finding two present causes explain points at the
+# first (columns the batches cannot be built without, labels outside the task's classes before a head too small for
+# them, a loss before the gradients it stops, any cause before the rate).
+CAUSES: dict[str, Cause] = {cause.name: cause for cause in sorted(
+    (cause for stage in _STAGES for cause in stage.CAUSES), key=lambda cause: cause.precedence)}
 # The shape of each check's evidence, declared beside its measurement.
 EVIDENCE: dict[str, type] = {check.id: check.evidence for check in CHECKS.values()}
 # What watches a user's own fit (the checks of the FIT part), for the listing.
@@ -86,7 +84,8 @@ def listing() -> list[dict]:
              "conditions": [{"name": c.name, "value": c.value, "meaning": c.meaning,
                              **({"rule": str(c.rule), "status": c.status} if c.rule else {})}
                             for c in check.conditions],
-             "causes": [{"name": cause.name, "title": cause.title, "conditions": list(cause.conditions),
+             "causes": [{"name": cause.name, "title": cause.title, "precedence": cause.precedence,
+                         "conditions": list(cause.conditions),
                          "explains": [{"check": e.check, "conditions": list(e.conditions),
                                        **({"when": str(e.when)} if e.when else {}),
                                        **({"measured": True} if e.measured else {})} for e in cause.explains]}

@@ -1,8 +1,8 @@
 """The registry checks itself when it is built: a declaration that names something that does not exist fails at
-import with one line naming the module that declares it and the name, instead of vanishing from every report (a
-cause left out of the precedence) or failing at run time (a need misspelt).
+import with one line naming the module that declares it and the name, instead of vanishing from every report or
+failing at run time (a need misspelt).
 
-What is checked: every declared cause is in the precedence and every name there is declared; a cause's owner and its
+What is checked: every cause has a precedence of its own (a whole number no other cause has); a cause's owner and its
 conditions exist, and so do the checks and conditions it explains; a check's unit exists; each rule reads keys its
 check's evidence declares; a unit's `reads` name a check and a key of its evidence; and, once the runner is built,
 every need and setting a unit or check names is one the runner provides (`validate_runner`).
@@ -40,7 +40,7 @@ def _evidence_keys(check) -> set[str] | None:
     return set(check.evidence.__annotations__) if check.evidence is not None else None
 
 
-def problems(checks: dict, declared_causes: Iterable, precedence: tuple[str, ...], units: dict) -> list[str]:
+def problems(checks: dict, declared_causes: Iterable, units: dict) -> list[str]:
     """Each broken declaration as one line: "<module>: <what> <name> ...". Empty when the registry holds."""
     found = []
     declared = {cause.name: cause for cause in declared_causes}
@@ -69,12 +69,16 @@ def problems(checks: dict, declared_causes: Iterable, precedence: tuple[str, ...
             read = getattr(condition.rule, "keys", ()) if condition.rule is not None else ()
             found += [f"{where}: {check.id}'s condition {condition.name!r} reads {key!r}, which its evidence does not "
                       "declare" for key in read if keys is not None and key not in keys]
+    taken: dict[int, str] = {}
     for name, cause in declared.items():  # after what is wrong inside a cause, which matters more
-        if name not in precedence:
-            found.append(f"{module_of(cause)}: cause {name!r} is not in walk/registry.py's CAUSE_ORDER, so no report "
-                         "would name it")
-    found += [f"diagnostics.walk.registry: CAUSE_ORDER names {name!r}, which no check module declares"
-              for name in precedence if name not in declared]
+        if not isinstance(cause.precedence, int) or isinstance(cause.precedence, bool):
+            found.append(f"{module_of(cause)}: cause {name!r} has precedence {cause.precedence!r}, which is not a "
+                         "whole number")
+        elif cause.precedence in taken:
+            found.append(f"{module_of(cause)}: cause {name!r} has precedence {cause.precedence}, as cause "
+                         f"{taken[cause.precedence]!r} has, so which of them a finding points at is not declared")
+        else:
+            taken[cause.precedence] = name
     for unit in units.values():
         for read in unit.reads:
             check_id, _, key = read.partition(":")

@@ -3,7 +3,7 @@ import copy
 import numpy as np
 import pytest
 
-from conftest import make_split
+from conftest import make_split, quick_checks
 from diagnostics.keras import batches
 from diagnostics.checks.data.baselines import check_baselines
 from diagnostics.checks.data import duplicates
@@ -414,8 +414,7 @@ def test_duplicates_repeats_with_same_label_warn_above_threshold():
 def test_stage_runs_every_check_on_a_regression_task(tokenizer):
     split = make_split("stsb", [("the cat sat", "a cat sat", 4.2), ("the dog ran", "anna read", 0.4)] * 3)
     results = results_by_id(RunConfig(task="stsb", batch_size=4), split, tokenizer)
-    assert set(results) == {"data.columns", "data.batch", "data.decoded_samples", "data.label_range",
-                            "data.label_balance", "data.baselines", "data.truncation", "data.duplicates"}
+    assert set(results) == quick_checks("data")
     assert results["data.batch"].evidence["entries"][-1]["dtype"] == "float32"
     assert all(result.status is not Status.ERROR for result in results.values())
 

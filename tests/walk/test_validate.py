@@ -2,6 +2,7 @@
 would add one) with each kind of mistake, imported in a fresh interpreter, stops the import with one line naming its
 module and the name it got wrong."""
 
+import ast
 import subprocess
 import sys
 import textwrap
@@ -55,6 +56,17 @@ def test_a_sound_new_check_module_is_taken():
     assert built() == "built"
 
 
+def test_a_new_cause_takes_its_place_by_its_own_precedence():
+    """A cause is registered by its declaration alone: its precedence puts it among the others."""
+    code = textwrap.dedent(MODULE).replace('print("built")', 'print(list(diagnostics.walk.registry.CAUSES))')
+    said = subprocess.run([sys.executable, "-c", code.format(
+        check=CHECK, cause='Cause("spaces", "data.whitespace", ("spaced",), "Spaces", precedence=15)', unit="None")],
+        cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert said.returncode == 0, said.stderr[-2000:]
+    causes = ast.literal_eval(said.stdout.strip())
+    assert causes[:3] == ["absent_columns", "spaces", "stray_labels"] and causes[-1] == "rate"
+
+
 @pytest.mark.parametrize("check, cause, unit, line", [
     (CHECK.replace('unit="data"', 'unit="data", requires=("txets",)'), "None", "None",
      "diagnostics.checks.data.whitespace: data.whitespace requires 'txets', which the runner does not provide"),
@@ -63,18 +75,22 @@ def test_a_sound_new_check_module_is_taken():
     (CHECK.replace('Above("spaced")', 'Above("share")'), "None", "None",
      "diagnostics.checks.data.whitespace: data.whitespace's condition 'spaced' reads 'share', which its evidence "
      "does not declare"),
-    (CHECK, 'Cause("spaces", "data.whitespace", ("spaced",), "Spaces")', "None",
-     "diagnostics.checks.data.whitespace: cause 'spaces' is not in walk/registry.py's CAUSE_ORDER"),
-    (CHECK, 'Cause("spaces", "data.whitespace", ("spacd",), "Spaces")', "None",
+    (CHECK, 'Cause("spaces", "data.whitespace", ("spaced",), "Spaces", precedence=10)', "None",
+     "diagnostics.checks.data.whitespace: cause 'spaces' has precedence 10, as cause 'absent_columns' has"),
+    (CHECK, 'Cause("spaces", "data.whitespace", ("spaced",), "Spaces", precedence=1.5)', "None",
+     "diagnostics.checks.data.whitespace: cause 'spaces' has precedence 1.5, which is not a whole number"),
+    (CHECK, 'Cause("spaces", "data.whitespace", ("spacd",), "Spaces", precedence=15)', "None",
      "diagnostics.checks.data.whitespace: cause 'spaces' names condition 'spacd', which data.whitespace does not "
      "declare"),
-    (CHECK, 'Cause("spaces", "data.whitespace", ("spaced",), "Spaces", explains=(Explains("data.tokens"),))', "None",
+    (CHECK, 'Cause("spaces", "data.whitespace", ("spaced",), "Spaces", explains=(Explains("data.tokens"),), '
+            'precedence=15)', "None",
      "diagnostics.checks.data.whitespace: cause 'spaces' explains 'data.tokens', which is no check"),
     (CHECK.replace('unit="data"', 'unit="spaces"'), "None", 'Unit("spaces", "data", needs=("texts", "tokenz"))',
      "diagnostics.checks.data.whitespace: unit 'spaces' needs 'tokenz', which the runner does not provide"),
     (CHECK.replace('unit="data"', 'unit="spaces"'), "None", 'Unit("spaces", "data", reads=("data.batch:rowz",))',
      "diagnostics.checks.data.whitespace: unit 'spaces' reads 'data.batch:rowz', which no check's evidence holds"),
-], ids=["requires", "unit", "rule key", "precedence", "cause condition", "explains", "unit need", "unit reads"])
+], ids=["requires", "unit", "rule key", "precedence taken", "precedence not whole", "cause condition", "explains",
+        "unit need", "unit reads"])
 def test_a_broken_declaration_stops_the_import_with_one_line_naming_its_module_and_name(check, cause, unit, line):
     said = built(check, cause, unit)
     assert said.startswith("RegistryError " + line), said

@@ -162,9 +162,11 @@ CHECK = Check("data.columns", N_("the task's columns and the columns given to to
               Holds("model_inputs_left_out"))),
               evidence=Evidence)
 
-# The causes this check owns (the registry orders every check's causes: `walk.registry.CAUSE_ORDER`): a column the
-# batches ask for that the split lacks stops to_tf_dataset, so the first batch's error is this cause's, not one more.
+# The causes this check owns, each with its precedence among every check's causes (`Cause.precedence`): a
+# column the batches ask for that the split lacks stops to_tf_dataset, so the first batch's error is this cause's,
+# not one more.
 CAUSES = (
     Cause("absent_columns", "data.columns", ("missing_columns", "missing_requested"),
-          N_("columns the batches ask for that the split lacks"), (Explains("data.batch", ("batch_raises",)),)),
+          N_("columns the batches ask for that the split lacks"), (Explains("data.batch", ("batch_raises",)),),
+          precedence=10),
 )

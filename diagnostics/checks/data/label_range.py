@@ -241,8 +241,8 @@ CHECK = Check("data.label_range", N_("labels lie in [0, num_labels) and among th
                                        "the stray rows)", Holds("stray_rows"))),
               evidence=Evidence)
 
-# The causes this check owns (the registry orders every check's causes: `walk.registry.CAUSE_ORDER`).
+# The causes this check owns, each with its precedence among every check's causes (`Cause.precedence`).
 CAUSES = (
     Cause("stray_labels", "data.label_range", ("max_invalid_labels",), N_("labels outside the task's classes"),
-          LABELS_STOP),
+          LABELS_STOP, precedence=20),
 )

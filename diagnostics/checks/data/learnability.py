@@ -197,11 +197,11 @@ CHECK = Check("data.learnability", N_("the given labels are learned better than 
                                       "labels that carry signal within the run)", Holds("pretrained", False))),
               evidence=Evidence)
 
-# The causes this check owns (the registry orders every check's causes: `walk.registry.CAUSE_ORDER`).
+# The causes this check owns, each with its precedence among every check's causes (`Cause.precedence`).
 CAUSES = (
     # Labels that carry no signal: every rate's held-out loss rises or stays, so the sweep's ranking of rates by it
     # (and its verdict on the configured rate, short of a loss that broke) says nothing about the rate.
     Cause("random_labels", "data.learnability", ("random_weights",), N_("labels that do not match their texts"),
           (Explains("hparams.lr_sweep", ("too_high", "warn_decades", "no_good_rate"),
-                    Holds("configured_broke", False)),)),
+                    Holds("configured_broke", False)),), precedence=70),
 )

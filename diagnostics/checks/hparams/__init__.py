@@ -3,12 +3,11 @@ learning-rate sweep and range test on a trained copy ("training", on request).""
 
 from __future__ import annotations
 
-from diagnostics.checks.hparams import loss, lr_range_test, lr_sweep, optimizer, schedule, training
-from diagnostics.core.check import Unit
+from diagnostics.checks.hparams import training
+from diagnostics.core.check import Unit, collect
 
-MODULES = (optimizer, loss, schedule, lr_sweep, lr_range_test)
-CHECKS = tuple(module.CHECK for module in MODULES)
-CAUSES = tuple(cause for module in MODULES for cause in getattr(module, "CAUSES", ()))
+# Every check of the stage, by its module's name, in walk order (the whole registration of a check).
+CHECKS, CAUSES = collect(__name__, ("optimizer", "loss", "schedule", "lr_sweep", "lr_range_test"))
 UNITS = (
     Unit("setup", "hparams", needs=("columns", "model", "batch")),
     Unit("training", "hparams", training.measure_training,

@@ -230,11 +230,11 @@ CHECK = Check("hparams.loss", N_("the loss matches what the model outputs (logit
               Holds("keras_loss_on_input_labels"))),
               evidence=Evidence)
 
-# The causes this check owns (the registry orders every check's causes: `walk.registry.CAUSE_ORDER`).
+# The causes this check owns, each with its precedence among every check's causes (`Cause.precedence`).
 CAUSES = (
     Cause("loss_mismatch", "hparams.loss", ("step_raises", "classification_loss", "regression_loss",
                                             "warn_disagreement", "probabilities_as_logits"),
           N_("a loss that does not match what the model outputs"),
           (Explains("model.initial_loss"), Explains("model.gradients", ("step_raises", "no_gradient", "zero_gradient")),
-           Explains("hparams.lr_sweep")) + NOTHING_LEARNS),
+           Explains("hparams.lr_sweep")) + NOTHING_LEARNS, precedence=40),
 )

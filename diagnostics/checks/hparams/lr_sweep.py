@@ -298,7 +298,7 @@ CHECK = Check("hparams.lr_sweep", N_("a learning-rate sweep scored on held-out r
     Condition("thin_held_out_rows", 16, "say the evidence is thin with fewer held-out rows than this")),
               evidence=Evidence)
 
-# The causes this check owns (the registry orders every check's causes: `walk.registry.CAUSE_ORDER`).
+# The causes this check owns, each with its precedence among every check's causes (`Cause.precedence`).
 CAUSES = (
     Cause(
         "rate",
@@ -312,5 +312,6 @@ CAUSES = (
             Explains("model.nan_origin", ("non_finite_layer",), Holds("after_step")),
             Explains("overfit.one_batch", (), Holds("at_configured_rate")),
         ),
+        precedence=90,
     ),
 )

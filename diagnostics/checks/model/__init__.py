@@ -5,20 +5,9 @@ step that failed, naming the check that owns it (model.forward, model.gradients)
 
 from __future__ import annotations
 
-from diagnostics.checks.model import (
-    config,
-    divergence,
-    forward,
-    gradients,
-    initial_loss,
-    memory,
-    nan_origin,
-    nan_rows,
-    weights_after_step,
-)
-from diagnostics.core.check import Unit
+from diagnostics.core.check import Unit, collect
 
-MODULES = (config, forward, nan_rows, initial_loss, gradients, weights_after_step, nan_origin, memory, divergence)
-CHECKS = tuple(module.CHECK for module in MODULES)
-CAUSES = tuple(cause for module in MODULES for cause in getattr(module, "CAUSES", ()))
+# Every check of the stage, by its module's name, in walk order (the whole registration of a check).
+CHECKS, CAUSES = collect(__name__, ("config", "forward", "nan_rows", "initial_loss", "gradients",
+                                    "weights_after_step", "nan_origin", "memory", "divergence"))
 UNITS = (Unit("model", "model", needs=("columns", "readable")),)

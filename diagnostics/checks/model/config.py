@@ -213,9 +213,9 @@ CHECK = Check("model.config", N_("the checkpoint's head, num_labels and label na
               Holds("names_out_of_order"))),
               evidence=Evidence)
 
-# The causes this check owns (the registry orders every check's causes: `walk.registry.CAUSE_ORDER`).
+# The causes this check owns, each with its precedence among every check's causes (`Cause.precedence`).
 CAUSES = (
     Cause("head_short", "model.config", ("missing_outputs",),
           N_("a head with fewer outputs than the task has labels"),
-          (Explains("data.label_range", ("labels_beyond_head",)),) + LABELS_STOP),
+          (Explains("data.label_range", ("labels_beyond_head",)),) + LABELS_STOP, precedence=30),
 )

@@ -143,8 +143,8 @@ CHECK = Check("model.gradients", N_("one train step: every trainable weight gets
               Holds("non_finite"), status="fail")),
               evidence=Evidence)
 
-# The causes this check owns (the registry orders every check's causes: `walk.registry.CAUSE_ORDER`).
+# The causes this check owns, each with its precedence among every check's causes (`Cause.precedence`).
 CAUSES = (
     Cause("no_gradient", "model.gradients", ("no_gradient", "zero_gradient"),
-          N_("weights the loss's gradient never reaches"), NOTHING_LEARNS),
+          N_("weights the loss's gradient never reaches"), NOTHING_LEARNS, precedence=50),
 )

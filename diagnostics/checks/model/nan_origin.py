@@ -75,7 +75,7 @@ CHECK = Check("model.nan_origin", N_("the first layer whose output turns NaN"), 
                                         "step", Holds("layer"), status="fail"),),
               evidence=Evidence)
 
-# The causes this check owns (the registry orders every check's causes: `walk.registry.CAUSE_ORDER`).
+# The causes this check owns, each with its precedence among every check's causes (`Cause.precedence`).
 CAUSES = (
     Cause(
         "broken_weights",
@@ -88,5 +88,6 @@ CAUSES = (
             Explains("model.gradients", ("non_finite_gradient",)),
             Explains("model.weights_after_step", ("non_finite_weights",)),
         ),
+        precedence=60,
     ),
 )

@@ -99,12 +99,12 @@ CHECK = Check("model.weights_after_step", N_("weights stay finite and move after
               All((Above("variables"), AtMost("moved"))), status="fail")),
               evidence=Evidence)
 
-# The causes this check owns (the registry orders every check's causes: `walk.registry.CAUSE_ORDER`).
+# The causes this check owns, each with its precedence among every check's causes (`Cause.precedence`).
 CAUSES = (
     # A fit that reuses the train step of an earlier fit trains what that step trained, with that step's optimizer:
     # what the rate rules read into the rate for the weights unfrozen since is for after the compile that fixes it.
     Cause("stale_train_step", "model.weights_after_step", ("stale_train_step",),
           N_("trainable changed without compiling again"),
           (Explains("hparams.optimizer", ("warn_learning_rate", "string_adam")), Explains("hparams.lr_sweep"),
-           Explains("hparams.lr_range_test"), Explains("overfit.one_batch"))),
+           Explains("hparams.lr_range_test"), Explains("overfit.one_batch")), precedence=80),
 )

@@ -4,11 +4,10 @@ broken."""
 from __future__ import annotations
 
 from diagnostics.checks.overfit import one_batch
-from diagnostics.core.check import Unit
+from diagnostics.core.check import Unit, collect
 
-MODULES = (one_batch,)
-CHECKS = tuple(module.CHECK for module in MODULES)
-CAUSES = tuple(cause for module in MODULES for cause in getattr(module, "CAUSES", ()))
+# Every check of the stage, by its module's name, in walk order (the whole registration of a check).
+CHECKS, CAUSES = collect(__name__, ("one_batch",))
 UNITS = (
     Unit("overfit", "overfit", one_batch.measure_overfit,
          ("columns", "labels", "range", "model", "batch", "flows", "fits"),
