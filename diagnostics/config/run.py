@@ -10,6 +10,7 @@ from diagnostics.config import limits
 from diagnostics.core.errors import InputError
 from diagnostics.config.settings import (CODE_LOSSES, DATA_SOURCES, LABEL_PLACEMENTS, LOSSES, MAX_TRAIN_STEPS,
                                          OPTIMIZERS, SETTINGS)
+from diagnostics.config.schedule import Schedule
 from diagnostics.config.tasks import GlueTask, get_task
 from diagnostics.i18n import N_, joined, msg
 
@@ -80,7 +81,7 @@ class RunConfig:
         optimizer: a key of OPTIMIZERS.
         learning_rate: the rate of an optimizer object (a string optimizer ignores it, as Keras does).
         weight_decay: for AdamW and create_optimizer.
-        train_steps / warmup_steps: the planned schedule, for create_optimizer.
+        train_steps / warmup_steps: the planned schedule, for create_optimizer (read as one value: `schedule`).
         shuffle_labels: permute the split's labels at random (the shuffled-labels workshop scenario).
         task_candidates: the tasks that fit a user's pipeline when its task is not known (`task` is the first);
             empty when it is known.
@@ -140,6 +141,12 @@ class RunConfig:
                         regression=first.regression, known=False)
 
     @property
+    def schedule(self) -> Schedule:
+        """The planned schedule (create_optimizer's steps, warmup and weight decay), the one value every reader of
+        the schedule takes."""
+        return Schedule.of(self)
+
+    @property
     def task_known(self) -> bool:
         return not self.task_candidates
 
@@ -195,9 +202,10 @@ class RunConfig:
         if self.optimizer not in OPTIMIZERS:
             problems.append(msg("optimizer must be one of {choices}, got {value}", choices=", ".join(OPTIMIZERS),
                                 value=repr(self.optimizer)))
-        if self.warmup_steps > self.train_steps:
+        if self.schedule.warmup_steps > self.schedule.train_steps:
             problems.append(msg("need 0 <= warmup steps ({warmup}) <= train steps ({steps}), and 1 to {cap} train "
-                                "steps", warmup=self.warmup_steps, steps=self.train_steps, cap=MAX_TRAIN_STEPS))
+                                "steps", warmup=self.schedule.warmup_steps, steps=self.schedule.train_steps,
+                                cap=MAX_TRAIN_STEPS))
         if self.data_source != "files" and self.split not in task.splits:
             problems.append(msg("task {task} has no split {split}; its splits are {splits}", task=task.name,
                                 split=repr(self.split), splits=", ".join(task.splits)))

@@ -10,6 +10,7 @@ import types
 from dataclasses import dataclass
 from typing import Any, Iterator
 
+from diagnostics.config.schedule import Schedule
 from diagnostics.i18n import Text
 
 DEFAULT_KERAS = "tf_keras"  # the Keras that Transformers' TF models need on this stack
@@ -17,17 +18,17 @@ DEFAULT_KERAS = "tf_keras"  # the Keras that Transformers' TF models need on thi
 
 @dataclass(frozen=True)
 class CodeStyle:
-    """How the user's code writes an optimizer: Keras's name, the optimizer it built and its schedule's steps."""
+    """How the user's code writes an optimizer: Keras's name, the optimizer it built, its weight decay (AdamW's) and
+    its planned schedule (create_optimizer's)."""
 
     keras: str = DEFAULT_KERAS
     optimizer: str = "Adam"  # a `config.OPTIMIZERS` key
     weight_decay: float = 0.0
-    train_steps: int = 1000
-    warmup_steps: int = 0
+    schedule: Schedule = Schedule()
 
     @classmethod
     def of(cls, config) -> "CodeStyle":
-        return cls(config.keras_name, config.optimizer, config.weight_decay, config.train_steps, config.warmup_steps)
+        return cls(config.keras_name, config.optimizer, config.weight_decay, config.schedule)
 
 
 DEFAULT_STYLE = CodeStyle()  # frozen: one shared default
@@ -52,8 +53,7 @@ def keras_name() -> str:
 def optimizer_code(rate: float, style: CodeStyle) -> str:
     """The user's optimizer at `rate`, as their code would build it."""
     if style.optimizer == "create_optimizer":
-        return (f"optimizer, schedule = create_optimizer(init_lr={rate:.0e}, num_train_steps={style.train_steps}, "
-                f"num_warmup_steps={style.warmup_steps}, weight_decay_rate={style.weight_decay:g})")
+        return style.schedule.code(rate)
     if style.optimizer == "AdamW":
         return f"{style.keras}.optimizers.AdamW(learning_rate={rate:.0e}, weight_decay={style.weight_decay:g})"
     return f"{style.keras}.optimizers.Adam(learning_rate={rate:.0e})"

@@ -47,10 +47,7 @@ def build_optimizer(config: RunConfig):
         return tf_keras.optimizers.Adam(learning_rate=config.learning_rate)
     if config.optimizer == "AdamW":
         return tf_keras.optimizers.AdamW(learning_rate=config.learning_rate, weight_decay=config.weight_decay)
-    from transformers import create_optimizer
-
-    optimizer, _ = create_optimizer(config.learning_rate, num_train_steps=config.train_steps,
-                                    num_warmup_steps=config.warmup_steps, weight_decay_rate=config.weight_decay)
+    optimizer, _ = config.schedule.build(config.learning_rate)
     return optimizer
 
 

@@ -401,6 +401,29 @@ def test_schedule_mostly_warmup_warns():
     assert check_schedule(figures).status is Status.WARN
 
 
+def test_the_schedule_is_one_value_the_optimizer_the_chart_the_check_and_a_fix_all_read(monkeypatch):
+    """A setting that derives the warmup another way (here a tenth of the steps, as a warmup ratio would) changes
+    `Schedule.of` alone: the optimizer the copies train with, the schedule's chart and check, the validation and a
+    rate fix in the user's code all follow it."""
+    from diagnostics.config.schedule import Schedule
+    from diagnostics.core.fixes import CodeStyle, optimizer_code
+    from diagnostics.keras.training import build_optimizer
+
+    monkeypatch.setattr(Schedule, "of", classmethod(lambda cls, config: cls(config.train_steps,
+                                                                            config.train_steps // 10, 0.0)))
+    config = RunConfig(optimizer="create_optimizer", learning_rate=5e-5, train_steps=100).validated()
+    figures = schedule_figures(config)
+    rates = dict(zip(figures["steps"], figures["learning_rates"], strict=True))
+    assert figures["warmup_steps"] == 10 and rates[5] == pytest.approx(2.5e-5) and rates[10] == pytest.approx(5e-5)
+    optimizer = build_optimizer(config)
+    assert optimizer.get_config()["learning_rate"]["config"]["warmup_steps"] == 10
+    assert "num_warmup_steps=10," in optimizer_code(1e-4, CodeStyle.of(config))
+    monkeypatch.setattr(Schedule, "of", classmethod(lambda cls, config: cls(config.train_steps,
+                                                                            config.train_steps + 1, 0.0)))
+    with pytest.raises(InputError, match="warmup steps"):
+        RunConfig(optimizer="create_optimizer", train_steps=100).validated()
+
+
 def test_schedule_string_adam_is_a_constant_0_001():
     figures = schedule_figures(RunConfig(optimizer="adam"))
     assert set(figures["learning_rates"]) == {0.001}

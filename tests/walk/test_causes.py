@@ -11,6 +11,7 @@ from diagnostics.walk import registry
 from diagnostics.walk.causes import causes, owners
 from diagnostics.walk.causes import explain
 from diagnostics.config.run import RunConfig
+from diagnostics.config.schedule import Schedule
 from diagnostics.core.fixes import CodeStyle, RateFix, code_style, keras_name_in, optimizer_code
 from diagnostics.i18n import msg
 from diagnostics.report.formats import build_report, cause_lines, checklist_lines, junit_report, markdown_report
@@ -121,7 +122,7 @@ def test_a_summary_explained_by_another_cause_is_said_without_its_reading():
                                      "num_warmup_steps=30, weight_decay_rate=0.01)"),
 ])
 def test_a_rate_fix_is_written_in_the_users_names(keras, optimizer, expected):
-    style = CodeStyle(keras, optimizer, 0.01, 300, 30)
+    style = CodeStyle(keras, optimizer, 0.01, Schedule(300, 30, 0.01))
     assert optimizer_code(1e-4, style) == expected
     with code_style(style):
         assert str(RateFix(1e-4)) == expected
@@ -143,7 +144,7 @@ def test_one_rate_the_sweeps_wherever_a_rate_is_named():
 def test_a_rate_fix_survives_a_pickle_with_its_style():
     import pickle
 
-    fix = RateFix(2e-5, style=CodeStyle("tf.keras", "create_optimizer", 0.0, 90, 9))
+    fix = RateFix(2e-5, style=CodeStyle("tf.keras", "create_optimizer", 0.0, Schedule(90, 9)))
     again = pickle.loads(pickle.dumps(fix))
     assert again == fix and again.rate == 2e-5 and again.with_rate(1e-4).style.keras == "tf.keras"
 

@@ -17,17 +17,15 @@ from diagnostics.keras.training import effective_rate
 
 def schedule_figures(config: RunConfig, *, points: int = 200) -> dict[str, Any]:
     """The learning rate at each planned training step: create_optimizer's warmup and decay, or the constant rate."""
-    steps = np.unique(np.linspace(0, config.train_steps, min(points, config.train_steps + 1)).astype(int)).tolist()
+    planned = config.schedule
+    steps = np.unique(np.linspace(0, planned.train_steps, min(points, planned.train_steps + 1)).astype(int)).tolist()
     if config.optimizer == "create_optimizer":
-        from transformers import create_optimizer
-
-        _, schedule = create_optimizer(config.learning_rate, num_train_steps=config.train_steps,
-                                       num_warmup_steps=config.warmup_steps, weight_decay_rate=config.weight_decay)
+        _, schedule = planned.build(config.learning_rate)
         rates = [float(schedule(step)) for step in steps]
     else:
         rates = [effective_rate(config)] * len(steps)
     return {"optimizer": config.optimizer, "steps": steps, "learning_rates": rates,
-            "train_steps": config.train_steps, "warmup_steps": config.warmup_steps}
+            "train_steps": planned.train_steps, "warmup_steps": planned.warmup_steps}
 
 
 def check_schedule(figures: dict[str, Any]) -> CheckResult:
