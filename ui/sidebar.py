@@ -123,7 +123,7 @@ def draw(setting: Setting, where, hosted) -> None:
     if spec.enabled is not None:
         options["disabled"] = not spec.enabled(held)
     if spec.clamps and setting.bounds is not None:
-        options["min_value"] = int(setting.bounds.low)
+        options["min_value"] = int(setting.bounds.low) if setting.bounds.whole else float(setting.bounds.low)
     if special is None or special(setting, where, options, hosted):
         widget(spec, where, options, list(spec.options or setting.choices or ()))
     for child in SETTINGS:

@@ -204,8 +204,9 @@ class Widget:
         when: drawn only while this holds.
         enabled: drawn disabled unless this holds.
         under: drawn right after that setting's widget (the data files under their data source).
-        clamps: a number widget that starts at its setting's lowest value (`Bounds.low`).
-        step: a number's.
+        clamps: a number widget that starts at its setting's lowest value (`Bounds.low`), a whole number for a
+            setting of whole numbers, else a float, as its step is.
+        step: a number's (an int for a setting of whole numbers, a float for one of any numbers: 0.05 for a share).
     """
 
     kind: str
@@ -221,7 +222,7 @@ class Widget:
     enabled: When | None = None
     under: str = ""
     clamps: bool = False
-    step: int | None = None
+    step: int | float | None = None
 
 
 @dataclass(frozen=True)

@@ -139,3 +139,12 @@ def test_a_numbers_bounds_are_its_rows_and_judge_it_wherever_it_comes_from(capsy
     seed = BY_FIELD["seed"]
     assert seed.ui.clamps and seed.bounds.low == 0
     assert all(setting.bounds is not None for setting in settings.SWEEP_SETTINGS + (settings.EPOCHS,))
+
+
+def test_a_number_widgets_step_is_of_its_settings_kind_of_number():
+    """Streamlit's number widget takes its value, step and bounds all as ints or all as floats: a setting of whole
+    numbers steps by an int, any other number by a float, so a share (a warmup ratio's 0.05) clamps like a count."""
+    for setting in SETTINGS:
+        if setting.ui is not None and setting.ui.kind == "number" and setting.ui.step is not None:
+            whole = setting.bounds is None or setting.bounds.whole
+            assert isinstance(setting.ui.step, int) == whole, setting.field

@@ -270,6 +270,39 @@ def test_the_docs_check_table_is_the_registry():
     assert all(f"| `{check}` |" in table for check in registry.CHECKS)
 
 
+def _table_rows(document: str) -> dict[str, list[str]]:
+    """A Markdown document's table rows by their first cell (its backticks taken off), each row's cells."""
+    import re
+
+    rows = {}
+    for line in (ROOT / "docs" / document).read_text().splitlines():
+        if line.startswith("| ") and not line.startswith("|---"):
+            cells = [cell.strip() for cell in line.strip("|").split(" | ")]
+            rows[re.sub(r"`", "", cells[0])] = cells
+    return rows
+
+
+def test_the_pages_table_names_each_stages_checks_as_the_registry_has_them():
+    """docs/pages.md's table is written by hand; each stage page's row names exactly the checks the registry runs
+    on it (a new check is listed there or this fails)."""
+    import re
+
+    rows = _table_rows("pages.md")
+    for number, stage in enumerate(registry.STAGE_ORDER, start=1):
+        row = rows[f"{number} · {registry.STAGE_TITLES[stage]}"]
+        named = {name for name in re.findall(r"`([a-z]+\.[a-z_]+)`", row[2]) if name.split(".")[0] == stage}
+        assert named == set(registry.checks_of(stage)), (stage, named ^ set(registry.checks_of(stage)))
+
+
+def test_the_scenarios_table_has_each_scenario_with_the_checks_that_own_its_causes():
+    """docs/scenarios.md's table is written by hand: one row a scenario, naming every check its causes are owned by."""
+    rows = {name: cells for name, cells in _table_rows("scenarios.md").items() if name != "scenario"}
+    assert set(rows) == set(SCENARIOS)
+    for name, scenario in SCENARIOS.items():
+        missing = [check for check in scenario.expected_ids() if f"`{check}`" not in rows[name][2]]
+        assert not missing, (name, missing)
+
+
 # ------------------------------------------------------------ typed evidence
 
 
