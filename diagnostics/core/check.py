@@ -13,7 +13,7 @@ from typing import Callable, Iterator, Mapping
 
 from diagnostics.i18n import N_
 
-# The part of the checks that watch a user's own model.fit: no stage runs them.
+# The unit of the checks that watch a user's own model.fit: no stage runs them (DiagnoseCallback calls them).
 FIT = "fit"
 
 
@@ -46,10 +46,10 @@ class Check:
         id: "<stage>.<check>", stable: the report format and the scenarios use it.
         title: what it checks, in a few words.
         trains: it takes optimizer steps (on a copy), so it costs seconds to minutes.
-        part: the Hyperparameters stage runs "setup" checks at once and "training" ones on request; a "fit"
-            check watches the user's own `model.fit` (DiagnoseCallback), so no stage runs it.
         conditions: its thresholds.
-        unit: the unit of the walk that runs it (default: its stage's, or for Hyperparameters its part's).
+        unit: the unit of the walk that runs it (default: the one named as its stage; the Hyperparameters stage
+            has two, "setup" at once and "training" on request); `FIT` for a check that watches the user's own
+            `model.fit` (DiagnoseCallback), which no unit runs.
         requires: what of the run it needs beyond its unit's needs (the runner skips it alone, with the reason;
             of a unit with a function, it keeps the function's results for the others).
         measure: its own `measure(run) -> CheckResult`, for a check of a unit without a function (its checks share
@@ -63,7 +63,6 @@ class Check:
     id: str
     title: str
     trains: bool = False
-    part: str = "setup"
     conditions: tuple[Condition, ...] = ()
     unit: str = ""
     requires: tuple[str, ...] = ()
@@ -78,9 +77,7 @@ class Check:
     @property
     def runs_in(self) -> str | None:
         """The name of the unit that runs it; None for a check that watches a user's own fit."""
-        if self.part == FIT:
-            return None
-        return self.unit or (self.part if self.stage == "hparams" else self.stage)
+        return None if self.unit == FIT else self.unit or self.stage
 
     def value(self, name: str) -> float | None:
         """A condition's threshold by its name (this run's own where `per_run_thresholds` set one)."""

@@ -64,22 +64,22 @@ def units_of(stage: str) -> tuple[str, ...]:
     return tuple(unit.name for unit in UNITS.values() if unit.stage == stage)
 
 
-def checks_of(stage: str, part: str | None = None) -> tuple[str, ...]:
-    """The ids of a stage's checks in walk order; `part` ("setup"/"training") narrows the Hyperparameters stage.
-    The checks that watch a user's own fit are left out unless `part` is FIT."""
-    return tuple(check.id for check in CHECKS.values()
-                 if check.stage == stage and (check.part == part if part is not None else check.part != FIT))
+def checks_of(stage: str, unit: str | None = None) -> tuple[str, ...]:
+    """The ids of a stage's checks in walk order; `unit` narrows them to one unit's ("setup" or "training" of the
+    Hyperparameters stage). The checks that watch a user's own fit are left out unless `unit` is FIT."""
+    return tuple(check.id for check in CHECKS.values() if check.stage == stage and (
+        check.unit == FIT if unit == FIT else check.runs_in is not None and unit in (None, check.runs_in)))
 
 
 def run_check_ids() -> tuple[str, ...]:
     """Every check a run of all the stages answers for (all but the ones that watch a user's own fit)."""
-    return tuple(check.id for check in CHECKS.values() if check.part != FIT)
+    return tuple(check.id for check in CHECKS.values() if check.runs_in is not None)
 
 
 def listing() -> list[dict]:
     """Every check as plain data, for `python -m diagnostics checks --json` and docs/checks.md's table."""
     return [{"id": check.id, "stage": check.stage, "stage_title": STAGE_TITLES[check.stage], "title": check.title,
-             "needs": list(needs_of(check)), "trains": check.trains, "part": check.part, "unit": check.runs_in,
+             "needs": list(needs_of(check)), "trains": check.trains, "unit": check.unit or check.stage,
              "function": function_name(check), "otherwise": check.otherwise,
              "conditions": [{"name": c.name, "value": c.value, "meaning": c.meaning,
                              **({"rule": str(c.rule), "status": c.status} if c.rule else {})}

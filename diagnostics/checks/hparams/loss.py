@@ -210,7 +210,7 @@ class Evidence(TypedDict, total=False):
 
 
 CHECK = Check("hparams.loss", N_("the loss matches what the model outputs (logits or probabilities)"),
-              requires=("forward",), measure=measure, conditions=(
+              unit="setup", requires=("forward",), measure=measure, conditions=(
     # Judged in this order; a loss no rule finds fault with passes.
     Condition("step_raises", None, "fail when a real train step with this loss and these labels raises",
               Holds("train_step_error"), status="fail"),

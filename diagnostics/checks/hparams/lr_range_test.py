@@ -167,7 +167,7 @@ class Evidence(TypedDict, total=False):
 
 
 CHECK = Check("hparams.lr_range_test", N_("a range test on the smoothed loss, with its suggested rates"),
-              trains=True, part="training", conditions=(
+              trains=True, unit="training", conditions=(
     # Judged in this order.
     Condition("min_points", 5, "warn when fewer finite points than this came before the loss blew up",
               AtMost("finite_points", below=True)),

@@ -278,7 +278,7 @@ class Evidence(TypedDict, total=False):
 
 
 CHECK = Check("hparams.lr_sweep", N_("a learning-rate sweep scored on held-out rows and weight drift"),
-              trains=True, part="training", conditions=(
+              trains=True, unit="training", conditions=(
     Condition("blowup_factor", 2.0, "a rate blew up when its smoothed loss ends above this multiple of its start"),
     Condition("held_out_rise", 0.1, "a rate is bad when its held-out loss rises this share above the untrained one"),
     Condition("warn_drift", WARN_DRIFT, "a rate is bad when a step moves pretrained kernels by more than this"),

@@ -121,7 +121,7 @@ Evidence = TypedDict("Evidence", {"settings": Rows, "class": str, "learning_rate
 
 
 CHECK = Check("hparams.optimizer", N_("the optimizer Keras builds, each setting set or left at its default"),
-              measure=measure, conditions=(
+              unit="setup", measure=measure, conditions=(
     # Judged in this order.
     Condition("string_adam", None, "warn when the optimizer is given as the string 'adam' (every setting, the rate "
                                    "1e-3 included, silently a Keras default)", Holds("string_adam")),

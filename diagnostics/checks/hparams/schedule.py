@@ -61,7 +61,7 @@ class Evidence(TypedDict, total=False):
 
 
 CHECK = Check("hparams.schedule", N_("the create_optimizer schedule: warmup and decay"),
-              measure=measure, conditions=(
+              unit="setup", measure=measure, conditions=(
     Condition("warn_warmup_share", 0.5, "warn when create_optimizer's warmup takes more than this share of the steps",
               All((Holds("warms_up"), ShareAbove("warmup_steps", "train_steps")))),),
               evidence=Evidence)

@@ -148,7 +148,7 @@ class Evidence(TypedDict, total=False):
 
 CHECK = Check("model.divergence",
               N_("during model.fit (DiagnoseCallback): the loss and the weights' size stay bounded"),
-              part=FIT, conditions=(
+              unit=FIT, conditions=(
     # Judged in this order on the median loss of the last `window` steps ("recent"); either is a divergence.
     Condition("rise_factor", 4.0, "diverging when the recent loss is above this multiple of the first step's",
               All((Above("loss_rise"), Above("chance_rise", of="chance_multiple", unmeasured=True))), status="fail"),
