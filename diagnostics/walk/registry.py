@@ -79,7 +79,7 @@ def run_check_ids() -> tuple[str, ...]:
 def listing() -> list[dict]:
     """Every check as plain data, for `python -m diagnostics checks --json` and docs/checks.md's table."""
     return [{"id": check.id, "stage": check.stage, "stage_title": STAGE_TITLES[check.stage], "title": check.title,
-             "needs": list(needs_of(check)), "trains": check.trains, "unit": check.unit or check.stage,
+             "needs": list(needs_of(check)), "trains": check.trains, "unit": check.runs_in,
              "function": function_name(check), "otherwise": check.otherwise,
              "conditions": [{"name": c.name, "value": c.value, "meaning": c.meaning,
                              **({"rule": str(c.rule), "status": c.status} if c.rule else {})}
