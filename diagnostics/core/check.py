@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import contextvars
 from dataclasses import KW_ONLY, dataclass, replace
-import importlib
 import types
 from typing import Callable, Iterator, Mapping
 
@@ -208,9 +207,8 @@ class Unit:
     on_request: Callable | None = None
 
 
-def collect(package: str, names: tuple[str, ...]) -> tuple[tuple[Check, ...], tuple[Cause, ...]]:
-    """The checks and causes of a stage package's check modules, named in walk order: each module's `CHECK` and
-    any `CAUSES` it declares. A stage's list of names is the whole registration of its checks."""
-    modules = [importlib.import_module(f"{package}.{name}") for name in names]
+def collect(*modules: types.ModuleType) -> tuple[tuple[Check, ...], tuple[Cause, ...]]:
+    """The checks and causes of a stage package's check modules, given in walk order: each module's `CHECK` and
+    any `CAUSES` it declares (a cause's place among all of them is its own `precedence`)."""
     return (tuple(module.CHECK for module in modules),
             tuple(cause for module in modules for cause in getattr(module, "CAUSES", ())))

@@ -3,14 +3,15 @@ trains) whether the labels carry signal."""
 
 from __future__ import annotations
 
-from diagnostics.checks.data import learnability
+from diagnostics.checks.data import (baselines, batch, columns, decoded_samples, duplicates, label_balance,
+                                     label_range, learnability, truncation)
 from diagnostics.core.check import Unit, collect
 
-# Every check of the stage, by its module's name, in walk order (the whole registration of a check): columns and
-# batch own what stops the batch (missing columns, bad text cells, a tokenizer that raises), so the runner skips
-# the others when those stop it.
-CHECKS, CAUSES = collect(__name__, ("columns", "batch", "decoded_samples", "label_range", "label_balance",
-                                    "baselines", "truncation", "duplicates", "learnability"))
+# Every check of the stage in walk order, collected from its module (a check's registration: its module imported
+# above and named here): columns and batch own what stops the batch (missing columns, bad text cells, a tokenizer
+# that raises), so the runner skips the others when those stop it.
+CHECKS, CAUSES = collect(columns, batch, decoded_samples, label_range, label_balance, baselines, truncation,
+                         duplicates, learnability)
 UNITS = (
     Unit("data", "data", heavy=False),
     Unit("labels", "data", needs=("label_column",), heavy=False),

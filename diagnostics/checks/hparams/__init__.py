@@ -3,11 +3,12 @@ learning-rate sweep and range test on a trained copy ("training", on request).""
 
 from __future__ import annotations
 
-from diagnostics.checks.hparams import training
+from diagnostics.checks.hparams import loss, lr_range_test, lr_sweep, optimizer, schedule, training
 from diagnostics.core.check import Unit, collect
 
-# Every check of the stage, by its module's name, in walk order (the whole registration of a check).
-CHECKS, CAUSES = collect(__name__, ("optimizer", "loss", "schedule", "lr_sweep", "lr_range_test"))
+# Every check of the stage in walk order, collected from its module (a check's registration: its module imported
+# above and named here).
+CHECKS, CAUSES = collect(optimizer, loss, schedule, lr_sweep, lr_range_test)
 UNITS = (
     Unit("setup", "hparams", needs=("columns", "model", "batch")),
     Unit("training", "hparams", training.measure_training,

@@ -5,9 +5,12 @@ step that failed, naming the check that owns it (model.forward, model.gradients)
 
 from __future__ import annotations
 
+from diagnostics.checks.model import (config, divergence, forward, gradients, initial_loss, memory, nan_origin,
+                                      nan_rows, weights_after_step)
 from diagnostics.core.check import Unit, collect
 
-# Every check of the stage, by its module's name, in walk order (the whole registration of a check).
-CHECKS, CAUSES = collect(__name__, ("config", "forward", "nan_rows", "initial_loss", "gradients",
-                                    "weights_after_step", "nan_origin", "memory", "divergence"))
+# Every check of the stage in walk order, collected from its module (a check's registration: its module imported
+# above and named here).
+CHECKS, CAUSES = collect(config, forward, nan_rows, initial_loss, gradients, weights_after_step, nan_origin, memory,
+                         divergence)
 UNITS = (Unit("model", "model", needs=("columns", "readable")),)

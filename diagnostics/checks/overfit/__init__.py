@@ -6,8 +6,8 @@ from __future__ import annotations
 from diagnostics.checks.overfit import one_batch
 from diagnostics.core.check import Unit, collect
 
-# Every check of the stage, by its module's name, in walk order (the whole registration of a check).
-CHECKS, CAUSES = collect(__name__, ("one_batch",))
+# Every check of the stage in walk order, collected from its module.
+CHECKS, CAUSES = collect(one_batch)
 UNITS = (
     Unit("overfit", "overfit", one_batch.measure_overfit,
          ("columns", "labels", "range", "model", "batch", "flows", "fits"),
