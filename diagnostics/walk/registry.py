@@ -33,7 +33,7 @@ CAUSES: dict[str, Cause] = {cause.name: cause for cause in sorted(
     (cause for stage in _STAGES for cause in stage.CAUSES), key=lambda cause: cause.precedence)}
 # The shape of each check's evidence, declared beside its measurement.
 EVIDENCE: dict[str, type] = {check.id: check.evidence for check in CHECKS.values()}
-# What watches a user's own fit (the checks of the FIT part), for the listing.
+# What watches a user's own fit (the checks of the FIT unit), for the listing.
 FIT_FUNCTION = "diagnostics.usercode.callback.DiagnoseCallback"
 
 
