@@ -202,10 +202,10 @@ class RunConfig:
         if self.optimizer not in OPTIMIZERS:
             problems.append(msg("optimizer must be one of {choices}, got {value}", choices=", ".join(OPTIMIZERS),
                                 value=repr(self.optimizer)))
-        if self.schedule.warmup_steps > self.schedule.train_steps:
+        planned = self.schedule
+        if planned.warmup_steps > planned.train_steps:
             problems.append(msg("need 0 <= warmup steps ({warmup}) <= train steps ({steps}), and 1 to {cap} train "
-                                "steps", warmup=self.schedule.warmup_steps, steps=self.schedule.train_steps,
-                                cap=MAX_TRAIN_STEPS))
+                                "steps", warmup=planned.warmup_steps, steps=planned.train_steps, cap=MAX_TRAIN_STEPS))
         if self.data_source != "files" and self.split not in task.splits:
             problems.append(msg("task {task} has no split {split}; its splits are {splits}", task=task.name,
                                 split=repr(self.split), splits=", ".join(task.splits)))
