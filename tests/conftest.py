@@ -95,7 +95,9 @@ def checks_of_units(*units: str) -> set[str]:
     of a kind never lists their ids, so a new check is covered without editing it)."""
     from diagnostics.walk import registry
 
-    return {check_id for unit in units for check_id in registry.unit_checks(unit)}
+    found = {check_id for unit in units for check_id in registry.unit_checks(unit)}
+    assert found, f"no check runs in {units}"  # a loop over none would pass when nothing ran
+    return found
 
 
 def copy_checks() -> set[str]:
@@ -110,7 +112,9 @@ def quick_checks(stage: str) -> set[str]:
     """The ids of a stage's checks that do not train a copy (the Data page's batch, label and duplicate checks)."""
     from diagnostics.walk import registry
 
-    return {check_id for check_id in registry.checks_of(stage)} - copy_checks()
+    found = set(registry.checks_of(stage)) - copy_checks()
+    assert found, f"no quick check in stage {stage!r}"
+    return found
 
 
 SEEDS = (0, 1, 2)

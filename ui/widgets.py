@@ -1,4 +1,4 @@
-"""One setting's widget in the sidebar, drawn from its declaration (`diagnostics/config/settings.py`'s `Ui`): the
+"""One setting's widget in the sidebar, drawn from its declaration (`diagnostics/config/settings.py`'s `Widget`): the
 widget of its kind with its label, placeholder, step and choices' names, and a choice too long for a select's one
 line said whole below it."""
 
@@ -15,9 +15,8 @@ def widget(spec, where, options: dict, choices: list) -> None:
     label = _(spec.label)
     if spec.placeholder and "placeholder" not in options and spec.kind in ("text", "area", "number"):
         options["placeholder"] = _(spec.placeholder)
-    if spec.kind == "number":
-        if spec.step is not None:
-            options["step"] = spec.step
+    if spec.kind == "number" and spec.step is not None:
+        options["step"] = spec.step
     if spec.labels and spec.kind in ("select", "radio"):
         options["format_func"] = said(spec.labels).get
         choice(options["key"])
