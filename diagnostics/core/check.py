@@ -8,12 +8,17 @@ import contextlib
 import contextvars
 from dataclasses import KW_ONLY, dataclass, replace
 import types
-from typing import Callable, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 from diagnostics.i18n import N_
 
 # The unit of the checks that watch a user's own model.fit: no stage runs them (DiagnoseCallback calls them).
 FIT = "fit"
+
+# What a check says, as a function of its evidence and the facts its measurement names beside it (the task, the
+# split's name: `result.judge(check, evidence, **facts)`, read as attributes): a condition's (finding, fix) when its
+# rule is crossed; a check's finding when none is (`Check.otherwise_says`, or its (finding, fix)).
+Says = Callable[[Mapping[str, Any], types.SimpleNamespace], Any]
 
 
 @dataclass(frozen=True)
@@ -22,8 +27,10 @@ class Condition:
     and its value is read with `Check.value`), `meaning` says what crossing it does.
 
     A condition that judges has a `rule`, a small function of the check's measured evidence, the threshold and
-    the check's other thresholds by name (`Above`, `AtMost`, `ShareAbove`, `Holds`, `All` of them), and the
-    `status` it gives when crossed (a pass, for a check that fails unless a rule finds it well):
+    the check's other thresholds by name (`Above`, `AtMost`, `ShareAbove`, `Holds`, `All` of them), the
+    `status` it gives when crossed (a pass, for a check that fails unless a rule finds it well), and what it
+    `says` then: `says(evidence, facts) -> (finding, fix)`, a function of the check's evidence and the facts its
+    measurement names (`result.judge`), so the condition, its verdict and its sentence are declared in one place.
     `result.judge` reads a check's rules in declared order and the first one crossed gives the verdict (every
     check's verdict is judged so). Without a rule the threshold is a setting of the measurement itself (a window, a
     trim) or of another condition's rule (`of=`). A condition with no value (None) is a finding, yes or no, that
@@ -35,6 +42,7 @@ class Condition:
     meaning: str
     rule: Callable[..., bool] | None = None
     status: str = "warn"
+    says: Says | None = None
 
 
 @dataclass(frozen=True)
@@ -55,6 +63,7 @@ class Check:
             only what the run context caches, so each measures alone).
         otherwise: the status when none of its conditions' rules is crossed ("pass"; "fail" for a check that fails
             unless a rule finds it well; "skip" for one whose measurement can find nothing to judge).
+        otherwise_says: what it says then (`Says`: the finding, or the finding and its fix).
         evidence: the shape of its evidence (a TypedDict: every key it may put there, which its rules, the charts,
             the pages and the JSON report read).
     """
@@ -67,6 +76,7 @@ class Check:
     requires: tuple[str, ...] = ()
     measure: Callable | None = None
     otherwise: str = "pass"
+    otherwise_says: Says | None = None
     evidence: type | None = None
 
     @property

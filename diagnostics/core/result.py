@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import traceback
+import types
 from dataclasses import asdict, dataclass, field
 from enum import Enum
 from typing import Any, Callable
@@ -140,19 +141,22 @@ def crossed(check: Check, evidence: dict) -> list[str]:
             if condition.rule is not None and condition.rule(evidence, values[condition.name], values)]
 
 
-def judge(check: Check, evidence: dict, says: dict, otherwise, *, fix: str | None = None) -> CheckResult:
+def judge(check: Check, evidence: dict, **facts: Any) -> CheckResult:
     """A check's verdict from its conditions: the first whose rule the evidence crosses, in declared order, gives its
-    status and `says[name]` ((summary, fix)); else a result of the check's declared `otherwise` status (a pass unless
-    declared) saying `otherwise`, with `fix`. A sentence that can be written only when its condition holds (a value
-    it formats is measured only then) is given as a function of no arguments returning it (for `says`, the pair).
+    status and says its (finding, fix); else a result of the check's declared `otherwise` status saying its
+    `otherwise_says`. Each sentence is written only for the verdict given, from the evidence and `facts` (what the
+    measurement names beside its evidence, read as attributes: `says(evidence, facts)`).
     """
+    known = types.SimpleNamespace(**facts)
     first = next(iter(crossed(check, evidence)), None)
     if first is None:
-        return CheckResult(check.id, check.stage, Status(check.otherwise),
-                           otherwise() if callable(otherwise) else otherwise, fix=fix, evidence=evidence)
-    summary, fix = says[first]() if callable(says[first]) else says[first]
-    return CheckResult(check.id, check.stage, Status(check.condition(first).status), summary, fix=fix,
-                       evidence=evidence, condition=first)
+        said = check.otherwise_says(evidence, known)
+        summary, fix = said if isinstance(said, tuple) else (said, None)
+        return CheckResult(check.id, check.stage, Status(check.otherwise), summary, fix=fix, evidence=evidence)
+    condition = check.condition(first)
+    summary, fix = condition.says(evidence, known)
+    return CheckResult(check.id, check.stage, Status(condition.status), summary, fix=fix, evidence=evidence,
+                       condition=first)
 
 
 def skipped(check_id: str, stage: str, reason: str) -> CheckResult:

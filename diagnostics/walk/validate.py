@@ -4,8 +4,9 @@ failing at run time (a need misspelt).
 
 What is checked: every cause has a precedence of its own (a whole number no other cause has); a cause's owner and its
 conditions exist, and so do the checks and conditions it explains; a check's unit exists; each rule reads keys its
-check's evidence declares; a unit's `reads` name a check and a key of its evidence; and, once the runner is built,
-every need and setting a unit or check names is one the runner provides (`validate_runner`).
+check's evidence declares; each condition that judges says its sentence, one that does not judge says none, and each
+check says what it finds when no rule is crossed; a unit's `reads` name a check and a key of its evidence; and, once
+the runner is built, every need and setting a unit or check names is one the runner provides (`validate_runner`).
 """
 
 from __future__ import annotations
@@ -64,8 +65,15 @@ def problems(checks: dict, declared_causes: Iterable, units: dict) -> list[str]:
         where = _Where(check)
         if check.runs_in is not None and check.runs_in not in units:
             found.append(f"{where}: {check.id} runs in unit {check.runs_in!r}, which no stage declares")
+        if check.otherwise_says is None:
+            found.append(f"{where}: {check.id} declares no otherwise_says, so it has nothing to say when no rule is "
+                         "crossed")
         keys = _evidence_keys(check)
         for condition in check.conditions:
+            if (condition.rule is None) != (condition.says is None):
+                found.append(f"{where}: {check.id}'s condition {condition.name!r} "
+                             + ("judges but says nothing (declare its says=)" if condition.says is None else
+                                "says a sentence but has no rule to judge by"))
             read = getattr(condition.rule, "keys", ()) if condition.rule is not None else ()
             found += [f"{where}: {check.id}'s condition {condition.name!r} reads {key!r}, which its evidence does not "
                       "declare" for key in read if keys is not None and key not in keys]

@@ -75,10 +75,11 @@ def test_checks_listing_prints_each_threshold_by_name(capsys):
     assert out.count("no rule crossed: fail") == 1 and out.count("no rule crossed: skip") == 2
 
 
-def test_a_condition_is_named_once_in_its_checks_module_and_its_sentences_are_keyed_by_it():
+def test_a_condition_is_named_once_in_its_checks_module_and_says_its_own_sentence():
     """A condition's name is declared in its check's `CHECK`; no function takes it as a keyword (its value is read
-    from the declaration), and every sentence a `judge` call says is keyed by a condition its module declares."""
-    said = 0
+    from the declaration), and no `judge` call says a sentence: each condition that judges says its own where it is
+    declared (`Condition.says`), and each check what it finds when none is crossed (`Check.otherwise_says`)."""
+    judged = 0
     for check in registry.CHECKS.values():
         module = inspect.getmodule(check.measure) if check.measure else None
         path = (
@@ -95,13 +96,14 @@ def test_a_condition_is_named_once_in_its_checks_module_and_its_sentences_are_ke
             if isinstance(node, ast.FunctionDef):
                 taken = {arg.arg for arg in node.args.args + node.args.kwonlyargs}
                 assert not taken & names, (path.name, node.name, taken & names)
-            if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "judge" and len(node.args) >= 3 \
-                    and isinstance(node.args[0], ast.Name) and node.args[0].id == "CHECK" \
-                    and isinstance(node.args[2], ast.Dict):
-                keys = {key.value for key in node.args[2].keys if isinstance(key, ast.Constant)}
-                assert keys <= names, (path.name, keys - names)
-                said += len(keys)
-    assert said >= 40
+            if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "judge":
+                assert len(node.args) == 2, (path.name, node.lineno)  # the check and its evidence; facts by name
+                judged += 1
+        assert check.otherwise_says is not None, check.id
+        assert all((condition.rule is None) == (condition.says is None) for condition in check.conditions), check.id
+    assert judged >= len(registry.CHECKS)
+    assert sum(condition.says is not None for check in registry.CHECKS.values() for condition in check.conditions) \
+        >= 40
 
 
 def test_scenarios_expect_only_registered_checks():
@@ -392,34 +394,35 @@ def test_conditions_with_a_rule_judge_in_declared_order_and_take_their_threshold
     from diagnostics.core.result import judge
     from diagnostics.core.rules import Above
 
-    check = Check("data.example", "an example", conditions=(
-        Condition("fail_share", 0.5, "fail above it", Above("share"), status="fail"),
-        Condition("warn_share", 0.1, "warn above it", Above("share")),
+    check = Check("data.example", "an example", otherwise_says=lambda e, f: f"fine at {e['share']}", conditions=(
+        Condition("fail_share", 0.5, "fail above it", Above("share"), status="fail",
+                  says=lambda e, f: (f"far too many: {e['share']:.1f} of {f.rows}", "fix it")),
+        Condition("warn_share", 0.1, "warn above it", Above("share"), says=lambda e, f: ("too many", "look")),
         Condition("window", 5, "a setting of the measurement, no rule"),
     ))
-    says = {"fail_share": ("far too many", "fix it"), "warn_share": ("too many", "look")}
 
     def verdict(share, declared=check):
-        result = judge(declared, {"share": share}, says, "fine")
+        result = judge(declared, {"share": share}, rows=10)
         return result.status, result.summary, result.fix
 
-    assert verdict(0.6) == (Status.FAIL, "far too many", "fix it")  # both crossed: the first declared decides
+    assert verdict(0.6) == (Status.FAIL, "far too many: 0.6 of 10", "fix it")  # both crossed: the first declared
     assert verdict(0.2) == (Status.WARN, "too many", "look")
-    assert verdict(0.1) == (Status.PASS, "fine", None)  # at the threshold is not above it
-    assert verdict(None) == (Status.PASS, "fine", None)  # not measured crosses nothing
+    assert verdict(0.1) == (Status.PASS, "fine at 0.1", None)  # at the threshold is not above it
+    assert verdict(None) == (Status.PASS, "fine at None", None)  # not measured crosses nothing
     higher = replace(check, conditions=(check.conditions[0], replace(check.conditions[1], value=0.3),
                                         check.conditions[2]))
-    assert verdict(0.2, higher) == (Status.PASS, "fine", None)  # the declared value is the one judged by
-    assert judge(check, {"share": 0.2}, says, "fine").evidence == {"share": 0.2}
-    # A sentence that formats a value measured only when its condition holds is written only then.
-    lazy = {"fail_share": lambda: (f"{None:.3f}", None), "warn_share": lambda: ("too many", None)}
-    assert judge(check, {"share": 0.2}, lazy, lambda: f"{None:.3f}").summary == "too many"
-    # No rule crossed: the status the check declares (a pass unless it says otherwise).
-    strict = Check("data.strict", "fails unless a rule finds it well", otherwise="fail", conditions=(
-        Condition("good_share", 0.9, "pass above it", Above("share"), status="pass"),))
-    assert judge(strict, {"share": 0.95}, {"good_share": ("fine", None)}, "too few").status is Status.PASS
-    assert judge(strict, {"share": 0.5}, {"good_share": ("fine", None)}, "too few").status is Status.FAIL
-    assert judge(check, {"share": 0.2}, says, "fine").stage == "data"
+    assert verdict(0.2, higher) == (Status.PASS, "fine at 0.2", None)  # the declared value is the one judged by
+    assert judge(check, {"share": 0.2}).evidence == {"share": 0.2}
+    # A sentence is written only for the verdict given: one that formats a fact this run lacks is never called.
+    assert judge(check, {"share": 0.2}).summary == "too many"
+    # No rule crossed: the status the check declares (a pass unless it says otherwise), and its sentence and fix.
+    strict = Check("data.strict", "fails unless a rule finds it well", otherwise="fail",
+                   otherwise_says=lambda e, f: ("too few", "train longer"), conditions=(
+        Condition("good_share", 0.9, "pass above it", Above("share"), status="pass",
+                  says=lambda e, f: ("fine", None)),))
+    assert judge(strict, {"share": 0.95}).status is Status.PASS
+    assert (judge(strict, {"share": 0.5}).status, judge(strict, {"share": 0.5}).fix) == (Status.FAIL, "train longer")
+    assert judge(check, {"share": 0.2}).stage == "data"
 
 
 def test_rules_read_declared_evidence_and_are_listed_with_their_status(capsys):
@@ -621,16 +624,18 @@ class Evidence(TypedDict, total=False):
 def measure(run):
     cells = [value for column in run.config.glue_task.text_columns for value in run.split[column]]
     padded = sum(isinstance(value, str) and value != value.strip() for value in cells)
-    summary = msg("{padded} of {cells} text cells carry stray whitespace.", padded=padded, cells=len(cells))
-    return judge(CHECK, {"padded_cells": padded, "cells": len(cells)}, {
-        "warn_padded_share": (summary, "dataset = dataset.map(lambda row: {k: v.strip() for k, v in row.items()})")},
-        summary)
+    return judge(CHECK, {"padded_cells": padded, "cells": len(cells)})
+
+
+def counted(e, f):
+    return msg("{padded} of {cells} text cells carry stray whitespace.", padded=e["padded_cells"], cells=e["cells"])
 
 
 CHECK = Check("data.whitespace", N_("text cells with stray whitespace"), unit="data", requires=("texts",),
-              measure=measure, evidence=Evidence, conditions=(
+              measure=measure, evidence=Evidence, otherwise_says=counted, conditions=(
     Condition("warn_padded_share", 0.05, "warn when more than this share of the text cells carry stray whitespace",
-              ShareAbove("padded_cells", "cells")),))
+              ShareAbove("padded_cells", "cells"), says=lambda e, f: (
+                  counted(e, f), "dataset = dataset.map(lambda row: {k: v.strip() for k, v in row.items()})")),))
 '''
 
 

@@ -42,7 +42,9 @@ else:
     print("built")
 """
 CHECK = ('Check("data.whitespace", "Whitespace in the text", unit="data", evidence=Evidence, '
-         'conditions=(Condition("spaced", 0.1, "share of rows", rule=Above("spaced")),))')
+         'otherwise_says=lambda e, f: "no spaces", '
+         'conditions=(Condition("spaced", 0.1, "share of rows", rule=Above("spaced"), '
+         'says=lambda e, f: ("spaces", None)),))')
 
 
 def built(check=CHECK, cause="None", unit="None") -> str:
@@ -89,8 +91,17 @@ def test_a_new_cause_takes_its_place_by_its_own_precedence():
      "diagnostics.checks.data.whitespace: unit 'spaces' needs 'tokenz', which the runner does not provide"),
     (CHECK.replace('unit="data"', 'unit="spaces"'), "None", 'Unit("spaces", "data", reads=("data.batch:rowz",))',
      "diagnostics.checks.data.whitespace: unit 'spaces' reads 'data.batch:rowz', which no check's evidence holds"),
+    (CHECK.replace(', says=lambda e, f: ("spaces", None)', ''), "None", "None",
+     "diagnostics.checks.data.whitespace: data.whitespace's condition 'spaced' judges but says nothing (declare its "
+     "says=)"),
+    (CHECK.replace(', rule=Above("spaced")', ''), "None", "None",
+     "diagnostics.checks.data.whitespace: data.whitespace's condition 'spaced' says a sentence but has no rule to "
+     "judge by"),
+    (CHECK.replace('otherwise_says=lambda e, f: "no spaces", ', ''), "None", "None",
+     "diagnostics.checks.data.whitespace: data.whitespace declares no otherwise_says, so it has nothing to say when "
+     "no rule is crossed"),
 ], ids=["requires", "unit", "rule key", "precedence taken", "precedence not whole", "cause condition", "explains",
-        "unit need", "unit reads"])
+        "unit need", "unit reads", "no sentence", "sentence without rule", "no otherwise sentence"])
 def test_a_broken_declaration_stops_the_import_with_one_line_naming_its_module_and_name(check, cause, unit, line):
     said = built(check, cause, unit)
     assert said.startswith("RegistryError " + line), said

@@ -49,24 +49,21 @@ def check_baselines(labels: np.ndarray, task: GlueTask, num_labels: int) -> Chec
     """What a model that learned nothing scores, to read the training curves against (some label of the split lies
     in range: the runner's "counted" need).
     """
-    figures = baseline_figures(labels, task, num_labels)
-    if task.regression:
-        return judge(CHECK, figures, {"constant_scores": (
-            msg("Every score is {mean:.2f}: there is nothing to learn, and any model that outputs it is perfect.",
-                mean=figures["mean"]),
-            msg("Check that the label column was read correctly (e.g. not filled with a default)."))},
-            msg("Always predicting the mean score {mean:.2f} gives a mean squared error of {mse:.3f}; a model that "
-                "learns must go below it.", mean=figures["mean"], mse=figures["mean_predictor_mse"]))
-    majority = task.label_name(figures["majority_label"])
-    summary = msg("Random guessing among the {classes} classes gives loss ln({classes}) = {loss:.3f} and accuracy "
-                  "{accuracy:.0%}; always predicting {majority} gives accuracy {majority_accuracy:.0%} (loss "
-                  "{prior_loss:.3f} with the label frequencies).",
-                  classes=figures["classes"], loss=figures["uniform_loss"],
-                  accuracy=figures["uniform_accuracy"], majority=majority,
-                  majority_accuracy=figures["majority_accuracy"], prior_loss=figures["prior_loss"])
-    return judge(CHECK, figures, {"warn_majority_accuracy": (
-        msg("{summary} High accuracy alone will not show that the model learned anything.", summary=summary),
-        msg("Track loss and F1 (or per-class recall) instead of accuracy alone."))}, summary)
+    return judge(CHECK, baseline_figures(labels, task, num_labels), task=task)
+
+
+def _guessing(e, f) -> Any:
+    """What a model that learned nothing scores: the mean score's error (regression), else random guessing's and
+    the commonest label's loss and accuracy."""
+    if f.task.regression:
+        return msg("Always predicting the mean score {mean:.2f} gives a mean squared error of {mse:.3f}; a model that "
+                   "learns must go below it.", mean=e["mean"], mse=e["mean_predictor_mse"])
+    majority = f.task.label_name(e["majority_label"])
+    return msg("Random guessing among the {classes} classes gives loss ln({classes}) = {loss:.3f} and accuracy "
+               "{accuracy:.0%}; always predicting {majority} gives accuracy {majority_accuracy:.0%} (loss "
+               "{prior_loss:.3f} with the label frequencies).",
+               classes=e["classes"], loss=e["uniform_loss"], accuracy=e["uniform_accuracy"], majority=majority,
+               majority_accuracy=e["majority_accuracy"], prior_loss=e["prior_loss"])
 
 
 def measure(run: RunContext) -> CheckResult:
@@ -90,7 +87,14 @@ class Evidence(TypedDict, total=False):
 CHECK = Check("data.baselines", N_("the accuracy of a random and of a constant predictor"), unit="labels",
               requires=("counted",), measure=measure, conditions=(
     Condition("constant_scores", 0.0, "regression: warn when always predicting the mean score has an error of at most "
-                                      "this (every score the same: nothing to learn)", AtMost("mean_predictor_mse")),
+                                      "this (every score the same: nothing to learn)", AtMost("mean_predictor_mse"),
+              says=lambda e, f: (
+                  msg("Every score is {mean:.2f}: there is nothing to learn, and any model that outputs it is perfect.",
+                      mean=e["mean"]),
+                  msg("Check that the label column was read correctly (e.g. not filled with a default)."))),
     Condition("warn_majority_accuracy", 0.9, "warn when always predicting the commonest label scores above this",
-              Above("majority_accuracy"))),
-              evidence=Evidence)
+              Above("majority_accuracy"), says=lambda e, f: (
+                  msg("{summary} High accuracy alone will not show that the model learned anything.",
+                      summary=_guessing(e, f)),
+                  msg("Track loss and F1 (or per-class recall) instead of accuracy alone.")))),
+              otherwise_says=_guessing, evidence=Evidence)

@@ -43,43 +43,36 @@ def check_batch(batch: FirstBatch, batch_size: int) -> CheckResult:
     """Keys, shapes and dtypes of the first batch, and where the labels are."""
     if batch.error:
         return judge(CHECK, {"error": batch.error, "requested": batch.requested_columns,
-                                    "label_cols": batch.label_columns}, {"batch_raises": (
-            msg("to_tf_dataset could not produce a batch: {error}.", error=batch.error.rstrip(".!")),
-            batch.error_fix or "to_tf_dataset(columns=[...existing columns...], "
-            "collate_fn=DataCollatorWithPadding(tokenizer, return_tensors='np'), batch_size=...)")}, "")
+                             "label_cols": batch.label_columns}, raised=None, error_fix=batch.error_fix)
     described = describe_batch(batch.tf_batch)
-    shapes = ", ".join(f"{e['key']} {tuple(e['shape'])} {e['dtype']}" for e in described["entries"])
-    labels_at = LABELS_AT_TEXT[described["labels_at"]]
-    summary = msg("The first batch holds {rows} rows: {shapes}; {labels}.", rows=described["rows"], shapes=shapes,
-                  labels=msg(labels_at))
     evidence = {**described, "no_labels": described["labels_at"] == "none",
                 "batch_fill": described["rows"] / batch_size if batch_size else 1.0}
-    return judge(
-        CHECK,
-        evidence,
-        {
-            "no_labels": (
-                summary,
-                "to_tf_dataset(columns=[..., 'label'], ...)  # or label_cols=['label'] for Keras (x, y)",
-            ),
-            "min_batch_fill": (
-                msg(
-                    "{summary} The split has fewer rows than the batch size {batch_size}.",
-                    summary=summary,
-                    batch_size=batch_size,
-                ),
-                f"batch_size={described['rows']}  # or use a larger split",
-            ),
-        },
-        summary,
-    )
+    return judge(CHECK, evidence, batch_size=batch_size)
 
 
 def check_tokenizing(exc: Exception) -> CheckResult:
     """data.batch when tokenizing the first batch raised (the tokenizer's or the user's recipe's own error)."""
-    return judge(CHECK, {"error": f"{type(exc).__name__}: {exc}"}, {"batch_raises": (
-        msg("Tokenizing the first batch failed: {error}: {message}.", error=type(exc).__name__,
-            message=str(exc).strip().splitlines()[0] if str(exc).strip() else ""), None)}, "")
+    return judge(CHECK, {"error": f"{type(exc).__name__}: {exc}"}, raised=exc)
+
+
+def _described(e) -> Any:
+    """What data.batch says of a batch that built: its rows, each tensor's shape and dtype, and where its labels
+    are."""
+    shapes = ", ".join(f"{entry['key']} {tuple(entry['shape'])} {entry['dtype']}" for entry in e["entries"])
+    labels_at = LABELS_AT_TEXT[e["labels_at"]]  # a declared sentence (N_), translated here
+    return msg("The first batch holds {rows} rows: {shapes}; {labels}.", rows=e["rows"], shapes=shapes,
+               labels=msg(labels_at))
+
+
+def _raises(e, f) -> tuple:
+    """(finding, fix) for a first batch that could not be built: tokenizing it raised (`raised`, no fix), or
+    to_tf_dataset did (with the fix the batch builder found, else one that asks for existing columns)."""
+    if f.raised is not None:
+        return (msg("Tokenizing the first batch failed: {error}: {message}.", error=type(f.raised).__name__,
+                    message=str(f.raised).strip().splitlines()[0] if str(f.raised).strip() else ""), None)
+    return (msg("to_tf_dataset could not produce a batch: {error}.", error=e["error"].rstrip(".!")),
+            f.error_fix or "to_tf_dataset(columns=[...existing columns...], "
+            "collate_fn=DataCollatorWithPadding(tokenizer, return_tensors='np'), batch_size=...)")
 
 
 def measure(run: RunContext) -> CheckResult:
@@ -104,8 +97,13 @@ class Evidence(TypedDict, total=False):
 CHECK = Check("data.batch", N_("the first batch builds, with the expected shapes and dtypes"), requires=("texts",),
               measure=measure, conditions=(
     Condition("batch_raises", None, "fail when tokenizing or batching the first rows raises", Holds("error"),
-              status="fail"),
-    Condition("no_labels", None, "fail when the batch holds no labels at all", Holds("no_labels"), status="fail"),
+              status="fail", says=_raises),
+    Condition("no_labels", None, "fail when the batch holds no labels at all", Holds("no_labels"), status="fail",
+              says=lambda e, f: (_described(e), "to_tf_dataset(columns=[..., 'label'], ...)  # or label_cols=['label'] "
+                                                "for Keras (x, y)")),
     Condition("min_batch_fill", 1.0, "warn when the first batch holds less than this share of the batch size (the "
-                                     "split is smaller)", AtMost("batch_fill", below=True))),
-              evidence=Evidence)
+                                     "split is smaller)", AtMost("batch_fill", below=True), says=lambda e, f: (
+                  msg("{summary} The split has fewer rows than the batch size {batch_size}.", summary=_described(e),
+                      batch_size=f.batch_size),
+                  f"batch_size={e['rows']}  # or use a larger split"))),
+              otherwise_says=lambda e, f: _described(e), evidence=Evidence)

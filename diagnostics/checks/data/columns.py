@@ -42,28 +42,7 @@ def check_columns(
         "missing_requested": missing_requested,
         "model_inputs_left_out": left_out,
     }
-    suggested = list(model_input_names) + [LABEL]
-    return judge(CHECK, evidence, {
-        "missing_columns": lambda: (
-            msg("The split lacks {missing}: {task} needs {needed}; it has: {found}.",
-                missing=", ".join(missing_in_split), task=task.name, needed=", ".join(needed),
-                found=", ".join(split_columns)),
-            f"dataset = dataset.rename_column('<your column>', '{missing_in_split[0]}')"),
-        "missing_requested": (
-            msg("to_tf_dataset asks for {missing}, which does not exist; the tokenized split has: {found}.",
-                missing=", ".join(missing_requested), found=", ".join(available)),
-            f"to_tf_dataset(columns={suggested!r}, collate_fn=DataCollatorWithPadding(tokenizer, return_tensors='np'), "
-            "...)"),
-        "inputs_left_out": lambda: (
-            msg("{what} leaves out {costs}.", what=msg("columns=") if not read_back else msg("The data given to fit"),
-                costs=joined([msg("attention_mask, so the model attends to padding") if name == "attention_mask" else
-                              msg("token_type_ids, so both sentences of each pair read as the first segment")
-                              for name in left_out], "; ")),
-            f"to_tf_dataset(columns={suggested!r}, ...)" if not read_back else
-            msg("Give the model every input the tokenizer returns for it: {names}.",
-                names=", ".join(model_input_names))),
-    }, msg("All {count} requested columns exist ({columns}), and the split has every column {task} needs.",
-           count=len(requested), columns=", ".join(requested), task=task.name))
+    return judge(CHECK, evidence, task=task, inputs=list(model_input_names), read_back=read_back, spare=())
 
 
 def rename_fix(missing: list[str], spare: list[str]) -> str:
@@ -76,30 +55,36 @@ def rename_fix(missing: list[str], spare: list[str]) -> str:
 
 def missing_columns_result(split_columns: list[str], task: GlueTask, missing: list[str],
                            spare: list[str] = ()) -> CheckResult:
-    """data.columns when the split lacks some of the task's columns, with what the file's shape suggests: another
-    delimiter (one column whose name holds the others), or no header row (the first row read as names)."""
-    needed = list(task.text_columns) + [LABEL]
-    hint: Any = ""
-    joined = next(((name, mark) for name in split_columns for mark in (";", ",", "\t", "|")
-                   if sum(column in name for column in needed) >= 2 and mark in name), None)
-    if joined:
-        hint = msg(" The file was read as if its columns were not split: the column {column} holds the names, so it "
-                   "separates them with {mark}; write it as csv (commas) or tsv (tabs).", column=repr(joined[0]),
-                   mark=repr(joined[1]))
-    elif not set(needed) & set(split_columns) and any(" " in name or name.strip().lstrip("-").replace(".", "").isdigit()
-                                                       for name in split_columns):
-        hint = msg(" Its first row looks like data, not a header: the file needs a header row naming {needed}.",
+    """data.columns when the split lacks some of the task's columns, with what the file's shape suggests (`_hint`)
+    and the split's own text columns to rename (`spare`)."""
+    return judge(CHECK, {"split_columns": split_columns, "needed": list(task.text_columns) + [LABEL],
+                         "missing_in_split": missing}, task=task, spare=list(spare))
+
+
+def _hint(split_columns: list[str], needed: list[str]) -> Any:
+    """What a split lacking the task's columns suggests of its file: another delimiter (one column whose name holds
+    the others), or no header row (the first row read as names); "" when neither."""
+    joined_by = next(((name, mark) for name in split_columns for mark in (";", ",", "\t", "|")
+                      if sum(column in name for column in needed) >= 2 and mark in name), None)
+    if joined_by:
+        return msg(" The file was read as if its columns were not split: the column {column} holds the names, so it "
+                   "separates them with {mark}; write it as csv (commas) or tsv (tabs).", column=repr(joined_by[0]),
+                   mark=repr(joined_by[1]))
+    if not set(needed) & set(split_columns) and any(" " in name or name.strip().lstrip("-").replace(".", "").isdigit()
+                                                    for name in split_columns):
+        return msg(" Its first row looks like data, not a header: the file needs a header row naming {needed}.",
                    needed=", ".join(needed))
-    return judge(CHECK, {"split_columns": split_columns, "needed": needed, "missing_in_split": missing}, {
-        "missing_columns": (
-            msg("The split lacks {missing}: {task} needs {needed}; it has: {found}.{hint}", missing=", ".join(missing),
-                task=task.name, needed=", ".join(needed), found=", ".join(split_columns), hint=hint),
-            rename_fix(missing, list(spare)))}, "")
+    return ""
 
 
 def check_text_cells(problems: dict[str, dict[str, list]], task: GlueTask, rows: int) -> CheckResult:
     """data.columns when the task's text columns exist but some cells are empty or not text (the tokenizer would
     stop on the first of them), naming the rows."""
+    return judge(CHECK, {"text_cells": problems, "rows_scanned": rows}, task=task)
+
+
+def _text_cells(problems: dict[str, dict[str, list]]) -> Any:
+    """Each text column's empty cells and cells that are not text, with their rows."""
     parts = []
     for column, found in problems.items():
         if found["empty"]:
@@ -111,12 +96,19 @@ def check_text_cells(problems: dict[str, dict[str, list]], task: GlueTask, rows:
                               "{column} holds values that are not text in {count:,} rows (rows {rows}, e.g. "
                               "{examples})", len(found["not_text"]), column=column, rows=_rows(found["not_text"]),
                               examples=", ".join(found["examples"])))
-    columns = list(task.text_columns)
-    return judge(CHECK, {"text_cells": problems, "rows_scanned": rows}, {"bad_text_cells": (
-        msg("{problems}, of {total:,} rows: the tokenizer needs text in every row's {columns}.",
-            problems=joined(parts, "; "), total=rows, columns=", ".join(columns)),
-        f"dataset = dataset.filter(lambda row: all(isinstance(row[c], str) and row[c].strip() for c in {columns!r}))")},
-        "")
+    return joined(parts, "; ")
+
+
+def _left_out(e, f) -> tuple:
+    """(finding, fix) for inputs of the model the batches leave out."""
+    costs = joined([msg("attention_mask, so the model attends to padding") if name == "attention_mask" else
+                    msg("token_type_ids, so both sentences of each pair read as the first segment")
+                    for name in e["model_inputs_left_out"]], "; ")
+    if f.read_back:
+        return (msg("{what} leaves out {costs}.", what=msg("The data given to fit"), costs=costs),
+                msg("Give the model every input the tokenizer returns for it: {names}.", names=", ".join(f.inputs)))
+    return (msg("{what} leaves out {costs}.", what=msg("columns="), costs=costs),
+            f"to_tf_dataset(columns={f.inputs + [LABEL]!r}, ...)")
 
 
 def measure(run: RunContext) -> CheckResult:
@@ -152,14 +144,30 @@ CHECK = Check("data.columns", N_("the task's columns and the columns given to to
               requires=("tokenizes",), measure=measure, conditions=(
     # Judged in this order.
     Condition("missing_columns", None, "fail when the split lacks a column the task needs",
-              Holds("missing_in_split"), status="fail"),
+              Holds("missing_in_split"), status="fail", says=lambda e, f: (
+                  msg("The split lacks {missing}: {task} needs {needed}; it has: {found}.{hint}",
+                      missing=", ".join(e["missing_in_split"]), task=f.task.name, needed=", ".join(e["needed"]),
+                      found=", ".join(e["split_columns"]), hint=_hint(e["split_columns"], e["needed"])),
+                  rename_fix(e["missing_in_split"], f.spare))),
     Condition("bad_text_cells", None, "fail when a text cell is empty or not text (the tokenizer stops on it)",
-              Holds("text_cells"), status="fail"),
+              Holds("text_cells"), status="fail", says=lambda e, f: (
+                  msg("{problems}, of {total:,} rows: the tokenizer needs text in every row's {columns}.",
+                      problems=_text_cells(e["text_cells"]), total=e["rows_scanned"],
+                      columns=", ".join(f.task.text_columns)),
+                  "dataset = dataset.filter(lambda row: all(isinstance(row[c], str) and row[c].strip() for c in "
+                  f"{list(f.task.text_columns)!r}))")),
     Condition("missing_requested", None, "fail when to_tf_dataset asks for a column the tokenized split lacks",
-              Holds("missing_requested"), status="fail"),
+              Holds("missing_requested"), status="fail", says=lambda e, f: (
+                  msg("to_tf_dataset asks for {missing}, which does not exist; the tokenized split has: {found}.",
+                      missing=", ".join(e["missing_requested"]), found=", ".join(e["available_after_tokenizing"])),
+                  f"to_tf_dataset(columns={f.inputs + [LABEL]!r}, collate_fn=DataCollatorWithPadding(tokenizer, "
+                  "return_tensors='np'), ...)")),
     Condition("inputs_left_out", None, "warn when the batches leave out an input the model takes that changes what it "
                                        "computes (attention_mask; token_type_ids for sentence pairs)",
-              Holds("model_inputs_left_out"))),
+              Holds("model_inputs_left_out"), says=_left_out)),
+              otherwise_says=lambda e, f: msg(
+                  "All {count} requested columns exist ({columns}), and the split has every column {task} needs.",
+                  count=len(e["requested"]), columns=", ".join(e["requested"]), task=f.task.name),
               evidence=Evidence)
 
 # The causes this check owns, each with its precedence among every check's causes (`Cause.precedence`): a

@@ -28,22 +28,7 @@ def check_decoded_samples(rows: list[dict[str, Any]], not_prose: dict[str, dict]
     worst = max(not_prose, key=lambda column: not_prose[column]["share"], default=None)
     evidence = {"rows": rows, "unknown_share": share, "not_prose": not_prose,
                 "not_prose_share": not_prose[worst]["share"] if worst else 0.0}
-    return judge(CHECK, evidence, {
-        "warn_not_prose_share": lambda: (
-            msg("{share:.0%} of {column}'s cells hold no words ({count:,} of the {scanned:,} rows scanned, e.g. rows "
-                "{rows}: {examples}): digits or punctuation only, or one word repeated. The model reads this column "
-                "as the task's text.", share=not_prose[worst]["share"], column=worst, count=not_prose[worst]["count"],
-                scanned=not_prose[worst]["scanned"], rows=_rows(not_prose[worst]["rows"], 5),
-                examples=", ".join(repr(example) for example in not_prose[worst]["examples"])),
-            f"dataset = dataset.rename_column('<the column with the sentences>', '{worst}')  # after dropping the "
-            f"wrong '{worst}'"),
-        "warn_unknown_share": (
-            msg("{share:.0%} of the batch's tokens are unknown ({unknown} of {tokens}): the tokenizer does not fit "
-                "this text.", share=share, unknown=unknown, tokens=tokens),
-            msg("Load the tokenizer from the same checkpoint as the model: {code}",
-                code="AutoTokenizer.from_pretrained(checkpoint)")),
-    }, msg("{rows} rows decode to readable text; {unknown} of {tokens} tokens are unknown. Read them beside their "
-           "labels.", rows=len(rows), unknown=unknown, tokens=tokens))
+    return judge(CHECK, evidence, worst=worst, unknown=unknown, tokens=tokens)
 
 
 def measure(run: RunContext) -> CheckResult:
@@ -59,13 +44,32 @@ class Evidence(TypedDict, total=False):
     not_prose_share: float  # the largest share of a text column's scanned cells with no words
 
 
+def _not_prose(e, f) -> tuple:
+    """(finding, fix) for a text column whose cells hold no words: the worst such column, with its rows."""
+    worst = e["not_prose"][f.worst]
+    return (msg("{share:.0%} of {column}'s cells hold no words ({count:,} of the {scanned:,} rows scanned, e.g. rows "
+                "{rows}: {examples}): digits or punctuation only, or one word repeated. The model reads this column "
+                "as the task's text.", share=worst["share"], column=f.worst, count=worst["count"],
+                scanned=worst["scanned"], rows=_rows(worst["rows"], 5),
+                examples=", ".join(repr(example) for example in worst["examples"])),
+            f"dataset = dataset.rename_column('<the column with the sentences>', '{f.worst}')  # after dropping the "
+            f"wrong '{f.worst}'")
+
+
 CHECK = Check("data.decoded_samples", N_("the first batch decoded beside its label names"),
               requires=("texts", "tokenizes"), measure=measure, conditions=(
     # Judged in this order.
     Condition("warn_not_prose_share", 0.2, "warn when more than this share of a text column's cells "
                                            "hold no words (digits or punctuation only, or one word "
                                            "repeated; of the first 20,000 rows)",
-              Above("not_prose_share")),
+              Above("not_prose_share"), says=_not_prose),
     Condition("warn_unknown_share", 0.05, "warn when more than this share of the batch's tokens are unknown",
-              Above("unknown_share"))),
+              Above("unknown_share"), says=lambda e, f: (
+                  msg("{share:.0%} of the batch's tokens are unknown ({unknown} of {tokens}): the tokenizer does not "
+                      "fit this text.", share=e["unknown_share"], unknown=f.unknown, tokens=f.tokens),
+                  msg("Load the tokenizer from the same checkpoint as the model: {code}",
+                      code="AutoTokenizer.from_pretrained(checkpoint)")))),
+              otherwise_says=lambda e, f: msg(
+                  "{rows} rows decode to readable text; {unknown} of {tokens} tokens are unknown. Read them beside "
+                  "their labels.", rows=len(e["rows"]), unknown=f.unknown, tokens=f.tokens),
               evidence=Evidence)

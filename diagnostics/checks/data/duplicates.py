@@ -67,19 +67,15 @@ def check_duplicates(figures: dict[str, Any]) -> CheckResult:
     Args:
         figures: from `duplicate_figures`.
     """
+    return judge(CHECK, figures)
+
+
+def _counted(figures: dict[str, Any]):
+    """What every verdict of data.duplicates says first: the repeated and the conflicting rows, counted."""
     rows = figures["rows_scanned"]
-    share = figures["duplicate_rows"] / rows if rows else 0.0
-    summary = msg("{repeated:,} of {rows:,} rows repeat an earlier row's text ({share:.1%}); {conflicting:,} rows "
-                  "share a text with a different label.",
-                  repeated=figures["duplicate_rows"], rows=rows, share=share,
-                  conflicting=figures["conflicting_rows"])
-    return judge(CHECK, figures, {
-        "max_conflicting_rows": (msg("{summary} The model cannot fit both labels of the same text.", summary=summary),
-                                 "dataset = dataset.filter(...)  # drop or relabel the conflicting rows shown"),
-        "warn_duplicate_share": (msg("{summary} Repeats inflate some examples' weight.", summary=summary),
-                                 msg("Drop duplicates before tokenizing (e.g. with pandas drop_duplicates on the text "
-                                     "columns).")),
-    }, summary)
+    return msg("{repeated:,} of {rows:,} rows repeat an earlier row's text ({share:.1%}); {conflicting:,} rows "
+               "share a text with a different label.", repeated=figures["duplicate_rows"], rows=rows,
+               share=figures["duplicate_rows"] / rows if rows else 0.0, conflicting=figures["conflicting_rows"])
 
 
 def measure(run: RunContext) -> CheckResult:
@@ -98,7 +94,11 @@ class Evidence(TypedDict, total=False):
 CHECK = Check("data.duplicates", N_("duplicate and conflicting rows of the split"), unit="duplicates",
               measure=measure, conditions=(
     Condition("max_conflicting_rows", 0, "warn when more rows than this share a text with a different label",
-              Above("conflicting_rows")),
+              Above("conflicting_rows"), says=lambda e, f: (
+                  msg("{summary} The model cannot fit both labels of the same text.", summary=_counted(e)),
+                  "dataset = dataset.filter(...)  # drop or relabel the conflicting rows shown")),
     Condition("warn_duplicate_share", 0.05, "warn when more than this share of the rows repeat another row's text",
-              ShareAbove("duplicate_rows", "rows_scanned"))),
-              evidence=Evidence)
+              ShareAbove("duplicate_rows", "rows_scanned"), says=lambda e, f: (
+                  msg("{summary} Repeats inflate some examples' weight.", summary=_counted(e)),
+                  msg("Drop duplicates before tokenizing (e.g. with pandas drop_duplicates on the text columns)."))),
+    ), otherwise_says=lambda e, f: _counted(e), evidence=Evidence)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TypedDict
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -60,26 +60,8 @@ def check_label_balance(split_labels_: np.ndarray, batch_labels: list, task: Glu
     evidence["chance_absent"], evidence["chance_crowded"] = chance_absent, chance_crowded
     evidence.update(top_share=top_share, absent=absent,
                     mix_chance=min(chance_absent if absent else 1.0, chance_crowded))
-    reshuffle = "to_tf_dataset(..., shuffle=True)  # or prepare_tf_dataset(..., shuffle=True)"
-    mix = (msg("The first batch of {rows} rows has no {absent} although the split has them ({shares}); a shuffled "
-               "batch of that size misses them about once in {odds}: is the data shuffled?",
-               rows=batch_total, absent=", ".join(absent), shares=shares, odds=_odds(chance_absent))
-           if absent and chance_absent < max_chance else
-           msg("{label} makes up {share:.0%} of the first batch ({count} of {rows} rows) while the "
-               "split has {split:.0%} ({shares}); a shuffled batch of that size holds that many about "
-               "once in {odds}: is the data shuffled?",
-               label=names[batch_top], share=batch_top_share, count=batch_counts[batch_top], rows=batch_total,
-               split=split_counts[batch_top] / split_total, shares=shares, odds=_odds(chance_crowded)))
-    return judge(CHECK, evidence, {
-        "warn_dominant_share": (
-            msg("{label} makes up {share:.0%} of the split ({shares}): a model can score well by always predicting it.",
-                label=names[top], share=top_share, shares=shares),
-            msg("Weight the loss by class (class_weight=...) or resample, and watch F1 rather than accuracy.")),
-        "max_chance": (mix, reshuffle),
-    }, msg("No label dominates the split ({shares}); the first batch holds {held} of {classes} labels, a mix a "
-           "shuffled batch shows often enough.", shares=shares, held=classes - len(absent), classes=classes)
-       if batch_total else msg("No label dominates the split ({shares}); there is no first batch to compare with it "
-                               "(see data.batch).", shares=shares))
+    return judge(CHECK, evidence, top=top, batch_top=batch_top, batch_top_share=batch_top_share, shares=shares,
+                 classes=classes, lacks_labels=bool(absent) and chance_absent < max_chance)
 
 
 def _odds(chance: float) -> str:
@@ -95,15 +77,59 @@ def _score_balance(split_labels_: np.ndarray, batch_labels: list) -> CheckResult
     total = sum(split_hist["counts"])
     top = int(np.argmax(split_hist["counts"])) if total else 0
     share = split_hist["counts"][top] / total if total else 0.0
-    edges = split_hist["edges"]
-    summary = msg("Regression scores: split mean {split:.2f}, batch mean {batch:.2f} (see the histogram)",
-                  split=np.nanmean(np.asarray(split_labels_, float)), batch=np.nanmean(np.asarray(batch_labels, float)))
     evidence["top_share"] = share
-    return judge(CHECK, evidence, {"warn_dominant_share": (
-        msg("{summary}; {share:.0%} of the scores lie between {low:.1f} and {high:.1f}, so predicting that range "
-            "alone scores well.", summary=summary, share=share, low=edges[top], high=edges[top + 1]),
-        msg("Resample or weight rows across the score range."))},
-        msg("{summary}.", summary=summary))
+    return judge(CHECK, evidence, top=top, split_mean=np.nanmean(np.asarray(split_labels_, float)),
+                 batch_mean=np.nanmean(np.asarray(batch_labels, float)))
+
+
+def _scores(f) -> Any:
+    """What data.label_balance says first of regression scores: the split's and the batch's mean."""
+    return msg("Regression scores: split mean {split:.2f}, batch mean {batch:.2f} (see the histogram)",
+               split=f.split_mean, batch=f.batch_mean)
+
+
+def _dominant(e, f) -> tuple:
+    """(finding, fix) for one label (or one bin of scores) that holds most of the split."""
+    if e["regression"]:
+        edges = e["split"]["edges"]
+        return (msg("{summary}; {share:.0%} of the scores lie between {low:.1f} and {high:.1f}, so predicting that "
+                    "range alone scores well.", summary=_scores(f), share=e["top_share"], low=edges[f.top],
+                    high=edges[f.top + 1]),
+                msg("Resample or weight rows across the score range."))
+    return (msg("{label} makes up {share:.0%} of the split ({shares}): a model can score well by always predicting it.",
+                label=e["labels"][f.top], share=e["top_share"], shares=f.shares),
+            msg("Weight the loss by class (class_weight=...) or resample, and watch F1 rather than accuracy."))
+
+
+def _mix(e, f) -> tuple:
+    """(finding, fix) for a first batch whose label mix a shuffled batch would rarely show: labels of the split it
+    lacks (`lacks_labels`), else its commonest label crowding it."""
+    names, split_counts, batch_counts = e["labels"], e["split_counts"], e["batch_counts"]
+    split_total, batch_total = sum(split_counts), sum(batch_counts)
+    if f.lacks_labels:
+        finding = msg("The first batch of {rows} rows has no {absent} although the split has them ({shares}); a "
+                      "shuffled batch of that size misses them about once in {odds}: is the data shuffled?",
+                      rows=batch_total, absent=", ".join(e["absent"]), shares=f.shares, odds=_odds(e["chance_absent"]))
+    else:
+        finding = msg("{label} makes up {share:.0%} of the first batch ({count} of {rows} rows) while the "
+                      "split has {split:.0%} ({shares}); a shuffled batch of that size holds that many about "
+                      "once in {odds}: is the data shuffled?",
+                      label=names[f.batch_top], share=f.batch_top_share, count=batch_counts[f.batch_top],
+                      rows=batch_total, split=split_counts[f.batch_top] / split_total, shares=f.shares,
+                      odds=_odds(e["chance_crowded"]))
+    return finding, "to_tf_dataset(..., shuffle=True)  # or prepare_tf_dataset(..., shuffle=True)"
+
+
+def _balanced(e, f) -> Any:
+    """What data.label_balance says when no label dominates and the batch's mix is a usual one."""
+    if e["regression"]:
+        return msg("{summary}.", summary=_scores(f))
+    if sum(e["batch_counts"]):
+        return msg("No label dominates the split ({shares}); the first batch holds {held} of {classes} labels, a mix "
+                   "a shuffled batch shows often enough.", shares=f.shares, held=f.classes - len(e["absent"]),
+                   classes=f.classes)
+    return msg("No label dominates the split ({shares}); there is no first batch to compare with it (see data.batch).",
+               shares=f.shares)
 
 
 def measure(run: RunContext) -> CheckResult:
@@ -131,8 +157,8 @@ class Evidence(TypedDict, total=False):
 CHECK = Check("data.label_balance", N_("the label balance of the batch and the split"), unit="labels",
               requires=("counted",), measure=measure, conditions=(
     Condition("warn_dominant_share", 0.8, "warn when one label (or one bin of scores) holds more "
-                                          "than this share of the split", Above("top_share")),
+                                          "than this share of the split", Above("top_share"), says=_dominant),
     Condition("max_chance", 1e-3, "warn when a shuffled batch of the first batch's size shows its label mix (a label "
                                   "missing, or one crowding it) less often than this (the exact binomial tail against "
-                                  "the split's shares)", AtMost("mix_chance", below=True))),
-              evidence=Evidence)
+                                  "the split's shares)", AtMost("mix_chance", below=True), says=_mix)),
+              otherwise_says=_balanced, evidence=Evidence)

@@ -62,59 +62,82 @@ def check_label_range(
         _stray_value(labels, warn_rare_share)
     if stray is not None:
         evidence["stray_rows"] = stray[1][:50].tolist()
-    values = sorted({int(labels[row]) for row in beyond})
-    return judge(CHECK, evidence, {
-        "max_invalid_labels": lambda: out_of_range_of(split_labels_, in_split, task, num_labels, classes, split_name,
-                                                    valid, written, evidence),
-        "labels_beyond_head": lambda: (
-            msg("All {count:,} labels of split {split} are {task} labels, but {beyond:,} rows are labelled {values}, "
-                "beyond the head's num_labels={num_labels} outputs (rows {rows}): the model has no output for them, "
-                "so they get a NaN loss on GPU and an error on CPU.", count=len(labels), split=repr(split_name),
-                task=task.name, beyond=len(beyond), values=", ".join(f"{value} {task.label_name(value)}"
-                                                                    for value in values),
-                num_labels=num_labels, rows=_rows(beyond)),
-            task.head_fix()),
-        "warn_rare_share": lambda: (
-            msg("All {count:,} labels lie in {valid}, but label {value} is on only {rows_count:,} rows ({share:.1%}; "
-                "rows {rows}) while the others are balanced ({shares}): a stray value, or a class of its own? The "
-                "task is not known, so this cannot be judged against its classes.", count=len(split_labels_),
-                valid=valid, value=stray[0], rows_count=len(stray[1]), share=len(stray[1]) / len(split_labels_),
-                rows=_rows(stray[1]), shares=stray[2]),
-            msg("Give the task (--task, task=) to check the labels against its classes, or drop or relabel "
-                "these rows.")),
-    }, msg("All {count:,} labels of the split lie in {valid}.", count=len(split_labels_), valid=valid))
+    # What the labels outside the range are, found only when there are some (their first rows go into the evidence).
+    outside = _outside(labels, in_split, task, num_labels, classes, written, evidence) \
+        if evidence["invalid_labels"] else None
+    return judge(CHECK, evidence, task=task, split=split_name, labels=labels, in_split=in_split, outside=outside,
+                 beyond=beyond, stray=stray)
 
 
-def out_of_range_of(split_labels_: np.ndarray, in_split: dict, task: GlueTask, num_labels: int, limit: int,
-                  split_name: str, valid: str, written: list | None, evidence: dict[str, Any]) -> tuple[Text, Any]:
-    """(finding, fix) of data.label_range for labels outside the range, naming what they are (a test split's -1,
-    values that are not the task's labels, missing scores, a head wider than the task, or too few outputs)."""
+def _outside(labels: np.ndarray, in_split: dict, task: GlueTask, num_labels: int, limit: int, written: list | None,
+             evidence: dict[str, Any]) -> dict[str, Any]:
+    """What data.label_range's labels outside the range are: their `case` ("test_split": a test split's -1;
+    "unusable": values that could not be read as the task's labels; "nan": missing scores; "scores": scores outside
+    the range; "wider_head": labels of a head wider than the task; "not_the_tasks": labels the task lacks;
+    "outputs": a head of too few outputs), their `rows` (the first 50 put in the evidence), the file's own `values`
+    of unusable rows where they are known, and a `stray` value far rarer than the others the head lacks."""
+    if -1 in in_split:
+        return {"case": "test_split"}
+    if UNUSABLE_LABEL in in_split and not task.regression:
+        rows = np.flatnonzero(labels == UNUSABLE_LABEL)
+        evidence["unusable_rows"] = rows[:50].tolist()
+        if written is None:
+            return {"case": "unusable", "rows": rows, "values": None}
+        values = Counter((written[row] or "").strip() for row in rows)
+        evidence["unusable_values"] = [{"value": value, "count": count} for value, count in values.most_common(20)]
+        return {"case": "unusable", "rows": rows, "values": values}
+    if task.regression and np.isnan(labels.astype(float)).any():
+        rows = np.flatnonzero(np.isnan(labels.astype(float)))
+        evidence["unusable_rows"] = rows[:50].tolist()
+        return {"case": "nan", "rows": rows}
+    if task.regression:
+        return {"case": "scores"}
+    if task.known and limit < num_labels and all(isinstance(label, int) and task.num_labels <= label < num_labels
+                                                 for label in in_split):
+        rows = np.flatnonzero((labels >= task.num_labels) & (labels < num_labels))
+        evidence["rows"] = rows[:50].tolist()
+        return {"case": "wider_head", "rows": rows}
+    if task.known:
+        rows = np.flatnonzero(np.isin(labels, [label for label in in_split if isinstance(label, (int, np.integer))]))
+        evidence["rows"] = rows[:50].tolist()
+        return {"case": "not_the_tasks", "rows": rows}
+    needed = max(int(label) for label in in_split if isinstance(label, int)) + 1 if in_split else num_labels
+    stray = _stray_value(labels, CHECK.value("warn_rare_share"))
+    if needed > num_labels and stray is not None and stray[0] in in_split:
+        # A value far rarer than the balanced classes the head has is more likely a stray than a class: a head
+        # grown to take it would learn it as one from a handful of rows. Name the rows; the wider head is the
+        # alternative for a value that is a real class.
+        evidence["rows"] = stray[1][:50].tolist()
+        return {"case": "outputs", "needed": needed, "stray": stray}
+    return {"case": "outputs", "needed": needed, "stray": None}
+
+
+def _out_of_range(e, f) -> tuple:
+    """(finding, fix) of data.label_range for labels outside the range, naming what they are (`_outside`: a test
+    split's -1, values that are not the task's labels, missing scores, a head wider than the task, or too few
+    outputs)."""
+    task, labels, in_split, num_labels, valid = f.task, f.labels, f.in_split, e["num_labels"], e["valid_range"]
+    case, rows = f.outside["case"], f.outside.get("rows")
     listing = ", ".join(f"{label} x{count:,}" for label, count in in_split.items())
     bad_total = sum(in_split.values())
-    labels = np.asarray(split_labels_)
     headline = msg("{bad:,} of {total:,} labels in split {split} lie outside {valid} ({listing})", bad=bad_total,
-                   total=len(split_labels_), split=repr(split_name), valid=valid, listing=listing)
-    if -1 in in_split:
+                   total=len(labels), split=repr(f.split), valid=valid, listing=listing)
+    if case == "test_split":
         fix = msg(
             "Train and validate on splits with labels ('train', 'validation'): GLUE's test splits carry label -1."
         )
         cause = msg("label -1 means the split has no labels (a GLUE test split)")
-    elif UNUSABLE_LABEL in in_split and not task.regression:
-        headline, cause, fix = _unusable_labels(labels, task, split_name, valid, bad_total, written, evidence)
-    elif task.regression and np.isnan(labels.astype(float)).any():
-        rows = np.flatnonzero(np.isnan(labels.astype(float)))
-        evidence["unusable_rows"] = rows[:50].tolist()
+    elif case == "unusable":
+        headline, cause, fix = _unusable_labels(labels, task, f.split, valid, bad_total, rows, f.outside["values"])
+    elif case == "nan":
         fix = msg("Give every row a number from 0 to 5 as its score, or drop the rows without one.")
         headline = msg("{bad:,} of {total:,} scores in split {split} are empty or not numbers", bad=len(rows),
-                       total=len(split_labels_), split=repr(split_name))
+                       total=len(labels), split=repr(f.split))
         cause = msg("each reads as NaN, which makes every loss NaN (rows {rows})", rows=_rows(rows))
-    elif task.regression:
+    elif case == "scores":
         fix = msg("Clip or drop scores outside {valid}, and load with num_labels=1.", valid=valid)
         cause = msg("scores outside STS-B's range")
-    elif task.known and limit < num_labels and all(isinstance(label, int) and task.num_labels <= label < num_labels
-                                                     for label in in_split):
-        rows = np.flatnonzero((labels >= task.num_labels) & (labels < num_labels))
-        evidence["rows"] = rows[:50].tolist()
+    elif case == "wider_head":
         names = ", ".join(f"{index} {name}" for index, name in enumerate(task.label_names))
         fix = msg(
             "Drop or relabel these rows ({task}'s labels: {names}); then build the model with num_labels={count}.",
@@ -125,25 +148,18 @@ def out_of_range_of(split_labels_: np.ndarray, in_split: dict, task: GlueTask, n
         cause = msg("{task} has {count} classes ({names}), but the model was built with num_labels={num_labels}, so it "
                     "trains them as a class of their own (rows {rows})", task=task.name, count=task.num_labels,
                     names=names, num_labels=num_labels, rows=_rows(rows))
-    elif task.known:
+    elif case == "not_the_tasks":
         names = ", ".join(f"{index} {name}" for index, name in enumerate(task.label_names))
-        rows = np.flatnonzero(np.isin(labels, [label for label in in_split if isinstance(label, (int, np.integer))]))
-        evidence["rows"] = rows[:50].tolist()
         fix = msg("Drop or relabel these rows ({task}'s labels: {names}).", task=task.name, names=names)
         cause = msg("{task} has {count} classes ({names}), so these rows get a NaN loss on GPU and an error on CPU "
                     "(rows {rows})", task=task.name, count=task.num_labels, names=names, rows=_rows(rows))
     else:
-        needed = max(int(label) for label in in_split if isinstance(label, int)) + 1 if in_split else num_labels
+        needed, stray = f.outside["needed"], f.outside["stray"]
         head = f"TFAutoModelForSequenceClassification.from_pretrained(checkpoint, num_labels={needed})"
         fix = head if needed > num_labels else msg("Map the labels to 0..num_labels-1 before training.")
         cause = msg("the model has num_labels={num_labels}, so these rows get a NaN loss on GPU and an error on CPU",
                     num_labels=num_labels)
-        stray = _stray_value(labels, CHECK.value("warn_rare_share"))
-        if needed > num_labels and stray is not None and stray[0] in in_split:
-            # A value far rarer than the balanced classes the head has is more likely a stray than a class: a head
-            # grown to take it would learn it as one from a handful of rows. Name the rows; the wider head is the
-            # alternative for a value that is a real class.
-            evidence["rows"] = stray[1][:50].tolist()
+        if stray is not None:
             cause = msg("{cause}; label {value} is on only {count:,} rows ({share:.1%}; rows {rows}) while the "
                         "others are balanced ({shares})", cause=cause, value=stray[0], count=len(stray[1]),
                         share=len(stray[1]) / len(labels), rows=_rows(stray[1]), shares=stray[2])
@@ -154,11 +170,9 @@ def out_of_range_of(split_labels_: np.ndarray, in_split: dict, task: GlueTask, n
 
 
 def _unusable_labels(labels: np.ndarray, task: GlueTask, split_name: str, valid: str, bad_total: int,
-                     written: list | None, evidence: dict[str, Any]) -> tuple[Text, Text, Text]:
+                     rows: np.ndarray, values: Counter | None) -> tuple[Text, Text, Text]:
     """(headline, cause, fix) of data.label_range for labels that could not be read as the task's, quoting the
     file's own values when they are known."""
-    rows = np.flatnonzero(labels == UNUSABLE_LABEL)
-    evidence["unusable_rows"] = rows[:50].tolist()
     names = ", ".join(task.label_names)
     fix = msg("Write each label as an id 0..{last} or one of {task}'s names ({names}), and drop rows without one.",
               last=task.num_labels - 1, task=task.name, names=names)
@@ -166,18 +180,40 @@ def _unusable_labels(labels: np.ndarray, task: GlueTask, split_name: str, valid:
                    total=len(labels), split=repr(split_name), task=task.name,
                    more=msg(" and {count:,} more lie outside {valid}", count=bad_total - len(rows), valid=valid)
                    if bad_total > len(rows) else "")
-    if written is None:
+    if values is None:
         return headline, msg("each is empty, not a whole number, or text that is not one of {task}'s names ({names}) "
                              "(rows {rows}; the checks show them as {shown})", task=task.name, names=names,
                              rows=_rows(rows), shown=UNUSABLE_LABEL), fix
-    values = Counter((written[row] or "").strip() for row in rows)
-    evidence["unusable_values"] = [{"value": value, "count": count} for value, count in values.most_common(20)]
     quoted = joined([msg("{value} x{count:,}", value=repr(value), count=count) if value else
                      msg("(empty) x{count:,}", count=count) for value, count in values.most_common(6)], ", ")
     more = msg(" and {count:,} other values", count=len(values) - 6) if len(values) > 6 else ""
     return headline, msg("the file has {quoted}{more}, where {task} takes an id 0..{last} or one of its names "
                          "({names}) (rows {rows})", quoted=quoted, more=more, task=task.name,
                          last=task.num_labels - 1, names=names, rows=_rows(rows)), fix
+
+
+def _beyond_head(e, f) -> tuple:
+    """(finding, fix) for rows labelled with the task's classes that the head has no output for."""
+    values = sorted({int(f.labels[row]) for row in f.beyond})
+    return (msg("All {count:,} labels of split {split} are {task} labels, but {beyond:,} rows are labelled {values}, "
+                "beyond the head's num_labels={num_labels} outputs (rows {rows}): the model has no output for them, "
+                "so they get a NaN loss on GPU and an error on CPU.", count=len(f.labels), split=repr(f.split),
+                task=f.task.name, beyond=len(f.beyond), values=", ".join(f"{value} {f.task.label_name(value)}"
+                                                                         for value in values),
+                num_labels=e["num_labels"], rows=_rows(f.beyond)),
+            f.task.head_fix())
+
+
+def _rare(e, f) -> tuple:
+    """(finding, fix) for a label value far rarer than the others, which are balanced, on a task not known."""
+    value, rows, shares = f.stray
+    return (msg("All {count:,} labels lie in {valid}, but label {value} is on only {rows_count:,} rows ({share:.1%}; "
+                "rows {rows}) while the others are balanced ({shares}): a stray value, or a class of its own? The "
+                "task is not known, so this cannot be judged against its classes.", count=len(f.labels),
+                valid=e["valid_range"], value=value, rows_count=len(rows), share=len(rows) / len(f.labels),
+                rows=_rows(rows), shares=shares),
+            msg("Give the task (--task, task=) to check the labels against its classes, or drop or relabel "
+                "these rows."))
 
 
 def _stray_value(labels: np.ndarray, rare_share: float):
@@ -232,13 +268,15 @@ CHECK = Check("data.label_range", N_("labels lie in [0, num_labels) and among th
                                      "range)"), unit="labels", measure=measure, conditions=(
     Condition("max_invalid_labels", 0, "fail when more labels than this, of the split or the first batch, lie outside "
                                        "the task's classes (the range, for a task not known)", Above("invalid_labels"),
-              status="fail"),
+              status="fail", says=_out_of_range),
     Condition("labels_beyond_head", None, "fail when rows hold labels of the task that the head has no output for "
                                           "(num_labels below the task's classes: model.config's cause)",
-              Holds("beyond_head"), status="fail"),
+              Holds("beyond_head"), status="fail", says=_beyond_head),
     Condition("warn_rare_share", 0.25, "task not known: warn when a label value's share is below this fraction of the "
                                        "other values' mean share, those being within 2x of each other (its rows are "
-                                       "the stray rows)", Holds("stray_rows"))),
+                                       "the stray rows)", Holds("stray_rows"), says=_rare)),
+              otherwise_says=lambda e, f: msg("All {count:,} labels of the split lie in {valid}.", count=len(f.labels),
+                                              valid=e["valid_range"]),
               evidence=Evidence)
 
 # The causes this check owns, each with its precedence among every check's causes (`Cause.precedence`).

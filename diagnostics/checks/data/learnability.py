@@ -87,48 +87,60 @@ def check_learnability(figures: dict[str, Any]) -> CheckResult:
     warn; on a pretrained one the run cannot tell: inconclusive (skip), with the numbers.
     """
     given, control = figures["given"], figures["shuffled"]
-    run = msg("{steps} steps on {rows} rows at rate {rate:g} (the usual rate for the weights it trains: the "
-              "configured rate is hparams.lr_sweep's to judge), scored on {held} held-out rows", steps=figures["steps"],
-              rows=figures["train_rows"], rate=figures["learning_rate"], held=figures["held_rows"])
     evidence = {**figures, "fit_gain": 1 - given["final_train_loss"] / control["final_train_loss"]
                 if control["final_train_loss"] else None}
     if figures["regression"]:
         evidence["error_ratio"] = given["score"] / control["score"] if control["score"] else None
-        numbers = msg("held-out error {given:.3f} with the given labels, {shuffled:.3f} with shuffled ones",
-                      given=given["score"], shuffled=control["score"])
     else:
         baseline, rows = max(control["score"], figures["chance"]), int(figures["held_rows"])
         evidence.update(accuracy_gain=given["score"] - baseline,
                         p_value=chance_of_at_least(round(given["score"] * rows), rows, baseline))
-        numbers = msg("held-out accuracy {given:.0%} with the given labels, {shuffled:.0%} with shuffled ones "
-                      "(majority label {chance:.0%})",
-                      given=given["score"], shuffled=control["score"], chance=figures["chance"])
-    fits = msg("training loss {given_first:.3f} to {given_final:.3f} with the given labels, {shuffled_first:.3f} to "
-               "{shuffled_final:.3f} with shuffled ones", given_first=given["first_train_loss"],
-               given_final=given["final_train_loss"], shuffled_first=control["first_train_loss"],
-               shuffled_final=control["final_train_loss"])
-    signal = (msg("The labels carry signal: after {run}, {numbers}.", run=run, numbers=numbers), None)
     # A pretrained model memorises random labels about as fast as real ones (on real MNLI at 5e-5: training loss
     # 1.09 to 0.41 with the given labels, 1.09 to 0.43 with shuffled ones) and a short run at a fine-tuning rate
     # may not generalise yet, so for it nothing here separates detached labels from a hard task. A randomly
     # initialised model at its high rate learns labels that carry signal within this run (the demo kit's do).
-    return judge(CHECK, evidence, {
-        "min_accuracy_gain": signal, "max_error_ratio": signal,
-        "fit_margin": (
-            msg("The labels carry structure: after {run}, {fits}; real labels are fitted faster than random ones. "
-                "Held-out rows do not separate them yet ({numbers}): this run is too short for the task to "
-                "generalise.", run=run, fits=fits, numbers=numbers), None),
-        "random_weights": (
-            msg("After {run}, the given labels were fitted no faster than shuffled ones ({fits}) and generalise no "
-                "better ({numbers}).{reading}", run=run, fits=fits, numbers=numbers,
+    return judge(CHECK, evidence)
+
+
+def _run(e) -> Any:
+    """The two short runs data.learnability compared: steps, rows, rate and held-out rows."""
+    return msg("{steps} steps on {rows} rows at rate {rate:g} (the usual rate for the weights it trains: the "
+               "configured rate is hparams.lr_sweep's to judge), scored on {held} held-out rows", steps=e["steps"],
+               rows=e["train_rows"], rate=e["learning_rate"], held=e["held_rows"])
+
+
+def _numbers(e) -> Any:
+    """Both runs' held-out scores: the error (regression), else the accuracy beside the majority label's."""
+    given, control = e["given"], e["shuffled"]
+    if e["regression"]:
+        return msg("held-out error {given:.3f} with the given labels, {shuffled:.3f} with shuffled ones",
+                   given=given["score"], shuffled=control["score"])
+    return msg("held-out accuracy {given:.0%} with the given labels, {shuffled:.0%} with shuffled ones "
+               "(majority label {chance:.0%})", given=given["score"], shuffled=control["score"], chance=e["chance"])
+
+
+def _fits(e) -> Any:
+    """Both runs' training loss, from their first steps to their last."""
+    given, control = e["given"], e["shuffled"]
+    return msg("training loss {given_first:.3f} to {given_final:.3f} with the given labels, {shuffled_first:.3f} to "
+               "{shuffled_final:.3f} with shuffled ones", given_first=given["first_train_loss"],
+               given_final=given["final_train_loss"], shuffled_first=control["first_train_loss"],
+               shuffled_final=control["final_train_loss"])
+
+
+def _signal(e, f) -> tuple:
+    """(finding, fix) when the given labels beat shuffled ones on held-out rows."""
+    return msg("The labels carry signal: after {run}, {numbers}.", run=_run(e), numbers=_numbers(e)), None
+
+
+def _random(e, f) -> tuple:
+    """(finding, fix) when, on a randomly initialised model, the given labels behave like random ones."""
+    return (msg("After {run}, the given labels were fitted no faster than shuffled ones ({fits}) and generalise no "
+                "better ({numbers}).{reading}", run=_run(e), fits=_fits(e), numbers=_numbers(e),
                 reading=msg(" The labels behave like random ones: they no longer line up with their texts (a shuffle "
                             "or a join that reordered one column), or this run is too short for the model.")),
             msg("Check that texts and labels were shuffled or filtered together (dataset.shuffle on the whole "
-                "dataset, never on one column).")),
-    }, msg("Inconclusive: after {run}, the given labels neither beat the shuffled ones on held-out rows ({numbers}) "
-           "nor were fitted faster ({fits}). A pretrained model memorises random labels about as fast as real ones, "
-           "and a run this short on a hard task may not generalise yet, so it cannot tell detached labels from a "
-           "hard task; a longer run on more rows would.", run=run, numbers=numbers, fits=fits))
+                "dataset, never on one column)."))
 
 
 def only_when_asked(run: RunContext):
@@ -184,17 +196,28 @@ CHECK = Check("data.learnability", N_("the given labels are learned better than 
               trains=True, unit="learnability", otherwise="skip", conditions=(
     # Judged in this order; when none is crossed the run cannot tell (a skip that says so, with the numbers).
     Condition("min_accuracy_gain", 0.1, "pass when held-out accuracy beats the shuffled run and the majority by this",
-              All((Above("accuracy_gain", or_equal=True), AtMost("p_value", of="max_p_value"))), status="pass"),
+              All((Above("accuracy_gain", or_equal=True), AtMost("p_value", of="max_p_value"))), status="pass",
+              says=_signal),
     Condition("max_p_value", 0.01,
               "and when that many right answers come by chance at most this often (binomial tail)"),
     Condition("max_error_ratio", 0.8, "regression: pass when held-out error is below this share of the shuffled run's",
-              AtMost("error_ratio", below=True), status="pass"),
+              AtMost("error_ratio", below=True), status="pass", says=_signal),
     Condition("fit_margin", 0.1, "on a randomly initialised model, pass when the given labels' training loss ends more "
                                  "than this share below the shuffled run's (a pretrained one fits shuffled labels "
                                  "about as fast, so there it proves nothing)",
-              All((Above("fit_gain"), Holds("pretrained", False))), status="pass"),
+              All((Above("fit_gain"), Holds("pretrained", False))), status="pass", says=lambda e, f: (
+                  msg("The labels carry structure: after {run}, {fits}; real labels are fitted faster than random "
+                      "ones. Held-out rows do not separate them yet ({numbers}): this run is too short for the task "
+                      "to generalise.", run=_run(e), fits=_fits(e), numbers=_numbers(e)), None)),
     Condition("random_weights", None, "warn when neither separates them on a randomly initialised model (it learns "
-                                      "labels that carry signal within the run)", Holds("pretrained", False))),
+                                      "labels that carry signal within the run)", Holds("pretrained", False),
+              says=_random)),
+              otherwise_says=lambda e, f: msg(
+                  "Inconclusive: after {run}, the given labels neither beat the shuffled ones on held-out rows "
+                  "({numbers}) nor were fitted faster ({fits}). A pretrained model memorises random labels about as "
+                  "fast as real ones, and a run this short on a hard task may not generalise yet, so it cannot tell "
+                  "detached labels from a hard task; a longer run on more rows would.", run=_run(e),
+                  numbers=_numbers(e), fits=_fits(e)),
               evidence=Evidence)
 
 # The causes this check owns, each with its precedence among every check's causes (`Cause.precedence`).

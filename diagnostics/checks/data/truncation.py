@@ -88,6 +88,12 @@ def check_truncation(figures: dict[str, Any]) -> CheckResult:
     Args:
         figures: from `truncation_figures`.
     """
+    return judge(CHECK, figures)
+
+
+def _measured(figures: dict[str, Any]):
+    """What every verdict of data.truncation says first: the rows cut (across the split for the user's own
+    tokenization, or in the first batch) and the padding of the batch."""
     if figures.get("scope") == "split":
         # What the tokenization truncates at, as far as it was seen: the call's max_length, the tokenizer's maximum,
         # no truncation at all, or (no call seen) only the longest row it stored.
@@ -99,30 +105,28 @@ def check_truncation(figures: dict[str, Any]) -> CheckResult:
                           max_length=figures["max_length"])}.get(
             figures.get("cut_source"), msg(" (its tokenizer call was not seen; its longest stored row has {max_length} "
                                            "tokens)", max_length=figures["max_length"]))
-        summary = msg("{cut:,} of {rows:,} rows of the split ({share:.0%}) lose tokens to your tokenization{at}, "
-                      "measured by re-tokenizing their text without truncation{where}; padding is {padding:.0%} of "
-                      "the padded batch ({length} tokens a row).", cut=figures["truncated_rows"],
-                      rows=figures["rows"], share=figures["truncated_share"], at=at,
-                      where=msg(" (first rows {rows})", rows=", ".join(map(str, figures["cut_rows"][:8])))
-                      if figures["cut_rows"] else "",
-                      padding=figures["padding_share"], length=figures["padded_length"])
-    elif figures.get("scope") == "unmeasured":
-        summary = msg("The split's raw text is not at hand (the rows were read back from the dataset given to fit), "
-                      "so what truncation cut cannot be counted; padding is {padding:.0%} of the padded batch "
-                      "({length} tokens a row).", padding=figures["padding_share"], length=figures["padded_length"])
-    else:
-        summary = msg("{cut} of {rows} rows ({share:.0%}) are cut at max_length={max_length}; padding is "
-                      "{padding:.0%} of the padded batch ({length} tokens a row).", cut=figures["truncated_rows"],
-                      rows=figures["rows"], share=figures["truncated_share"], max_length=figures["max_length"],
-                      padding=figures["padding_share"], length=figures["padded_length"])
-    longest = figures.get("longest") or (max(figures["lengths"]) if figures["lengths"] else 0)
-    return judge(CHECK, figures, {
-        "warn_truncated_share": (msg("{summary} The model never sees the end of those rows.", summary=summary),
-                                 f"tokenizer(..., truncation=True, max_length={min(longest, 512)})"),
-        "warn_padding_share": (msg("{summary} Most of the compute goes to padding.", summary=summary),
-                               msg("Pad per batch with DataCollatorWithPadding, not padding='max_length'; or group "
-                                   "rows by length.")),
-    }, summary)
+        return msg("{cut:,} of {rows:,} rows of the split ({share:.0%}) lose tokens to your tokenization{at}, "
+                   "measured by re-tokenizing their text without truncation{where}; padding is {padding:.0%} of "
+                   "the padded batch ({length} tokens a row).", cut=figures["truncated_rows"],
+                   rows=figures["rows"], share=figures["truncated_share"], at=at,
+                   where=msg(" (first rows {rows})", rows=", ".join(map(str, figures["cut_rows"][:8])))
+                   if figures["cut_rows"] else "",
+                   padding=figures["padding_share"], length=figures["padded_length"])
+    if figures.get("scope") == "unmeasured":
+        return msg("The split's raw text is not at hand (the rows were read back from the dataset given to fit), "
+                   "so what truncation cut cannot be counted; padding is {padding:.0%} of the padded batch "
+                   "({length} tokens a row).", padding=figures["padding_share"], length=figures["padded_length"])
+    return msg("{cut} of {rows} rows ({share:.0%}) are cut at max_length={max_length}; padding is "
+               "{padding:.0%} of the padded batch ({length} tokens a row).", cut=figures["truncated_rows"],
+               rows=figures["rows"], share=figures["truncated_share"], max_length=figures["max_length"],
+               padding=figures["padding_share"], length=figures["padded_length"])
+
+
+def _cut(e, f) -> tuple:
+    """(finding, fix) for rows truncated: a max_length that keeps the longest row (up to 512 tokens)."""
+    longest = e.get("longest") or (max(e["lengths"]) if e["lengths"] else 0)
+    return (msg("{summary} The model never sees the end of those rows.", summary=_measured(e)),
+            f"tokenizer(..., truncation=True, max_length={min(longest, 512)})")
 
 
 def measure(run: RunContext) -> CheckResult:
@@ -157,9 +161,12 @@ class Evidence(TypedDict, total=False):
 CHECK = Check("data.truncation", N_("rows cut at max_length, and padding in the batch"),
               requires=("texts", "tokenizes"), measure=measure, conditions=(
     Condition("warn_truncated_share", 0.1, "warn when more than this share of the rows are truncated",
-              Above("truncated_share")),
+              Above("truncated_share"), says=_cut),
     Condition("warn_padding_share", 0.6, "warn when the pipeline pads every batch to one length and more "
                                          "than this share of the batch's tokens are padding (padding per "
                                          "batch is the fix, not a finding)",
-              All((Holds("fixed_padding"), Above("padding_share"))))),
-              evidence=Evidence)
+              All((Holds("fixed_padding"), Above("padding_share"))), says=lambda e, f: (
+                  msg("{summary} Most of the compute goes to padding.", summary=_measured(e)),
+                  msg("Pad per batch with DataCollatorWithPadding, not padding='max_length'; or group rows by "
+                      "length.")))),
+              otherwise_says=lambda e, f: _measured(e), evidence=Evidence)

@@ -102,79 +102,82 @@ def _compile_with(name: str, *, from_logits: bool, alternative: str | None = Non
 
 
 def _judge_loss(figures: dict[str, Any]) -> CheckResult:
+    """hparams.loss's verdict: the findings its rules read, added to `figures` (the evidence), judged."""
     warn_disagreement = CHECK.value("warn_disagreement")
     name, labels_in, regression = figures["loss"], figures["labels_in"], figures["regression"]
-    version = _installed_transformers()
     configured, reference = figures["configured_value"], figures["cross_entropy_from_logits"]
-
-    def gap_of(value, against):
-        return abs(value - against) / against if against and value is not None and math.isfinite(value) else 0.0
-
-    figures["disagreement"] = max(gap_of(configured, reference),
-                                  gap_of(figures.get("probe_configured_value"), figures.get("probe_cross_entropy")))
+    figures["disagreement"] = max(_gap(configured, reference),
+                                  _gap(figures.get("probe_configured_value"), figures.get("probe_cross_entropy")))
     figures["classification_loss"] = regression and name not in ("internal", "mse")
     figures["regression_loss"] = not regression and name == "mse"
     figures["keras_loss_on_input_labels"] = name != "internal" and labels_in == "inputs"
     figures["reads_probabilities_as_logits"] = bool(figures["outputs_are_probabilities"] and "from_logits=True" in name
                                                     and figures["disagreement"] > warn_disagreement)
-    def shown() -> Text:  # how the configured loss misreads the logits: written only when it does
-        if gap_of(configured, reference) > warn_disagreement:
-            return msg("it gives {configured:.3f} where cross-entropy from the logits gives {reference:.3f}",
-                       configured=configured, reference=reference)
-        return msg("on this batch it gives {configured:.3f}, near cross-entropy from the logits ({reference:.3f}) "
-                   "only because a fresh head's logits sit near zero; on logits of 0.5 for each row's label and -1 "
-                   "elsewhere it gives {probe:.3g} where cross-entropy gives {probe_reference:.3f}",
-                   configured=configured, reference=reference, probe=figures.get("probe_configured_value"),
-                   probe_reference=figures.get("probe_cross_entropy"))
+    return judge(CHECK, figures, version=_installed_transformers())
 
-    if name == "internal" and labels_in == "separate":
-        note = msg("labels are separate (x, y) with the model's internal loss: Transformers {version}'s train_step "
-                   "copies y into the input dict as labels, so the internal loss is used.", version=version)
-    elif name == "internal":
-        note = msg("the model's internal loss reads the labels from the input dict, as the course's fixed script does.")
-    elif figures.get("head") and figures.get("outputs_are_probabilities"):
-        note = msg("the Keras loss reads the probabilities of the model's {head} output and the separate labels.",
-                   head=figures["head"])
-    else:
-        note = msg("the Keras loss reads logits (from_logits=True) and the separate labels.")
-    return judge(CHECK, figures, {
-        "step_raises": (
-            msg("With loss {loss} and labels {placement}, Transformers {version}'s train step raises {error}.",
-                loss=repr(name), placement=msg("inside the input dict") if labels_in == "inputs" else msg("separate"),
-                version=version, error=figures["train_step_error"]),
-            msg("model.compile(optimizer=optimizer)  # no loss= : the model's internal loss reads the labels itself")),
-        "classification_loss": (
-            msg("{loss} is a classification loss, but stsb is regression with one output.", loss=repr(name)),
-            msg('model.compile(optimizer=optimizer)  # internal MSE; or loss="mse"')),
-        "regression_loss": (
-            msg("Mean squared error on class ids treats labels as numbers to regress, not classes."),
-            msg("model.compile(optimizer=optimizer)  # the internal cross-entropy")),
-        "warn_disagreement": lambda: (
-            msg("The model outputs logits (rows do not sum to 1), but loss {loss} reads them as probabilities "
+
+def _gap(value, against) -> float:
+    """How far a loss value lies from another, as a share of it (0 where either cannot tell)."""
+    return abs(value - against) / against if against and value is not None and math.isfinite(value) else 0.0
+
+
+def _shown(e) -> Text:
+    """How the configured loss misreads the logits: on the batch, or (a fresh head's logits near zero agreeing by
+    chance) on the probe logits."""
+    configured, reference = e["configured_value"], e["cross_entropy_from_logits"]
+    if _gap(configured, reference) > CHECK.value("warn_disagreement"):
+        return msg("it gives {configured:.3f} where cross-entropy from the logits gives {reference:.3f}",
+                   configured=configured, reference=reference)
+    return msg("on this batch it gives {configured:.3f}, near cross-entropy from the logits ({reference:.3f}) "
+               "only because a fresh head's logits sit near zero; on logits of 0.5 for each row's label and -1 "
+               "elsewhere it gives {probe:.3g} where cross-entropy gives {probe_reference:.3f}",
+               configured=configured, reference=reference, probe=e.get("probe_configured_value"),
+               probe_reference=e.get("probe_cross_entropy"))
+
+
+def _reads_logits_as_probabilities(e, f) -> tuple:
+    """(finding, fix) for a from_logits=False loss on a model that outputs logits."""
+    name = e["loss"]
+    # Labels in the input dict: a Keras loss object would still be keras_loss_on_input_labels' finding, so the one
+    # fix is the model's own loss.
+    fix = msg("model.compile(optimizer=optimizer)  # no loss= : the model's internal loss reads the labels itself") \
+        if e["labels_in"] == "inputs" and e.get("head") is None else \
+        _compile_with(name, from_logits=True, alternative=N_("{code}  # or no loss= at all")
+                      if e.get("head") is None else None)
+    return (msg("The model outputs logits (rows do not sum to 1), but loss {loss} reads them as probabilities "
                 "(from_logits=False): {shown}, so training follows a distorted loss and learns slowly.",
-                loss=repr(name), shown=shown()),
-            # Labels in the input dict: a Keras loss object would still be keras_loss_on_input_labels' finding, so
-            # the one fix is the model's own loss.
-            msg("model.compile(optimizer=optimizer)  # no loss= : the model's internal loss reads the labels itself")
-            if labels_in == "inputs" and figures.get("head") is None else
-            _compile_with(name, from_logits=True, alternative=N_("{code}  # or no loss= at all")
-                          if figures.get("head") is None else None)),
-        "probabilities_as_logits": lambda: (
-            msg("The model outputs probabilities ({head}: its final activation), but loss {loss} reads them as "
-                "logits (from_logits=True): {shown}, so training follows a distorted loss and learns slowly.",
-                head=figures.get("head") or msg("rows sum to 1"), loss=repr(name), shown=shown()),
-            _compile_with(name, from_logits=False,
-                          alternative=N_("{code}  # or drop the activation and keep from_logits=True"))),
-        "keras_loss_on_input_labels": lambda: (
-            msg("Loss {loss} matches the model's output ({configured:.3f} on the batch), but the labels sit inside the "
+                loss=repr(name), shown=_shown(e)),
+            fix)
+
+
+def _keras_loss_on_input_labels(e, f) -> tuple:
+    """(finding, fix) for a Keras loss given with the labels inside the input dict."""
+    return (msg("Loss {loss} matches the model's output ({configured:.3f} on the batch), but the labels sit inside the "
                 "input dict with a Keras loss: Transformers {version}'s train_step moves them out and gives them to "
                 "the Keras loss, so this trains here, while other versions raised \"No gradients provided for any "
-                "variable\" and the model also computes its own loss on every step.", loss=repr(name),
-                configured=configured, version=version),
+                "variable\" and the model also computes its own loss on every step.", loss=repr(e["loss"]),
+                configured=e["configured_value"], version=f.version),
             msg("to_tf_dataset(columns=[...inputs...], label_cols='label')  # labels apart for a Keras loss;\n"
-                "# or keep them in the dict and compile(optimizer=...) with no loss")),
-    }, lambda: msg("Loss {loss} matches the model's output ({configured:.3f} on the batch, cross-entropy from logits "
-                   "{reference:.3f}); {note}", loss=repr(name), configured=configured, reference=reference, note=note))
+                "# or keep them in the dict and compile(optimizer=...) with no loss"))
+
+
+def _matches(e, f) -> Text:
+    """What a loss no rule finds fault with does: its value beside cross-entropy from the logits, and how it reads
+    the labels."""
+    name, labels_in = e["loss"], e["labels_in"]
+    if name == "internal" and labels_in == "separate":
+        note = msg("labels are separate (x, y) with the model's internal loss: Transformers {version}'s train_step "
+                   "copies y into the input dict as labels, so the internal loss is used.", version=f.version)
+    elif name == "internal":
+        note = msg("the model's internal loss reads the labels from the input dict, as the course's fixed script does.")
+    elif e.get("head") and e.get("outputs_are_probabilities"):
+        note = msg("the Keras loss reads the probabilities of the model's {head} output and the separate labels.",
+                   head=e["head"])
+    else:
+        note = msg("the Keras loss reads logits (from_logits=True) and the separate labels.")
+    return msg("Loss {loss} matches the model's output ({configured:.3f} on the batch, cross-entropy from logits "
+               "{reference:.3f}); {note}", loss=repr(name), configured=e["configured_value"],
+               reference=e["cross_entropy_from_logits"], note=note)
 
 
 def measure(run: RunContext) -> CheckResult:
@@ -213,22 +216,37 @@ CHECK = Check("hparams.loss", N_("the loss matches what the model outputs (logit
               unit="setup", requires=("forward",), measure=measure, conditions=(
     # Judged in this order; a loss no rule finds fault with passes.
     Condition("step_raises", None, "fail when a real train step with this loss and these labels raises",
-              Holds("train_step_error"), status="fail"),
+              Holds("train_step_error"), status="fail", says=lambda e, f: (
+                  msg("With loss {loss} and labels {placement}, Transformers {version}'s train step raises {error}.",
+                      loss=repr(e["loss"]), placement=msg("inside the input dict") if e["labels_in"] == "inputs"
+                      else msg("separate"), version=f.version, error=e["train_step_error"]),
+                  msg("model.compile(optimizer=optimizer)  # no loss= : the model's internal loss reads the labels "
+                      "itself"))),
     Condition("classification_loss", None, "fail when a regression task is given a classification loss",
-              Holds("classification_loss"), status="fail"),
+              Holds("classification_loss"), status="fail", says=lambda e, f: (
+                  msg("{loss} is a classification loss, but stsb is regression with one output.", loss=repr(e["loss"])),
+                  msg('model.compile(optimizer=optimizer)  # internal MSE; or loss="mse"'))),
     Condition("regression_loss", None, "fail when a classification task is given mean squared error",
-              Holds("regression_loss"), status="fail"),
+              Holds("regression_loss"), status="fail", says=lambda e, f: (
+                  msg("Mean squared error on class ids treats labels as numbers to regress, not classes."),
+                  msg("model.compile(optimizer=optimizer)  # the internal cross-entropy"))),
     Condition("warn_disagreement", 0.1, "fail when the model outputs logits and the configured loss and the loss from "
                                         "logits differ by more than this share (on the batch, or on probe logits)",
-              All((Holds("outputs_are_probabilities", False), Above("disagreement"))), status="fail"),
+              All((Holds("outputs_are_probabilities", False), Above("disagreement"))), status="fail",
+              says=_reads_logits_as_probabilities),
     Condition("probabilities_as_logits", None, "fail when the model outputs probabilities (its final activation) and "
                                                "a from_logits=True loss differs from cross-entropy by more than "
                                                "warn_disagreement's share",
-              Holds("reads_probabilities_as_logits"), status="fail"),
+              Holds("reads_probabilities_as_logits"), status="fail", says=lambda e, f: (
+                  msg("The model outputs probabilities ({head}: its final activation), but loss {loss} reads them as "
+                      "logits (from_logits=True): {shown}, so training follows a distorted loss and learns slowly.",
+                      head=e.get("head") or msg("rows sum to 1"), loss=repr(e["loss"]), shown=_shown(e)),
+                  _compile_with(e["loss"], from_logits=False,
+                                alternative=N_("{code}  # or drop the activation and keep from_logits=True")))),
     Condition("keras_loss_on_input_labels", None, "warn when a Keras loss is given with the labels inside the input "
                                                   "dict (it trains on this Transformers version only)",
-              Holds("keras_loss_on_input_labels"))),
-              evidence=Evidence)
+              Holds("keras_loss_on_input_labels"), says=_keras_loss_on_input_labels),
+    ), otherwise_says=_matches, evidence=Evidence)
 
 # The causes this check owns, each with its precedence among every check's causes (`Cause.precedence`).
 CAUSES = (

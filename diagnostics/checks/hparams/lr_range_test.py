@@ -14,7 +14,7 @@ from diagnostics.core import progress
 from diagnostics.core.check import Check, Condition
 from diagnostics.core.result import CheckResult, judge
 from diagnostics.core.rules import Above, AtMost
-from diagnostics.i18n import N_, joined, msg
+from diagnostics.i18n import N_, Text, joined, msg
 from diagnostics.keras.training import Trainer
 from diagnostics.core.curves import round_down_rate, smoothed
 
@@ -119,36 +119,42 @@ def check_lr_range_test(figures: dict[str, Any], *, max_safe_rate: float | None 
         else (lrs, losses)
     if len(losses) < min_points:
         return judge(CHECK, {**figures, "suggestions": {}, "dropped_points": dropped,
-                                               "finite_points": int(len(losses))}, {"min_points": (
-            msg("Only {points} finite points before the loss blew up, too few to suggest a rate: start the range test "
-                "lower.", points=len(losses)), msg("Lower the range test's start rate."))}, "")
+                             "finite_points": int(len(losses))})
     suggestions = {name: rule(lrs, losses) for name, rule in SUGGESTIONS.items()}
     spread = max(suggestions.values()) / min(suggestions.values())
     chosen = suggestions["valley"]
     capped = max_safe_rate is not None and chosen > max_safe_rate
     if capped:
         chosen = round_down_rate(max_safe_rate)
-    side_by_side = joined([msg("{rule} {rate:.1e}", rule=msg(RULE_NAMES[name]), rate=rate)
-                           for name, rate in suggestions.items()])
-    cap_text = (msg(" Capped at {chosen:.0e}: above {safe:.1e} each step moves the pretrained weights by more than "
-                    "{limit:g} of their size (hparams.lr_sweep).", chosen=chosen, safe=max_safe_rate, limit=WARN_DRIFT)
-                if capped else "")
     evidence = {**figures, "suggestions": suggestions, "suggested": chosen, "dropped_points": dropped, "spread": spread,
                 "finite_points": int(len(losses)), "max_safe_rate": max_safe_rate,
                 "uninformative": spread > disagree_factor}
     # A flat or noisy curve (a random-weight checkpoint's, a pretrained one's over few steps) says nothing about the
     # rate: no verdict (a skip with its reason, never a pass), nothing to fix, and the sweep's measured verdict stands.
-    return judge(CHECK, evidence, {"disagree_factor": (
-        msg("Uninformative: the curve is too flat or noisy to suggest a rate (its rules disagree by {spread:.0f}x on "
-            "{points} smoothed points: {rules}; {dropped} non-finite points dropped). The sweep's measured verdict on "
-            "the rate stands (hparams.lr_sweep).", spread=spread, points=len(losses), rules=side_by_side,
-            dropped=dropped), None)},
-        msg("The curve points at {chosen:.1e} from {points} smoothed points (its rules agree within {spread:.1f}x: "
-            "{rules}).{cap} The rate to use is the sweep's {best:.1e}, measured on held-out rows (hparams.lr_sweep).",
-            chosen=chosen, points=len(losses), spread=spread, rules=side_by_side, cap=cap_text, best=sweep_rate)
-        if sweep_rate else
-        msg("Suggested rate {chosen:.1e} from {points} smoothed points; the rules agree within {spread:.1f}x: "
-            "{rules}.{cap}", chosen=chosen, points=len(losses), spread=spread, rules=side_by_side, cap=cap_text))
+    return judge(CHECK, evidence, capped=capped, sweep_rate=sweep_rate)
+
+
+def _side_by_side(suggestions: dict[str, float]) -> Text:
+    """Each rule's suggested rate, side by side."""
+    return joined([msg("{rule} {rate:.1e}", rule=msg(RULE_NAMES[name]), rate=rate)
+                   for name, rate in suggestions.items()])
+
+
+def _suggested(e, f) -> Text:
+    """What a curve whose rules agree points at (capped where the sweep measured the weights' limit), and, once the
+    sweep has recommended a rate, that the sweep's is the one to use."""
+    cap_text = (msg(" Capped at {chosen:.0e}: above {safe:.1e} each step moves the pretrained weights by more than "
+                    "{limit:g} of their size (hparams.lr_sweep).", chosen=e["suggested"], safe=e["max_safe_rate"],
+                    limit=WARN_DRIFT)
+                if f.capped else "")
+    if f.sweep_rate:
+        return msg("The curve points at {chosen:.1e} from {points} smoothed points (its rules agree within "
+                   "{spread:.1f}x: {rules}).{cap} The rate to use is the sweep's {best:.1e}, measured on held-out rows "
+                   "(hparams.lr_sweep).", chosen=e["suggested"], points=e["finite_points"], spread=e["spread"],
+                   rules=_side_by_side(e["suggestions"]), cap=cap_text, best=f.sweep_rate)
+    return msg("Suggested rate {chosen:.1e} from {points} smoothed points; the rules agree within {spread:.1f}x: "
+               "{rules}.{cap}", chosen=e["suggested"], points=e["finite_points"], spread=e["spread"],
+               rules=_side_by_side(e["suggestions"]), cap=cap_text)
 
 
 class Evidence(TypedDict, total=False):
@@ -170,9 +176,17 @@ CHECK = Check("hparams.lr_range_test", N_("a range test on the smoothed loss, wi
               trains=True, unit="training", conditions=(
     # Judged in this order.
     Condition("min_points", 5, "warn when fewer finite points than this came before the loss blew up",
-              AtMost("finite_points", below=True)),
+              AtMost("finite_points", below=True), says=lambda e, f: (
+                  msg("Only {points} finite points before the loss blew up, too few to suggest a rate: start the "
+                      "range test lower.", points=e["finite_points"]),
+                  msg("Lower the range test's start rate."))),
     Condition("disagree_factor", 30.0, "skip the curve as uninformative (no verdict, no rate proposed) when its "
                                        "suggestion rules are more than this factor apart", Above("spread"),
-              status="skip"),
-    Condition("trim", 1, "points left out at each end before any rule runs")),
-              evidence=Evidence)
+              status="skip", says=lambda e, f: (
+                  msg("Uninformative: the curve is too flat or noisy to suggest a rate (its rules disagree by "
+                      "{spread:.0f}x on {points} smoothed points: {rules}; {dropped} non-finite points dropped). The "
+                      "sweep's measured verdict on the rate stands (hparams.lr_sweep).", spread=e["spread"],
+                      points=e["finite_points"], rules=_side_by_side(e["suggestions"]), dropped=e["dropped_points"]),
+                  None)),
+    Condition("trim", 1, "points left out at each end before any rule runs"),
+    ), otherwise_says=_suggested, evidence=Evidence)

@@ -15,7 +15,7 @@ from diagnostics.core.check import Cause, Check, Condition, Explains
 from diagnostics.core.fixes import RateFix
 from diagnostics.core.result import CheckResult, judge
 from diagnostics.core.rules import Above, All, Holds
-from diagnostics.i18n import N_, joined, msg
+from diagnostics.i18n import N_, Text, joined, msg
 from diagnostics.keras.scoring import held_out_figures
 from diagnostics.keras.training import Trainer, weight_drift
 from diagnostics.core.curves import smoothed
@@ -182,8 +182,6 @@ def check_lr_sweep(
     Fails when the configured rate diverged or moves pretrained weights by more than `fail_drift` a step;
     warns when it is merely too high, or more than `warn_decades` powers of ten below the recommended rate.
     """
-    warn_decades = CHECK.value("warn_decades")
-    thin_held_out_rows = CHECK.value("thin_held_out_rows")
     verdicts = sweep_verdicts(figures, pretrained=pretrained, head_only=head_only)
     rates, best = figures["learning_rates"], verdicts["best_rate"]
     index = min(range(len(rates)), key=lambda i: abs(math.log(rates[i] / configured_rate)))  # the configured rate's
@@ -192,53 +190,64 @@ def check_lr_sweep(
                "no_good_rate": best is None, "configured_too_high": bool(why),
                "configured_broke": verdicts["broke"][index], "configured_drift": drift,
                "decades_below": math.log10(best / configured_rate) if best else None}
-    if best is None:
-        return judge(CHECK, figures, {"no_good_rate": (
-            msg("Every rate from {low:.0e} to {high:.0e} diverged, worsened the held-out loss or overwrote the "
-                "pretrained weights: the problem is not the rate; look at model.nan_rows and hparams.loss.",
-                low=rates[0], high=rates[-1]),
-            msg("Fix the failing Data and Model checks first, then sweep again."))}, "")
-    flagged = [f"{rate:.0e}" for rate, bad in zip(rates, verdicts["diverged"], strict=True) if bad]
-    best_score, start = figures["held_out"][rates.index(best)], figures["held_out_start"]
-    thin = (msg(" The held-out rows are few ({rows}), so held-out differences are rough.",
-                rows=figures["held_out_rows"]) if figures["held_out_rows"] < thin_held_out_rows else "")
-    if verdicts["ranked_by"] == "usual rate":
-        summary = msg("After {steps} steps from the same weights no rate lowered the held-out or the training loss by "
-                      "1% of its start, too little to rank them: the recommendation is {best:.1e}, the rate nearest "
-                      "this checkpoint's usual {usual:g} that neither diverges nor overwrites pretrained weights; "
-                      "flagged: {flagged}.", steps=len(figures["steps"]), best=best, usual=verdicts["usual_rate"],
-                      flagged=", ".join(flagged) or msg("none"))
-    else:
-        kept = [
-            (rate, score["loss"])
-            for rate, score, bad in zip(rates, figures["held_out"], verdicts["diverged"], strict=True)
-            if not bad and score.get("loss") is not None
-        ]
-        moved = max((abs(loss - start["loss"]) / start["loss"] for _, loss in kept), default=0.0) \
-            if start.get("loss") else 0.0
-        basis = msg("the lowest held-out loss ({best:.3f}, from {start:.3f} untrained)", best=best_score["loss"],
-                    start=start["loss"]) if verdicts["ranked_by"] == "held-out loss" else \
-            msg("the lowest training loss; at the rates not flagged ({rates}) the held-out loss moved at most "
-                "{moved:.1%} from its start ({start:.3f}), too little to rank them, so this rests on the rows trained "
-                "on", rates=", ".join(f"{rate:.0e}" for rate, _ in kept), moved=moved, start=start["loss"])
-        summary = msg("After {steps} steps from the same weights, {best:.1e} gives {basis}, among rates that neither "
-                      "diverge nor overwrite pretrained weights; flagged: {flagged}.", steps=len(figures["steps"]),
-                      best=best, basis=basis, flagged=", ".join(flagged) or msg("none"))
-    fix = RateFix(best)
+    return judge(CHECK, figures, why=why)
+
+
+def _summary(e) -> Text:
+    """What the sweep found, whatever it says of the configured rate: the recommended rate, on what it rests, and the
+    rates flagged."""
+    rates, best, start = e["learning_rates"], e["best_rate"], e["held_out_start"]
+    flagged = [f"{rate:.0e}" for rate, bad in zip(rates, e["diverged"], strict=True) if bad]
+    if e["ranked_by"] == "usual rate":
+        return msg("After {steps} steps from the same weights no rate lowered the held-out or the training loss by "
+                   "1% of its start, too little to rank them: the recommendation is {best:.1e}, the rate nearest "
+                   "this checkpoint's usual {usual:g} that neither diverges nor overwrites pretrained weights; "
+                   "flagged: {flagged}.", steps=len(e["steps"]), best=best, usual=e["usual_rate"],
+                   flagged=", ".join(flagged) or msg("none"))
+    kept = [
+        (rate, score["loss"])
+        for rate, score, bad in zip(rates, e["held_out"], e["diverged"], strict=True)
+        if not bad and score.get("loss") is not None
+    ]
+    moved = max((abs(loss - start["loss"]) / start["loss"] for _, loss in kept), default=0.0) \
+        if start.get("loss") else 0.0
+    basis = msg("the lowest held-out loss ({best:.3f}, from {start:.3f} untrained)",
+                best=e["held_out"][rates.index(best)]["loss"], start=start["loss"]) \
+        if e["ranked_by"] == "held-out loss" else \
+        msg("the lowest training loss; at the rates not flagged ({rates}) the held-out loss moved at most "
+            "{moved:.1%} from its start ({start:.3f}), too little to rank them, so this rests on the rows trained "
+            "on", rates=", ".join(f"{rate:.0e}" for rate, _ in kept), moved=moved, start=start["loss"])
+    return msg("After {steps} steps from the same weights, {best:.1e} gives {basis}, among rates that neither "
+               "diverge nor overwrite pretrained weights; flagged: {flagged}.", steps=len(e["steps"]),
+               best=best, basis=basis, flagged=", ".join(flagged) or msg("none"))
+
+
+def _thin(e) -> Text | str:
+    """The caveat of a sweep scored on few held-out rows ("" on enough)."""
+    return (msg(" The held-out rows are few ({rows}), so held-out differences are rough.", rows=e["held_out_rows"])
+            if e["held_out_rows"] < CHECK.value("thin_held_out_rows") else "")
+
+
+def _too_high(e, f) -> tuple:
+    """(finding, fix) for a configured rate the sweep flagged (`f.why`: its reasons), whatever the rule that found it
+    (its loss broke, its drift, or a milder reason)."""
+    drift = e["configured_drift"]
     consequence = (msg(" At that drift a few hundred steps overwrite what pretraining learned: real fine-tuning at "
-                       "such rates ends at or near chance.") if pretrained and drift and drift > WARN_DRIFT else "")
-    too_high = (msg("The configured rate {rate:g} is too high: {why}.{consequence} {summary}{thin}",
-                    rate=configured_rate, why=joined(why, "; "), consequence=consequence, summary=summary, thin=thin),
-                fix)
-    return judge(CHECK, figures, {
-        "broke": too_high, "fail_drift": too_high, "too_high": too_high,
-        "warn_decades": (
-            msg("The configured rate {rate:g} is more than {decades:g} power of ten below the recommended {best:.1e}, "
-                "so training will crawl. {summary}{thin}", rate=configured_rate, decades=warn_decades, best=best,
-                summary=summary, thin=thin), fix),
-    }, msg("The configured rate {rate:g} neither diverges nor overwrites pretrained weights{drift}. {summary}{thin}",
-           rate=configured_rate, drift=msg(" ({drift:.1e} of their size a step)", drift=drift)
-           if pretrained and drift else "", summary=summary, thin=thin))
+                       "such rates ends at or near chance.")
+                   if e["pretrained"] and drift and drift > WARN_DRIFT else "")
+    return (msg("The configured rate {rate:g} is too high: {why}.{consequence} {summary}{thin}",
+                rate=e["configured_rate"], why=joined(f.why, "; "), consequence=consequence, summary=_summary(e),
+                thin=_thin(e)),
+            RateFix(e["best_rate"]))
+
+
+def _not_flagged(e, f) -> Text:
+    """What the sweep says of a configured rate it neither flagged nor found too low."""
+    drift = e["configured_drift"]
+    return msg("The configured rate {rate:g} neither diverges nor overwrites pretrained weights{drift}. "
+               "{summary}{thin}", rate=e["configured_rate"],
+               drift=msg(" ({drift:.1e} of their size a step)", drift=drift) if e["pretrained"] and drift else "",
+               summary=_summary(e), thin=_thin(e))
 
 
 class HeldOut(TypedDict):
@@ -285,18 +294,26 @@ CHECK = Check("hparams.lr_sweep", N_("a learning-rate sweep scored on held-out r
     Condition("min_held_out_gain", 0.01, "rank good rates by training loss when none lowers held-out loss by this"),
     # The configured rate's verdict, judged in this order (the sweep rate nearest it stands for it):
     Condition("no_good_rate", None, "fail when every rate is bad (the problem is not the rate)", Holds("no_good_rate"),
-              status="fail"),
+              status="fail", says=lambda e, f: (
+                  msg("Every rate from {low:.0e} to {high:.0e} diverged, worsened the held-out loss or overwrote the "
+                      "pretrained weights: the problem is not the rate; look at model.nan_rows and hparams.loss.",
+                      low=e["learning_rates"][0], high=e["learning_rates"][-1]),
+                  msg("Fix the failing Data and Model checks first, then sweep again."))),
     Condition("broke", None, "fail when the configured rate's loss turned NaN or blew up", Holds("configured_broke"),
-              status="fail"),
+              status="fail", says=_too_high),
     Condition("fail_drift", FAIL_DRIFT, "fail when a step at the configured rate moves pretrained kernels beyond this",
-              All((Holds("pretrained"), Above("configured_drift"))), status="fail"),
+              All((Holds("pretrained"), Above("configured_drift"))), status="fail", says=_too_high),
     Condition("too_high", None, "warn when the configured rate is bad for a milder reason (held-out loss "
                                 "rose, or drift above warn_drift)",
-                                Holds("configured_too_high")),
+                                Holds("configured_too_high"), says=_too_high),
     Condition("warn_decades", 1.0, "warn when the configured rate is more than this many powers of ten below the "
-                                   "recommended", Above("decades_below")),
-    Condition("thin_held_out_rows", 16, "say the evidence is thin with fewer held-out rows than this")),
-              evidence=Evidence)
+                                   "recommended", Above("decades_below"), says=lambda e, f: (
+                  msg("The configured rate {rate:g} is more than {decades:g} power of ten below the recommended "
+                      "{best:.1e}, so training will crawl. {summary}{thin}", rate=e["configured_rate"],
+                      decades=CHECK.value("warn_decades"), best=e["best_rate"], summary=_summary(e), thin=_thin(e)),
+                  RateFix(e["best_rate"]))),
+    Condition("thin_held_out_rows", 16, "say the evidence is thin with fewer held-out rows than this"),
+    ), otherwise_says=_not_flagged, evidence=Evidence)
 
 # The causes this check owns, each with its precedence among every check's causes (`Cause.precedence`).
 CAUSES = (

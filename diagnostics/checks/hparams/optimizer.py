@@ -79,34 +79,20 @@ def check_optimizer(figures: dict[str, Any], *, pretrained: bool = True, frozen_
         frozen_encoder: the pretrained encoder is frozen (`training.head_only`): the fit trains a new head, and the
             rate rule for pretrained weights does not apply either.
     """
-    warn_learning_rate = CHECK.value("warn_learning_rate")
-    rate = figures["learning_rate"]
-    summary = optimizer_summary(figures)
-    usual = usual_rate(pretrained and not frozen_encoder, frozen_encoder)
     figures = {**figures, "pretrained": pretrained and not frozen_encoder, "head_only": frozen_encoder,
                "string_adam": figures["given_as"] == "adam"}
     # What the rules below read into the rate is a rule of thumb: hparams.lr_sweep measures the rate, and once it has,
     # this finding points there (`registry.CAUSES`) and is said without its reading.
-    return judge(CHECK, figures, {
-        "string_adam": (
-            msg("{summary} The string hides its learning rate: 'adam' always means {rate:g}{reading}.",
-                summary=summary, rate=rate,
-                reading=msg(", above the {limit:g} a pretrained transformer tolerates", limit=warn_learning_rate)
-                if figures["pretrained"] else msg(", whatever this fit needs")),
-            RateFix(usual)),
-        "head_only": (
-            msg("{summary} This fit trains only the head (the pretrained encoder is frozen), so the {limit:g} ceiling "
-                "for fine-tuning pretrained weights does not apply; the sweep measures the rate.", summary=summary,
-                limit=warn_learning_rate), None),
-        "random_weights": (
-            msg("{summary} This checkpoint has random weights (the demo kit), so the 1e-4 ceiling for pretrained "
-                "transformers does not apply; the sweep shows which rates work.", summary=summary), None),
-        "warn_learning_rate": (
-            msg("{summary} {rate:g} is above {limit:g}{reading}.", summary=summary, rate=rate,
-                limit=warn_learning_rate,
-                reading=msg(": fine-tuning a pretrained transformer at this rate tends to wreck its weights")),
-            RateFix(usual)),
-    }, summary)
+    return judge(CHECK, figures, usual=usual_rate(pretrained and not frozen_encoder, frozen_encoder))
+
+
+def _string_adam(e, f) -> tuple:
+    """(finding, fix) for an optimizer given as the string 'adam': the rate it hides, and what it means here."""
+    reading = msg(", above the {limit:g} a pretrained transformer tolerates", limit=CHECK.value("warn_learning_rate")) \
+        if e["pretrained"] else msg(", whatever this fit needs")
+    return (msg("{summary} The string hides its learning rate: 'adam' always means {rate:g}{reading}.",
+                summary=optimizer_summary(e), rate=e["learning_rate"], reading=reading),
+            RateFix(f.usual))
 
 
 def measure(run: RunContext) -> CheckResult:
@@ -124,15 +110,26 @@ CHECK = Check("hparams.optimizer", N_("the optimizer Keras builds, each setting 
               unit="setup", measure=measure, conditions=(
     # Judged in this order.
     Condition("string_adam", None, "warn when the optimizer is given as the string 'adam' (every setting, the rate "
-                                   "1e-3 included, silently a Keras default)", Holds("string_adam")),
+                                   "1e-3 included, silently a Keras default)", Holds("string_adam"),
+              says=_string_adam),
     Condition("head_only", None, "pass any rate on a fit that trains only a head on a frozen "
                                  "pretrained encoder: the ceiling is for pretrained weights, "
                                  "and the sweep measures the rest", Holds("head_only"),
-              status="pass"),
+              status="pass", says=lambda e, f: (
+                  msg("{summary} This fit trains only the head (the pretrained encoder is frozen), so the {limit:g} "
+                      "ceiling for fine-tuning pretrained weights does not apply; the sweep measures the rate.",
+                      summary=optimizer_summary(e), limit=CHECK.value("warn_learning_rate")), None)),
     Condition("random_weights", None, "pass any rate on a checkpoint with random weights (the demo kit): the ceiling "
                                       "is for pretrained ones, and the sweep measures the rest",
                                       Holds("pretrained", False),
-              status="pass"),
+              status="pass", says=lambda e, f: (
+                  msg("{summary} This checkpoint has random weights (the demo kit), so the 1e-4 ceiling for "
+                      "pretrained transformers does not apply; the sweep shows which rates work.",
+                      summary=optimizer_summary(e)), None)),
     Condition("warn_learning_rate", 1e-4, "warn when a pretrained checkpoint is fine-tuned above this rate",
-              Above("learning_rate"))),
-              evidence=Evidence)
+              Above("learning_rate"), says=lambda e, f: (
+                  msg("{summary} {rate:g} is above {limit:g}{reading}.", summary=optimizer_summary(e),
+                      rate=e["learning_rate"], limit=CHECK.value("warn_learning_rate"),
+                      reading=msg(": fine-tuning a pretrained transformer at this rate tends to wreck its weights")),
+                  RateFix(f.usual))),
+    ), otherwise_says=lambda e, f: optimizer_summary(e), evidence=Evidence)

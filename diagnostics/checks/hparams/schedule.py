@@ -11,7 +11,7 @@ from diagnostics.core.check import Check, Condition
 from diagnostics.core.context import RunContext
 from diagnostics.core.result import CheckResult, judge
 from diagnostics.core.rules import All, Holds, ShareAbove
-from diagnostics.i18n import N_, msg
+from diagnostics.i18n import N_, Text, msg
 from diagnostics.keras.training import effective_rate
 
 
@@ -30,19 +30,18 @@ def schedule_figures(config: RunConfig, *, points: int = 200) -> dict[str, Any]:
 
 def check_schedule(figures: dict[str, Any]) -> CheckResult:
     """The planned schedule; warn when warmup takes most of training."""
+    return judge(CHECK, {**figures, "warms_up": figures["optimizer"] == "create_optimizer"})
+
+
+def _planned(figures: dict[str, Any]) -> Text:
+    """What every verdict of hparams.schedule says first: the planned schedule, warmup and decay or a constant rate."""
     peak = max(figures["learning_rates"])
-    figures = {**figures, "warms_up": figures["optimizer"] == "create_optimizer"}
-    share = figures["warmup_steps"] / figures["train_steps"]
-    summary = msg("create_optimizer warms up over {warmup} steps to {peak:.1e}, then decays linearly to {last:.1e} at "
-                  "step {steps}.", warmup=figures["warmup_steps"], peak=peak, last=figures["learning_rates"][-1],
-                  steps=figures["train_steps"]) if figures["warms_up"] else \
-        msg("A constant rate of {rate:g} for all {steps} planned steps (no warmup or decay; create_optimizer adds "
-            "both).", rate=peak, steps=figures["train_steps"])
-    return judge(CHECK, figures, {"warn_warmup_share": (
-        msg("{summary} Warmup is {share:.0%} of training, so most steps run below the peak rate.", summary=summary,
-            share=share),
-        f"create_optimizer(..., num_warmup_steps={max(1, figures['train_steps'] // 10)})")},
-        summary)
+    if figures["warms_up"]:
+        return msg("create_optimizer warms up over {warmup} steps to {peak:.1e}, then decays linearly to {last:.1e} at "
+                   "step {steps}.", warmup=figures["warmup_steps"], peak=peak, last=figures["learning_rates"][-1],
+                   steps=figures["train_steps"])
+    return msg("A constant rate of {rate:g} for all {steps} planned steps (no warmup or decay; create_optimizer adds "
+               "both).", rate=peak, steps=figures["train_steps"])
 
 
 def measure(run: RunContext) -> CheckResult:
@@ -63,5 +62,8 @@ class Evidence(TypedDict, total=False):
 CHECK = Check("hparams.schedule", N_("the create_optimizer schedule: warmup and decay"),
               unit="setup", measure=measure, conditions=(
     Condition("warn_warmup_share", 0.5, "warn when create_optimizer's warmup takes more than this share of the steps",
-              All((Holds("warms_up"), ShareAbove("warmup_steps", "train_steps")))),),
-              evidence=Evidence)
+              All((Holds("warms_up"), ShareAbove("warmup_steps", "train_steps"))), says=lambda e, f: (
+                  msg("{summary} Warmup is {share:.0%} of training, so most steps run below the peak rate.",
+                      summary=_planned(e), share=e["warmup_steps"] / e["train_steps"]),
+                  f"create_optimizer(..., num_warmup_steps={max(1, e['train_steps'] // 10)})")),
+    ), otherwise_says=lambda e, f: _planned(e), evidence=Evidence)

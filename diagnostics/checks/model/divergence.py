@@ -87,43 +87,60 @@ def check_divergence(figures: dict[str, Any]) -> CheckResult:
     steps = len(figures["losses"])
     evidence = {**figures, "steps": steps, "seen": seen, **{key: (seen or {}).get(key) for key in
                                                             ("loss_rise", "chance_rise", "growth")}}
-    if seen is None:
-        return judge(CHECK, evidence, {}, msg(
-            "Over {steps} steps the loss and the weights' size stayed bounded: no sign of divergence.", steps=steps))
-    rate = figures.get("learning_rate")
-    suggested = rate_to_suggest(rate, figures["usual_rate"])
-    evidence["suggested_rate"] = suggested
-    moved = figures.get("weights_moved")
-    values = {"step": steps, "recent": seen["recent"], "start": seen["start"],
-              "growth": _times(seen["growth"]), "ratio": _times(seen["recent"] / seen["start"] if seen["start"] > 0
-                                                                 else math.inf),
-              "moved": ("?" if moved is None or not math.isfinite(moved) else
-                        msg("{share:.0%} of their size", share=moved) if moved < 1 else
-                        msg("{times}x their size", times=_times(moved))),
-              "rate": f"{rate:g}" if rate is not None else "?"}
-    at_start = figures.get("rows_loss_at_start")
-    values["rows"] = f"{at_start:.3g}" if at_start is not None else "?"
-    rate_fix = RateFix(suggested, N_("{code}  # the checkpoint's usual rate; or the sweep's: python -m diagnostics run "
-                                      "--stages hparams") if suggested == figures["usual_rate"] else
-                       N_("{code}  # a tenth of the rate; or the sweep's: python -m diagnostics run --stages hparams"))
-    # Either rule is a divergence; which one, and the rows' own loss on the starting weights, say what drove it.
-    if at_start is not None and math.isfinite(at_start) and at_start > seen["limit"]:
-        cause = (msg("At step {step} the loss is {recent:.3g}, {ratio}x its start ({start:.3g}), but the same rows "
-                     "already give {rows} on the weights training started from: these rows, not the training, make "
-                     "the loss high.", **values),
-                 msg("Drop or fix the rows listed (a label far outside the task's range, or broken text), then rerun."))
-        says = {"rise_factor": cause, "weight_growth": cause}
-    else:
-        says = {"rise_factor": (msg(
-            "By step {step} the loss rose to {recent:.3g}, {ratio}x its start ({start:.3g}), while the rows "
-            "themselves give {rows} on the weights training started from: the weights diverged (their norm grew "
-            "{growth}x and they moved {moved}), so the learning rate {rate} is too high for this model.", **values),
-            rate_fix),
-            "weight_growth": (msg(
-                "By step {step} the weights' norm grew {growth}x (they moved {moved}) while the loss, {recent:.3g}, is "
-                "no lower than at the start ({start:.3g}): the weights diverged and the model stopped learning, so "
-                "the learning rate {rate} is too high for this model.", **values), rate_fix)}
-    return judge(CHECK, evidence, says, "")
+    if seen is not None:
+        evidence["suggested_rate"] = rate_to_suggest(figures.get("learning_rate"), figures["usual_rate"])
+    return judge(CHECK, evidence)
+
+
+def _figures(e) -> dict[str, Any]:
+    """The figures a divergence's sentences fill in, from its evidence: the step, the losses, the weights' growth and
+    move, the rate and the rows' own loss on the starting weights."""
+    seen, moved, rate, at_start = e["seen"], e.get("weights_moved"), e.get("learning_rate"), e.get("rows_loss_at_start")
+    return {"step": e["steps"], "recent": seen["recent"], "start": seen["start"], "growth": _times(seen["growth"]),
+            "ratio": _times(seen["recent"] / seen["start"] if seen["start"] > 0 else math.inf),
+            "moved": ("?" if moved is None or not math.isfinite(moved) else
+                      msg("{share:.0%} of their size", share=moved) if moved < 1 else
+                      msg("{times}x their size", times=_times(moved))),
+            "rate": f"{rate:g}" if rate is not None else "?",
+            "rows": f"{at_start:.3g}" if at_start is not None else "?"}
+
+
+def _rows_drive_it(e) -> tuple | None:
+    """(finding, fix) when the batch's rows already give a loss past the limit on the weights the run started from
+    (these rows, not the training, make the loss high, whichever rule saw it); None when they do not."""
+    at_start = e.get("rows_loss_at_start")
+    if at_start is None or not math.isfinite(at_start) or at_start <= e["seen"]["limit"]:
+        return None
+    return (msg("At step {step} the loss is {recent:.3g}, {ratio}x its start ({start:.3g}), but the same rows already "
+                "give {rows} on the weights training started from: these rows, not the training, make the loss high.",
+                **_figures(e)),
+            msg("Drop or fix the rows listed (a label far outside the task's range, or broken text), then rerun."))
+
+
+def _rate_fix(e) -> RateFix:
+    """The fix of weights that diverged: the checkpoint's usual rate, or a tenth of the rate when that was already at
+    or below it."""
+    suggested = e["suggested_rate"]
+    return RateFix(suggested, N_("{code}  # the checkpoint's usual rate; or the sweep's: python -m diagnostics run "
+                                 "--stages hparams") if suggested == e["usual_rate"] else
+                   N_("{code}  # a tenth of the rate; or the sweep's: python -m diagnostics run --stages hparams"))
+
+
+def _loss_rose(e, f) -> tuple:
+    """(finding, fix) for a recent loss past the limit: the rows' fault, or the weights diverged."""
+    return _rows_drive_it(e) or (msg(
+        "By step {step} the loss rose to {recent:.3g}, {ratio}x its start ({start:.3g}), while the rows themselves "
+        "give {rows} on the weights training started from: the weights diverged (their norm grew {growth}x and they "
+        "moved {moved}), so the learning rate {rate} is too high for this model.", **_figures(e)), _rate_fix(e))
+
+
+def _weights_grew(e, f) -> tuple:
+    """(finding, fix) for weights that grew past their limit while the loss did not fall: the rows' fault, or the
+    weights diverged."""
+    return _rows_drive_it(e) or (msg(
+        "By step {step} the weights' norm grew {growth}x (they moved {moved}) while the loss, {recent:.3g}, is no "
+        "lower than at the start ({start:.3g}): the weights diverged and the model stopped learning, so the learning "
+        "rate {rate} is too high for this model.", **_figures(e)), _rate_fix(e))
 
 
 class Evidence(TypedDict, total=False):
@@ -151,10 +168,15 @@ CHECK = Check("model.divergence",
               unit=FIT, conditions=(
     # Judged in this order on the median loss of the last `window` steps ("recent"); either is a divergence.
     Condition("rise_factor", 4.0, "diverging when the recent loss is above this multiple of the first step's",
-              All((Above("loss_rise"), Above("chance_rise", of="chance_multiple", unmeasured=True))), status="fail"),
+              All((Above("loss_rise"), Above("chance_rise", of="chance_multiple", unmeasured=True))), status="fail",
+              says=_loss_rose),
     Condition("chance_multiple", 1.5, "and, for a classifier, above this multiple of ln K (its loss when it guesses)"),
     Condition("window", 5, "the steps whose median loss is judged, so that one noisy step never counts"),
     Condition("weight_growth", 5.0, "diverging when the weights' global norm grows past this multiple of its start",
-              All((Above("growth"), Above("loss_rise", or_equal=True, of="stalled_share"))), status="fail"),
+              All((Above("growth"), Above("loss_rise", or_equal=True, of="stalled_share"))), status="fail",
+              says=_weights_grew),
     Condition("stalled_share", 0.9, "while the recent loss is at least this share of the first step's")),
+              otherwise_says=lambda e, f: msg(
+                  "Over {steps} steps the loss and the weights' size stayed bounded: no sign of divergence.",
+                  steps=e["steps"]),
               evidence=Evidence)

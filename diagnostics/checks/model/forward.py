@@ -21,27 +21,12 @@ def check_forward(forward: Forward, batch_rows: int, num_labels: int, out_of_ran
         out_of_range_labels: the batch's labels the head has no output for (`out_of_range`).
     """
     if forward.error:
-        return judge(CHECK, {"error": forward.error}, {"forward_raises": (
-            msg("The forward pass raised {error}.", error=forward.error),
-            msg("Read the error above; run model(batch) with run_eagerly=True to see where."))}, "")
+        return judge(CHECK, {"error": forward.error})
     shape = list(forward.logits.shape)
-    share = finite_share(forward.logits)
-    evidence = {"logits_shape": shape, "finite_share": share, "fit_call_error": forward.fit_call_error,
-                "logits": forward.logits.tolist(), "wrong_shape": shape != [batch_rows, num_labels],
-                "out_of_range_labels": out_of_range_labels}
-    return judge(CHECK, evidence, {
-        "wrong_shape": (msg("The logits have shape {shape}, not ({rows}, {num_labels}).", shape=tuple(shape),
-                            rows=batch_rows, num_labels=num_labels), None),
-        "min_finite_share": (
-            msg("{share:.0%} of the logits are NaN or Inf before any training: the weights or inputs are broken (see "
-                "model.nan_origin).", share=1 - share),
-            msg("Reload the checkpoint; check model.get_weights() for NaN.")),
-        "fit_call_raises": (
-            msg("The logits {shape} are finite, but calling the model with the labels in the input dict, as model.fit "
-                "does, raises {error} (on a GPU this shows as loss: nan instead).", shape=tuple(shape),
-                error=forward.fit_call_error),
-            msg("Call the model on the batch with its labels, model(batch), and read where it raises.")),
-    }, msg("The batch runs through the model eagerly: logits {shape}, all finite.", shape=tuple(shape)))
+    evidence = {"logits_shape": shape, "finite_share": finite_share(forward.logits),
+                "fit_call_error": forward.fit_call_error, "logits": forward.logits.tolist(),
+                "wrong_shape": shape != [batch_rows, num_labels], "out_of_range_labels": out_of_range_labels}
+    return judge(CHECK, evidence, batch_rows=batch_rows, num_labels=num_labels)
 
 
 def measure(run: RunContext) -> CheckResult:
@@ -62,11 +47,25 @@ class Evidence(TypedDict, total=False):
 
 CHECK = Check("model.forward", N_("one batch through the model: logits of the right shape, all finite"),
               requires=ON_BATCH, measure=measure, conditions=(
-    Condition("forward_raises", None, "fail when the forward pass raises", Holds("error"), status="fail"),
+    Condition("forward_raises", None, "fail when the forward pass raises", Holds("error"), status="fail",
+              says=lambda e, f: (
+                  msg("The forward pass raised {error}.", error=e["error"]),
+                  msg("Read the error above; run model(batch) with run_eagerly=True to see where."))),
     Condition("wrong_shape", None, "fail when the logits are not (rows, num_labels)", Holds("wrong_shape"),
-              status="fail"),
+              status="fail", says=lambda e, f: (
+                  msg("The logits have shape {shape}, not ({rows}, {num_labels}).", shape=tuple(e["logits_shape"]),
+                      rows=f.batch_rows, num_labels=f.num_labels), None)),
     Condition("min_finite_share", 1.0, "fail when less than this share of the logits is finite",
-              AtMost("finite_share", below=True), status="fail"),
+              AtMost("finite_share", below=True), status="fail", says=lambda e, f: (
+                  msg("{share:.0%} of the logits are NaN or Inf before any training: the weights or inputs are broken "
+                      "(see model.nan_origin).", share=1 - e["finite_share"]),
+                  msg("Reload the checkpoint; check model.get_weights() for NaN."))),
     Condition("fit_call_raises", None, "fail when calling the model with the labels in the input dict, as fit does, "
-                                       "raises", Holds("fit_call_error"), status="fail")),
+                                       "raises", Holds("fit_call_error"), status="fail", says=lambda e, f: (
+                  msg("The logits {shape} are finite, but calling the model with the labels in the input dict, as "
+                      "model.fit does, raises {error} (on a GPU this shows as loss: nan instead).",
+                      shape=tuple(e["logits_shape"]), error=e["fit_call_error"]),
+                  msg("Call the model on the batch with its labels, model(batch), and read where it raises.")))),
+              otherwise_says=lambda e, f: msg("The batch runs through the model eagerly: logits {shape}, all finite.",
+                                              shape=tuple(e["logits_shape"])),
               evidence=Evidence)

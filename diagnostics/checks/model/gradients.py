@@ -61,43 +61,43 @@ LABELS_LOSS_MISMATCH = N_(
 def check_gradients(figures: dict[str, Any], config: RunConfig) -> CheckResult:
     """One real train step with the configured loss and label placement: every trainable variable gets a finite
     gradient."""
-    no_gradients = "No gradients provided" in (figures["error"] or "")
-    zero, total = figures["zero_gradient"], figures["variables"]
-    loss_cause = config.loss != "internal"
-    placement = msg("inside the input dict") if config.labels_in == "inputs" else msg("separate (x, y)")
-    return judge(CHECK, figures, {
-        "step_raises": (
-            msg("model.fit's train step raised {error}. {mismatch}", error=figures["error"],
-                mismatch=msg(LABELS_LOSS_MISMATCH)) if no_gradients else
-            msg("model.fit's train step raised {error}.", error=figures["error"]),
-            msg("model.compile(optimizer=optimizer)  # no loss: the model uses the labels in the input dict")
-            if no_gradients else msg("Run one model.train_on_batch(...) on this batch with run_eagerly=True to see "
-                                     "where it raises.")),
-        "no_gradient": lambda: (
-            msg("{count} of {total} trainable variables get no gradient ({names}): they are not connected to the "
-                "loss. {mismatch}", count=len(figures["no_gradient"]), total=total,
-                names=", ".join(figures["no_gradient"][:5]) + (", ..." if len(figures["no_gradient"]) > 5 else ""),
-                mismatch=msg(LABELS_LOSS_MISMATCH)),
-            msg("Check that the loss uses the model's output; freeze unused layers with layer.trainable = False.")),
-        "zero_gradient": lambda: (
-            msg("Every gradient is exactly zero (global norm 0, all {total} trainable variables) with loss {loss}: the "
+    return judge(CHECK, figures, loss=config.loss, labels_in=config.labels_in)
+
+
+def _step_raises(e, f) -> tuple:
+    """(finding, fix) for a train step that raised: Keras's "No gradients provided" is the labels and the loss
+    apart."""
+    if "No gradients provided" in (e["error"] or ""):
+        return (msg("model.fit's train step raised {error}. {mismatch}", error=e["error"],
+                    mismatch=msg(LABELS_LOSS_MISMATCH)),
+                msg("model.compile(optimizer=optimizer)  # no loss: the model uses the labels in the input dict"))
+    return (msg("model.fit's train step raised {error}.", error=e["error"]),
+            msg("Run one model.train_on_batch(...) on this batch with run_eagerly=True to see where it raises."))
+
+
+def _zero_gradient(e, f) -> tuple:
+    """(finding, fix) for variables whose gradient is all zero: every one of them (the loss does not change with any
+    weight), or some."""
+    zero, total = e["zero_gradient"], e["variables"]
+    return (msg("Every gradient is exactly zero (global norm 0, all {total} trainable variables) with loss {loss}: the "
                 "loss does not change with any weight, so no step can train the model.", total=total,
-                loss=repr(config.loss)) if len(zero) == total else
+                loss=repr(f.loss)) if len(zero) == total else
             msg("{count} of {total} trainable variables get an all-zero gradient ({names}; {share:.1%} of the "
                 "weights): training cannot change them.", count=len(zero), total=total,
-                names=", ".join(zero[:5]) + (", ..." if len(zero) > 5 else ""), share=figures["dead_share"] or 0.0),
+                names=", ".join(zero[:5]) + (", ..." if len(zero) > 5 else ""), share=e["dead_share"] or 0.0),
             msg("The loss given to compile() stops the gradient (see hparams.loss): {code}",
-                code="model.compile(optimizer=optimizer)  # no loss=: the model's own loss") if loss_cause else
-            msg("Check what stands between these weights and the loss (a stop_gradient, a saturated activation, an "
-                "output the loss does not read).")),
-        "non_finite_gradient": lambda: (
-            msg("{count} of {total} variables get a NaN or Inf gradient, first {first}.",
-                count=len(figures["non_finite"]), total=total, first=figures["non_finite"][0]),
-            msg("Fix the non-finite loss first (model.nan_rows); then lower the learning rate or clip: {code}",
-                code="Adam(..., global_clipnorm=1.0)")),
-    }, lambda: msg("All {count} trainable variables get a finite gradient (global norm {norm:.3g}) with loss {loss} "
-                   "and labels {placement}.", count=total, norm=figures["global_norm"], loss=repr(config.loss),
-                   placement=placement) + _unused_text(figures.get("unused_by_output") or []))
+                code="model.compile(optimizer=optimizer)  # no loss=: the model's own loss") if f.loss != "internal"
+            else msg("Check what stands between these weights and the loss (a stop_gradient, a saturated activation, "
+                     "an output the loss does not read)."))
+
+
+def _every_gradient(e, f) -> Any:
+    """What model.gradients says when no rule is crossed: every variable's gradient is finite, with the variables
+    the model's output never uses."""
+    placement = msg("inside the input dict") if f.labels_in == "inputs" else msg("separate (x, y)")
+    return msg("All {count} trainable variables get a finite gradient (global norm {norm:.3g}) with loss {loss} and "
+               "labels {placement}.", count=e["variables"], norm=e["global_norm"], loss=repr(f.loss),
+               placement=placement) + _unused_text(e.get("unused_by_output") or [])
 
 
 def _unused_text(unused: list[str]) -> Any:
@@ -134,14 +134,26 @@ class Evidence(TypedDict, total=False):
 
 CHECK = Check("model.gradients", N_("one train step: every trainable weight gets a finite, non-zero gradient"),
               trains=True, requires=AFTER_FORWARD, measure=measure, conditions=(
-    Condition("step_raises", None, "fail when the train step raises", Holds("error"), status="fail"),
+    Condition("step_raises", None, "fail when the train step raises", Holds("error"), status="fail",
+              says=_step_raises),
     Condition("no_gradient", None, "fail when a trainable variable gets no gradient (not connected to the loss)",
-              Holds("no_gradient"), status="fail"),
+              Holds("no_gradient"), status="fail", says=lambda e, f: (
+                  msg("{count} of {total} trainable variables get no gradient ({names}): they are not connected to "
+                      "the loss. {mismatch}", count=len(e["no_gradient"]), total=e["variables"],
+                      names=", ".join(e["no_gradient"][:5]) + (", ..." if len(e["no_gradient"]) > 5 else ""),
+                      mismatch=msg(LABELS_LOSS_MISMATCH)),
+                  msg("Check that the loss uses the model's output; freeze unused layers with layer.trainable = "
+                      "False."))),
     Condition("zero_gradient", None, "fail when a trainable variable gets an all-zero gradient and none a non-finite "
-                                     "one", All((Holds("zero_gradient"), Holds("non_finite", False))), status="fail"),
+                                     "one", All((Holds("zero_gradient"), Holds("non_finite", False))), status="fail",
+              says=_zero_gradient),
     Condition("non_finite_gradient", None, "fail when a variable gets a NaN or infinite gradient",
-              Holds("non_finite"), status="fail")),
-              evidence=Evidence)
+              Holds("non_finite"), status="fail", says=lambda e, f: (
+                  msg("{count} of {total} variables get a NaN or Inf gradient, first {first}.",
+                      count=len(e["non_finite"]), total=e["variables"], first=e["non_finite"][0]),
+                  msg("Fix the non-finite loss first (model.nan_rows); then lower the learning rate or clip: {code}",
+                      code="Adam(..., global_clipnorm=1.0)")))),
+              otherwise_says=_every_gradient, evidence=Evidence)
 
 # The causes this check owns, each with its precedence among every check's causes (`Cause.precedence`).
 CAUSES = (

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import TypedDict
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -35,27 +35,34 @@ def check_initial_loss(value: float, expected: float, reference: float, loss_nam
             design (its initializer's 0.02 spread), where a gap means something.
     """
     evidence = {"loss": value, "expected": expected, "reference": reference, "loss_name": loss_name}
-    what = msg("mean(label²), the error of a head that outputs about 0") if regression else f"ln(K) = {expected:.3f}"
     gap = abs(value - expected) / expected if expected else 0.0
     disagreement = abs(value - reference) / reference if reference else 0.0
     evidence.update({"relative_gap": None if own_head else gap, "gap_from_chance": gap, "disagreement": disagreement})
-    fix = msg("model.compile(optimizer=...)  # the model's internal loss; or "
-              "loss=SparseCategoricalCrossentropy(from_logits=True)") if not regression else \
+    return judge(CHECK, evidence, regression=regression, own_head=own_head)
+
+
+def _chance(e, f) -> Any:
+    """The loss the untrained model's is compared with, in words: ln K, or a regression head's mean(label²)."""
+    return msg("mean(label²), the error of a head that outputs about 0") if f.regression else \
+        f"ln(K) = {e['expected']:.3f}"
+
+
+def _compile_fix(e, f) -> Any:
+    """The fix of a loss that disagrees with the model's own: compile with the model's internal loss."""
+    return msg("model.compile(optimizer=...)  # the model's internal loss; or "
+               "loss=SparseCategoricalCrossentropy(from_logits=True)") if not f.regression else \
         msg("model.compile(optimizer=...)  # the internal mean squared error")
-    return judge(CHECK, evidence, {
-        "warn_loss_disagreement": (
-            msg("The configured loss {loss} gives {value:.3f} on the untrained model, but cross-entropy computed from "
-                "its logits gives {reference:.3f} ({what}): the loss treats the logits as probabilities "
-                "(from_logits=False).", loss=repr(loss_name), value=value, reference=reference, what=what), fix),
-        "warn_relative_gap": (
-            msg("The untrained model's loss is {value:.3f}, {gap:.0%} away from {what}: the head may not fit the task, "
-                "the checkpoint may already be trained on other labels, or a custom loss has a bug.", value=value,
-                gap=gap, what=what), fix),
-    }, msg("The untrained model's loss is {value:.3f}, {gap:.0%} from {what}: your own output layer starts where its "
-           "initializer puts it, so the gap is not judged; the configured loss agrees with the loss from its outputs.",
-           value=value, gap=gap, what=what) if own_head else
-        msg("The untrained model's loss is {value:.3f}, within {gap:.0%} of {what}, as a fresh head should be.",
-            value=value, gap=gap, what=what))
+
+
+def _near_chance(e, f) -> Any:
+    """What model.initial_loss says when no rule is crossed: the loss near chance, or, for the user's own output
+    layer, the gap measured but not judged."""
+    if f.own_head:
+        return msg("The untrained model's loss is {value:.3f}, {gap:.0%} from {what}: your own output layer starts "
+                   "where its initializer puts it, so the gap is not judged; the configured loss agrees with the loss "
+                   "from its outputs.", value=e["loss"], gap=e["gap_from_chance"], what=_chance(e, f))
+    return msg("The untrained model's loss is {value:.3f}, within {gap:.0%} of {what}, as a fresh head should be.",
+               value=e["loss"], gap=e["gap_from_chance"], what=_chance(e, f))
 
 
 def expected_loss(labels: np.ndarray, task: GlueTask, num_labels: int) -> float:
@@ -90,7 +97,16 @@ class Evidence(TypedDict, total=False):
 CHECK = Check("model.initial_loss", N_("the untrained loss against ln K and against the loss from its logits"),
               requires=AFTER_FORWARD + ("scored",), measure=measure, conditions=(
     Condition("warn_loss_disagreement", 0.1, "warn when the model's loss and the loss from its logits differ by this",
-              Above("disagreement")),
+              Above("disagreement"), says=lambda e, f: (
+                  msg("The configured loss {loss} gives {value:.3f} on the untrained model, but cross-entropy computed "
+                      "from its logits gives {reference:.3f} ({what}): the loss treats the logits as probabilities "
+                      "(from_logits=False).", loss=repr(e["loss_name"]), value=e["loss"], reference=e["reference"],
+                      what=_chance(e, f)),
+                  _compile_fix(e, f))),
     Condition("warn_relative_gap", 0.3, "warn when the untrained loss is this far (relatively) from ln K",
-              Above("relative_gap"))),
-              evidence=Evidence)
+              Above("relative_gap"), says=lambda e, f: (
+                  msg("The untrained model's loss is {value:.3f}, {gap:.0%} away from {what}: the head may not fit the "
+                      "task, the checkpoint may already be trained on other labels, or a custom loss has a bug.",
+                      value=e["loss"], gap=e["relative_gap"], what=_chance(e, f)),
+                  _compile_fix(e, f)))),
+              otherwise_says=_near_chance, evidence=Evidence)

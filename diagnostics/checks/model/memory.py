@@ -62,23 +62,23 @@ def _gib(count: float) -> str:
 
 def check_memory(figures: dict[str, Any]) -> CheckResult:
     """Whether training fits in the memory of the device it would run on."""
-    device = "GPU" if figures["gpu_bytes"] else "RAM"
-    room = figures["gpu_bytes"] or figures["available_ram_bytes"]
+    return judge(CHECK, {**figures, "room_bytes": figures["gpu_bytes"] or figures["available_ram_bytes"]})
+
+
+def _needs(e) -> Any:
+    """What every verdict of model.memory says first: the memory training needs against the device's, and the rows
+    a batch really holds when the split has fewer than the batch size."""
     summary = msg("{parameters:,} parameters: training needs about {total} (weights, gradients and Adam's two slots "
                   "{state}, activations for batch {batch} x max_length {length} about {activations}) against {room} "
-                  "of {device}.", parameters=figures["parameters"], total=_gib(figures["total_bytes"]),
-                  state=_gib(figures["training_state_bytes"]), batch=figures["batch_size"],
-                  length=figures["sequence_length"], activations=_gib(figures["activation_bytes_estimate"]),
-                  room=_gib(room), device=device)
-    configured = figures.get("configured_batch_size") or figures["batch_size"]
-    if configured > figures["batch_size"]:
+                  "of {device}.", parameters=e["parameters"], total=_gib(e["total_bytes"]),
+                  state=_gib(e["training_state_bytes"]), batch=e["batch_size"], length=e["sequence_length"],
+                  activations=_gib(e["activation_bytes_estimate"]), room=_gib(e["room_bytes"]),
+                  device="GPU" if e["gpu_bytes"] else "RAM")
+    configured = e.get("configured_batch_size") or e["batch_size"]
+    if configured > e["batch_size"]:
         summary = msg("{summary} The batch size is {configured:,}, but the split has only {rows:,} rows, so a batch "
-                      "holds {rows:,}.", summary=summary, configured=configured, rows=figures["batch_size"])
-    smaller = figures["parameters"] > SMALLER_CHECKPOINT_PARAMETERS
-    return judge(CHECK, {**figures, "room_bytes": room}, {"max_memory_share": (
-        msg("{summary} It will not fit.", summary=summary),
-        msg("Halve the batch size, shorten max_length, or pick a smaller checkpoint such as distilbert-base-cased.")
-        if smaller else msg("Halve the batch size or shorten max_length."))}, summary)
+                      "holds {rows:,}.", summary=summary, configured=configured, rows=e["batch_size"])
+    return summary
 
 
 def run_figures(run: RunContext) -> dict[str, Any]:
@@ -119,5 +119,10 @@ class Evidence(TypedDict, total=False):
 CHECK = Check("model.memory", N_("parameters and training memory at this batch size"), requires=("model",),
               measure=measure, conditions=(
     Condition("max_memory_share", 1.0, "warn when training needs more than this share of the device's memory (GPU, or "
-                                       "the RAM available)", ShareAbove("total_bytes", "room_bytes")),),
-              evidence=Evidence)
+                                       "the RAM available)", ShareAbove("total_bytes", "room_bytes"),
+              says=lambda e, f: (
+                  msg("{summary} It will not fit.", summary=_needs(e)),
+                  msg("Halve the batch size, shorten max_length, or pick a smaller checkpoint such as "
+                      "distilbert-base-cased.") if e["parameters"] > SMALLER_CHECKPOINT_PARAMETERS else
+                  msg("Halve the batch size or shorten max_length."))),),
+              otherwise_says=lambda e, f: _needs(e), evidence=Evidence)

@@ -30,23 +30,14 @@ def check_nan_origin(fresh: Forward, stepped: Forward | None, input_ids, broken_
                      broken_stepped: list[str], any_nan_loss: bool) -> CheckResult:
     """Where NaN starts: the first layer (in forward order) whose output is non-finite, on this one batch; a skip
     saying why there is nothing to trace when no layer output is."""
-    found, broken = {}, []
+    found = {}
     for when, forward, broken in ((msg("in the freshly loaded model"), fresh, broken_fresh),
                                   (msg("after one optimizer step"), stepped, broken_stepped)):
         found = first_non_finite(forward.trace, input_ids) if forward is not None and forward.trace else None
         if found:
             found.update({"when": when, "after_step": forward is stepped, "non_finite_weights": broken[:20]})
             break
-    return judge(CHECK, found or {}, {"non_finite_layer": lambda: (
-        msg("NaN/Inf first appears {when} at the output of {layer} ({output:.0%} non-finite; its input from {source} "
-            "has {input:.0%}){weights}.", when=found["when"], layer=found["layer"],
-            output=found["output"]["non_finite_share"], source=found["input_from"],
-            input=found["input"]["non_finite_share"],
-            weights=msg("; non-finite weights: {weights}", weights=", ".join(broken[:3])) if broken else ""),
-        msg("Reload the checkpoint (weights are broken) or lower the learning rate (the step broke them)."))},
-        msg("Every layer's output is finite: the non-finite loss comes from the labels, not the network (see "
-            "model.nan_rows).") if any_nan_loss else
-        msg("Nothing to trace: every layer output, loss, gradient and weight is finite."))
+    return judge(CHECK, found or {}, any_nan_loss=any_nan_loss)
 
 
 def measure(run: RunContext) -> CheckResult:
@@ -72,7 +63,19 @@ CHECK = Check("model.nan_origin", N_("the first layer whose output turns NaN"), 
               requires=AFTER_FORWARD, measure=measure, otherwise="skip", conditions=(
     # No layer crossing it: a skip that says why there is nothing to trace.
     Condition("non_finite_layer", None, "fail naming the first layer whose output holds NaN or Inf, fresh or after one "
-                                        "step", Holds("layer"), status="fail"),),
+                                        "step", Holds("layer"), status="fail", says=lambda e, f: (
+                  msg("NaN/Inf first appears {when} at the output of {layer} ({output:.0%} non-finite; its input from "
+                      "{source} has {input:.0%}){weights}.", when=e["when"], layer=e["layer"],
+                      output=e["output"]["non_finite_share"], source=e["input_from"],
+                      input=e["input"]["non_finite_share"],
+                      weights=msg("; non-finite weights: {weights}", weights=", ".join(e["non_finite_weights"][:3]))
+                      if e["non_finite_weights"] else ""),
+                  msg("Reload the checkpoint (weights are broken) or lower the learning rate (the step broke "
+                      "them)."))),),
+              otherwise_says=lambda e, f: msg(
+                  "Every layer's output is finite: the non-finite loss comes from the labels, not the network (see "
+                  "model.nan_rows).") if f.any_nan_loss else
+              msg("Nothing to trace: every layer output, loss, gradient and weight is finite."),
               evidence=Evidence)
 
 # The causes this check owns, each with its precedence among every check's causes (`Cause.precedence`).

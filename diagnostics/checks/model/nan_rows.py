@@ -66,9 +66,7 @@ def check_nan_rows(losses: np.ndarray, logits: np.ndarray, decoded: list[dict[st
     series = {"losses": [float(v) if math.isfinite(v) else None for v in losses],
               "labels": [row["label"] for row in decoded]}
     if not bad:
-        return judge(CHECK, {**series, "rows": [], "non_finite_rows": 0}, {}, msg(
-            "All {rows} rows have a finite loss (from {low:.3f} to {high:.3f}).", rows=len(losses), low=np.min(losses),
-            high=np.max(losses)))
+        return judge(CHECK, {**series, "rows": [], "non_finite_rows": 0})
     rows = [{
         "position": i,
         "index": decoded[i]["index"],
@@ -81,17 +79,22 @@ def check_nan_rows(losses: np.ndarray, logits: np.ndarray, decoded: list[dict[st
         "logits": [float(v) if math.isfinite(v) else None for v in np.asarray(logits[i]).ravel()],
     } for i in bad]
     reason = nan_reason(rows, num_labels, regression)
-    fix = {"test_split": msg("Use a split with labels ('train' or 'validation'): GLUE's test splits carry label -1."),
-           "beyond_head": "TFAutoModelForSequenceClassification.from_pretrained(checkpoint, "
-                          f"num_labels={max(row['label'] for row in rows) + 1})",
-           "logits": msg("Reload the checkpoint and look at model.nan_origin for the first broken layer.")}.get(
-        reason, msg("Drop or fix the rows listed, then rerun."))
     evidence = {**series, "rows": rows, "cause": nan_cause(rows, num_labels, regression), "non_finite_rows": len(bad),
                 "labels_cause": reason in ("test_split", "beyond_head", "out_of_range", "missing_score"),
                 "logits_cause": reason == "logits"}
-    return judge(CHECK, evidence, {
-        "max_non_finite_rows": (msg("{bad} of {rows} rows have a non-finite loss, and {cause}.", bad=len(bad),
-                                    rows=len(losses), cause=evidence["cause"]), fix)}, "")
+    return judge(CHECK, evidence, reason=reason)
+
+
+def _rows_fix(rows: list[dict[str, Any]], reason: str) -> Any:
+    """The fix of the non-finite rows' shared cause (`nan_reason`)."""
+    if reason == "test_split":
+        return msg("Use a split with labels ('train' or 'validation'): GLUE's test splits carry label -1.")
+    if reason == "beyond_head":
+        return ("TFAutoModelForSequenceClassification.from_pretrained(checkpoint, "
+                f"num_labels={max(row['label'] for row in rows) + 1})")
+    if reason == "logits":
+        return msg("Reload the checkpoint and look at model.nan_origin for the first broken layer.")
+    return msg("Drop or fix the rows listed, then rerun.")
 
 
 def in_fit(result: CheckResult, step: int, losses_before: list[float], broken: list[str], watched: dict
@@ -120,18 +123,40 @@ def in_fit(result: CheckResult, step: int, losses_before: list[float], broken: l
         "non_finite_in_fit": True,
         "suggested_rate": suggested,
     }
-    return judge(CHECK, evidence, {
-        "max_non_finite_rows": (msg("At step {step}, the first non-finite loss. {finding}", step=step + 1,
-                                    finding=result.summary), result.fix),
-        "non_finite_in_fit": (
-            msg("The loss became non-finite at step {step} (after {before}) although every row of that batch has "
-                "a finite loss on the weights training started from: the weights diverged ({broken} weight "
-                "tensors are now non-finite, e.g. {examples}), so the learning rate {rate} is too high for this "
-                "model.", step=step + 1, before=", ".join(f"{v:.3g}" for v in finite[-3:]) or "-",
-                broken=len(broken), examples=", ".join(broken[:2]) or "-",
+    return judge(CHECK, evidence, batch=result, broken=broken)
+
+
+def _non_finite_rows(e, f) -> tuple:
+    """(finding, fix) for rows of the batch with a non-finite loss, naming their shared cause; in a user's fit
+    (DiagnoseCallback), at the step whose loss was the first non-finite one (`f.batch`: the batch's rows judged)."""
+    if e.get("non_finite_in_fit"):
+        return msg("At step {step}, the first non-finite loss. {finding}", step=e["step"], finding=f.batch.summary), \
+            f.batch.fix
+    return (msg("{bad} of {rows} rows have a non-finite loss, and {cause}.", bad=e["non_finite_rows"],
+                rows=len(e["losses"]), cause=e["cause"]),
+            _rows_fix(e["rows"], f.reason))
+
+
+def _diverged_in_fit(e, f) -> tuple:
+    """(finding, fix) for a loss that turned non-finite in a user's fit while every row of its batch has a finite
+    loss on the starting weights: the weights diverged (`f.broken`: every weight non-finite now)."""
+    rate = e["learning_rate"]
+    return (msg("The loss became non-finite at step {step} (after {before}) although every row of that batch has a "
+                "finite loss on the weights training started from: the weights diverged ({broken} weight tensors "
+                "are now non-finite, e.g. {examples}), so the learning rate {rate} is too high for this model.",
+                step=e["step"], before=", ".join(f"{v:.3g}" for v in e["losses_before"][-3:]) or "-",
+                broken=len(f.broken), examples=", ".join(f.broken[:2]) or "-",
                 rate=f"{rate:g}" if rate is not None else "?"),
-            RateFix(suggested, N_("{code}  # or the sweep's: python -m diagnostics run --stages hparams"))),
-    }, "")
+            RateFix(e["suggested_rate"], N_("{code}  # or the sweep's: python -m diagnostics run --stages hparams")))
+
+
+def _all_finite(e, f) -> Any:
+    """What model.nan_rows says when no rule is crossed: every row's loss is finite, from the lowest to the highest
+    (nothing more when some are not, fewer than a threshold set for this run)."""
+    if e["non_finite_rows"]:
+        return ""
+    return msg("All {rows} rows have a finite loss (from {low:.3f} to {high:.3f}).", rows=len(e["losses"]),
+               low=np.min(e["losses"]), high=np.max(e["losses"]))
 
 
 def measure(run: RunContext) -> CheckResult:
@@ -164,9 +189,9 @@ class Evidence(TypedDict, total=False):
 CHECK = Check("model.nan_rows", N_("the loss of every row, and the shared cause of NaN rows"), requires=AFTER_FORWARD,
               measure=measure, conditions=(
     Condition("max_non_finite_rows", 0, "fail when more rows than this have a NaN or infinite loss",
-              Above("non_finite_rows"), status="fail"),
+              Above("non_finite_rows"), status="fail", says=_non_finite_rows),
     Condition("non_finite_in_fit", None, "DiagnoseCallback: fail when the loss turned non-finite during fit "
                                          "though every row of that batch has a finite loss on the starting "
                                          "weights (the weights diverged)",
-                                         Holds("non_finite_in_fit"), status="fail")),
-              evidence=Evidence)
+                                         Holds("non_finite_in_fit"), status="fail", says=_diverged_in_fit)),
+              otherwise_says=_all_finite, evidence=Evidence)

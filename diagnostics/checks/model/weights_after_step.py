@@ -33,29 +33,7 @@ def check_weights_after_step(record: StepRecord, broken: list[str], learning_rat
                     "max_change": moved["max_change"]} if moved else {})}
     if moved:
         evidence["variables"] = moved["variables"]
-    moved_text = msg(" and moved {moved} of {count} trainable variables", moved=moved["moved"],
-                     count=moved["variables"]) if moved else ""
-    return judge(CHECK, evidence, {
-        "stale_train_step": lambda: (
-            msg("This fit reuses the train step Keras built at fit {fit}, which updates {trained:,} weights, while "
-                "the layers now mark {marked:,} trainable: trainable was changed after that fit without compiling "
-                "again, so the weights it unfroze stay as they are.", fit=stale[0], trained=stale[1], marked=stale[2]),
-            "model.compile(optimizer=..., loss=...)  # again after changing trainable, before this fit"),
-        "non_finite_weights": (
-            msg("After one optimizer step ({rate}), {count} weights hold NaN or Inf, first: {first}.",
-                rate=learning_rate_text, count=len(broken), first=", ".join(broken[:3])),
-            msg("Lower the learning rate (hparams.lr_sweep measures which rates work) and fix non-finite losses "
-                "(model.nan_rows).")),
-        "warmup_step": (
-            msg("After one optimizer step ({rate}) on a copy, every weight is finite; the schedule's rate at step 0 is "
-                "0 (warmup starts there), so this step moves nothing by design.", rate=learning_rate_text), None),
-        "min_moved": lambda: (
-            msg("One optimizer step ({rate}) on a copy moved none of the {count} trainable variables (the largest "
-                "change is {change:.2g}): training leaves the model as it is.", rate=learning_rate_text,
-                count=moved["variables"], change=moved["max_change"]),
-            msg("Make the gradients flow first (see model.gradients).")),
-    }, msg("After one optimizer step ({rate}) on a copy, every weight is finite{moved}.", rate=learning_rate_text,
-           moved=moved_text))
+    return judge(CHECK, evidence, rate=learning_rate_text)
 
 
 def learning_rate_text(config: RunConfig) -> Text:
@@ -90,13 +68,32 @@ CHECK = Check("model.weights_after_step", N_("weights stay finite and move after
     # Judged in this order.
     Condition("stale_train_step", None, "fail when a traced fit reuses the train step Keras built at an earlier fit, "
                                         "before trainable changed (no compile since): the weights unfrozen since stay "
-                                        "as they are", Holds("stale_train_step"), status="fail"),
+                                        "as they are", Holds("stale_train_step"), status="fail", says=lambda e, f: (
+                  msg("This fit reuses the train step Keras built at fit {fit}, which updates {trained:,} weights, "
+                      "while the layers now mark {marked:,} trainable: trainable was changed after that fit without "
+                      "compiling again, so the weights it unfroze stay as they are.",
+                      fit=e["train_step_built_at_fit"], trained=e["train_step_trains"], marked=e["marked_trainable"]),
+                  "model.compile(optimizer=..., loss=...)  # again after changing trainable, before this fit")),
     Condition("non_finite_weights", None, "fail when a weight holds NaN or Inf after the step", Holds("non_finite"),
-              status="fail"),
+              status="fail", says=lambda e, f: (
+                  msg("After one optimizer step ({rate}), {count} weights hold NaN or Inf, first: {first}.",
+                      rate=f.rate, count=len(e["non_finite"]), first=", ".join(e["non_finite"][:3])),
+                  msg("Lower the learning rate (hparams.lr_sweep measures which rates work) and fix non-finite losses "
+                      "(model.nan_rows)."))),
     Condition("warmup_step", 0.0, "pass a step whose scheduled rate is at most this (warmup's first step moves nothing "
-                                  "by design)", AtMost("rate_at_step"), status="pass"),
+                                  "by design)", AtMost("rate_at_step"), status="pass", says=lambda e, f: (
+                  msg("After one optimizer step ({rate}) on a copy, every weight is finite; the schedule's rate at "
+                      "step 0 is 0 (warmup starts there), so this step moves nothing by design.", rate=f.rate), None)),
     Condition("min_moved", 0, "fail when the step moves no more than this many of the trainable variables",
-              All((Above("variables"), AtMost("moved"))), status="fail")),
+              All((Above("variables"), AtMost("moved"))), status="fail", says=lambda e, f: (
+                  msg("One optimizer step ({rate}) on a copy moved none of the {count} trainable variables (the "
+                      "largest change is {change:.2g}): training leaves the model as it is.", rate=f.rate,
+                      count=e["variables"], change=e["max_change"]),
+                  msg("Make the gradients flow first (see model.gradients).")))),
+              otherwise_says=lambda e, f: msg(
+                  "After one optimizer step ({rate}) on a copy, every weight is finite{moved}.", rate=f.rate,
+                  moved=msg(" and moved {moved} of {count} trainable variables", moved=e["moved"],
+                            count=e["variables"]) if "moved" in e else ""),
               evidence=Evidence)
 
 # The causes this check owns, each with its precedence among every check's causes (`Cause.precedence`).

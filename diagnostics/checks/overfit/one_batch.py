@@ -125,16 +125,13 @@ def _no_curve(figures: dict[str, Any], evidence: dict[str, Any]) -> CheckResult 
     if not figures.get("error") and figures["losses"] and figures["losses"][0] is not None:
         return None
     evidence["nan_from_start"] = not figures.get("error")
-    labels = msg(" {count} of the batch's labels lie outside [0, {num_labels}).", count=evidence["out_of_range_labels"],
-                 num_labels=evidence.get("num_labels")) if evidence.get("out_of_range_labels") else ""
-    return judge(CHECK, evidence, {
-        "fit_raises": (msg("model.fit on the batch raised {error} (on a GPU this shows as loss: nan instead).{labels}",
-                           error=figures.get("error"), labels=labels),
-                       msg("Run model.fit on this batch with run_eagerly=True to see where it raises.")),
-        "no_finite_start": (msg("After {run} the loss was NaN from the first epoch.{labels}", run=_run(figures),
-                                labels=labels),
-                            msg("Fix model.nan_rows and model.weights_after_step first.")),
-    }, "")
+    return judge(CHECK, evidence)
+
+
+def _labels_outside(e) -> Text | str:
+    """The batch's labels the head has no output for, counted ("" when none)."""
+    return msg(" {count} of the batch's labels lie outside [0, {num_labels}).", count=e["out_of_range_labels"],
+               num_labels=e.get("num_labels")) if e.get("out_of_range_labels") else ""
 
 
 def _run(figures: dict[str, Any]) -> Text:
@@ -153,17 +150,18 @@ def _lower_rate_fix(rate: float, best_rate: float | None) -> RateFix:
     return RateFix(round_down_rate(best_rate) if best_rate and best_rate < rate else round_down_rate(rate / 10))
 
 
-def _not_learning(shape: dict[str, Any], figures: dict[str, Any], best_rate: float | None, lower_fix):
+def _not_learning(e) -> tuple:
     """(what the curve says, fix) when the batch was neither memorised nor steadily learned."""
+    best_rate = e["best_rate"]
     rerun = (msg(" The sweep recommends {rate:.1e}: rerun at it.", rate=best_rate)
-             if best_rate and not math.isclose(best_rate, figures["learning_rate"], rel_tol=1e-6) else "")
-    if shape["final_loss"] > shape["first_loss"]:
+             if best_rate and not math.isclose(best_rate, e["learning_rate"], rel_tol=1e-6) else "")
+    if e["final_loss"] > e["first_loss"]:
         cause = msg("The loss rose: the learning rate is too high.{rerun}", rerun=rerun)
-        fix = lower_fix
-    elif shape["final_loss"] >= 0.9 * shape["first_loss"]:
+        fix = _lower_rate_fix(e["learning_rate"], best_rate)
+    elif e["final_loss"] >= 0.9 * e["first_loss"]:
         cause = msg("The loss stayed near where it started{ln_k}: the learning rate is too low, or weights are frozen "
                     "or disconnected from the loss (see model.gradients).{rerun}",
-                    ln_k=f" (ln K = {figures['ln_k']:.3f})" if figures.get("ln_k") else "", rerun=rerun)
+                    ln_k=f" (ln K = {e['ln_k']:.3f})" if e.get("ln_k") else "", rerun=rerun)
         fix = RateFix(best_rate) if best_rate else msg("Run the Hyperparameters sweep for a rate, and check that "
                                                          "layer.trainable is True where it should be.")
     else:
@@ -197,45 +195,70 @@ def check_overfit(figures: dict[str, Any], rows: list[dict[str, Any]], *,
                 "substitute_rate": figures.get("rate_source") in ("usual", "sweep")}
     if (broken := _no_curve(figures, evidence)) is not None:
         return broken
-    losses, accuracy, rate = figures["losses"], figures["final_accuracy"], figures["learning_rate"]
-    evidence.update(curve_shape(losses), all_right=accuracy is None or accuracy == 1.0)
-    memorised = bool({"memorised_share", "memorised_value"} & set(crossed(CHECK, evidence)))
-    run = _run(figures)
-    note = msg(" The split has no {labels}, so the batch cannot hold every label.", labels=", ".join(missing_labels)) \
-        if missing_labels else ""
-    reached = "" if accuracy is None else msg(", accuracy {accuracy:.0%}", accuracy=accuracy)
-    went = msg("the loss went from {first:.3f} to {final}", first=evidence["first_loss"],
-               final="NaN" if losses[-1] is None else f"{evidence['final_loss']:.4f}")
-    lower_fix = _lower_rate_fix(rate, best_rate)
-    achieved = "" if accuracy is None else msg(" and the model predicts every row right (100%)")
-    memorised_says = (msg("After {run}, {went}{achieved}: the pipeline can learn.{note}", run=run, went=went, note=note,
-                          achieved=achieved), None)
-    cause, fix = _not_learning(evidence, figures, best_rate, lower_fix)
+    accuracy = figures["final_accuracy"]
+    evidence.update(curve_shape(figures["losses"]), all_right=accuracy is None or accuracy == 1.0)
     # Each verdict's `reading` is what the curve says of the rate; a finding another check's cause explains (the
     # sweep's rate, the loss) is said without it (`causes.explain`).
-    return judge(CHECK, evidence, {
-        "max_non_finite_epochs": (
-            msg("After {run}, {went}{reached}{reading}.{note}", run=run, went=went, reached=reached, note=note,
-                reading=msg(": the learning rate is too high")), lower_fix),
-        "spike_share": (
-            msg("After {run}, {went}{reached}, but it jumped by {spike:.3f} above its lowest point at epoch "
-                "{epoch}{reading}.{note}", run=run, went=went, reached=reached, spike=evidence["spike"],
-                epoch=evidence["spike_at"], note=note, reading=msg(": training is unstable at this learning rate")),
-            lower_fix),
-        "warn_drift": (
-            msg("After {run} the model {outcome}{reached}, but each epoch moved its pretrained weights by {drift:.1e} "
-                "of their size (more than {limit:g}){reading}.{note}", run=run,
-                outcome=msg("memorised the batch") if memorised else went, reached=reached,
-                drift=figures.get("drift_per_step") or 0.0, limit=CHECK.value("warn_drift"), note=note,
+    return judge(CHECK, evidence)
+
+
+def _curve(e) -> dict[str, Any]:
+    """What every verdict on a curve says first: how the copy was trained (`run`), where the loss went (`went`), the
+    accuracy it reached (`reached`), and the labels the batch lacks (`note`)."""
+    accuracy, missing = e["final_accuracy"], e["missing_labels"]
+    return {
+        "run": _run(e),
+        "went": msg("the loss went from {first:.3f} to {final}", first=e["first_loss"],
+                    final="NaN" if e["losses"][-1] is None else f"{e['final_loss']:.4f}"),
+        "reached": "" if accuracy is None else msg(", accuracy {accuracy:.0%}", accuracy=accuracy),
+        "note": msg(" The split has no {labels}, so the batch cannot hold every label.", labels=", ".join(missing))
+        if missing else "",
+    }
+
+
+def _memorised(e, f) -> tuple:
+    """(finding, no fix) for a batch memorised."""
+    told = _curve(e)
+    achieved = "" if e["final_accuracy"] is None else msg(" and the model predicts every row right (100%)")
+    return (msg("After {run}, {went}{achieved}: the pipeline can learn.{note}", run=told["run"], went=told["went"],
+                note=told["note"], achieved=achieved), None)
+
+
+def _drifts(e, f) -> tuple:
+    """(finding, fix) for a pretrained model whose weights each epoch moved too far, memorised or not."""
+    told = _curve(e)
+    memorised = bool({"memorised_share", "memorised_value"} & set(crossed(CHECK, e)))
+    return (msg("After {run} the model {outcome}{reached}, but each epoch moved its pretrained weights by {drift:.1e} "
+                "of their size (more than {limit:g}){reading}.{note}", run=told["run"],
+                outcome=msg("memorised the batch") if memorised else told["went"], reached=told["reached"],
+                drift=e.get("drift_per_step") or 0.0, limit=CHECK.value("warn_drift"), note=told["note"],
                 reading=msg(": a real run of a few hundred steps at this rate overwrites what pretraining learned, "
-                            "however well one batch is memorised")), lower_fix),
-        "memorised_share": memorised_says, "memorised_value": memorised_says,
-        "learning_progress": (
-            msg("After {run}, {went}{reached}, falling steadily ({progress:.0%} of its start): the pipeline learns, "
-                "slowly at this rate; more epochs would memorise the batch.{note}", run=run, went=went,
-                reached=reached, progress=evidence["progress"], note=note), None),
-    }, msg("After {run}, {went}{reached}.{reading}{note}", run=run, went=went, reached=reached, note=note,
-           reading=joined([" ", cause], "")), fix=fix)
+                            "however well one batch is memorised")),
+            _lower_rate_fix(e["learning_rate"], e["best_rate"]))
+
+
+def _spikes(e, f) -> tuple:
+    """(finding, fix) for a loss that jumped far above its lowest point: the optimizer threw away what it learned."""
+    told = _curve(e)
+    return (msg("After {run}, {went}{reached}, but it jumped by {spike:.3f} above its lowest point at epoch "
+                "{epoch}{reading}.{note}", run=told["run"], went=told["went"], reached=told["reached"],
+                spike=e["spike"], epoch=e["spike_at"], note=told["note"],
+                reading=msg(": training is unstable at this learning rate")),
+            _lower_rate_fix(e["learning_rate"], e["best_rate"]))
+
+
+def _learning(e, f) -> tuple:
+    """(finding, no fix) for a loss falling steadily with every row right, the batch not memorised yet."""
+    told = _curve(e)
+    return (msg("After {run}, {went}{reached}, falling steadily ({progress:.0%} of its start): the pipeline learns, "
+                "slowly at this rate; more epochs would memorise the batch.{note}", run=told["run"], went=told["went"],
+                reached=told["reached"], progress=e["progress"], note=told["note"]), None)
+
+
+def _not_memorised(e, f) -> tuple:
+    """(finding, fix) for a curve no rule finds well: it rose, stayed put or fell too slowly (`_not_learning`)."""
+    cause, fix = _not_learning(e)
+    return msg("After {run}, {went}{reached}.{reading}{note}", **_curve(e), reading=joined([" ", cause], "")), fix
 
 
 def run_overfit_checks(config: RunConfig, model, tokenizer, split, *, epochs: int = DEFAULT_EPOCHS,
@@ -343,23 +366,35 @@ class Evidence(TypedDict, total=False):
 CHECK = Check("overfit.one_batch", N_("one batch holding every label memorised by plain model.fit"),
               trains=True, otherwise="fail", conditions=(
     # Judged in this order; a curve no rule finds well is a fail (the loss rose, stayed put or fell too slowly).
-    Condition("fit_raises", None, "fail when model.fit on the batch raises", Holds("error"), status="fail"),
+    Condition("fit_raises", None, "fail when model.fit on the batch raises", Holds("error"), status="fail",
+              says=lambda e, f: (
+                  msg("model.fit on the batch raised {error} (on a GPU this shows as loss: nan instead).{labels}",
+                      error=e.get("error"), labels=_labels_outside(e)),
+                  msg("Run model.fit on this batch with run_eagerly=True to see where it raises."))),
     Condition("no_finite_start", None, "fail when the loss is NaN from the first epoch (no curve to judge)",
-              Holds("nan_from_start"), status="fail"),
+              Holds("nan_from_start"), status="fail", says=lambda e, f: (
+                  msg("After {run} the loss was NaN from the first epoch.{labels}", run=_run(e),
+                      labels=_labels_outside(e)),
+                  msg("Fix model.nan_rows and model.weights_after_step first."))),
     Condition("max_non_finite_epochs", 0, "fail when more epochs than this end on a NaN or infinite loss",
-              Above("non_finite_epochs"), status="fail"),
+              Above("non_finite_epochs"), status="fail", says=lambda e, f: (
+                  msg("After {run}, {went}{reached}{reading}.{note}", **_curve(e),
+                      reading=msg(": the learning rate is too high")),
+                  _lower_rate_fix(e["learning_rate"], e["best_rate"]))),
     Condition("spike_share", 0.25, "fail when the loss rises above its lowest point by this share of its start (not "
                                    "at the rate the test takes for one the sweep measured as broken: a bump there "
                                    "says nothing of a rate the run was given)",
-              All((ShareAbove("spike", "first_loss"), Holds("substitute_rate", False))), status="fail"),
+              All((ShareAbove("spike", "first_loss"), Holds("substitute_rate", False))), status="fail",
+              says=_spikes),
     Condition("warn_drift", WARN_DRIFT, "warn when an epoch moves pretrained kernels by more than this",
-              Above("drift_per_step")),
+              Above("drift_per_step"), says=_drifts),
     Condition("memorised_share", 0.5, "memorised: every row right and the loss at most this share of its start",
-              All((Holds("all_right"), ShareAbove("final_loss", "first_loss", at_most=True))), status="pass"),
+              All((Holds("all_right"), ShareAbove("final_loss", "first_loss", at_most=True))), status="pass",
+              says=_memorised),
     Condition("memorised_value", 0.05, "memorised: every row right and the loss below this",
-              All((Holds("all_right"), AtMost("final_loss", below=True))), status="pass"),
+              All((Holds("all_right"), AtMost("final_loss", below=True))), status="pass", says=_memorised),
     Condition("learning_progress", 0.05, "learning: every row right and the loss fell at least this share of its start",
               All((Holds("all_right"), Above("progress", or_equal=True),
-                   Above("falling_share", or_equal=True, of="learning_falls"))), status="pass"),
-    Condition("learning_falls", 0.8, "learning: and at least this share of the epochs lowered the smoothed loss")),
-              evidence=Evidence)
+                   Above("falling_share", or_equal=True, of="learning_falls"))), status="pass", says=_learning),
+    Condition("learning_falls", 0.8, "learning: and at least this share of the epochs lowered the smoothed loss"),
+    ), otherwise_says=_not_memorised, evidence=Evidence)
