@@ -93,6 +93,19 @@ def test_num_labels_two_nan_rows_are_exactly_the_label_two_rows(mnli_split, bert
     assert result.explained_by == "model.config" and result.fix is None and result.evidence["labels_cause"]
 
 
+def test_non_finite_rows_within_a_threshold_set_for_the_run_pass_and_still_say_what_they_are(
+        mnli_split, bert_tokenizer, two_label_bert):
+    from diagnostics.core.check import per_run_thresholds
+
+    config = RunConfig(batch_size=12, num_labels=2, shuffle=False)
+    with per_run_thresholds({"model.nan_rows": {"max_non_finite_rows": 12}}):
+        result = stage(config, mnli_split, bert_tokenizer, two_label_bert)["model.nan_rows"]
+    bad = result.evidence["non_finite_rows"]
+    assert result.status is Status.PASS and 0 < bad <= 12
+    assert result.summary.startswith(f"{bad} of 12 rows have a non-finite loss") and "up to 12" in result.summary
+    assert "label >= num_labels" in result.summary
+
+
 def test_num_labels_two_config_fails_with_task_label_names(mnli_split, bert_tokenizer, two_label_bert):
     results = stage(RunConfig(batch_size=12, num_labels=2), mnli_split, bert_tokenizer, two_label_bert)
     assert results["model.config"].status is Status.FAIL

@@ -151,10 +151,12 @@ def _diverged_in_fit(e, f) -> tuple:
 
 
 def _all_finite(e, f) -> Any:
-    """What model.nan_rows says when no rule is crossed: every row's loss is finite, from the lowest to the highest
-    (nothing more when some are not, fewer than a threshold set for this run)."""
+    """What model.nan_rows says when no rule is crossed: every row's loss is finite, from the lowest to the highest;
+    or, under a threshold set for this run, the rows that are not, and their cause."""
     if e["non_finite_rows"]:
-        return ""
+        return msg("{bad} of {rows} rows have a non-finite loss, and {cause}; this run allows up to {limit:g} "
+                   "(--threshold).", bad=e["non_finite_rows"], rows=len(e["losses"]), cause=e["cause"],
+                   limit=CHECK.value("max_non_finite_rows"))
     return msg("All {rows} rows have a finite loss (from {low:.3f} to {high:.3f}).", rows=len(e["losses"]),
                low=np.min(e["losses"]), high=np.max(e["losses"]))
 
