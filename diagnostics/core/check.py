@@ -23,8 +23,8 @@ Says = Callable[[Mapping[str, Any], types.SimpleNamespace], Any]
 
 @dataclass(frozen=True)
 class Condition:
-    """A named threshold: `name` is its one name (the sentences its check says when it is crossed are keyed by it,
-    and its value is read with `Check.value`), `meaning` says what crossing it does.
+    """A named threshold: `name` is its one name (its value is read with `Check.value`, and a run's own is set
+    with `--threshold check.name=value`), `meaning` says what crossing it does.
 
     A condition that judges has a `rule`, a small function of the check's measured evidence, the threshold and
     the check's other thresholds by name (`Above`, `AtMost`, `ShareAbove`, `Holds`, `All` of them), the

@@ -159,6 +159,12 @@ def judge(check: Check, evidence: dict, **facts: Any) -> CheckResult:
                        condition=first)
 
 
+def within_threshold(check: Check, name: str, finding) -> Text:
+    """What a check says when its condition `name` found something, but no more than the threshold this run set
+    (`--threshold`, `thresholds=`): the finding, and that the run allows it."""
+    return msg("{finding} This run allows up to {limit:g} (--threshold).", finding=finding, limit=check.value(name))
+
+
 def skipped(check_id: str, stage: str, reason: str) -> CheckResult:
     """A check that could not run because something it needs is missing."""
     return CheckResult(check_id, stage, Status.SKIP, reason)

@@ -191,6 +191,16 @@ def test_label_range_valid_labels_pass():
     assert result.status is Status.PASS
 
 
+def test_label_range_within_a_threshold_set_for_the_run_passes_and_still_names_the_labels_outside():
+    from diagnostics.core.check import per_run_thresholds
+
+    with per_run_thresholds({"data.label_range": {"max_invalid_labels": 5}}):
+        result = check_label_range(np.array([0, 1, 5, 2]), [5, 0], MNLI, 3, "train")
+    assert result.status is Status.PASS and result.evidence["invalid_labels"] == 2
+    assert "(5 x1)" in result.summary and "mnli has 3 classes" in result.summary
+    assert result.summary.endswith("This run allows up to 5 (--threshold).") and result.fix is None
+
+
 def test_label_range_label_equal_to_num_labels_fail_names_values_and_fix():
     # Label 2 is an MNLI label the two-output head has no output for: the head's cause (model.config's), shown here
     # with the rows and the one fix of the head.

@@ -14,7 +14,7 @@ from diagnostics.core.check import Check, Condition
 from diagnostics.core.context import RunContext
 from diagnostics.core.evidence import Rows
 from diagnostics.core.fixes import RateFix
-from diagnostics.core.result import CheckResult, judge
+from diagnostics.core.result import CheckResult, judge, within_threshold
 from diagnostics.core.rules import Above, Holds
 from diagnostics.i18n import N_, Text, msg
 from diagnostics.keras.batches import decoded_rows
@@ -154,9 +154,7 @@ def _all_finite(e, f) -> Any:
     """What model.nan_rows says when no rule is crossed: every row's loss is finite, from the lowest to the highest;
     or, under a threshold set for this run, the rows that are not, and their cause."""
     if e["non_finite_rows"]:
-        return msg("{bad} of {rows} rows have a non-finite loss, and {cause}; this run allows up to {limit:g} "
-                   "(--threshold).", bad=e["non_finite_rows"], rows=len(e["losses"]), cause=e["cause"],
-                   limit=CHECK.value("max_non_finite_rows"))
+        return within_threshold(CHECK, "max_non_finite_rows", _non_finite_rows(e, f)[0])
     return msg("All {rows} rows have a finite loss (from {low:.3f} to {high:.3f}).", rows=len(e["losses"]),
                low=np.min(e["losses"]), high=np.max(e["losses"]))
 
