@@ -13,7 +13,7 @@ import numpy as np
 
 from diagnostics.core.check import Check
 from diagnostics.core.budget import BudgetExceeded, check_deadline
-from diagnostics.i18n import Text, from_data, message_of, msg, to_data
+from diagnostics.i18n import Text, from_data, joined, message_of, msg, to_data
 
 
 class Status(str, Enum):
@@ -146,10 +146,18 @@ def judge(check: Check, evidence: dict, **facts: Any) -> CheckResult:
     status and says its (finding, fix); else a result of the check's declared `otherwise` status saying its
     `otherwise_says`. Each sentence is written only for the verdict given, from the evidence and `facts` (what the
     measurement names beside its evidence, read as attributes: `says(evidence, facts)`).
+
+    A pass that only a threshold set for this run allows (`allowed_by_this_run`) says what that condition found, and
+    the threshold that lets it pass, instead of the check's sentence for nothing found.
     """
     known = types.SimpleNamespace(**facts)
     first = next(iter(crossed(check, evidence)), None)
     if first is None:
+        allowed = allowed_by_this_run(check, evidence) if check.otherwise == "pass" else []
+        if allowed:
+            summary = joined([within_threshold(check, name, _finding(check.condition(name).says(evidence, known)))
+                              for name in allowed], " ")
+            return CheckResult(check.id, check.stage, Status.PASS, summary, evidence=evidence)
         said = check.otherwise_says(evidence, known)
         summary, fix = said if isinstance(said, tuple) else (said, None)
         return CheckResult(check.id, check.stage, Status(check.otherwise), summary, fix=fix, evidence=evidence)
@@ -159,10 +167,28 @@ def judge(check: Check, evidence: dict, **facts: Any) -> CheckResult:
                        condition=first)
 
 
+def allowed_by_this_run(check: Check, evidence: dict) -> list[str]:
+    """The warn and fail conditions whose rules the evidence crosses at their declared thresholds but not at this
+    run's own (`--threshold`, `thresholds=`): what the run chose to allow."""
+    declared = {condition.name: condition.value for condition in check.conditions}
+    values = check.values()
+    return [condition.name for condition in check.conditions
+            if condition.rule is not None and condition.status in ("warn", "fail") and condition.value is not None
+            and values[condition.name] != condition.value
+            and condition.rule(evidence, condition.value, declared)
+            and not condition.rule(evidence, values[condition.name], values)]
+
+
+def _finding(said) -> Any:
+    return said[0] if isinstance(said, tuple) else said
+
+
 def within_threshold(check: Check, name: str, finding) -> Text:
-    """What a check says when its condition `name` found something, but no more than the threshold this run set
-    (`--threshold`, `thresholds=`): the finding, and that the run allows it."""
-    return msg("{finding} This run allows up to {limit:g} (--threshold).", finding=finding, limit=check.value(name))
+    """What a check says when its condition `name` found something that the threshold this run set
+    (`--threshold`, `thresholds=`) allows: the finding, and the threshold that lets it pass."""
+    return msg("{finding} It passes because this run sets {condition} to {limit:g} (--threshold; {default:g} by "
+               "default).", finding=finding, condition=name, limit=check.value(name),
+               default=check.condition(name).value)
 
 
 def skipped(check_id: str, stage: str, reason: str) -> CheckResult:

@@ -198,7 +198,8 @@ def test_label_range_within_a_threshold_set_for_the_run_passes_and_still_names_t
         result = check_label_range(np.array([0, 1, 5, 2]), [5, 0], MNLI, 3, "train")
     assert result.status is Status.PASS and result.evidence["invalid_labels"] == 2
     assert "(5 x1)" in result.summary and "mnli has 3 classes" in result.summary
-    assert result.summary.endswith("This run allows up to 5 (--threshold).") and result.fix is None
+    assert result.summary.endswith("It passes because this run sets max_invalid_labels to 5 (--threshold; 0 by "
+                                   "default).") and result.fix is None
 
 
 def test_label_range_label_equal_to_num_labels_fail_names_values_and_fix():

@@ -102,8 +102,48 @@ def test_non_finite_rows_within_a_threshold_set_for_the_run_pass_and_still_say_w
         result = stage(config, mnli_split, bert_tokenizer, two_label_bert)["model.nan_rows"]
     bad = result.evidence["non_finite_rows"]
     assert result.status is Status.PASS and 0 < bad <= 12
-    assert result.summary.startswith(f"{bad} of 12 rows have a non-finite loss") and "up to 12" in result.summary
+    assert result.summary.startswith(f"{bad} of 12 rows have a non-finite loss") and result.summary.endswith(
+        "It passes because this run sets max_non_finite_rows to 12 (--threshold; 0 by default).")
     assert "label >= num_labels" in result.summary
+
+
+ROWS_OF_A_FIT = [{"index": 0, "decoded": "a", "label": 1, "label_name": "b"},
+                 {"index": 1, "decoded": "c", "label": 2, "label_name": "(out of range: 2)"}]
+WATCHED = {"losses": [0.7, math.nan], "weight_norms": [1.0, 1.0], "learning_rate": 3e-5, "usual_rate": 3e-5}
+
+
+@pytest.mark.parametrize("allowed", [0, 1])
+def test_a_fits_non_finite_loss_blames_its_rows_not_the_weights_whatever_rows_the_run_allows(allowed):
+    """DiagnoseCallback's model.nan_rows at the first non-finite loss of a fit whose batch has a row with a non-finite
+    loss: the rows' finding, a fail by default and a pass a run's raised threshold allows; never "the weights
+    diverged", which holds only when every row of the batch is finite."""
+    from diagnostics.checks.model.nan_rows import check_nan_rows, in_fit
+    from diagnostics.core.check import per_run_thresholds
+
+    with per_run_thresholds({"model.nan_rows": {"max_non_finite_rows": allowed}}):
+        batch = check_nan_rows(np.array([0.5, np.nan]), np.zeros((2, 2)), ROWS_OF_A_FIT, 2, False)
+        result = in_fit(batch, 1, [0.7], [], WATCHED)
+    assert "diverged" not in result.summary
+    assert result.summary.startswith("At step 2, the first non-finite loss. 1 of 2 rows have a non-finite loss")
+    assert result.status is (Status.FAIL if allowed == 0 else Status.PASS)
+    assert result.summary.count("--threshold") == (0 if allowed == 0 else 1)
+    finite = check_nan_rows(np.array([0.5, 0.6]), np.zeros((2, 2)), ROWS_OF_A_FIT[:1] * 2, 2, False)
+    diverged = in_fit(finite, 1, [0.7], ["dense/kernel:0"], WATCHED)
+    assert diverged.status is Status.FAIL and "the weights diverged" in diverged.summary
+
+
+def test_a_forward_pass_a_run_allows_some_non_finite_logits_in_says_how_many_it_found():
+    from diagnostics.checks.model.forward import check_forward
+    from diagnostics.core.check import per_run_thresholds
+    from diagnostics.keras.measurement import Forward
+
+    logits = np.zeros((2, 2))
+    logits[0, 0] = np.nan
+    with per_run_thresholds({"model.forward": {"min_finite_share": 0.5}}):
+        result = check_forward(Forward(logits=logits, error=None, fit_call_error=None, trace=[]), 2, 2)
+    assert result.status is Status.PASS and "all finite" not in result.summary
+    assert result.summary.startswith("25% of the logits are NaN or Inf") and "min_finite_share to 0.5" in \
+        result.summary
 
 
 def test_num_labels_two_config_fails_with_task_label_names(mnli_split, bert_tokenizer, two_label_bert):

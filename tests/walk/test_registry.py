@@ -425,6 +425,40 @@ def test_conditions_with_a_rule_judge_in_declared_order_and_take_their_threshold
     assert judge(check, {"share": 0.2}).stage == "data"
 
 
+def test_a_pass_that_only_a_threshold_set_for_the_run_allows_says_the_finding_and_that_threshold():
+    from diagnostics.core.check import Check, Condition, per_run_thresholds
+    from diagnostics.core.result import judge
+    from diagnostics.core.rules import Above, AtMost
+
+    check = Check("data.example", "an example", otherwise_says=lambda e, f: "nothing found", conditions=(
+        Condition("max_bad_rows", 0, "fail above it", Above("bad_rows"), status="fail",
+                  says=lambda e, f: (f"{e['bad_rows']} rows of {f.rows} are bad.", "drop them")),
+        Condition("min_filled", 1.0, "warn below it", AtMost("filled", below=True),
+                  says=lambda e, f: (f"{e['filled']:.0%} filled.", "fill it")),
+    ))
+    with per_run_thresholds({"data.example": {"max_bad_rows": 5, "min_filled": 0.5}}):
+        both = judge(check, {"bad_rows": 2, "filled": 0.75}, rows=10)
+        one = judge(check, {"bad_rows": 2, "filled": 1.0}, rows=10)
+        none = judge(check, {"bad_rows": 0, "filled": 1.0}, rows=10)
+        beyond = judge(check, {"bad_rows": 6, "filled": 1.0}, rows=10)
+    assert (both.status, both.fix, both.condition) == (Status.PASS, None, None)
+    assert both.summary == ("2 rows of 10 are bad. It passes because this run sets max_bad_rows to 5 (--threshold; 0 "
+                            "by default). 75% filled. It passes because this run sets min_filled to 0.5 (--threshold; "
+                            "1 by default).")
+    assert one.summary == ("2 rows of 10 are bad. It passes because this run sets max_bad_rows to 5 (--threshold; 0 by "
+                           "default).")
+    assert none.summary == "nothing found"  # nothing the run allows: the sentence for nothing found
+    assert (beyond.status, beyond.summary) == (Status.FAIL, "6 rows of 10 are bad.")  # past the run's own threshold
+    # At the declared thresholds the same evidence is judged as usual.
+    assert judge(check, {"bad_rows": 2, "filled": 1.0}, rows=10).status is Status.FAIL
+    # A check that fails unless a rule finds it well has no pass to explain.
+    strict = Check("data.strict", "fails unless a rule finds it well", otherwise="fail",
+                   otherwise_says=lambda e, f: ("too few", "train longer"), conditions=(
+        Condition("max_bad_rows", 0, "warn above it", Above("bad_rows"), says=lambda e, f: ("bad", None)),))
+    with per_run_thresholds({"data.strict": {"max_bad_rows": 5}}):
+        assert judge(strict, {"bad_rows": 2}).summary == "too few"
+
+
 def test_rules_read_declared_evidence_and_are_listed_with_their_status(capsys):
     from diagnostics.walk.registry import EVIDENCE
 
@@ -533,8 +567,10 @@ def test_rules_read_declared_evidence_and_are_listed_with_their_status(capsys):
     ("model.forward", {"wrong_shape": False, "finite_share": 1.0, "fit_call_error": None}, None),
     ("model.nan_rows", {"non_finite_rows": 1}, "max_non_finite_rows"),
     ("model.nan_rows", {"non_finite_rows": 0}, None),
-    ("model.nan_rows", {"non_finite_rows": 2, "non_finite_in_fit": True}, "max_non_finite_rows"),  # the rows' fault
-    ("model.nan_rows", {"non_finite_rows": 0, "non_finite_in_fit": True}, "non_finite_in_fit"),
+    ("model.nan_rows", {"non_finite_rows": 2, "non_finite_in_fit": True, "weights_diverged": False},
+     "max_non_finite_rows"),  # the rows' fault
+    ("model.nan_rows", {"non_finite_rows": 0, "non_finite_in_fit": True, "weights_diverged": True},
+     "non_finite_in_fit"),
     ("model.gradients", {"error": "ValueError: No gradients provided", "no_gradient": ["a"]}, "step_raises"),
     ("model.gradients", {"error": None, "no_gradient": ["a"], "zero_gradient": ["b"]}, "no_gradient"),
     ("model.gradients", {"no_gradient": [], "zero_gradient": ["b"], "non_finite": []}, "zero_gradient"),

@@ -11,7 +11,7 @@ from diagnostics.checks.common import LABELS_STOP
 from diagnostics.config.tasks import GlueTask, STSB_RANGE
 from diagnostics.core.check import Cause, Check, Condition
 from diagnostics.core.context import RunContext
-from diagnostics.core.result import CheckResult, judge, within_threshold
+from diagnostics.core.result import CheckResult, judge
 from diagnostics.core.rules import Above, Holds
 from diagnostics.i18n import N_, Text, joined, msg
 from diagnostics.keras.batches import LABEL, LABEL_AS_WRITTEN, UNUSABLE_LABEL, invalid_labels, plain_label, split_labels
@@ -275,9 +275,8 @@ CHECK = Check("data.label_range", N_("labels lie in [0, num_labels) and among th
     Condition("warn_rare_share", 0.25, "task not known: warn when a label value's share is below this fraction of the "
                                        "other values' mean share, those being within 2x of each other (its rows are "
                                        "the stray rows)", Holds("stray_rows"), says=_rare)),
-              otherwise_says=lambda e, f: within_threshold(CHECK, "max_invalid_labels", _out_of_range(e, f)[0])
-              if e["invalid_labels"] else msg("All {count:,} labels of the split lie in {valid}.", count=len(f.labels),
-                                              valid=e["valid_range"]),
+              otherwise_says=lambda e, f: msg("All {count:,} labels of the split lie in {valid}.",
+                                              count=len(f.labels), valid=e["valid_range"]),
               evidence=Evidence)
 
 # The causes this check owns, each with its precedence among every check's causes (`Cause.precedence`).

@@ -14,7 +14,7 @@ from diagnostics.core.check import Check, Condition
 from diagnostics.core.context import RunContext
 from diagnostics.core.evidence import Rows
 from diagnostics.core.fixes import RateFix
-from diagnostics.core.result import CheckResult, judge, within_threshold
+from diagnostics.core.result import CheckResult, judge
 from diagnostics.core.rules import Above, Holds
 from diagnostics.i18n import N_, Text, msg
 from diagnostics.keras.batches import decoded_rows
@@ -121,6 +121,7 @@ def in_fit(result: CheckResult, step: int, losses_before: list[float], broken: l
         "weight_norms": watched["weight_norms"],
         "learning_rate": rate,
         "non_finite_in_fit": True,
+        "weights_diverged": not result.evidence.get("non_finite_rows"),
         "suggested_rate": suggested,
     }
     return judge(CHECK, evidence, batch=result, broken=broken)
@@ -129,12 +130,11 @@ def in_fit(result: CheckResult, step: int, losses_before: list[float], broken: l
 def _non_finite_rows(e, f) -> tuple:
     """(finding, fix) for rows of the batch with a non-finite loss, naming their shared cause; in a user's fit
     (DiagnoseCallback), at the step whose loss was the first non-finite one (`f.batch`: the batch's rows judged)."""
+    rows = msg("{bad} of {rows} rows have a non-finite loss, and {cause}.", bad=e["non_finite_rows"],
+               rows=len(e["losses"]), cause=e["cause"])
     if e.get("non_finite_in_fit"):
-        return msg("At step {step}, the first non-finite loss. {finding}", step=e["step"], finding=f.batch.summary), \
-            f.batch.fix
-    return (msg("{bad} of {rows} rows have a non-finite loss, and {cause}.", bad=e["non_finite_rows"],
-                rows=len(e["losses"]), cause=e["cause"]),
-            _rows_fix(e["rows"], f.reason))
+        return msg("At step {step}, the first non-finite loss. {finding}", step=e["step"], finding=rows), f.batch.fix
+    return rows, _rows_fix(e["rows"], f.reason)
 
 
 def _diverged_in_fit(e, f) -> tuple:
@@ -151,10 +151,8 @@ def _diverged_in_fit(e, f) -> tuple:
 
 
 def _all_finite(e, f) -> Any:
-    """What model.nan_rows says when no rule is crossed: every row's loss is finite, from the lowest to the highest;
-    or, under a threshold set for this run, the rows that are not, and their cause."""
-    if e["non_finite_rows"]:
-        return within_threshold(CHECK, "max_non_finite_rows", _non_finite_rows(e, f)[0])
+    """What model.nan_rows says when no rule is crossed: every row's loss is finite, from the lowest to the highest
+    (rows a threshold set for this run allows are said by `judge`)."""
     return msg("All {rows} rows have a finite loss (from {low:.3f} to {high:.3f}).", rows=len(e["losses"]),
                low=np.min(e["losses"]), high=np.max(e["losses"]))
 
@@ -184,6 +182,7 @@ class Evidence(TypedDict, total=False):
     learning_rate: float | None
     suggested_rate: float
     non_finite_in_fit: bool  # the loss turned non-finite during the user's fit
+    weights_diverged: bool  # ... while every row of its batch has a finite loss on the starting weights
 
 
 CHECK = Check("model.nan_rows", N_("the loss of every row, and the shared cause of NaN rows"), requires=AFTER_FORWARD,
@@ -193,5 +192,5 @@ CHECK = Check("model.nan_rows", N_("the loss of every row, and the shared cause 
     Condition("non_finite_in_fit", None, "DiagnoseCallback: fail when the loss turned non-finite during fit "
                                          "though every row of that batch has a finite loss on the starting "
                                          "weights (the weights diverged)",
-                                         Holds("non_finite_in_fit"), status="fail", says=_diverged_in_fit)),
+                                         Holds("weights_diverged"), status="fail", says=_diverged_in_fit)),
               otherwise_says=_all_finite, evidence=Evidence)
