@@ -155,7 +155,7 @@ def judge(check: Check, evidence: dict, **facts: Any) -> CheckResult:
     if first is None:
         allowed = allowed_by_this_run(check, evidence) if check.otherwise == "pass" else []
         if allowed:
-            summary = joined([within_threshold(check, name, _finding(check.condition(name).says(evidence, known)))
+            summary = joined([within_threshold(check, name, check.condition(name).says(evidence, known)[0])
                               for name in allowed], " ")
             return CheckResult(check.id, check.stage, Status.PASS, summary, evidence=evidence)
         said = check.otherwise_says(evidence, known)
@@ -177,10 +177,6 @@ def allowed_by_this_run(check: Check, evidence: dict) -> list[str]:
             and values[condition.name] != condition.value
             and condition.rule(evidence, condition.value, declared)
             and not condition.rule(evidence, values[condition.name], values)]
-
-
-def _finding(said) -> Any:
-    return said[0] if isinstance(said, tuple) else said
 
 
 def within_threshold(check: Check, name: str, finding) -> Text:
