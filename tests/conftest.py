@@ -20,6 +20,7 @@ if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
     os.environ.setdefault(INTRA_OP, "1")
 
 import diagnostics  # noqa: E402,F401  (selects Keras 2 before TensorFlow loads)
+import tiers  # noqa: E402  (the default and the full tier, and their times)
 from diagnostics.core.libraries import import_libraries  # noqa: E402
 
 import_libraries()  # as the app and the command line do: each worker's collections then skip TensorFlow's objects
@@ -45,6 +46,26 @@ def tokenizer(vocab_file):
     return DistilBertTokenizerFast(vocab_file=str(vocab_file), model_max_length=128)
 
 
+# Each file's time, heard by the process that starts the workers (it receives every test's reports) and printed, with
+# the tier's wall time, at the end of the run (tests/tiers.py).
+TIMES: list = []
+
+
+def pytest_configure(config):
+    if not hasattr(config, "workerinput"):
+        TIMES.append(tiers.Times())
+
+
+def pytest_runtest_logreport(report):
+    for times in TIMES:
+        times.add(report)
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    for times in TIMES:
+        times.summary(config, terminalreporter)
+
+
 def pytest_sessionstart(session):
     """Under CI every cache starts empty and outside the working tree (.ci/run points them at a new folder), so no
     test passes on what a previous run or session left behind."""
@@ -58,28 +79,37 @@ def pytest_sessionstart(session):
 
 
 # A test module declares its own markers (`pytestmark`, or a test's decorator; pytest.ini lists them); a test that
-# uses one of these fixtures gets theirs as well, wherever it lives.
-FIXTURE_MARKS = {"real_checkpoint": ("real_checkpoint", "slow"), "full_demo_run": ("slow",), "seed": ("slow",)}
+# uses one of these fixtures gets theirs as well, wherever it lives, and a test that drives a browser or runs the
+# real checkpoint is in the full tier whatever it declares.
+FIXTURE_MARKS = {"real_checkpoint": ("real_checkpoint", "slow")}
+IMPLIED_MARKS = {"browser": ("slow",), "real_checkpoint": ("slow",)}
 
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
         names = {name for fixture in getattr(item, "fixturenames", ()) for name in FIXTURE_MARKS.get(fixture, ())}
+        names |= {name for mark in item.iter_markers() for name in IMPLIED_MARKS.get(mark.name, ())}
         for name in sorted(names - {mark.name for mark in item.iter_markers()}):
             item.add_marker(getattr(pytest.mark, name))
+    tiers.select(config, items)
     # The longest files first (each runs whole on one worker), so the run ends on short files that even out the
-    # workers instead of on a five-minute file that one worker starts last; within a file the order is kept.
-    items.sort(key=lambda item: LONGEST_FIRST.index(item.module.__name__) if item.module.__name__ in LONGEST_FIRST
-               else len(LONGEST_FIRST))
+    # workers instead of on a long file that one worker starts last; within a file the order is kept.
+    longest = LONGEST_FIRST["full" if tiers.FULL else "default"]
+    items.sort(key=lambda item: longest.index(item.module.__name__) if item.module.__name__ in longest
+               else len(longest))
 
 
-# The longest files, longest first (2026-11-26, seconds of a worker's time in a full run on 2 cores: 313, 307, 297,
-# 282, 260, 259, 233, 187, 154, 119 and 54), then the rest, 90 s or less each, in collection order: each worker takes
-# the next file as it frees, so the run ends on short files that even out. pytest.ini turns off xdist's own order
-# (the files of most tests first), which would start these last.
-LONGEST_FIRST = ["test_matrix_healthy", "test_foreign_code", "test_browser", "test_benches", "test_every_fit",
-                 "test_own_code", "test_matrix_bugs", "test_scenarios", "test_real_checkpoint", "test_keras_models",
-                 "test_distribute"]
+# Each tier's longest files, longest first (2026-11-28, seconds of a worker's time on 2 cores; the default tier's in
+# tests/tiers.py's budgets), then the rest in collection order: each worker takes the next file as it frees, so the
+# run ends on short files that even out. pytest.ini turns off xdist's own order (the files of most tests first),
+# which would start these last.
+LONGEST_FIRST = {
+    "default": ["test_own_code", "test_matrix_healthy", "test_bad_input", "test_foreign_code", "test_pages",
+                "test_data_files", "test_i18n", "test_registry", "test_package", "test_every_fit"],
+    "full": ["test_benches", "test_browser", "test_every_fit", "test_own_code", "test_scenarios", "test_attacks",
+             "test_foreign_code", "test_real_checkpoint", "test_matrix_healthy", "test_matrix_bugs",
+             "test_script_page", "test_distribute"],
+}
 
 
 def rendered(markdown: str) -> str:
@@ -120,11 +150,13 @@ def quick_checks(stage: str) -> set[str]:
 SEEDS = (0, 1, 2)
 
 
-@pytest.fixture(params=SEEDS, ids=lambda seed: f"seed{seed}")
+@pytest.fixture(params=[SEEDS[0], *(pytest.param(seed, marks=pytest.mark.slow) for seed in SEEDS[1:])],
+                ids=lambda seed: f"seed{seed}")
 def seed(request) -> int:
     """A test of a numerical outcome runs under each of three seeds, with Python, NumPy and TensorFlow seeded
     first (a head that from_pretrained initialises, dropout and dataset shuffles draw from them); the test passes
-    the seed on to whatever else it seeds (`RunConfig(seed=...)`, `load_model(..., seed)`)."""
+    the seed on to whatever else it seeds (`RunConfig(seed=...)`, `load_model(..., seed)`). The default tier runs
+    seed 0; the other two are the full tier's (tests/tiers.py)."""
     import tf_keras
 
     tf_keras.utils.set_random_seed(request.param)
@@ -293,18 +325,26 @@ REAL_DATA = {"mrpc": ("validation", ROOT / "tests" / "data" / "mrpc" / "validati
 
 
 @pytest.fixture(scope="session")
-def full_demo_run(tmp_path_factory):
+def full_demo_run(tmp_path_factory, worker_id):
     """One command-line run of every stage on the demo kit with a short sweep:
-    (exit code, the JSON report, the JUnit XML path). Shared, so the suite pays for one full run."""
+    (exit code, the JSON report, the JUnit XML path). Shared by every worker of the run (the first to ask runs it
+    under a file lock, the others read what it wrote), so the suite pays for one full run."""
     import json
+
+    from filelock import FileLock
 
     from diagnostics.__main__ import main
 
-    folder = tmp_path_factory.mktemp("full-run")
-    report_path, junit_path = folder / "report.json", folder / "out" / "junit.xml"
-    code = main(["run", "--sweep-rates", "3", "--sweep-steps", "4", "--range-steps", "10", "--json", str(report_path),
-                 "--junit", str(junit_path)])
-    return code, json.loads(report_path.read_text()), junit_path
+    shared = tmp_path_factory.getbasetemp() if worker_id == "master" else tmp_path_factory.getbasetemp().parent
+    folder = shared / "full-demo-run"
+    report_path, junit_path, code_path = folder / "report.json", folder / "out" / "junit.xml", folder / "code"
+    with FileLock(str(shared / "full-demo-run.lock")):
+        if not code_path.exists():
+            folder.mkdir(exist_ok=True)
+            code = main(["run", "--sweep-rates", "3", "--sweep-steps", "4", "--range-steps", "10", "--json",
+                         str(report_path), "--junit", str(junit_path)])
+            code_path.write_text(str(code))
+    return int(code_path.read_text()), json.loads(report_path.read_text()), junit_path
 
 
 @pytest.fixture(autouse=True)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.subprocess, pytest.mark.slow]
+pytestmark = pytest.mark.subprocess
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -120,6 +120,7 @@ def test_the_installed_copy_runs_diagnose_and_the_callback_from_another_director
     assert "NOTEBOOK OK" in done.stdout, done.stdout[-2000:] + done.stderr[-4000:]
 
 
+@pytest.mark.slow  # full tier: a trace from the installed copy; the default tier runs diagnose() and the callback there
 def test_the_console_script_runs_and_traces_in_korean_from_the_installed_copy(installed, tmp_path):
     console = str(installed / "bin" / "pipeline-debugger")
     done = run_installed(installed, [console, "run", "--task", "sst2", "--stages", "data", "--lang", "ko",

@@ -95,6 +95,7 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
+@pytest.mark.browser
 @pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="needs Debian's chromium (.ci/run installs it)")
 def test_the_app_starts_as_the_dockerfile_starts_it(tmp_path):
     """HOME a fresh empty directory, the image's environment, the kit built by the image's own build step, then

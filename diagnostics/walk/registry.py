@@ -15,22 +15,29 @@ from diagnostics.core.check import FIT, STAGE_ORDER, STAGE_TITLES, STAGES, Cause
 from diagnostics.walk import validate
 
 __all__ = ["CHECKS", "CAUSES", "UNITS", "FIT", "STAGES", "STAGE_ORDER", "STAGE_TITLES", "units_of", "checks_of",
-           "run_check_ids", "EVIDENCE", "declared_keys", "needs_of", "function_name", "listing"]
+           "run_check_ids", "collect", "EVIDENCE", "declared_keys", "needs_of", "function_name", "listing"]
 
 _STAGES = (data, model, hparams, overfit)  # in walk order, as `STAGE_ORDER` names them
-CHECKS: dict[str, Check] = {check.id: check for stage in _STAGES for check in stage.CHECKS}
 
-# The units that train come last and together, so their one shared copy of the model (see `Unit.copy`) is never
-# alive beside the Model checks' own copies.
-UNITS: dict[str, Unit] = {unit.name: unit for unit in sorted((unit for stage in _STAGES for unit in stage.UNITS),
-                                                             key=lambda unit: unit.copy)}
-# Built only from declarations that hold (walk/validate.py): a broken one fails here, naming its module.
-validate.hold(validate.problems(CHECKS, (cause for stage in _STAGES for cause in stage.CAUSES), UNITS))
-# Every cause, in its declared precedence (`Cause.precedence`): a finding two present causes explain points at the
-# first (columns the batches cannot be built without, labels outside the task's classes before a head too small for
-# them, a loss before the gradients it stops, any cause before the rate).
-CAUSES: dict[str, Cause] = {cause.name: cause for cause in sorted(
-    (cause for stage in _STAGES for cause in stage.CAUSES), key=lambda cause: cause.precedence)}
+
+def collect(stages) -> tuple[dict[str, Check], dict[str, Cause], dict[str, Unit]]:
+    """The checks, causes and units the stage packages declare (`CHECKS`, `CAUSES`, `UNITS` of each), built only
+    from declarations that hold (walk/validate.py): a broken one raises `RegistryError` naming its module.
+
+    The units that train come last and together, so their one shared copy of the model (see `Unit.copy`) is never
+    alive beside the Model checks' own copies. Causes come in their declared precedence (`Cause.precedence`): a
+    finding two present causes explain points at the first (columns the batches cannot be built without, labels
+    outside the task's classes before a head too small for them, a loss before the gradients it stops, any cause
+    before the rate)."""
+    checks = {check.id: check for stage in stages for check in stage.CHECKS}
+    units = {unit.name: unit for unit in sorted((unit for stage in stages for unit in stage.UNITS),
+                                                key=lambda unit: unit.copy)}
+    declared = [cause for stage in stages for cause in stage.CAUSES]
+    validate.hold(validate.problems(checks, declared, units))
+    return checks, {cause.name: cause for cause in sorted(declared, key=lambda cause: cause.precedence)}, units
+
+
+CHECKS, CAUSES, UNITS = collect(_STAGES)
 # The shape of each check's evidence, declared beside its measurement.
 EVIDENCE: dict[str, type] = {check.id: check.evidence for check in CHECKS.values()}
 # What watches a user's own fit (the checks of the FIT unit), for the listing.

@@ -415,7 +415,14 @@ REASONS = {"columns": _columns, "texts": _texts, "tokenizes": _tokenizes, "label
            "rows": _rows, "fits": _fits}
 
 
-validate.hold(validate.runner_problems(registry.CHECKS, registry.UNITS, REASONS, Settings.__dataclass_fields__))
+
+
+def problems(checks: dict, units: dict) -> list[str]:
+    """Each need or setting these checks and units name that this runner does not provide, as one line."""
+    return validate.runner_problems(checks, units, REASONS, Settings.__dataclass_fields__)
+
+
+validate.hold(problems(registry.CHECKS, registry.UNITS))
 
 
 def blocked(run: RunContext, needs) -> Text | None:

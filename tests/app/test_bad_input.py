@@ -174,6 +174,7 @@ def test_page_overfit_epochs_out_of_range(app, epochs):
 # ------------------------------------------------------------ NaN everywhere
 
 
+@pytest.mark.slow  # full tier: every page on a NaN model; test_cli_nan_everywhere holds the finding
 def test_page_nan_everywhere_names_the_origin_and_every_page_still_renders(app, nan_checkpoint):
     app.text_input(key="run.checkpoint").set_value(str(nan_checkpoint)).run()
     assert not app.exception

@@ -170,6 +170,7 @@ def test_page_settings_live_in_the_link_and_outlast_their_page():
     assert at.number_input(key="hparams.steps").value == 4
 
 
+@pytest.mark.slow  # full tier: trains a sweep; tests/serve/test_shared.py holds the store's sharing
 def test_a_second_session_on_the_same_link_sees_the_sweep_without_training_it():
     from ui.shared import shared_results
 
@@ -192,6 +193,7 @@ def test_a_second_session_on_the_same_link_sees_the_sweep_without_training_it():
     assert shared_results().runs == runs + 2
 
 
+@pytest.mark.slow  # full tier: warms up every scenario
 def test_the_workshop_page_links_every_scenario_and_warms_them_up():
     at = open_link({}, "app_pages/workshop.py")
     assert not at.exception

@@ -240,6 +240,7 @@ def test_the_scenario_panel_says_fixed_once_the_fix_is_in_and_names_what_changed
     assert ":red[missed]" not in sidebar
 
 
+@pytest.mark.slow  # full tier: walks a scenario twice; tests/config/test_apply_fix.py holds the fix itself
 def test_apply_the_fix_takes_a_scenario_from_red_to_green_in_one_click(app):
     """num_labels=2 on MNLI, its Model page seen: the Report's cause offers "Apply the fix", which sets the sidebar's
     num_labels back to the task's, runs every stage, and says what the causes were before and are now."""

@@ -78,6 +78,7 @@ def test_the_pages_inputs_outlast_a_visit_to_another_page(monkeypatch):
     assert at.selectbox(key="script.task").value == "rte"
 
 
+@pytest.mark.slow  # full tier: a second trace from the page
 @pytest.mark.subprocess
 def test_the_task_chosen_on_the_page_is_the_one_the_trace_judges_against(monkeypatch, tmp_path):
     import csv
@@ -138,6 +139,7 @@ def test_an_uploaded_data_files_name_is_only_a_base_name(tmp_path):
     assert path.name == "x.csv" and path.resolve().is_relative_to(tmp_path.resolve())
 
 
+@pytest.mark.slow  # full tier: a trace of two fits
 @pytest.mark.subprocess
 def test_tracing_a_two_fit_script_shows_each_fit_with_what_it_trains(monkeypatch):
     from diagnostics.keras.loading import demo_checkpoint_dir
@@ -161,6 +163,7 @@ def test_tracing_a_two_fit_script_shows_each_fit_with_what_it_trains(monkeypatch
     assert any("the first of 2 checked fits" in rendered(info.value) for info in at.info)
 
 
+@pytest.mark.slow  # full tier: traces twice
 @pytest.mark.subprocess
 def test_repair_and_recheck_shows_the_edits_side_by_side_verifies_them_and_leaves_the_course_script_alone(monkeypatch):
     """The course script with its first error repaired reaches fit with a head too small and a loss that reads

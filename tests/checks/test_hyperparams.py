@@ -255,6 +255,7 @@ def test_held_out_rows_are_scored_the_same_traced_as_eagerly_after_every_step_an
     assert forward._function is False
 
 
+@pytest.mark.slow  # full tier: trains two copies side by side
 def test_the_copys_step_is_keras_own_traced_without_autograph_and_trains_the_same(mnli_split, bert_tokenizer,
                                                                                   cached_bert):
     """The copy's train step is the one `fit` traces, less AutoGraph's rewriting of every layer's source (seconds

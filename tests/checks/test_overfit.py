@@ -38,12 +38,14 @@ def test_clean_configuration_passes_within_default_epochs(seeded_models, demo_in
     assert all(row["correct"] for row in result.evidence["rows"])
 
 
+@pytest.mark.slow  # full tier: trains to reach the condition; test_verdict_thresholds judges the same losses
 def test_rate_of_10_fails_with_rate_too_high(seeded_models, demo_inputs, seed):
     result = run(RunConfig(seed=seed), seeded_models("demo", 3, seed), demo_inputs, rate=10.0)
     assert result.status is Status.FAIL
     assert any(words in result.summary for words in ("the learning rate is too high", "unstable at this learning rate"))
 
 
+@pytest.mark.slow  # full tier: trains to reach the condition; test_verdict_thresholds judges the same losses
 def test_rate_of_1e_9_fails_with_rate_too_low(seeded_models, demo_inputs, seed):
     result = run(RunConfig(seed=seed), seeded_models("demo", 3, seed), demo_inputs, rate=1e-9, best_rate=3e-3)
     assert result.status is Status.FAIL

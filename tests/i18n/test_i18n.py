@@ -181,6 +181,7 @@ def test_every_page_opens_in_each_language(language):
         assert at.selectbox(key="ui.lang").value == language
 
 
+@pytest.mark.slow  # full tier: every page twice; test_picking_a_language_keeps_every_setting holds the setting
 def test_switching_language_on_each_page_from_a_language_link_then_opening_the_next_keeps_the_session():
     """Opened from a ?lang= link with a scenario, the language is switched on every page in turn and the next page
     opened: no page shows an exception, and the scenario, task and data source stay what the session chose (the

@@ -230,6 +230,7 @@ def test_trace_a_gradient_tape_loop_at_a_rate_too_high_names_it_once(tmp_path, r
     assert [(cause["owner"], cause["status"]) for cause in outcome.report["causes"]] == [("hparams.optimizer", "warn")]
 
 
+@pytest.mark.slow  # full tier: the matrix's slice traces a GradientTape loop in the default tier
 def test_diagnose_takes_a_custom_loops_loss_and_optimizer(kit_model):
     import json
 
@@ -285,6 +286,7 @@ def test_diagnose_reads_a_generator_back_and_says_it_is_used_up(kit_model):
     assert next(data, None) is None  # used up, as the note says
 
 
+@pytest.mark.slow  # full tier: trains the script after its trace
 @pytest.mark.subprocess
 def test_trace_then_train_checks_a_tf_function_loop_once_it_has_run(tmp_path):
     """--then-train lets a loop's tf.function step train; its check waits for the script's end (nothing can run

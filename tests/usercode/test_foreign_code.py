@@ -53,6 +53,7 @@ def test_step_taking_checks_pass_on_a_model_built_inside_a_strategy_scope(strate
 # ---------------------------------------------------------------- the script's own output
 
 
+@pytest.mark.slow  # full tier: a child trace of every stage
 @pytest.mark.subprocess
 def test_tracing_leaves_the_scripts_logging_and_progress_settings_as_they_were(tmp_path):
     import subprocess
@@ -384,6 +385,7 @@ def named_elsewhere(checks, words, owner):
             and any(word in check["summary"] for word in words)]
 
 
+@pytest.mark.slow  # full tier: a whole trace; the matrix's slice traces healthy shapes in the default tier
 @pytest.mark.subprocess
 def test_trace_a_healthy_script_of_a_new_shape_on_the_kit_fails_nothing_and_warns_on_no_guess(tmp_path):
     from diagnostics.keras.loading import demo_checkpoint_dir
@@ -401,7 +403,8 @@ def test_trace_a_healthy_script_of_a_new_shape_on_the_kit_fails_nothing_and_warn
     assert "final loss" in outcome.output  # its fit, run briefly after the checks, gave it a History to read
 
 
-@pytest.mark.parametrize("task", [None, "rte"])
+# The task given (rte) or found from the data: the second trace is the full tier's.
+@pytest.mark.parametrize("task", [None, pytest.param("rte", marks=pytest.mark.slow)])
 def test_trace_a_stray_label_is_named_with_its_rows_by_data_label_range_alone(tmp_path, task):
     from diagnostics.keras.loading import demo_checkpoint_dir
 

@@ -117,6 +117,7 @@ def test_a_copy_of_a_functional_model_trains_apart_from_it(kit):
 # ---------------------------------------------------------------- diagnose() on the kit
 
 
+@pytest.mark.slow  # full tier: a whole walk; the matrix's slice holds a Sequence with one-hot labels
 def test_a_functional_softmax_model_on_a_sequence_with_one_hot_labels_passes_clean(kit):
     import tf_keras as keras
 
@@ -170,6 +171,7 @@ def test_a_loss_that_reads_a_softmax_output_as_logits_is_named_once_by_hparams_l
     assert statuses(report)["model.config"] is Status.PASS
 
 
+@pytest.mark.slow  # full tier: a whole walk; the matrix's slice holds a binary sigmoid head on numpy arrays
 def test_a_binary_sigmoid_head_on_numpy_arrays_with_y_passes_clean(kit):
     import tf_keras as keras
 

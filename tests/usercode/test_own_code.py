@@ -235,6 +235,7 @@ def diverging_fit(demo_inputs, strict):
     return callback, history
 
 
+@pytest.mark.slow  # full tier: trains to reach the condition; test_model.py judges the same evidence
 def test_callback_catches_a_run_that_diverges_with_a_finite_loss(demo_inputs, seed, capsys):
     callback, history = diverging_fit(demo_inputs, strict=False)
     assert all(math.isfinite(loss) for loss in callback.losses) and callback.nan_report is None
@@ -280,6 +281,7 @@ def test_callback_tells_weights_that_turned_nan_from_bad_rows(demo_inputs):
     assert result.evidence["weights_now_non_finite"] and result.evidence["curve"][0] == pytest.approx(math.log(3), 0.1)
 
 
+@pytest.mark.slow  # full tier: trains to reach the condition; test_model.py judges the same evidence
 def test_callback_blames_rows_whose_loss_is_high_from_the_start(bert_checkpoint, bert_tokenizer, seed):
     # STS-B scores on two scales: the first rows 0..5, the rest written as percentages. The loss rises from the
     # third step on because of the rows, whatever the weights do.
@@ -291,6 +293,7 @@ def test_callback_blames_rows_whose_loss_is_high_from_the_start(bert_checkpoint,
     assert all(row["label"] >= 60 for row in result.evidence["rows"])
 
 
+@pytest.mark.slow  # full tier: trains four epochs under three seeds; test_model.py judges a falling loss
 @pytest.mark.stack
 def test_callback_stays_quiet_on_a_healthy_run(demo_inputs, seed, capsys):
     from diagnostics import DiagnoseCallback
@@ -356,6 +359,7 @@ def test_trace_the_course_script_diagnoses_the_error_before_fit(tmp_path, capsys
     assert f"stopped before fit at course_script.py:{line}" in capsys.readouterr().out
 
 
+@pytest.mark.slow  # full tier: a whole trace of every stage
 @pytest.mark.stack
 @pytest.mark.subprocess
 def test_trace_the_repaired_course_script_flags_each_remaining_bug(tmp_path):
@@ -374,6 +378,7 @@ def test_trace_the_repaired_course_script_flags_each_remaining_bug(tmp_path):
     assert report["run"]["recipe"]["collate_fn"] == "DataCollatorWithPadding"
 
 
+@pytest.mark.slow  # full tier: a whole trace of every stage
 @pytest.mark.stack
 @pytest.mark.subprocess
 def test_trace_the_fixed_course_script_has_no_failing_check(tmp_path, capsys):
@@ -392,6 +397,7 @@ def test_trace_the_fixed_course_script_has_no_failing_check(tmp_path, capsys):
     assert done and all("%" not in line for line in lines[done[0]:]), lines[-10:]
 
 
+@pytest.mark.slow  # full tier: waits out a script
 @pytest.mark.subprocess
 def test_trace_ends_a_script_that_never_reaches_fit(tmp_path, capsys):
     script = tmp_path / "loop.py"
@@ -402,6 +408,8 @@ def test_trace_ends_a_script_that_never_reaches_fit(tmp_path, capsys):
     assert "loop.py was stopped after 8 s before reaching fit" in err and "longer time limit (--timeout)" in err
 
 
+# full tier: a child trace; test_foreign_code.py's stray label holds a data finding in the default tier
+@pytest.mark.slow
 @pytest.mark.subprocess
 def test_trace_a_missing_data_file_is_a_clear_finding(tmp_path):
     script = tmp_path / "train.py"
@@ -428,6 +436,7 @@ def test_trace_runs_in_a_child_so_the_caller_keeps_its_fit():
     assert tf_keras.Model.fit.__module__.startswith("tf_keras")  # intercepted in the child process only
 
 
+@pytest.mark.slow  # full tier: a trace and an app walk of every stage
 @pytest.mark.subprocess
 def test_trace_gives_the_findings_the_app_gives_for_the_same_pipeline(tmp_path):
     """The repaired course script and the same pipeline set in the app's terms (the command line's run)."""
@@ -445,6 +454,7 @@ def test_trace_gives_the_findings_the_app_gives_for_the_same_pipeline(tmp_path):
         {k: v for k, v in app.items() if k != "model.initial_loss"}
 
 
+@pytest.mark.slow  # full tier: a whole trace
 @pytest.mark.subprocess
 def test_trace_leaves_out_the_checks_given_to_skip_as_run_does(tmp_path, capsys):
     code, report, _ = trace(tmp_path, SCRIPTS / "course_script_fixed.py", "--stages", "data", "--skip",
@@ -459,6 +469,7 @@ def test_trace_leaves_out_the_checks_given_to_skip_as_run_does(tmp_path, capsys)
     assert "Unknown check(s) data.vibes to skip" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # full tier: trains the script after its trace
 @pytest.mark.subprocess
 def test_trace_then_train_lets_fit_go_on_after_the_checks(tmp_path, capsys):
     code, report, _ = trace(tmp_path, SCRIPTS / "course_script_fixed.py", "--stages", "data", "--then-train")
@@ -572,8 +583,9 @@ def family_script(tmp_path, then: str):
 # The timeout covers the traced child's start too (importing TensorFlow and Transformers: 3 s alone, 6 to 8 s on a
 # machine busy with the rest of the suite), so it leaves room for the script to spawn its family first.
 @pytest.mark.subprocess
-@pytest.mark.parametrize("then, timeout", [("sys.exit(0)", 120), ("time.sleep(600)", 20)],
-                         ids=["normal-exit", "timeout"])
+@pytest.mark.parametrize("then, timeout", [("sys.exit(0)", 120),
+                                            pytest.param("time.sleep(600)", 20, marks=pytest.mark.slow)],
+                         ids=["normal-exit", "timeout"])  # the timeout's wait is the full tier's
 def test_trace_leaves_no_process_behind(tmp_path, then, timeout):
     import time
 
@@ -602,6 +614,7 @@ os._exit(0)
 """
 
 
+@pytest.mark.slow  # full tier: waits on a child's family
 @pytest.mark.subprocess
 def test_trace_ends_a_daemon_that_cleared_its_environment_and_left_while_the_script_os_exits(tmp_path):
     """Such a daemon outlived the trace: it carried no token for the sweep, and its parents were gone."""
@@ -623,6 +636,7 @@ def test_trace_ends_a_daemon_that_cleared_its_environment_and_left_while_the_scr
     assert not alive, "the daemon outlived the trace"
 
 
+@pytest.mark.slow  # full tier: waits on a child's family
 @pytest.mark.subprocess
 def test_trace_interrupted_by_its_caller_leaves_no_process_behind(tmp_path):
     import time
@@ -792,6 +806,7 @@ def test_the_callbacks_watch_is_gone_after_a_fit_that_raises_and_a_users_own_tra
     assert calls  # fit traced the user's own step
 
 
+@pytest.mark.slow  # full tier: waits on a child's family
 @pytest.mark.subprocess
 def test_a_daemon_the_script_leaves_is_ended_however_the_script_ends(tmp_path):
     """A script that double-forks a daemon into a session of its own, then ends with os._exit before fit: the child
@@ -823,6 +838,7 @@ os._exit(3)
     assert not psutil.pid_exists(daemon) or psutil.Process(daemon).status() == psutil.STATUS_ZOMBIE
 
 
+@pytest.mark.slow  # full tier: waits on a child's family
 @pytest.mark.subprocess
 def test_a_visitor_who_leaves_ends_the_trace_and_what_its_script_started(tmp_path):
     """The page's tick raises once its visitor is gone (a closed tab stops the page's script at its next call): the

@@ -65,6 +65,7 @@ report = diagnose(load_model("demo", 3), dataset, tokenizer, stages="model")
 """
 
 
+@pytest.mark.slow  # full tier: starts a Jupyter kernel
 @pytest.mark.subprocess
 def test_a_notebook_without_widgets_gets_one_line_rewritten_in_place():
     """A real Jupyter kernel without ipywidgets (this environment has none): one progress output, updated in
@@ -105,6 +106,7 @@ def test_diagnose_says_what_it_runs_on_stderr_outside_a_notebook(demo_inputs, de
     assert "diagnose: Reading the model and the dataset (0%)" in said and "diagnose: Checking model.config" in said
 
 
+@pytest.mark.slow  # full tier: waits out a silent script
 @pytest.mark.subprocess
 def test_a_traced_script_that_is_silent_is_said_to_still_run(tmp_path, monkeypatch):
     from diagnostics.usercode import trace

@@ -196,6 +196,9 @@ SCRIPT = ROOT / "diagnostics" / "demo_data" / "scripts" / "course_script_repaire
 DATA = ROOT / "diagnostics" / "demo_data" / "mnli"
 
 
+# full tier: traces the script twice; the default tier plans repairs on recorded reports (this file) and in the
+# matrix's slice
+@pytest.mark.slow
 @pytest.mark.subprocess
 def test_trace_repair_writes_the_fixed_script_beside_and_verifies_it_by_tracing_it_again(tmp_path, capsys):
     from diagnostics.__main__ import main

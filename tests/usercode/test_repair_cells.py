@@ -1,6 +1,8 @@
 """`report.repair()` in a notebook: each cause's fix as code on the user's own objects, in their names, which run
 as they are and leave a model whose causes are gone when diagnosed again."""
 
+import pytest
+
 from diagnostics.config.run import RunConfig
 from diagnostics.usercode.repair_cells import repair_cells
 from tests.usercode.test_own_code import classifier, features_labels
@@ -70,6 +72,7 @@ def test_repair_cells_run_on_the_users_model_and_diagnose_then_finds_the_causes_
     assert again["model.config"].status.value == "pass"
 
 
+@pytest.mark.slow  # full tier: trains the sweep; the other repair-cell tests run the cells
 def test_a_loss_repaired_in_a_cell_is_the_loss_hparams_loss_then_passes(bert_checkpoint, bert_tokenizer, mnli_split):
     import tf_keras
 

@@ -1,24 +1,24 @@
 """The registry refuses a broken declaration when it is built: a new check module (`data.whitespace`, as a newcomer
-would add one) with each kind of mistake, imported in a fresh interpreter, stops the import with one line naming its
-module and the name it got wrong."""
+would add one) with each kind of mistake is collected with the real stages, in this process, as the registry
+collects them (`registry.collect`, then the runner's `problems`), and is refused with one line naming its module and
+the name it got wrong. Two tests import it in a fresh interpreter, where the subject is the import itself: the stage
+packages' lists extended before the registry is built, and a broken declaration stopping that import."""
 
-import ast
 import subprocess
 import sys
 import textwrap
+import types
 
 import pytest
 
 from conftest import ROOT
+from diagnostics.checks import data, hparams, model, overfit
+from diagnostics.walk import registry, runner, validate
 
-pytestmark = pytest.mark.subprocess
-
-# A check module declared the way the stage packages declare theirs, added to the Data stage's lists before the
-# registry is built. `{check}`, `{cause}` and `{unit}` are filled in per case.
-MODULE = """
-import sys, types
+# A check module declared the way the stage packages declare theirs. `{check}`, `{cause}` and `{unit}` are filled
+# in per case.
+DECLARATIONS = """
 from typing import TypedDict
-from diagnostics.checks import data
 from diagnostics.core.check import Cause, Check, Condition, Explains, Unit
 from diagnostics.core.rules import Above
 
@@ -26,46 +26,77 @@ class Evidence(TypedDict):
     rows: int
     spaced: int
 
+CHECK = {check}
+CAUSE = {cause}
+UNIT = {unit}
+"""
+# The same module added to the Data stage's lists in a fresh interpreter, before the registry is built.
+IMPORTED = DECLARATIONS + """
+import sys, types
+from diagnostics.checks import data
 module = types.ModuleType("diagnostics.checks.data.whitespace")
-module.CHECK = {check}
-module.CAUSE = {cause}
-module.UNIT = {unit}
+module.__dict__.update(CHECK=CHECK, CAUSE=CAUSE, UNIT=UNIT)
 sys.modules[module.__name__] = module
-data.CHECKS = (*data.CHECKS, module.CHECK)
-data.CAUSES = (*data.CAUSES, *([module.CAUSE] if module.CAUSE else []))
-data.UNITS = (*data.UNITS, *([module.UNIT] if module.UNIT else []))
+data.CHECKS = (*data.CHECKS, CHECK)
+data.CAUSES = (*data.CAUSES, *([CAUSE] if CAUSE else []))
+data.UNITS = (*data.UNITS, *([UNIT] if UNIT else []))
 try:
     import diagnostics.walk.runner
 except ImportError as exc:
     print(type(exc).__name__, exc)
 else:
-    print("built")
+    print(list(diagnostics.walk.registry.CAUSES))
 """
 CHECK = ('Check("data.whitespace", "Whitespace in the text", unit="data", evidence=Evidence, '
          'otherwise_says=lambda e, f: "no spaces", '
          'conditions=(Condition("spaced", 0.1, "share of rows", rule=Above("spaced"), '
          'says=lambda e, f: ("spaces", None)),))')
+SPACES = 'Cause("spaces", "data.whitespace", ("spaced",), "Spaces", precedence=15)'
 
 
-def built(check=CHECK, cause="None", unit="None") -> str:
-    code = textwrap.dedent(MODULE).format(check=check, cause=cause, unit=unit)
+@pytest.fixture
+def collected(monkeypatch):
+    """`collected(check, cause, unit)`: the registry's causes in order when the module's declarations hold beside
+    the real stages' ("RegistryError <line>" when they do not), collected here as the registry and runner do."""
+    def collect(check=CHECK, cause="None", unit="None"):
+        module = types.ModuleType("diagnostics.checks.data.whitespace")
+        exec(textwrap.dedent(DECLARATIONS).format(check=check, cause=cause, unit=unit), module.__dict__)
+        monkeypatch.setitem(sys.modules, module.__name__, module)
+        stage = types.SimpleNamespace(CHECKS=(*data.CHECKS, module.CHECK),
+                                      CAUSES=(*data.CAUSES, *([module.CAUSE] if module.CAUSE else [])),
+                                      UNITS=(*data.UNITS, *([module.UNIT] if module.UNIT else [])))
+        try:
+            checks, causes, units = registry.collect((stage, model, hparams, overfit))
+            validate.hold(runner.problems(checks, units))
+        except validate.RegistryError as exc:
+            return f"{type(exc).__name__} {exc}"
+        return list(causes)
+    return collect
+
+
+def imported(check=CHECK, cause="None") -> str:
+    code = textwrap.dedent(IMPORTED).format(check=check, cause=cause, unit="None")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     return done.stdout.strip()
 
 
-def test_a_sound_new_check_module_is_taken():
-    assert built() == "built"
+@pytest.mark.subprocess
+def test_a_new_check_module_added_to_its_stage_before_the_import_is_taken_and_a_broken_one_stops_it():
+    causes = imported(cause=SPACES)
+    assert causes.startswith("[") and "'spaces'" in causes, causes
+    said = imported(cause=SPACES.replace("precedence=15", "precedence=1.5"))
+    assert said == ("RegistryError diagnostics.checks.data.whitespace: cause 'spaces' has precedence 1.5, which is "
+                    "not a whole number"), said
 
 
-def test_a_new_cause_takes_its_place_by_its_own_precedence():
+def test_a_sound_new_check_module_is_taken(collected):
+    assert collected() == list(registry.CAUSES)
+
+
+def test_a_new_cause_takes_its_place_by_its_own_precedence(collected):
     """A cause is registered by its declaration alone: its precedence puts it among the others."""
-    code = textwrap.dedent(MODULE).replace('print("built")', 'print(list(diagnostics.walk.registry.CAUSES))')
-    said = subprocess.run([sys.executable, "-c", code.format(
-        check=CHECK, cause='Cause("spaces", "data.whitespace", ("spaced",), "Spaces", precedence=15)', unit="None")],
-        cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert said.returncode == 0, said.stderr[-2000:]
-    causes = ast.literal_eval(said.stdout.strip())
+    causes = collected(cause=SPACES)
     assert causes[:3] == ["absent_columns", "spaces", "stray_labels"] and causes[-1] == "rate"
 
 
@@ -102,7 +133,8 @@ def test_a_new_cause_takes_its_place_by_its_own_precedence():
      "no rule is crossed"),
 ], ids=["requires", "unit", "rule key", "precedence taken", "precedence not whole", "cause condition", "explains",
         "unit need", "unit reads", "no sentence", "sentence without rule", "no otherwise sentence"])
-def test_a_broken_declaration_stops_the_import_with_one_line_naming_its_module_and_name(check, cause, unit, line):
-    said = built(check, cause, unit)
+def test_a_broken_declaration_is_refused_with_one_line_naming_its_module_and_name(check, cause, unit, line,
+                                                                                collected):
+    said = collected(check, cause, unit)
     assert said.startswith("RegistryError " + line), said
     assert "\n" not in said

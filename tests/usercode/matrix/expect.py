@@ -39,6 +39,30 @@ def with_long_runs(shapes: list[Shape]) -> list[Shape]:
     return chosen
 
 
+def each_value_once(shapes: list[Shape], long: list[Shape]) -> list[Shape]:
+    """The default tier's slice of the healthy matrix: a few shapes, chosen greedily, that hold every value of every
+    axis between them (the full tier traces all of them, every pair): each pick adds the most values not yet held,
+    of those that add as many one whose trace runs only the short checks (not in `long`, the shapes that run the
+    long runs too), then the cheaper (`long_run_cost`)."""
+    from tests.usercode.matrix.shapes import AXES
+
+    wanted = {(axis, getattr(shape, axis)) for shape in shapes for axis in AXES}
+    chosen: list[Shape] = []
+    while wanted:
+        best = max(shapes, key=lambda shape: (len({(axis, getattr(shape, axis)) for axis in AXES} & wanted),
+                                              shape not in long, -long_run_cost(shape)))
+        chosen.append(best)
+        wanted -= {(axis, getattr(best, axis)) for axis in AXES}
+    return chosen
+
+
+def each_bug_once(shapes: list[Shape]) -> list[Shape]:
+    """The default tier's slice of the bugged matrix: for each bug, the cheapest (`long_run_cost`) of the shapes it
+    was drawn into, the first of those as cheap."""
+    return [min((shape for shape in shapes if shape.bug == bug), key=long_run_cost)
+            for bug in dict.fromkeys(shape.bug for shape in shapes)]
+
+
 # What a trace with each bug runs: the owner's stage and every check that could name the bug again (the Model stage's
 # findings it explains, the loss, the overfit test at the configured rate), without the long runs that neither own
 # nor meet it (learnability, the range test; the sweep, for bugs that are not the rate). (stages, skip)

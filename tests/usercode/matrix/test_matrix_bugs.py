@@ -1,6 +1,7 @@
 """The matrix of script shapes, each with one injected bug (drawn in turn from `shapes.BUGS`): the bug is named once,
 as a cause its owner holds, and no other check fails or warns of its own (`expect.problems_bugged`); and the repair
-of it (`trace --repair`'s) changes the script only where the bug was injected, or says why no code can repair it."""
+of it (`trace --repair`'s) changes the script only where the bug was injected, or says why no code can repair it.
+The default tier traces each bug once (`expect.each_bug_once`); the full tier every script."""
 
 import difflib
 from dataclasses import replace
@@ -8,11 +9,12 @@ from dataclasses import replace
 import pytest
 
 from tests.usercode.matrix.build import healthy_rate
-from tests.usercode.matrix.expect import BUG_CHECKS, problems_bugged
+from tests.usercode.matrix.expect import BUG_CHECKS, each_bug_once, problems_bugged
 from tests.usercode.matrix.fixtures import checkpoints, trace_shape  # noqa: F401  (fixtures)
 from tests.usercode.matrix.shapes import BUGS, bugged, write_script
 
 SHAPES = bugged()
+DEFAULT_TIER = each_bug_once(SHAPES)
 
 
 def changed_lines(original: str, other: str) -> set[int]:
@@ -48,7 +50,8 @@ def repair_problems(shape, report: dict, source: str) -> list[str]:
     return problems
 
 
-@pytest.mark.parametrize("shape", SHAPES, ids=[shape.name for shape in SHAPES])
+@pytest.mark.parametrize("shape", [pytest.param(shape, marks=() if shape in DEFAULT_TIER else pytest.mark.slow)
+                                   for shape in SHAPES], ids=[shape.name for shape in SHAPES])
 def test_a_script_with_one_bug_names_it_once_by_its_owner_and_its_repair_changes_only_the_bug(
         shape, trace_shape, tmp_path):  # noqa: F811
     stages, skip = BUG_CHECKS[shape.bug]

@@ -35,3 +35,16 @@ def test_every_bug_is_drawn_and_only_into_a_shape_it_applies_to():
     drawn = bugged(SHAPES)
     assert {shape.bug for shape in drawn} == set(BUGS)
     assert all(applies(shape, shape.bug) for shape in drawn)
+
+
+def test_the_default_tiers_slice_holds_every_axis_value_and_each_bug():
+    """The default tier traces a slice of the matrix (the full tier all of it): every value of every axis is in one
+    of its healthy scripts, and every bug in one of its bugged scripts."""
+    from tests.usercode.matrix.expect import each_bug_once, each_value_once, with_long_runs
+
+    healthy = each_value_once(SHAPES, with_long_runs(SHAPES))
+    assert {(axis, getattr(shape, axis)) for shape in healthy for axis in AXES} == \
+        {(axis, value) for axis, values in AXES.items() for value in values}
+    assert len(healthy) < len(SHAPES) / 3
+    drawn = bugged(SHAPES)
+    assert sorted(shape.bug for shape in each_bug_once(drawn)) == sorted(BUGS)
