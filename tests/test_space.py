@@ -164,3 +164,19 @@ def test_the_readmes_app_listens_on_this_machine_only(tmp_path):
         server.terminate()
         server.wait(timeout=20)
         log.close()
+
+
+def test_the_spaces_command_installs_both_bounds_then_hands_its_arguments_to_streamlit(monkeypatch, capsys):
+    """`python -m ui.serve` (the Dockerfile's command) installs the upload and rerun bounds, then runs Streamlit's own
+    command line with the arguments it was given: here `--version`, which Streamlit answers and exits on. That the
+    bounds hold against a server started this way is the full tier's (tests/serve/test_attacks.py)."""
+    import streamlit
+
+    from ui import reruns, serve, uploads
+
+    monkeypatch.setattr(sys, "argv", ["python -m ui.serve", "--version"])
+    with pytest.raises(SystemExit) as exited:
+        serve.main()
+    assert exited.value.code in (0, None)
+    assert uploads._installed == [True] and reruns._installed == [True]
+    assert streamlit.__version__ in capsys.readouterr().out

@@ -163,6 +163,29 @@ def test_tracing_a_two_fit_script_shows_each_fit_with_what_it_trains(monkeypatch
     assert any("the first of 2 checked fits" in rendered(info.value) for info in at.info)
 
 
+@pytest.mark.subprocess
+def test_a_trace_that_reached_fit_shows_each_edit_beside_its_line_and_offers_the_repair(monkeypatch):
+    """The repair's plan on the page after one trace (the Data and Model stages): the original line and beside it the
+    line with the head the labels need, and the button that repairs and traces again (pressed in the test below, the
+    full tier's)."""
+    from diagnostics.usercode.course_scripts import COURSE_SCRIPTS
+
+    monkeypatch.delenv(limits.HOSTED_ENV, raising=False)
+    folder = COURSE_SCRIPTS["course_script_repaired"].path.parent
+    before = sorted(path.name for path in folder.iterdir())
+    at = AppTest.from_file(APP, default_timeout=300).run()
+    at.switch_page(PAGE).run()
+    at.selectbox(key="script.course").set_value("course_script_repaired").run()
+    at.multiselect(key="script.stages").set_value(["data", "model"]).run()
+    at.button(key="script.run").click().run()
+    assert not at.exception
+    codes = [code.value for code in at.code]
+    assert any("from_pretrained(" in codes[i] and "num_labels" not in codes[i] and "num_labels=3" in codes[i + 1]
+               for i in range(len(codes) - 1)), codes
+    assert any(button.key == "script.repair" for button in at.button)
+    assert sorted(path.name for path in folder.iterdir()) == before
+
+
 @pytest.mark.slow  # full tier: traces twice
 @pytest.mark.subprocess
 def test_repair_and_recheck_shows_the_edits_side_by_side_verifies_them_and_leaves_the_course_script_alone(monkeypatch):
