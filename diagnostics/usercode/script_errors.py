@@ -4,7 +4,12 @@ stack shows it."""
 from __future__ import annotations
 
 
+import ast
+import difflib
+import inspect
+import linecache
 import os
+import re
 import traceback
 from typing import Any
 
@@ -35,6 +40,9 @@ def _classify(exc: BaseException, message: str) -> tuple[str, Any, Any]:
     found = stack_change(exc)
     if found is not None:
         return ("stack", *found)
+    found = refused_keyword(exc)
+    if found is not None:
+        return ("keyword", *found)
     return ("other", f"{type(exc).__name__}: {message}", None)
 
 
@@ -123,3 +131,108 @@ def keras_3_receiver(exc: BaseException) -> str:
         if owner is not None and type(owner).__module__.startswith("transformers."):
             return type(owner).__name__
     return "a tf-keras layer"
+
+
+_UNEXPECTED = re.compile(r"got an unexpected keyword argument '(\w+)'")
+
+
+def refused_keyword(exc: BaseException) -> tuple[Any, str | None] | None:
+    """(finding, fix) for a call in the script that raised TypeError on a keyword its callable does not take (an API
+    that renamed it: `enable_padding(max_length=...)`, `length=` since tokenizers 0.8): the library and its installed
+    version, the keyword refused and the accepted keyword nearest to it, read from the callable's own signature, and
+    as the fix the script's own line with that keyword. None when the call or its callable cannot be found."""
+    found = _UNEXPECTED.search(str(exc)) if isinstance(exc, TypeError) else None
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if found is None or tb is None:
+        return None
+    refused, frame, lineno = found.group(1), tb.tb_frame, tb.tb_lineno
+    call = _call_at(frame.f_code.co_filename, lineno, refused)
+    function = _resolve(call.func, frame) if call is not None else None
+    if function is None:
+        return None
+    try:
+        parameters = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    keywords = [p.name for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    nearest = _nearest(refused, keywords)
+    name = ast.unparse(call.func)
+    library = _library(function)
+    said = dict(call=name, keyword=refused, library=library or "", nearest=nearest or "",
+                keywords=", ".join(f"{keyword}=" for keyword in keywords) or "-")
+    if nearest is None:
+        finding = (msg("{library} refuses the keyword {keyword}= of {call}(): it takes {keywords}", **said) if library
+                   else msg("{call}() refuses the keyword {keyword}=: it takes {keywords}", **said))
+        return finding, None
+    finding = (msg("{library} refuses the keyword {keyword}= of {call}(): it was renamed or removed, and the "
+                   "nearest keyword it takes is {nearest}=.", **said) if library else
+               msg("{call}() refuses the keyword {keyword}=: the nearest keyword it takes is {nearest}=.", **said))
+    keyword = next(k for k in call.keywords if k.arg == refused)
+    line = linecache.getline(frame.f_code.co_filename, keyword.lineno)
+    start = len(line.encode()[:keyword.col_offset].decode(errors="ignore"))  # the offset counts UTF-8 bytes
+    fixed = line[:start] + line[start:].replace(f"{refused}", nearest, 1) if line else ""
+    return finding, fixed.strip() or f"{name}(..., {nearest}=...)"
+
+
+def _call_at(filename: str, lineno: int, keyword: str) -> ast.Call | None:
+    """The innermost call spanning `lineno` of the file that passes `keyword` (the file as it is now: a script
+    edited since this process last read it is read again)."""
+    linecache.checkcache(filename)
+    source = "".join(linecache.getlines(filename))
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+    calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call)
+             and node.lineno <= lineno <= (node.end_lineno or node.lineno)
+             and any(k.arg == keyword for k in node.keywords)]
+    return min(calls, key=lambda node: (node.end_lineno or node.lineno) - node.lineno, default=None)
+
+
+def _resolve(expression: ast.expr, frame) -> Any:
+    """The object a name or a chain of attributes names in the frame (nothing called, no other expression)."""
+    names = []
+    while isinstance(expression, ast.Attribute):
+        names.append(expression.attr)
+        expression = expression.value
+    if not isinstance(expression, ast.Name):
+        return None
+    space = next((space for space in (frame.f_locals, frame.f_globals, frame.f_builtins) if expression.id in space),
+                 None)
+    if space is None:
+        return None
+    value = space[expression.id]
+    for name in reversed(names):
+        try:
+            value = getattr(value, name)
+        except AttributeError:
+            return None
+    return value
+
+
+def _nearest(refused: str, keywords: list[str]) -> str | None:
+    """The accepted keyword nearest to the refused one: a close spelling, or one the refused keyword ends with or
+    starts with (max_length -> length)."""
+    close = difflib.get_close_matches(refused, keywords, n=1, cutoff=0.6)
+    if close:
+        return close[0]
+    parts = [k for k in keywords if len(k) > 2 and (refused.endswith(k) or refused.startswith(k))]
+    return max(parts, key=len, default=None)
+
+
+def _library(function: Any) -> str | None:
+    """'<distribution> <version>' of the installed package that defines the callable, or None for the script's
+    own."""
+    from importlib.metadata import PackageNotFoundError, packages_distributions, version
+
+    module = getattr(function, "__module__", None) or type(getattr(function, "__self__", None)).__module__
+    top = (module or "").split(".")[0]
+    if not top or top in ("__main__", "builtins"):
+        return None
+    distribution = (packages_distributions().get(top) or [top])[0]
+    try:
+        return f"{distribution} {version(distribution)}"
+    except PackageNotFoundError:
+        return None

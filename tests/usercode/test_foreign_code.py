@@ -586,3 +586,52 @@ def test_one_cause_one_owner_the_sweep_names_a_bad_rate_and_the_others_point_at_
     # Without the sweep's measurement, the rule of thumb stands as its own cause.
     alone = explain([results[0]])
     assert alone[0].explained_by is None and [cause.owner for cause in causes(alone)] == ["hparams.optimizer"]
+
+RENAMED = '''
+from tokenizers import BertWordPieceTokenizer
+
+tokenizer = BertWordPieceTokenizer({vocab!r}, lowercase=False)
+tokenizer.enable_truncation(max_length=16)
+tokenizer.enable_padding(
+    pad_id=0, max_length=16)
+'''
+
+
+def test_trace_a_keyword_its_library_renamed_names_the_library_its_version_and_the_keyword_it_takes(
+        tmp_path, vocab_file):
+    """A tutorial's `enable_padding(max_length=...)` (tokenizers renamed it `length=` in 0.8) stops the script
+    before fit: the trace names the library and its installed version, the keyword refused and the nearest one the
+    call's own signature takes, and gives the script's own line with it as the fix."""
+    from importlib.metadata import version
+
+    script = tmp_path / "notebook.py"
+    script.write_text(RENAMED.format(vocab=str(vocab_file)))
+    outcome = trace_here(script)
+    error = outcome.report["script"]["error"]
+    assert error["kind"] == "keyword" and error["where"] == "notebook.py:6", error
+    assert error["finding"] == (f"tokenizers {version('tokenizers')} refuses the keyword max_length= of "
+                                "tokenizer.enable_padding(): it was renamed or removed, and the nearest keyword it "
+                                "takes is length=.")
+    assert error["fix"] == "pad_id=0, length=16)"
+
+
+def test_a_refused_keyword_of_the_scripts_own_function_or_with_no_near_one_lists_what_it_takes(tmp_path):
+    import runpy
+
+    from diagnostics.usercode.script_errors import refused_keyword
+
+    def refused(call: str):
+        script = tmp_path / "own.py"
+        script.write_text(f"def encode(text, size=8):\n    return text\n\n\n{call}\n")
+        try:
+            runpy.run_path(str(script), run_name="__main__")
+        except TypeError as exc:
+            return refused_keyword(exc)
+        raise AssertionError(f"{call} did not raise")
+
+    finding, fix = refused("encode('a', sizes=4)")
+    assert (str(finding), fix) == ("encode() refuses the keyword sizes=: the nearest keyword it takes is size=.",
+                                   "encode('a', size=4)")
+    finding, fix = refused("encode('a', colour=3)")
+    assert (str(finding), fix) == ("encode() refuses the keyword colour=: it takes text=, size=", None)
+    assert refused_keyword(TypeError("unsupported operand")) is None
