@@ -37,16 +37,16 @@ FILE_BUDGETS = {
     "tests/app/test_bad_input.py": 70.0,
     "tests/usercode/test_foreign_code.py": 62.0,
     "tests/app/test_pages.py": 60.0,
-    "tests/keras/test_data_files.py": 41.0,
+    "tests/keras/test_data_files.py": 45.0,
     "tests/i18n/test_i18n.py": 38.0,
-    "tests/walk/test_registry.py": 34.0,
+    "tests/walk/test_registry.py": 50.0,  # or test_cli.py: the first to ask runs the shared full_demo_run
     "tests/test_package.py": 32.0,
     "tests/usercode/test_every_fit.py": 31.0,
     "tests/checks/test_hyperparams.py": 30.0,
     "tests/usercode/matrix/test_matrix_bugs.py": 30.0,
     "tests/walk/test_runner.py": 26.0,
     "tests/checks/test_model.py": 25.0,
-    "tests/test_cli.py": 24.0,
+    "tests/test_cli.py": 40.0,
     "tests/app/test_script_page.py": 28.0,
 }
 

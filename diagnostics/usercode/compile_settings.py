@@ -56,6 +56,11 @@ def read_loss(model, given: Any = None, *, seen: bool = False) -> str:
             return LOSS_STRINGS[name]
         if name in ("MeanSquaredError", "mean_squared_error"):
             return "mse"
+    if getattr(getattr(given, "__func__", None), "__qualname__", "") == "TFSequenceClassificationLoss.hf_compute_loss":
+        # A Transformers classifier's own loss given to compile (`loss=model.hf_compute_loss`, as Transformers' older
+        # docs wrote it): cross-entropy of class ids on its logits, or for one output a squared error.
+        outputs = getattr(getattr(given.__self__, "config", None), "num_labels", None)
+        return "mse" if outputs == 1 else "SparseCategoricalCrossentropy(from_logits=True)"
     raise InputError(msg("compile(loss={loss}) is not a loss the debugger can judge: it reads the model's internal "
                          "loss, sparse, categorical and binary cross-entropy (a string or an object, from logits or "
                          "not) and mean squared error.", loss=repr(given)))

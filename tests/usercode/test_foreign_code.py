@@ -635,3 +635,17 @@ def test_a_refused_keyword_of_the_scripts_own_function_or_with_no_near_one_lists
     finding, fix = refused("encode('a', colour=3)")
     assert (str(finding), fix) == ("encode() refuses the keyword colour=: it takes text=, size=", None)
     assert refused_keyword(TypeError("unsupported operand")) is None
+
+
+def test_a_classifiers_own_loss_given_to_compile_is_read_as_the_loss_it_computes(demo_model, seeded_models):
+    """`compile(loss=model.hf_compute_loss)` (Transformers' older docs) is the classifier's own loss on its logits:
+    cross-entropy of class ids, or a squared error for one output; a loss the checks cannot read is still refused."""
+    from diagnostics.core.errors import InputError
+    from diagnostics.usercode.compile_settings import read_loss
+
+    assert read_loss(demo_model, demo_model.hf_compute_loss, seen=True) == \
+        "SparseCategoricalCrossentropy(from_logits=True)"
+    regression = seeded_models("demo", 1, 0)
+    assert read_loss(regression, regression.hf_compute_loss, seen=True) == "mse"
+    with pytest.raises(InputError, match="is not a loss the debugger can judge"):
+        read_loss(demo_model, lambda labels, logits: logits, seen=True)

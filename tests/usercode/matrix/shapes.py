@@ -14,7 +14,7 @@ AXES: dict[str, tuple[str, ...]] = {
     "labels": ("sparse", "one_hot", "binary", "in_dict"),
     "data": ("to_tf_dataset", "prepare_tf_dataset", "from_tensor_slices", "from_generator", "sequence",
              "numpy", "numpy_class_weight"),
-    "compile": ("internal_loss", "loss_string", "loss_object", "loss_object_metrics", "no_compile"),
+    "compile": ("internal_loss", "loss_string", "loss_object", "loss_object_metrics", "hf_compute_loss", "no_compile"),
     "optimizer": ("string", "object", "schedule", "create_optimizer"),
     "training": ("one_fit", "two_fits", "tape", "train_step"),
     "strategy": ("none", "one_device", "mirrored"),
@@ -79,6 +79,11 @@ def valid(values: dict[str, str]) -> bool:
         (get("compile") == "internal_loss", classifier),
         # A Transformers model's own loss takes class ids (one-hot rows raise in its train step).
         (get("compile") == "internal_loss", get("labels") in (None, "sparse", "in_dict")),
+        # Transformers' older docs gave the classifier's own loss to compile (`loss=model.hf_compute_loss`): class
+        # ids beside the inputs, on its logits. (A partial set that names no model can still be completed with a
+        # classifier, so its pairs with every other axis are wanted.)
+        (get("compile") == "hf_compute_loss",
+         get("model") in (None, "classifier") and get("labels") in (None, "sparse")),
         (get("labels") == "in_dict", classifier and get("compile") in (None, "internal_loss", "no_compile")),
         (get("data") == "prepare_tf_dataset", classifier),
         # One sigmoid output is a Keras head's; a classifier with num_labels=1 is a regression.
@@ -93,7 +98,8 @@ def valid(values: dict[str, str]) -> bool:
         (get("training") == "tape", get("data") not in ("numpy", "numpy_class_weight")),
         (get("training") == "tape", get("labels") != "in_dict" or classifier),
         # A model overriding train_step is a Keras model of the user's class.
-        (get("training") == "train_step", not classifier and get("compile") not in ("internal_loss",)),
+        (get("training") == "train_step",
+         not classifier and get("compile") not in ("internal_loss", "hf_compute_loss")),
         # What each pipeline yields.
         (get("data") in ("to_tf_dataset", "prepare_tf_dataset"), get("inputs") in (None, "dict", "ids_only")),
         (get("data") in ("to_tf_dataset", "prepare_tf_dataset"),
@@ -288,11 +294,14 @@ def _compile_lines(s: Shape, lr: float, loss_name: str, loss_class: str, from_lo
     metrics = {"loss_string": "['accuracy']", "loss_object": "None",
                "loss_object_metrics": "[keras.metrics.SparseCategoricalAccuracy()]" if "sparse" in loss_name else
                "[keras.metrics.CategoricalAccuracy()]" if loss_class == "CategoricalCrossentropy" else
-               "[keras.metrics.BinaryAccuracy()]", "internal_loss": "['accuracy']"}[s.compile]
+               "[keras.metrics.BinaryAccuracy()]", "internal_loss": "['accuracy']",
+               "hf_compute_loss": "['accuracy']"}[s.compile]
     if s.bug == "labels_in_dict_keras_loss":
         return setup + [f"model.compile(optimizer={expr}, loss='{loss_name}', metrics={metrics})"]
     if s.compile == "internal_loss":
         return setup + [f"model.compile(optimizer={expr}, metrics={metrics})"]
+    if s.compile == "hf_compute_loss":
+        return setup + [f"model.compile(optimizer={expr}, loss=model.hf_compute_loss, metrics={metrics})"]
     if s.compile == "loss_string" and not (from_logits and loss_name != "binary_crossentropy"):
         loss = f"'{loss_name}'"
     else:
@@ -423,7 +432,7 @@ def applies(shape: Shape, bug: str) -> bool:
     if bug == "stray_label":
         return shape.labels != "one_hot"  # to_categorical itself refuses a value outside the classes
     if bug == "from_logits":
-        return shape.compile not in ("internal_loss",) and shape.labels != "in_dict"
+        return shape.compile not in ("internal_loss", "hf_compute_loss") and shape.labels != "in_dict"
     if bug == "small_head":
         return shape.labels != "binary"
     if bug == "labels_in_dict_keras_loss":  # the course's bug: class ids in the dict, a Keras loss at compile
