@@ -100,6 +100,37 @@ def dataset_inputs(dataset) -> list | None:
         return None
 
 
+def repeated_input(dataset) -> tuple[Any, int | None] | None:
+    """(the dataset the outermost `repeat()` of a `tf.data` chain repeats, the rows a `batch` or `padded_batch` after
+    it groups, or None when none does); None when nothing in the chain repeats. Read from tf.data's private classes
+    (`_RepeatDataset`, `_BatchDataset._batch_size`)."""
+    batch, node = None, dataset
+    while node is not None:
+        name = type(node).__name__
+        if name == "_RepeatDataset":
+            inputs = dataset_inputs(node)
+            return (inputs[0], batch) if inputs else None
+        if name in ("_BatchDataset", "_PaddedBatchDataset") and batch is None:
+            try:
+                batch = int(node._batch_size)
+            except Exception:
+                batch = None
+        inputs = dataset_inputs(node)
+        node = inputs[0] if inputs is not None and len(inputs) == 1 else None
+    return None
+
+
+def optimizer_keyword_reader():
+    """(the class, the name of its method) that reads the keywords a tf-keras optimizer does not declare, and drops
+    `lr=` with a logged warning: `_BaseOptimizer._process_kwargs(self, kwargs)`; None where tf-keras has no such
+    method."""
+    try:
+        from tf_keras.src.optimizers.optimizer import _BaseOptimizer
+    except ImportError:
+        return None
+    return (_BaseOptimizer, "_process_kwargs") if hasattr(_BaseOptimizer, "_process_kwargs") else None
+
+
 def fit_argument(model, name: str = "x") -> Any:
     """An argument of the `model.fit` call running now, read from its frame (callbacks are not handed the data)."""
     frame = sys._getframe(1)

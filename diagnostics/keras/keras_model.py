@@ -272,9 +272,26 @@ def _fed(model, inputs):
     """A batch's input dict as a functional model takes it: only the inputs it names, in its order when it takes a
     list."""
     names = input_names(model)
-    if not isinstance(inputs, dict) or not names or not all(name in inputs for name in names):
+    if not isinstance(inputs, dict) or not names:
+        return inputs
+    if len(names) == 1 and names[0] not in inputs and "input_ids" in inputs:
+        return inputs["input_ids"]  # one input of its own name, fed the token ids as the script fed them: bare
+    if not all(name in inputs for name in names):
         return inputs
     return {name: inputs[name] for name in names}
+
+
+def _inputs_named_as_fed(model, inputs) -> list | None:
+    """For `clone_model`: new input tensors named as the batches key them, for a model of one input of its own name
+    (`input_word_ids`) that the script fed a bare tensor of token ids, which the checks' batches key `input_ids`;
+    None when the model's own inputs take the batches as they are."""
+    import tf_keras
+
+    names = input_names(model)
+    if not isinstance(inputs, dict) or not names or len(names) != 1 or names[0] in inputs or "input_ids" not in inputs:
+        return None
+    tensor = model.inputs[0]
+    return [tf_keras.Input(shape=tensor.shape[1:], dtype=tensor.dtype, name="input_ids")]
 
 
 def fresh_copy(model, inputs):
@@ -292,7 +309,7 @@ def fresh_copy(model, inputs):
     if is_transformers_classifier(model):
         copy = type(model)(model.config)
     elif isinstance(model, tf_keras.Sequential) or getattr(model, "_is_graph_network", False):
-        copy = tf_keras.models.clone_model(model)
+        copy = tf_keras.models.clone_model(model, input_tensors=_inputs_named_as_fed(model, inputs))
     else:
         raise ValueError(f"a subclassed Keras model ({type(model).__name__}) cannot be copied to train without "
                          "its code: build it with the functional API or Sequential to have it trained on a copy")

@@ -11,7 +11,7 @@ from typing import Any
 from diagnostics.i18n import msg
 from diagnostics.core.errors import InputError
 from diagnostics.keras.internals import is_dummy_loss, optimizer_rate, uses_internal_loss
-from diagnostics.keras.optimizers import plain_rate
+from diagnostics.keras.optimizers import is_schedule, peak_rate, plain_rate
 
 
 # When the model is not compiled, the checks assume the course's fixed setup, and say so.
@@ -66,9 +66,11 @@ def read_loss(model, given: Any = None, *, seen: bool = False) -> str:
                          "not) and mean squared error.", loss=repr(given)))
 
 
-def read_optimizer(model, given: Any = None, *, seen: bool = False) -> dict[str, Any]:
+def read_optimizer(model, given: Any = None, *, seen: bool = False, planned_steps: int | None = None
+                   ) -> dict[str, Any]:
     """The configuration's optimizer fields (optimizer, learning_rate, weight_decay, train_steps, warmup_steps)
-    for the optimizer the user compiled with.
+    for the optimizer the user compiled with. A schedule of the user's own is read by calling it at the planned
+    steps (`planned_steps`, the fit's; else the configuration's default): its peak is the rate the checks judge.
 
     Raises:
         InputError: an optimizer the checks do not model.
@@ -87,7 +89,7 @@ def read_optimizer(model, given: Any = None, *, seen: bool = False) -> dict[str,
     if schedule is not None:
         weight_decay = float(getattr(optimizer, "weight_decay_rate", 0.0) or 0.0)
         return {"optimizer": "create_optimizer", "weight_decay": weight_decay, **schedule}
-    value = plain_rate(rate)
+    value = plain_rate(peak_rate(rate, planned_steps) if is_schedule(rate) else rate)
     if name == "AdamWeightDecay":
         return {"optimizer": "create_optimizer", "learning_rate": value, "train_steps": 1, "warmup_steps": 0,
                 "weight_decay": float(optimizer.weight_decay_rate or 0.0)}
@@ -113,7 +115,7 @@ def _optimizer_of(model, given: Any = None):
 def _schedule(rate) -> dict[str, Any] | None:
     """create_optimizer's schedule (a linear decay, after a warmup or not) as configuration fields."""
     kind = type(rate).__name__
-    if kind == "WarmUp":
+    if kind == "WarmUp" and type(rate).__module__.startswith("transformers"):  # not a script's own class of the name
         decay = rate.decay_schedule_fn
         warmup = int(rate.warmup_steps)
         return {"learning_rate": plain_rate(rate.initial_learning_rate), "warmup_steps": warmup,
@@ -121,7 +123,4 @@ def _schedule(rate) -> dict[str, Any] | None:
     if kind == "PolynomialDecay":
         return {"learning_rate": plain_rate(rate.initial_learning_rate), "warmup_steps": 0,
                 "train_steps": int(rate.decay_steps)}
-    if hasattr(rate, "get_config") and not hasattr(rate, "numpy"):
-        raise InputError(msg("a {kind} learning-rate schedule is not one the debugger models (create_optimizer's "
-                             "warmup and linear decay are).", kind=kind))
     return None

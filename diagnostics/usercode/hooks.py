@@ -3,9 +3,10 @@ that made it, so checks on a user's dataset can batch the user's own rows the us
 code last tokenized text (truncation, max_length, padding), so truncation is measured at the user's own length.
 
 Nothing is patched on import: only inside `with watch():` (which `diagnostics.watch` gives users, and the traced
-script's child opens for the whole script) are `datasets.Dataset.to_tf_dataset` and the tokenizers' `__call__`
-wrapped; the wrappers pass everything through and return what the call returns, and the last block to close puts
-the originals back."""
+script's child opens for the whole script) are `datasets.Dataset.to_tf_dataset`, the tokenizers' `__call__` and
+the method that reads a tf-keras optimizer's undeclared keywords (to remember an `lr=` it drops) wrapped; the
+wrappers pass everything through and return what the call returns, and the last block to close puts the originals
+back."""
 
 from __future__ import annotations
 
@@ -29,7 +30,8 @@ TOKENIZER_ARGUMENTS = ("truncation", "max_length", "padding")
 # How many tokenizer calls on text were seen (a caller tells a call made while it read a pipeline from an earlier one).
 seen_calls = {"count": 0}
 # The open watch() blocks, and the methods they wrapped (put back when the last one closes).
-_OPEN = {"blocks": 0, "original": None, "wrapper": None, "tokenizer_call": None, "tokenizer_wrapper": None}
+_OPEN = {"blocks": 0, "original": None, "wrapper": None, "tokenizer_call": None, "tokenizer_wrapper": None,
+         "keywords": None}
 
 
 @contextlib.contextmanager
@@ -73,6 +75,27 @@ def _open() -> None:
         _OPEN["original"], _OPEN["wrapper"] = original, to_tf_dataset
         Dataset.to_tf_dataset = to_tf_dataset
         _wrap_tokenizer_call()
+        _wrap_optimizer_keywords()
+
+
+def _wrap_optimizer_keywords() -> None:
+    """Record the keywords a tf-keras optimizer drops (`lr=`) as it is built (with the lock held)."""
+    from diagnostics.keras.internals import optimizer_keyword_reader
+    from diagnostics.keras.optimizers import remember_ignored
+
+    found = optimizer_keyword_reader()
+    if found is None:
+        return
+    owner, name = found
+    original = owner.__dict__[name]
+
+    @functools.wraps(original)
+    def process(self, kwargs):
+        remember_ignored(self, kwargs)
+        return original(self, kwargs)
+
+    _OPEN["keywords"] = (owner, name, original, process)
+    setattr(owner, name, process)
 
 
 def _wrap_tokenizer_call() -> None:
@@ -113,7 +136,11 @@ def _close() -> None:
 
         if PreTrainedTokenizerBase.__dict__.get("__call__") is _OPEN["tokenizer_wrapper"]:
             PreTrainedTokenizerBase.__call__ = _OPEN["tokenizer_call"]
-        _OPEN.update(original=None, wrapper=None, tokenizer_call=None, tokenizer_wrapper=None)
+        if _OPEN.get("keywords"):
+            owner, name, original, process = _OPEN["keywords"]
+            if owner.__dict__.get(name) is process:
+                setattr(owner, name, original)
+        _OPEN.update(original=None, wrapper=None, tokenizer_call=None, tokenizer_wrapper=None, keywords=None)
 
 
 def origin_of(tf_dataset) -> tuple[Any, dict] | None:

@@ -18,6 +18,7 @@ from diagnostics.keras import loading
 from diagnostics.keras.batches import text_columns_of
 from diagnostics.i18n import msg
 from diagnostics.config.run import Recipe, RunConfig
+from diagnostics.config.settings import MAX_TRAIN_STEPS
 from diagnostics.core.context import RunContext
 from diagnostics.core.errors import InputError
 from diagnostics.core.fixes import keras_name_in
@@ -25,7 +26,7 @@ from diagnostics.keras.keras_model import describe_model, head_of, input_names, 
 from diagnostics.keras.internals import checkpoint_path
 from diagnostics.keras.optimizers import clone_optimizer
 from diagnostics.usercode.compile_settings import UNCOMPILED_RATE, _optimizer_of, read_loss, read_optimizer
-from diagnostics.usercode.read_back import _class_names, _labels, _names, read_back
+from diagnostics.usercode.read_back import _class_names, _labels, _names, one_pass, read_back
 from diagnostics.usercode.task_finding import find_task, task_choice_text
 
 
@@ -58,6 +59,27 @@ class Captured:
     namespace: dict | None = None  # the code's global names, to write fixes in its names (default: __main__'s)
     tokenization: dict | None = None  # the code's last tokenizer call on text (`hooks.tokenization`)
     stale_train_step: tuple[int, int, int] | None = None  # `RunConfig.stale_train_step`, seen by the trace
+    planned_steps: int | None = None  # the steps the fit plans (`fit_steps`), when the trace saw its arguments
+
+
+def fit_steps(dataset, arguments: dict) -> int | None:
+    """The training steps `fit(dataset, **arguments)` plans: its epochs (after `initial_epoch`) times its
+    `steps_per_epoch`, else times the batches the data holds (a dataset's known cardinality, a Sequence's length);
+    None when the data does not say (a generator, a dataset of unknown or infinite length without
+    `steps_per_epoch`)."""
+    epochs = arguments.get("epochs", 1)
+    epochs = (epochs if isinstance(epochs, int) else 1) - int(arguments.get("initial_epoch") or 0)
+    steps = arguments.get("steps_per_epoch")
+    if not isinstance(steps, int) or steps < 1:
+        steps = None
+        try:
+            if hasattr(dataset, "cardinality"):
+                steps = int(dataset.cardinality())
+            elif hasattr(dataset, "__len__") and hasattr(dataset, "__getitem__") and not isinstance(dataset, dict):
+                steps = len(dataset)
+        except Exception:  # a length the data cannot give is a plan nobody can read
+            steps = None
+    return steps * epochs if steps is not None and steps > 0 and epochs > 0 else None
 
 
 def load_tokenizer_for(model):
@@ -78,6 +100,8 @@ def build_run(captured: Captured) -> RunContext:
         InputError: nothing to check, or settings the checks cannot judge.
     """
     model, tokenizer = captured.model, captured.tokenizer
+    if tokenizer is not None and type(tokenizer).__module__.startswith("tokenizers"):  # diagnose(tokenizer=...)
+        tokenizer = captured.tokenizer = loading.from_tokenizers_library(tokenizer) or tokenizer
     if tokenizer is None:
         if model is None:
             raise InputError(msg("Nothing to check: neither a model nor a tokenizer was found."))
@@ -85,6 +109,8 @@ def build_run(captured: Captured) -> RunContext:
     if tokenizer.pad_token is None and tokenizer.eos_token is not None:
         captured.notes.append(msg("The tokenizer has no padding token (see data.batch)."))
     compiled = _compile_fields(captured)
+    if captured.planned_steps and "train_steps" not in compiled:  # create_optimizer's schedule plans its own
+        compiled["train_steps"] = min(captured.planned_steps, MAX_TRAIN_STEPS)
     if model is not None:
         _keras_model_fits(model, compiled["loss"])
     num_labels = head_of(model, compiled["loss"]).num_labels if model is not None else None
@@ -99,10 +125,11 @@ def build_run(captured: Captured) -> RunContext:
         batch_size, shuffle = int(kwargs.get("batch_size") or 8), bool(kwargs.get("shuffle", False))
         source = _read_as_task(source, finding, captured.notes)
     elif captured.dataset is not None:
+        dataset = _one_pass_of(captured)
         with hooks.watch():  # a pipeline that tokenizes as it yields (a Sequence, a generator) does so now
             calls = hooks.seen_calls["count"]
             source, recipe, finding, read, total, batch_size = read_back(
-                captured.dataset, tokenizer, task=captured.task, model_config=model_config,
+                dataset, tokenizer, task=captured.task, model_config=model_config,
                 hint=captured.source_hint, input_names=input_names(model) if model is not None else None)
             if captured.tokenization is None and hooks.seen_calls["count"] > calls:
                 captured.tokenization = hooks.tokenization()
@@ -150,6 +177,17 @@ def build_run(captured: Captured) -> RunContext:
     return RunContext(config, tokenizer, source, _loader(model))
 
 
+def _one_pass_of(captured: Captured):
+    """The dataset to read back: one pass of one that repeats (the rows one epoch goes over, not the same rows
+    again), said in a note; else the dataset as given."""
+    passed = one_pass(captured.dataset)
+    if passed is None:
+        return captured.dataset
+    captured.notes.append(msg("The dataset repeats (.repeat()): the checks read one pass of it, the rows each epoch "
+                              "goes over."))
+    return passed
+
+
 def _read_as_task(source, finding, notes: list):
     """The split with its own text columns (`text`, `review`, ...) read as the task's, when the task was found from
     the rows rather than given: a task nobody named never turns the user's `text` into a missing `sentence`. A task
@@ -193,7 +231,7 @@ def _compile_fields(captured: Captured) -> dict[str, Any]:
     seen = given is not None
     if model is None and not seen:
         return {"loss": "internal", "optimizer": "Adam"}
-    fields_ = read_optimizer(model, (given or {}).get("optimizer"), seen=seen)
+    fields_ = read_optimizer(model, (given or {}).get("optimizer"), seen=seen, planned_steps=captured.planned_steps)
     fields_["loss"] = read_loss(model, (given or {}).get("loss"), seen=seen)
     return fields_
 

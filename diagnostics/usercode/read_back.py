@@ -99,6 +99,38 @@ def read_back(dataset, tokenizer, *, task: str | None, model_config=None, hint=N
     return split, recipe, finding, read, _rows_in(dataset, read, batch_rows), batch_rows
 
 
+def one_pass(dataset):
+    """One pass of a `tf.data` dataset that repeats (`.repeat()` before or after its `batch`), batched as fit gets
+    it: the data a repeated pipeline goes over each epoch, so its rows are not read as repeats of each other; None
+    for a dataset that does not repeat, or whose one pass cannot be rebuilt (a batch size not known)."""
+    import tensorflow as tf
+
+    from diagnostics.keras.internals import repeated_input
+
+    found = repeated_input(dataset) if hasattr(dataset, "element_spec") else None
+    if found is None:
+        return None
+    inner, batch = found
+    outer_rank = _rank(dataset.element_spec)
+    inner_rank = _rank(inner.element_spec)
+    if inner_rank == outer_rank:  # repeated after its batch: one pass is its batches
+        one = inner
+    elif inner_rank is not None and outer_rank == inner_rank + 1 and batch:  # rows repeated, then batched
+        one = inner.batch(batch)
+    else:
+        return None
+    cardinality = int(one.cardinality())
+    return one if cardinality not in (int(tf.data.INFINITE_CARDINALITY), 0) else None
+
+
+def _rank(spec) -> int | None:
+    """The rank of a dataset element's first tensor (its inputs' token ids, first in Keras's order)."""
+    import tensorflow as tf
+
+    flat = tf.nest.flatten(spec)
+    return flat[0].shape.rank if flat and hasattr(flat[0], "shape") else None
+
+
 def arrays_as_dataset(x, y, batch_size=None):
     """`fit(x, y)` with in-memory arrays (or a dict of them) as the `tf.data.Dataset` Keras makes of them, batched
     as `fit` batches them (32 rows unless batch_size= was given)."""

@@ -203,6 +203,10 @@ def _rate(change, calls, tree, keras, editor: _Editor) -> str | None:
     for call, name in named:
         if name in OPTIMIZERS:
             keyword = _keyword(call, *RATE_NAMES)
+            if keyword is not None and keyword.arg == "lr":  # a keyword tf-keras drops: written as the one it reads
+                written = ast.get_source_segment(editor.source, keyword.value) or rate
+                editor.replace(keyword, f"learning_rate={written}", change.owner)
+                return None
             value = keyword.value if keyword is not None else (call.args[0] if call.args else None)
             if value is None:
                 editor.add_keyword(call, "learning_rate", rate, change.owner)
@@ -379,6 +383,8 @@ def changes_of(causes: list[dict]) -> tuple[list[Change], list[Unrepaired]]:
     for cause in causes:
         owner, fix = cause["owner"], cause.get("fix") or ""
         value = _argument_in(fix, REPAIRABLE[owner]) if owner in REPAIRABLE else None
+        if value is None and cause.get("cause") == "ignored_keyword":  # Adam(lr=...) -> Adam(learning_rate=...)
+            value = _argument_in(fix, ("learning_rate",))
         if value is not None:
             changes.append(Change(owner, KINDS[value[0]], value[1]))
         elif owner == "hparams.optimizer":

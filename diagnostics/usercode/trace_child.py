@@ -227,6 +227,7 @@ class _Child(Loops, Reports):
     def on_fit(self, model, args: tuple, kwargs: dict, *, stale: tuple[int, int, int] | None = None) -> None:
         """Run the checks on what this fit got, as the fit's report (the report file holds every checked fit's)."""
         from diagnostics.usercode.api import capture
+        from diagnostics.usercode.own_code import fit_steps
         from diagnostics.usercode.read_back import arrays_as_dataset
 
         frame = self._script_frame(sys._getframe(1))
@@ -247,6 +248,8 @@ class _Child(Loops, Reports):
                             origin=f"{Path(self.script).name}")
             found.compile_args = self.compiled.get(model)
             found.stale_train_step = stale
+            positional = dict(zip(("x", "y", "batch_size", "epochs"), args, strict=False))  # fit's own order
+            found.planned_steps = fit_steps(x, {**positional, **kwargs})
             workers = kwargs.get("workers")
             if isinstance(workers, int) and workers < 1:  # fit would raise this before training (tf-keras 2.20)
                 found.notes.append(msg("{finding} Fix: {fix}", finding=msg(

@@ -155,6 +155,14 @@ class Reports:
                 inner = getattr(value, "tokenizer", None)
                 if isinstance(inner, PreTrainedTokenizerBase):
                     return inner
+        from diagnostics.keras.loading import from_tokenizers_library
+
+        for scope in scopes:  # else one of the `tokenizers` library (BertWordPieceTokenizer), read through Transformers
+            for value in list(scope.values()):
+                if type(value).__module__.startswith("tokenizers"):
+                    found = from_tokenizers_library(value)
+                    if found is not None:
+                        return found
         return None
 
     def on_error(self, exc: BaseException) -> None:

@@ -7,7 +7,7 @@ from typing import Any, TypedDict
 import numpy as np
 
 from diagnostics.config.run import RunConfig, usual_rate
-from diagnostics.core.check import Check, Condition
+from diagnostics.core.check import Cause, Check, Condition, Explains
 from diagnostics.core.context import RunContext
 from diagnostics.core.evidence import Rows
 from diagnostics.core.fixes import RateFix
@@ -20,7 +20,7 @@ from diagnostics.keras.training import build_optimizer, head_only, is_pretrained
 def optimizer_settings(config: RunConfig) -> dict[str, Any]:
     """The optimizer Keras builds from the configuration (the user's own, when the pipeline is their code), each setting
     marked as set or left at its default."""
-    from diagnostics.keras.optimizers import optimizer_settings_of
+    from diagnostics.keras.optimizers import ignored_keywords, optimizer_settings_of
 
     optimizer = config.user_optimizer if config.user_optimizer is not None else build_optimizer(config)
     settings = optimizer_settings_of(optimizer)
@@ -51,7 +51,10 @@ def optimizer_settings(config: RunConfig) -> dict[str, Any]:
                 msg("Keras default") if defaults.get(name) == value else msg("library")),
         })
     rate = float(settings["learning_rate"]) if not isinstance(settings["learning_rate"], dict) else config.learning_rate
-    return {"class": type(optimizer).__name__, "given_as": config.optimizer, "learning_rate": rate, "settings": rows}
+    ignored = ignored_keywords(optimizer) if config.user_optimizer is not None else {}
+    return {"class": type(optimizer).__name__, "given_as": config.optimizer, "learning_rate": rate, "settings": rows,
+            "ignored": {name: float(value) if isinstance(value, (int, float, np.floating)) else str(value)
+                        for name, value in ignored.items()}, "ignored_keyword": bool(ignored)}
 
 
 def optimizer_summary(figures: dict[str, Any]) -> Text:
@@ -95,6 +98,21 @@ def _string_adam(e, f) -> tuple:
             RateFix(f.usual))
 
 
+def _ignored_keyword(e, f) -> tuple:
+    """(finding, fix) for a keyword the optimizer dropped (`Adam(lr=1e-5)` trains at Adam's default rate)."""
+    from importlib.metadata import version
+
+    from diagnostics.keras.optimizers import IGNORED_KEYWORDS
+
+    name, value = next(iter(e["ignored"].items()))
+    given = f"{value:g}" if isinstance(value, float) else value
+    return (msg("{optimizer}({keyword}={value}) does not set the rate: tf-keras {version} drops the keyword {keyword}= "
+                "with only a logged warning, so the optimizer trains at {rate:g}, not at the {value} the script "
+                "wrote.", optimizer=e["class"], keyword=name, value=given, version=version("tf-keras"),
+                rate=e["learning_rate"]),
+            f"{e['class']}({IGNORED_KEYWORDS[name]}={given})")
+
+
 def measure(run: RunContext) -> CheckResult:
     model = run.classifier[0]
     return check_optimizer(optimizer_settings(run.config), pretrained=is_pretrained(model),
@@ -102,13 +120,18 @@ def measure(run: RunContext) -> CheckResult:
 
 
 # Functional form: "class" is a keyword. settings: setting, value, source of each optimizer setting.
+# ignored: the keywords the optimizer was given and dropped ({"lr": 1e-05}).
 Evidence = TypedDict("Evidence", {"settings": Rows, "class": str, "learning_rate": float, "given_as": str,
-                                    "pretrained": bool, "head_only": bool, "string_adam": bool}, total=False)
+                                    "pretrained": bool, "head_only": bool, "string_adam": bool, "ignored": dict,
+                                    "ignored_keyword": bool}, total=False)
 
 
 CHECK = Check("hparams.optimizer", N_("the optimizer Keras builds, each setting set or left at its default"),
               unit="setup", measure=measure, conditions=(
     # Judged in this order.
+    Condition("ignored_keyword", None, "fail when the optimizer was given a keyword it drops (tf-keras takes lr= and "
+                                       "trains at its default rate)", Holds("ignored_keyword"), status="fail",
+              says=_ignored_keyword),
     Condition("string_adam", None, "warn when the optimizer is given as the string 'adam' (every setting, the rate "
                                    "1e-3 included, silently a Keras default)", Holds("string_adam"),
               says=_string_adam),
@@ -133,3 +156,14 @@ CHECK = Check("hparams.optimizer", N_("the optimizer Keras builds, each setting 
                       reading=msg(": fine-tuning a pretrained transformer at this rate tends to wreck its weights")),
                   RateFix(f.usual))),
     ), otherwise_says=lambda e, f: optimizer_summary(e), evidence=Evidence)
+
+# The cause this check owns (`Cause.precedence`): the rate the script wrote never reached the optimizer, so what the
+# rate's measurements find at the rate it trains at follows from it.
+CAUSES = (
+    Cause("ignored_keyword", "hparams.optimizer", ("ignored_keyword",), N_("a keyword the optimizer ignores"), (
+        Explains("hparams.lr_sweep", ("broke", "fail_drift", "too_high", "warn_decades")),
+        Explains("model.weights_after_step", ("non_finite_weights",)),
+        Explains("model.nan_origin", ("non_finite_layer",), Holds("after_step")),
+        Explains("overfit.one_batch", (), Holds("at_configured_rate")),
+    ), precedence=85),
+)

@@ -1,0 +1,279 @@
+"""What a script built is taken as it is (issue 70): a learning-rate schedule of its own is read by calling it at the
+fit's planned steps, a model whose one input has its own name is fed the token ids as the script fed them, a
+dataset that repeats is read for one pass, a tokenizer of the `tokenizers` library is read through Transformers,
+and a keyword the optimizer drops (`Adam(lr=...)`) is named as the cause
+with the keyword it should be. The units here are the default tier's; a whole trace of a notebook in that shape,
+healthy and with `lr=`, is the full tier's (`test_trace_a_notebook_of_its_own_shape...`)."""
+
+import json
+
+import numpy as np
+import pytest
+
+from conftest import ROOT
+from diagnostics.core.result import Status
+from tests.usercode.here import trace_here
+
+
+# A warmup schedule as notebooks write it: a class of their own, with no `get_config` (Keras cannot serialize it).
+WARMUP = """class Warmup(keras.optimizers.schedules.LearningRateSchedule):
+    def __init__(self, peak, warmup):
+        self.peak, self.warmup = peak, warmup
+
+    def __call__(self, step):
+        step = tf.cast(step, tf.float32)
+        return self.peak * tf.minimum(1.0, (step + 1) / self.warmup)
+"""
+
+
+def warmup_class():
+    """The notebook's Warmup class, made here as the script makes it."""
+    import tensorflow as tf
+    import tf_keras
+
+    namespace = {"tf": tf, "keras": tf_keras}
+    exec(WARMUP, namespace)
+    return namespace["Warmup"]
+
+
+# ---------------------------------------------------------------- a schedule of the script's own
+
+
+def test_a_schedule_of_the_scripts_own_is_read_by_calling_it_at_the_planned_steps():
+    import tf_keras
+
+    from diagnostics.checks.hparams.optimizer import optimizer_settings
+    from diagnostics.checks.hparams.schedule import check_schedule, schedule_figures
+    from diagnostics.config.run import RunConfig
+    from diagnostics.keras.internals import optimizer_rate
+    from diagnostics.keras.optimizers import clone_optimizer
+    from diagnostics.usercode.compile_settings import read_optimizer
+
+    Warmup = warmup_class()
+    optimizer = tf_keras.optimizers.Adam(learning_rate=Warmup(5e-5, 10), clipnorm=1.0)
+    fields = read_optimizer(None, optimizer, seen=True, planned_steps=40)
+    assert fields == {"optimizer": "Adam", "learning_rate": 5e-5}  # the peak over the 40 planned steps
+
+    copy = clone_optimizer(optimizer)  # Keras's own config refuses the class; the clone follows the same schedule
+    assert type(optimizer_rate(copy)).__name__ == "Warmup" and copy.clipnorm == 1.0
+    assert float(clone_optimizer(optimizer, rate=1e-3).learning_rate) == pytest.approx(1e-3)
+
+    config = RunConfig(user_optimizer=optimizer, train_steps=40, **fields)
+    figures = schedule_figures(config)
+    assert figures["schedule"] == "Warmup" and figures["learning_rates"][0] == pytest.approx(5e-6)
+    assert max(figures["learning_rates"]) == pytest.approx(5e-5) and figures["train_steps"] == 40
+    result = check_schedule(figures)
+    assert result.status is Status.PASS
+    assert str(result.summary) == ("The optimizer's own Warmup schedule, read at the 40 planned steps: 5.0e-06 at step "
+                                   "0, highest 5.0e-05 at step 9, 5.0e-05 at the last step.")
+    rows = {row["setting"]: row["value"] for row in optimizer_settings(config)["settings"]}
+    assert str(rows["learning_rate"]) == "Warmup peaking at 5e-05"
+
+
+def test_a_fit_plans_its_epochs_times_its_steps_per_epoch_or_the_batches_the_data_holds():
+    import tensorflow as tf
+
+    from diagnostics.usercode.own_code import fit_steps
+
+    rows = tf.data.Dataset.from_tensor_slices(np.arange(100))
+    assert fit_steps(rows.batch(16), {"epochs": 3}) == 21  # 7 batches, 3 epochs
+    assert fit_steps(rows.repeat().batch(16), {"epochs": 3, "steps_per_epoch": 40}) == 120
+    assert fit_steps(rows.repeat().batch(16), {"epochs": 3}) is None  # endless: fit would need steps_per_epoch
+    assert fit_steps(rows.batch(16), {"epochs": 5, "initial_epoch": 3}) == 14
+    assert fit_steps([np.zeros((8, 4))] * 6, {}) == 6  # a Sequence's (or list's) length, one epoch by default
+    assert fit_steps(iter([]), {"epochs": 2}) is None  # a generator does not say
+
+
+# ---------------------------------------------------------------- a model's own input names
+
+
+def word_ids_model():
+    """A functional model whose one input is `input_word_ids` (a TF Hub encoder's name), fed a bare tensor of ids."""
+    import tensorflow as tf
+    import tf_keras
+
+    word_ids = tf_keras.layers.Input(shape=(6,), dtype=tf.int32, name="input_word_ids")
+    pooled = tf_keras.layers.GlobalAveragePooling1D()(tf_keras.layers.Embedding(30, 8)(word_ids))
+    model = tf_keras.Model(word_ids, tf_keras.layers.Dense(1, activation="sigmoid")(pooled))
+    model.compile(tf_keras.optimizers.Adam(1e-3), loss="binary_crossentropy")
+    return model
+
+
+def test_a_model_whose_one_input_has_its_own_name_is_fed_the_token_ids_as_the_script_fed_them():
+    from diagnostics.keras.keras_model import call, fresh_copy
+    from diagnostics.keras.training import one_train_step
+    from diagnostics.config.run import RunConfig
+
+    import tensorflow as tf
+
+    model = word_ids_model()
+    ids = tf.constant(np.tile(np.arange(1, 7, dtype=np.int32), (4, 1)))
+    batch = ({"input_ids": ids}, tf.constant([0, 1, 0, 1]))  # the checks key a bare tensor of ids `input_ids`
+    assert call(model, batch[0]).shape == (4, 1)
+    copy = fresh_copy(model, batch[0])
+    assert [weight.shape for weight in copy.weights] == [weight.shape for weight in model.weights]
+    np.testing.assert_allclose(np.asarray(copy(batch[0])), np.asarray(model(ids)), rtol=1e-6)
+    record = one_train_step(copy, batch, RunConfig(loss="binary_crossentropy", optimizer="Adam", learning_rate=1e-3,
+                                                   data_source="code"))
+    assert record.error is None and record.loss is not None and all(grad is not None for _, grad in record.gradients)
+
+
+# ---------------------------------------------------------------- a dataset that repeats
+
+
+def test_a_dataset_that_repeats_is_read_for_one_pass_before_or_after_its_batch():
+    import tensorflow as tf
+
+    from diagnostics.usercode.read_back import one_pass
+
+    rows = tf.data.Dataset.from_tensor_slices((np.arange(40).reshape(10, 4), np.arange(10) % 2))
+    for repeated in (rows.repeat().shuffle(32).batch(3).prefetch(2), rows.batch(3).repeat(5)):
+        once = one_pass(repeated)
+        ids = np.concatenate([np.asarray(x) for x, _ in once])
+        assert sorted(ids[:, 0].tolist()) == list(range(0, 40, 4)), repeated  # each row once
+        assert max(len(np.asarray(y)) for _, y in once) == 3
+    assert one_pass(rows.batch(3)) is None and one_pass([1, 2]) is None
+
+
+# ---------------------------------------------------------------- a tokenizer of another library
+
+
+def test_a_tokenizer_of_the_tokenizers_library_is_read_through_transformers_and_left_as_it_was(vocab_file):
+    from tokenizers import BertWordPieceTokenizer
+
+    from diagnostics.keras.loading import from_tokenizers_library
+
+    mine = BertWordPieceTokenizer(str(vocab_file), lowercase=True)
+    mine.enable_padding(length=12)
+    ids = mine.encode("the cat sat on the mat").ids
+    tokenizer = from_tokenizers_library(mine)
+    assert tokenizer.decode(ids, skip_special_tokens=True) == "the cat sat on the mat"
+    assert (tokenizer.pad_token, tokenizer.cls_token, tokenizer.sep_token) == ("[PAD]", "[CLS]", "[SEP]")
+    assert tokenizer.pad_token_id == ids[-1] == 0
+    tokenizer(["the cat"], padding=False)  # the copy tokenizes as Transformers asks ...
+    assert len(mine.encode("the cat").ids) == 12  # ... the script's own still pads as it set it
+    assert from_tokenizers_library("not a tokenizer") is None
+
+
+# ---------------------------------------------------------------- a keyword the optimizer drops
+
+
+def test_a_keyword_the_optimizer_drops_is_the_cause_with_the_keyword_it_should_be():
+    import tf_keras
+    from importlib.metadata import version
+
+    from diagnostics.checks.hparams.optimizer import check_optimizer, optimizer_settings
+    from diagnostics.config.run import RunConfig
+    from diagnostics.keras.optimizers import ignored_keywords
+    from diagnostics.usercode.hooks import watch
+    from diagnostics.usercode.repair import changes_of, repair
+
+    outside = tf_keras.optimizers.Adam(lr=1e-5)
+    with watch():
+        optimizer = tf_keras.optimizers.Adam(lr=1e-5)
+        fine = tf_keras.optimizers.Adam(learning_rate=1e-5)
+    assert ignored_keywords(optimizer) == {"lr": 1e-5} and ignored_keywords(fine) == {}
+    assert ignored_keywords(outside) == {}  # nothing is watched outside the block: the method is Keras's again
+    assert float(optimizer.learning_rate) == pytest.approx(1e-3)  # what tf-keras trains at
+
+    config = RunConfig(user_optimizer=optimizer, optimizer="Adam", learning_rate=1e-3, data_source="code")
+    result = check_optimizer(optimizer_settings(config), pretrained=True)
+    assert result.status is Status.FAIL
+    assert str(result.summary) == (f"Adam(lr=1e-05) does not set the rate: tf-keras {version('tf-keras')} drops the "
+                                   "keyword lr= with only a logged warning, so the optimizer trains at 0.001, not at "
+                                   "the 1e-05 the script wrote.")
+    assert result.fix == "Adam(learning_rate=1e-05)"
+
+    changes, left = changes_of([{"owner": "hparams.optimizer", "cause": "ignored_keyword", "fix": result.fix}])
+    assert left == [] and [(change.kind, change.value) for change in changes] == [("learning_rate", 1e-05)]
+    source = "import tf_keras\nLR = 1e-5\nopt = tf_keras.optimizers.Adam(lr=LR, clipnorm=1.0)\nmodel.compile(opt)\n"
+    repaired = repair(source, changes)
+    assert "tf_keras.optimizers.Adam(learning_rate=LR, clipnorm=1.0)" in repaired.source, repaired.source
+
+
+def test_the_sweeps_findings_on_the_rate_an_ignored_keyword_left_point_at_hparams_optimizer():
+    from diagnostics.walk.registry import CAUSES
+
+    cause, rate = CAUSES["ignored_keyword"], CAUSES["rate"]
+    assert cause.owner == "hparams.optimizer" and cause.precedence < rate.precedence
+    explained = {(explains.check, condition) for explains in cause.explains for condition in explains.conditions}
+    assert {("hparams.lr_sweep", "too_high"), ("hparams.lr_sweep", "broke")} <= explained
+
+
+# ---------------------------------------------------------------- a whole notebook of that shape
+
+
+NOTEBOOK = '''import json
+import os
+import numpy as np
+import tensorflow as tf
+import tf_keras as keras
+from tokenizers import BertWordPieceTokenizer
+from transformers import AutoTokenizer, TFAutoModel
+
+CHECKPOINT = {checkpoint!r}
+MAX_LEN = 24
+rows = [json.loads(line) for line in open({rows!r})]
+texts = [row["sentence"] for row in rows]
+{tokenize}
+labels = np.array([row["label"] for row in rows])
+train = tf.data.Dataset.from_tensor_slices((ids, labels)).repeat().shuffle(256).batch(16)
+
+
+{warmup}
+
+encoder = TFAutoModel.from_pretrained(CHECKPOINT)
+word_ids = keras.layers.Input(shape=(MAX_LEN,), dtype=tf.int32, name="input_word_ids")
+output = keras.layers.Dense(1, activation="sigmoid")(encoder(word_ids)[0][:, 0, :])
+model = keras.Model(inputs=word_ids, outputs=output)
+model.compile({optimizer}, loss="binary_crossentropy", metrics=["accuracy"])
+model.fit(train, steps_per_epoch=len(rows) // 16, epochs=2)
+'''
+# The token ids from Transformers' tokenizer, or from the `tokenizers` library's as the issue's notebook made them.
+TOKENIZE = {
+    False: """tokenizer = AutoTokenizer.from_pretrained(CHECKPOINT)
+ids = np.array(tokenizer(texts, padding="max_length", truncation=True, max_length=MAX_LEN)["input_ids"])""",
+    True: """tokenizer = BertWordPieceTokenizer(os.path.join(CHECKPOINT, "vocab.txt"), lowercase=True)
+tokenizer.enable_padding(length=MAX_LEN)
+tokenizer.enable_truncation(max_length=MAX_LEN)
+ids = np.array([encoding.ids for encoding in tokenizer.encode_batch(texts)])""",
+}
+
+
+@pytest.mark.slow  # full tier: whole traces; the units above hold each claim in the default tier
+@pytest.mark.parametrize("optimizer, rate, wordpiece", [
+    ("keras.optimizers.Adam(learning_rate=Warmup(1e-3, 4))", None, False),
+    ("keras.optimizers.Adam(lr=1e-5)", 1e-5, False),
+    ("keras.optimizers.Adam(learning_rate=Warmup(1e-3, 4))", None, True)])
+def test_trace_a_notebook_of_its_own_shape_checks_everything_and_names_an_ignored_keyword(tmp_path, optimizer, rate,
+                                                                                          wordpiece):
+    """A notebook's shape nobody here wrote: a functional model whose one input is `input_word_ids`, fed a bare
+    tensor of ids from a dataset that repeats, a warmup schedule of its own, no get_config: every check runs or
+    skips with its reason, the schedule is read over the fit's 16 planned steps, one pass of the 128 rows is read.
+    With `Adam(lr=1e-5)`, hparams.optimizer names the dropped keyword with the one it should be; with the
+    `tokenizers` library's BertWordPieceTokenizer, the rows decode through it."""
+    from diagnostics.keras.loading import demo_checkpoint_dir
+
+    rows = ROOT / "diagnostics" / "demo_data" / "sst2" / "train.jsonl"
+    script = tmp_path / "notebook.py"
+    script.write_text(NOTEBOOK.format(checkpoint=str(demo_checkpoint_dir()), rows=str(rows), optimizer=optimizer,
+                                      warmup=WARMUP, tokenize=TOKENIZE[wordpiece]))
+    outcome = trace_here(script)
+    assert outcome.report is not None and outcome.report["script"]["reached_fit"], outcome.message
+    checks = {check["id"]: check for check in outcome.report["checks"]}
+    assert not [check_id for check_id, check in checks.items() if check["status"] == "error"], checks
+    assert checks["model.forward"]["status"] == "pass"
+    assert checks["data.duplicates"]["status"] == "pass", checks["data.duplicates"]["summary"]
+    notes = json.dumps(outcome.report, ensure_ascii=False)
+    assert "the checks read one pass of it" in notes and "Read back the first" not in notes
+    if wordpiece:
+        assert checks["data.decoded_samples"]["status"] == "pass", checks["data.decoded_samples"]["summary"]
+    if rate is None:
+        assert checks["hparams.schedule"]["summary"].startswith("The optimizer's own Warmup schedule, read at the 16 "
+                                                                "planned steps")
+        assert checks["hparams.optimizer"]["status"] == "pass"
+    else:
+        assert checks["hparams.optimizer"]["status"] == "fail"
+        assert "drops the keyword lr=" in checks["hparams.optimizer"]["summary"]
+        assert checks["hparams.optimizer"]["fix"] == "Adam(learning_rate=1e-05)"
+        assert checks["hparams.lr_sweep"]["status"] in ("pass", "see"), checks["hparams.lr_sweep"]
