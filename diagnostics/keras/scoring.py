@@ -11,11 +11,14 @@ from diagnostics.keras.keras_model import Forward, call, class_ids, class_logits
 from diagnostics.keras.training import split_batch
 
 
-def per_sample_losses(logits: np.ndarray, labels: np.ndarray, regression: bool) -> np.ndarray:
+def per_sample_losses(logits: np.ndarray, labels: np.ndarray, regression: bool, *, binary: bool = False
+                      ) -> np.ndarray:
     """Loss of every row, computed the same way on every device.
 
     Cross-entropy from `log_softmax` and a gather, with NaN where the label is outside
     [0, num_labels) (CPU kernels raise there, GPU kernels return NaN). Regression: squared error.
+    `binary`: binary cross-entropy of one sigmoid output (the two columns of its class logits), which takes any
+    label as its target, so a label outside 0..1 has a finite loss, as Keras computes it.
     """
     logits = np.asarray(logits, dtype=np.float64)
     labels = np.asarray(labels)
@@ -24,6 +27,9 @@ def per_sample_losses(logits: np.ndarray, labels: np.ndarray, regression: bool) 
     with np.errstate(all="ignore"):
         shifted = logits - logits.max(axis=1, keepdims=True)
         log_probs = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+    if binary and logits.shape[1] == 2:
+        targets = labels.astype(np.float64)
+        return -(targets * log_probs[:, 1] + (1.0 - targets) * log_probs[:, 0])
     labels = labels.astype(np.int64)
     valid = (labels >= 0) & (labels < logits.shape[1])
     picked = np.take_along_axis(log_probs, np.where(valid, labels, 0)[:, None], axis=1)[:, 0]

@@ -55,8 +55,10 @@ def main(command: list[str]) -> int:
     finally:
         end_descendants()
     if code < 0:  # ended by a signal: end the same way, so the caller reads what happened (e.g. -9, memory)
-        signal.signal(-code, signal.SIG_DFL)
+        with contextlib.suppress(OSError, ValueError):  # SIGKILL and SIGSTOP take no handler: none to put back
+            signal.signal(-code, signal.SIG_DFL)
         os.kill(os.getpid(), -code)
+        return 128 - code  # the shell's code for it, should the signal not end this process
     return code
 
 

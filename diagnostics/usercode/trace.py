@@ -149,6 +149,11 @@ def _judged(name: str, report: dict | None, *, timed_out: bool, timeout: float, 
         return TraceOutcome(None, EXIT_BAD_INPUT, msg("{name} was stopped after {timeout:g} s{reached}; give it a "
                                                       "longer time limit ({limit}) if it is just slow.", name=name,
                                                       timeout=timeout, reached=where, limit=limit_name), output, seen)
+    if report is None and killed_by(status):
+        return TraceOutcome(None, EXIT_BAD_INPUT, msg("{name} was killed by {signal}{why} before any fit was checked.",
+                                                      name=name, signal=killed_by(status),
+                                                      why=msg(" (most often the machine running out of memory)")
+                                                      if killed_by(status) == "SIGKILL" else ""), output, seen)
     if report is None:
         return TraceOutcome(None, EXIT_BAD_INPUT, msg("{name} ended (exit status {status}) without a report: the "
                                                       "tracer itself failed; its output above says why.", name=name,
@@ -193,7 +198,24 @@ def _judged(name: str, report: dict | None, *, timed_out: bool, timeout: float, 
     if timed_out:
         message = msg("{message} It was stopped after {timeout:g} s: these are the checks it finished.",
                       message=message, timeout=timeout)
+    elif killed_by(status):
+        message = msg("{message} Then the traced process was killed by {signal}{why}, before the script ended: what "
+                      "it did after the checks above (a later fit's checks, if it reached one) was not checked.",
+                      message=message, signal=killed_by(status),
+                      why=msg(" (most often the machine running out of memory)") if killed_by(status) == "SIGKILL"
+                      else "")
+        failing = True  # a trace cut short is never a clean bill
     return TraceOutcome(report, EXIT_FAILED if failing else EXIT_OK, message, output, seen)
+
+
+def killed_by(status: int | None) -> str | None:
+    """The signal that ended the child ("SIGKILL"), from its exit status; None when it exited."""
+    if status is None or status >= 0:
+        return None
+    try:
+        return signal.Signals(-status).name
+    except ValueError:
+        return f"signal {-status}"
 
 
 def _read_report(path: Path) -> dict | None:

@@ -344,6 +344,11 @@ def _range(run: RunContext) -> Text | None:
                        "(num_labels={num_labels}, while {task} has {classes} labels): fix the head first (see "
                        "model.config).", count=run.out_of_range_labels, num_labels=run.config.effective_num_labels,
                        task=task.name, classes=task.num_labels)
+        if run.config.loss == "binary_crossentropy":  # Keras trains on, toward targets no probability reaches
+            return msg("{count:,} labels lie outside [0, {num_labels}) (see data.label_range): binary cross-entropy "
+                       "trains on them as targets no output reaches, so this check would measure training on wrong "
+                       "labels: fix them first.", count=run.out_of_range_labels,
+                       num_labels=run.config.effective_num_labels)
         return msg("Training stops at the first of {count:,} labels outside [0, {num_labels}) (see data.label_range): "
                    "fix them first.", count=run.out_of_range_labels, num_labels=run.config.effective_num_labels)
     return None

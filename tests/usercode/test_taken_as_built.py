@@ -135,6 +135,37 @@ def test_a_dataset_that_repeats_is_read_for_one_pass_before_or_after_its_batch()
     assert one_pass(rows.batch(3)) is None and one_pass([1, 2]) is None
 
 
+# ---------------------------------------------------------------- findings in the objects the script has
+
+
+def test_a_label_beyond_a_sigmoid_head_is_said_as_binary_cross_entropy_trains_on_it_and_the_fix_drops_its_rows():
+    """Under binary cross-entropy a label of 2 is a target, not an error: its loss is finite (the run trains), and a
+    Keras model's own sigmoid output is not told to grow `num_labels` (it has none) nor given a datasets filter."""
+    from diagnostics.checks.data.label_range import check_label_range
+    from diagnostics.config.tasks import GlueTask
+    from diagnostics.keras.scoring import per_sample_losses
+
+    unknown = GlueTask("cola or sst2", ("sentence",), ("label 0", "label 1"), ("train",), known=False)
+    labels = np.array([0, 1] * 56 + [2] * 16)
+    sigmoid = check_label_range(labels, [0, 1], unknown, 2, "train", loss="binary_crossentropy", own_head=True)
+    assert sigmoid.status is Status.FAIL
+    assert str(sigmoid.summary).endswith(
+        "the model has num_labels=2, so binary cross-entropy takes each as a target above 1: their loss stays finite "
+        "(it can go below 0) and pulls the output toward a value no probability reaches, with no error.")
+    assert str(sigmoid.fix) == (
+        "Drop or relabel the rows labelled 2 where the script reads its labels: one sigmoid output takes labels 0 and "
+        "1; if 2 is a real class, give the output layer 3 units (Dense(3) with a softmax) and compile with "
+        "sparse_categorical_crossentropy.")
+    classifier = check_label_range(labels, [0, 1], unknown, 2, "train")  # a Transformers classifier's own loss
+    assert "NaN loss on GPU and an error on CPU" in str(classifier.summary)
+    assert "num_labels=3" in str(classifier.fix)
+
+    logits = np.array([[0.0, 0.4], [0.0, -1.0], [0.0, 2.0]])  # a sigmoid output's two class logits
+    binary = per_sample_losses(logits, np.array([0, 1, 2]), False, binary=True)
+    assert np.isfinite(binary).all() and binary[2] < 0  # -2 log p + log(1 - p) at p = sigmoid(2)
+    assert np.isnan(per_sample_losses(logits, np.array([0, 1, 2]), False)[2])  # a sparse cross-entropy has no output
+
+
 # ---------------------------------------------------------------- a tokenizer of another library
 
 

@@ -11,6 +11,7 @@ from diagnostics.checks.common import LABELS_STOP
 from diagnostics.config.tasks import GlueTask, STSB_RANGE
 from diagnostics.core.check import Cause, Check, Condition
 from diagnostics.core.context import RunContext
+from diagnostics.core.errors import InputError
 from diagnostics.core.result import CheckResult, judge
 from diagnostics.core.rules import Above, Holds
 from diagnostics.i18n import N_, Text, joined, msg
@@ -26,7 +27,7 @@ def _rows(indices, shown: int = 10) -> str:
 
 def check_label_range(
     split_labels_: np.ndarray, batch_labels: list, task: GlueTask, num_labels: int, split_name: str,
-    written: list | None = None, ) -> CheckResult:
+    written: list | None = None, *, loss: str = "internal", own_head: bool = False) -> CheckResult:
     """Every label lies among the task's classes when the task is known (regression: in 0..5), else in
     [0, num_labels). Labels the task has but a head built with fewer outputs cannot take are a finding of their own,
     which model.config's cause explains (the head, not the data). With the task not known, a label value far rarer
@@ -35,6 +36,10 @@ def check_label_range(
     Args:
         written: each row's label as the file wrote it (where some could not be read as the task's labels), so
             the finding quotes the user's own values rather than the -2 the checks read.
+        loss: the loss training computes (`RunConfig.loss`): what a label outside the range does depends on it
+            (binary cross-entropy takes it as a target; a sparse cross-entropy has no output for it).
+        own_head: the model is a Keras model with its own output layer, not a Transformers classifier: a fix
+            grows that layer, not `num_labels`.
     """
     warn_rare_share = CHECK.value("warn_rare_share")
     classified = task.known and not task.regression
@@ -56,6 +61,8 @@ def check_label_range(
                             or (classified and isinstance(value, int) and num_labels <= value < classes)],
         "beyond_head": bool(len(beyond)),
         "beyond_head_rows": beyond[:50].tolist(),
+        "binary_targets": loss == "binary_crossentropy",
+        "own_head": own_head,
     }
     evidence["invalid_labels"] = sum(in_split.values()) + sum(in_batch.values())
     stray = None if evidence["invalid_labels"] or task.known or task.regression else \
@@ -151,14 +158,13 @@ def _out_of_range(e, f) -> tuple:
     elif case == "not_the_tasks":
         names = ", ".join(f"{index} {name}" for index, name in enumerate(task.label_names))
         fix = msg("Drop or relabel these rows ({task}'s labels: {names}).", task=task.name, names=names)
-        cause = msg("{task} has {count} classes ({names}), so these rows get a NaN loss on GPU and an error on CPU "
-                    "(rows {rows})", task=task.name, count=task.num_labels, names=names, rows=_rows(rows))
+        cause = msg("{task} has {count} classes ({names}), so {what} (rows {rows})", task=task.name,
+                    count=task.num_labels, names=names, what=_what_they_do(e), rows=_rows(rows))
     else:
         needed, stray = f.outside["needed"], f.outside["stray"]
         head = f"TFAutoModelForSequenceClassification.from_pretrained(checkpoint, num_labels={needed})"
         fix = head if needed > num_labels else msg("Map the labels to 0..num_labels-1 before training.")
-        cause = msg("the model has num_labels={num_labels}, so these rows get a NaN loss on GPU and an error on CPU",
-                    num_labels=num_labels)
+        cause = msg("the model has num_labels={num_labels}, so {what}", num_labels=num_labels, what=_what_they_do(e))
         if stray is not None:
             cause = msg("{cause}; label {value} is on only {count:,} rows ({share:.1%}; rows {rows}) while the "
                         "others are balanced ({shares})", cause=cause, value=stray[0], count=len(stray[1]),
@@ -166,7 +172,34 @@ def _out_of_range(e, f) -> tuple:
             fix = msg("Drop or relabel these rows: {code}; if {value} is a real class, build the head for it "
                       "instead: {head}", code=f"dataset = dataset.filter(lambda row: row['label'] != {stray[0]})",
                       value=stray[0], head=head)
+        if e["own_head"]:
+            fix = _own_head_fix(e, in_split, needed, stray)
     return msg("{headline}: {cause}.", headline=headline, cause=cause), fix
+
+
+def _own_head_fix(e, in_split: dict, needed: int, stray) -> Text:
+    """The fix for labels beyond a Keras model's own output layer, in the objects the script has: rows to drop where
+    it reads its labels (the checks read its batches back: no datasets split to filter), or that layer grown; a
+    sigmoid output, which takes labels 0 and 1, is not told to grow first."""
+    grow = msg("give the output layer {needed} units (Dense({needed}) with a softmax) and compile with "
+               "sparse_categorical_crossentropy", needed=needed)
+    values = ", ".join(str(label) for label in in_split)
+    if e["binary_targets"]:
+        return msg("Drop or relabel the rows labelled {values} where the script reads its labels: one sigmoid output "
+                   "takes labels 0 and 1; if {values} is a real class, {grow}.", values=values, grow=grow)
+    if stray is not None:
+        return msg("Drop or relabel these rows where the script reads its labels; if {value} is a real class, "
+                   "{grow}.", value=stray[0], grow=grow)
+    return msg("Map the labels to 0..{last} where the script reads them, or {grow}.", last=e["num_labels"] - 1,
+               grow=grow)
+
+
+def _what_they_do(e) -> Text:
+    """What training does with a label outside the range, under the loss it computes."""
+    if e.get("binary_targets"):
+        return msg("binary cross-entropy takes each as a target above 1: their loss stays finite (it can go below 0) "
+                   "and pulls the output toward a value no probability reaches, with no error")
+    return msg("these rows get a NaN loss on GPU and an error on CPU")
 
 
 def _unusable_labels(labels: np.ndarray, task: GlueTask, split_name: str, valid: str, bad_total: int,
@@ -242,8 +275,17 @@ def batch_labels(run: RunContext) -> list:
 def measure(run: RunContext) -> CheckResult:
     config, split = run.config, run.split
     written = split[LABEL_AS_WRITTEN] if LABEL_AS_WRITTEN in split.column_names else None
+    from diagnostics.keras.keras_model import is_transformers_classifier
+
+    model = None
+    if config.data_source == "code":  # the user's own model, already built (nothing is loaded for it)
+        try:
+            model = run.classifier[0]
+        except InputError:  # the code stopped before it built one
+            model = None
     return check_label_range(split_labels(split), batch_labels(run), config.glue_task, config.effective_num_labels,
-                             config.split, written)
+                             config.split, written, loss=config.loss,
+                             own_head=model is not None and not is_transformers_classifier(model))
 
 
 class Evidence(TypedDict, total=False):
@@ -262,6 +304,8 @@ class Evidence(TypedDict, total=False):
     invalid_labels: int  # labels outside the range, in the split and in the first batch
     beyond_head: bool  # rows hold labels of the task that the head has no output for (num_labels below its classes)
     beyond_head_rows: list[int]  # those rows (the first 50)
+    binary_targets: bool  # the loss is binary cross-entropy, which takes a label outside the range as its target
+    own_head: bool  # a Keras model with its own output layer (a fix grows that layer, not num_labels)
 
 
 CHECK = Check("data.label_range", N_("labels lie in [0, num_labels) and among the task's classes (or the regression "

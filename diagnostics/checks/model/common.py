@@ -37,8 +37,10 @@ def layer_group(name: str) -> str:
 
 
 def first_losses(run: RunContext):
-    """The first batch's loss per row, from the logits (NaN where a label is out of range)."""
-    return per_sample_losses(run.forward.logits, run.first_labels, run.config.glue_task.regression)
+    """The first batch's loss per row, from the logits, under the loss training computes (NaN where a label is out
+    of range for a cross-entropy of class ids; binary cross-entropy takes any label as its target)."""
+    return per_sample_losses(run.forward.logits, run.first_labels, run.config.glue_task.regression,
+                             binary=run.config.loss == "binary_crossentropy")
 
 
 
