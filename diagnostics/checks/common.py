@@ -8,6 +8,7 @@ import numpy as np
 from diagnostics.core.check import Explains
 from diagnostics.core.context import RunContext
 from diagnostics.core.rules import Above, Holds
+from diagnostics.i18n import Text, msg
 from diagnostics.keras import keras_model
 
 
@@ -46,3 +47,10 @@ def num_labels_of(run: RunContext) -> int:
 def out_of_range_of(run: RunContext) -> int:
     """The first batch's labels the head has no output for (the Model checks and hparams.loss read it)."""
     return out_of_range(run.first_labels, num_labels_of(run), run.config.glue_task.regression)
+
+
+def own_loss_reason(config) -> Text:
+    """Why a check that judges a loss's kind or value skips a loss of the user's own (`config.loss == "custom"`)."""
+    return msg("The loss is the script's own ({loss}): training runs with it as it is, but the checks cannot read what "
+               "it expects (logits or probabilities, class ids or one-hot rows) nor what it starts at, so they do not "
+               "judge it.", loss=config.loss_shown)

@@ -48,8 +48,8 @@ class Recipe:
 
 
 # Fields that only a user's own code fills (from what it built): no link, sidebar or command line sets them.
-CODE_ONLY_FIELDS = ("recipe", "user_optimizer", "task_candidates", "label_names", "keras_name", "truncation",
-                    "model_inputs", "stale_train_step")
+CODE_ONLY_FIELDS = ("recipe", "user_optimizer", "user_loss", "task_candidates", "label_names", "keras_name",
+                    "truncation", "model_inputs", "stale_train_step")
 # Fields derived from the others where the configuration is made: no link or setting carries them.
 DERIVED_FIELDS = ("data_stamp",)
 
@@ -99,6 +99,8 @@ class RunConfig:
         recipe: the user's own `to_tf_dataset` call when the pipeline is the user's code (not part of equality).
         user_optimizer: the optimizer object the user's code compiled with: copies train with clones of it, every
             setting kept (never the object itself; not part of equality).
+        user_loss: a loss of the user's own (a function or an object, `loss == "custom"`): copies train with it as
+            Keras evaluates it (not part of equality).
     """
 
     checkpoint: str = DEMO_CHECKPOINT
@@ -129,6 +131,14 @@ class RunConfig:
     data_stamp: tuple[tuple[str, int, int], ...] = ()
     recipe: Recipe | None = field(default=None, compare=False, repr=False)
     user_optimizer: Any = field(default=None, compare=False, repr=False)
+    user_loss: Any = field(default=None, compare=False, repr=False)
+
+    @property
+    def loss_shown(self) -> str:
+        """The loss as a sentence names it: its key, or the name of a loss of the user's own ("focal_loss")."""
+        if self.loss == "custom" and self.user_loss is not None:
+            return getattr(self.user_loss, "__name__", None) or type(self.user_loss).__name__
+        return self.loss
 
     @property
     def glue_task(self) -> GlueTask:
@@ -216,11 +226,13 @@ class RunConfig:
 
     def to_dict(self) -> dict:
         data = {item.name: getattr(self, item.name) for item in fields(self)
-                if item.name not in ("recipe", "user_optimizer", *DERIVED_FIELDS)}
+                if item.name not in ("recipe", "user_optimizer", "user_loss", *DERIVED_FIELDS)}
         if self.recipe is not None:
             data["recipe"] = self.recipe.describe()
         if self.user_optimizer is not None:
             data["user_optimizer"] = type(self.user_optimizer).__name__
+        if self.user_loss is not None:
+            data["user_loss"] = self.loss_shown
         data["data_files"] = dict(self.data_files)
         data["columns"] = list(self.columns) if self.columns is not None else None
         data["effective_num_labels"] = self.effective_num_labels

@@ -37,6 +37,8 @@ CODE_LOSSES = {
     "binary_crossentropy": 'compile(loss="binary_crossentropy"): from_logits=False',
     "BinaryCrossentropy(from_logits=True)": "compile(loss=BinaryCrossentropy(from_logits=True))",
     "BinaryCrossentropy(from_logits=False)": "compile(loss=BinaryCrossentropy(from_logits=False))",
+    "custom": "compile(loss=...) with a loss of the script's own (a function or a class): training uses it as it is; "
+              "the checks that judge a loss's kind or its value skip",
 }
 # How the optimizer reaches model.compile: a string (Keras defaults) or an object with a learning rate.
 OPTIMIZERS = {

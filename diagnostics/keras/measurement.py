@@ -131,7 +131,9 @@ def configured_loss_value(loss_name: str, logits: np.ndarray, labels: np.ndarray
         valid = (labels >= 0) & (labels < logits.shape[1])
     if not valid.any():
         return math.nan
-    if loss_name == "internal":
+    # A loss of the script's own ("custom") is not evaluated here: the checks that judge a loss's value skip it, and
+    # the value that says whether any row can be scored is the cross-entropy of the outputs.
+    if loss_name in ("internal", "custom"):
         return float(np.mean(per_sample_losses(logits[valid], labels[valid], regression)))
     loss = tf_keras.losses.get(build_loss(loss_name))
     if head is not None and not regression:

@@ -22,12 +22,15 @@ from diagnostics.keras.optimizers import clone_optimizer, current_rate, until_ap
 LABEL_KEYS = ("labels", "label")
 
 
-def build_loss(name: str):
-    """What `model.compile(loss=...)` gets for a loss name of `config.LOSSES`."""
+def build_loss(name: str, user_loss=None):
+    """What `model.compile(loss=...)` gets for a loss name of `config.LOSSES`; "custom": the user's own loss
+    (`user_loss`), as it is."""
     import tf_keras
 
     if name == "internal":
         return "auto"
+    if name == "custom":
+        return user_loss
     if name.endswith(")") and "(from_logits=" in name:  # SparseCategoricalCrossentropy(from_logits=True)...
         return getattr(tf_keras.losses, name.split("(")[0])(from_logits="from_logits=True" in name)
     return name
@@ -132,7 +135,7 @@ def one_train_step(copy, tf_batch, config: RunConfig) -> StepRecord:
     `optimizer.minimize` hands them to `apply_gradients`, then applied as usual.
     """
     optimizer = build_optimizer(config)
-    copy.compile(optimizer=optimizer, loss=build_loss(config.loss), run_eagerly=True)
+    copy.compile(optimizer=optimizer, loss=build_loss(config.loss, config.user_loss), run_eagerly=True)
     record = StepRecord()
     optimizer = copy.optimizer
     apply = optimizer.apply_gradients
@@ -295,7 +298,8 @@ class Trainer:
         with self.strategy.scope():
             self.model = fresh_copy(model, inputs)
             self.optimizer = sweep_optimizer(config)
-            self.model.compile(optimizer=self.optimizer, loss=build_loss(config.loss), metrics=metrics)
+            self.model.compile(optimizer=self.optimizer, loss=build_loss(config.loss, config.user_loss),
+                               metrics=metrics)
             # The optimizer's slots made now, not inside the first traced step, which TensorFlow would then trace
             # twice (creating them, then without): about 3 s less a copy of a six-layer transformer on a CPU.
             make_optimizer_state(self.optimizer, self.model.trainable_variables)

@@ -28,11 +28,17 @@ LOSS_CLASSES = {"SparseCategoricalCrossentropy": "sparse_categorical_crossentrop
                 "CategoricalCrossentropy": "categorical_crossentropy", "BinaryCrossentropy": "binary_crossentropy"}
 
 
+def loss_object(model, given: Any = None, *, seen: bool = False) -> Any:
+    """The loss object or function itself, as `compile` got it (`given`, when `seen`) or the model keeps it."""
+    return given if seen else getattr(model, "loss", None)
+
+
 def read_loss(model, given: Any = None, *, seen: bool = False) -> str:
-    """The `config.LOSSES` key of the model's loss, from what `compile` got (`given`, when `seen`) or the model.
+    """The `config.LOSSES` key of the model's loss, from what `compile` got (`given`, when `seen`) or the model;
+    "custom" for any other callable (a function or class of the script's own).
 
     Raises:
-        InputError: a loss the checks do not model (they would judge it wrongly).
+        InputError: a loss that is not a callable (a dict or list of losses, one an output).
     """
     if not seen:
         if getattr(model, "optimizer", None) is None:
@@ -61,6 +67,8 @@ def read_loss(model, given: Any = None, *, seen: bool = False) -> str:
         # docs wrote it): cross-entropy of class ids on its logits, or for one output a squared error.
         outputs = getattr(getattr(given.__self__, "config", None), "num_labels", None)
         return "mse" if outputs == 1 else "SparseCategoricalCrossentropy(from_logits=True)"
+    if callable(given):  # a loss of the script's own: trained with as it is; the checks that judge a loss's kind skip
+        return "custom"
     raise InputError(msg("compile(loss={loss}) is not a loss the debugger can judge: it reads the model's internal "
                          "loss, sparse, categorical and binary cross-entropy (a string or an object, from logits or "
                          "not) and mean squared error.", loss=repr(given)))

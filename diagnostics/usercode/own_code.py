@@ -25,7 +25,8 @@ from diagnostics.core.fixes import keras_name_in
 from diagnostics.keras.keras_model import describe_model, head_of, input_names, is_transformers_classifier
 from diagnostics.keras.internals import checkpoint_path
 from diagnostics.keras.optimizers import clone_optimizer
-from diagnostics.usercode.compile_settings import UNCOMPILED_RATE, _optimizer_of, read_loss, read_optimizer
+from diagnostics.usercode.compile_settings import (UNCOMPILED_RATE, _optimizer_of, loss_object, read_loss,
+                                                   read_optimizer)
 from diagnostics.usercode.read_back import _class_names, _labels, _names, one_pass, read_back
 from diagnostics.usercode.task_finding import find_task, task_choice_text
 
@@ -148,6 +149,8 @@ def build_run(captured: Captured) -> RunContext:
                                   how=finding.how))
     config = RunConfig(
         user_optimizer=_user_optimizer(model, captured),
+        user_loss=loss_object(model, (captured.compile_args or {}).get("loss"), seen=captured.compile_args is not None)
+        if compiled["loss"] == "custom" else None,
         task_candidates=finding.candidates,
         label_names=finding.label_names,
         checkpoint=_checkpoint_name(model, tokenizer),

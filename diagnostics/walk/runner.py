@@ -362,7 +362,7 @@ def _flows(run: RunContext) -> Text | None:
         owner = "hparams.loss" if run.config.loss != "internal" else "model.gradients"
         return msg("Blocked: one train step on the first batch (its labels drawn in range) gave every trainable "
                    "variable no gradient or an all-zero one with loss {loss}, so no step can move the weights and this "
-                   "measurement could only show that (see {owner}).", loss=repr(run.config.loss), owner=owner)
+                   "measurement could only show that (see {owner}).", loss=repr(run.config.loss_shown), owner=owner)
     return None
 
 

@@ -166,6 +166,44 @@ def test_a_label_beyond_a_sigmoid_head_is_said_as_binary_cross_entropy_trains_on
     assert np.isnan(per_sample_losses(logits, np.array([0, 1, 2]), False)[2])  # a sparse cross-entropy has no output
 
 
+# ---------------------------------------------------------------- a loss of the script's own
+
+
+def focal_loss(y_true, logits, gamma=2.0):
+    """A focal loss as notebooks write it: a function of their own, on class ids and logits."""
+    import tensorflow as tf
+
+    y_true = tf.cast(tf.reshape(y_true, [-1]), tf.int32)
+    picked = tf.gather(tf.nn.log_softmax(logits), y_true, batch_dims=1)
+    return -tf.pow(1.0 - tf.exp(picked), gamma) * picked
+
+
+def test_a_loss_of_the_scripts_own_trains_as_it_is_and_the_checks_that_judge_a_loss_skip_saying_why(demo_inputs):
+    import tf_keras
+
+    from diagnostics import diagnose
+    from diagnostics.keras.loading import load_model
+    from diagnostics.keras.training import build_loss
+
+    assert build_loss("custom", focal_loss) is focal_loss
+    tokenizer, split = demo_inputs
+    rows = split.select(range(32))
+    encoded = dict(tokenizer(list(rows["premise"]), list(rows["hypothesis"]), padding=True, return_tensors="np"))
+    model = load_model("demo", 3)
+    model.compile(optimizer=tf_keras.optimizers.Adam(learning_rate=1e-3), loss=focal_loss)
+    report = diagnose(model, (encoded, np.asarray(rows["label"])), tokenizer, task="mnli", stages="model,hparams",
+                      progress=False)
+    reason = ("The loss is the script's own (focal_loss): training runs with it as it is, but the checks cannot read "
+              "what it expects (logits or probabilities, class ids or one-hot rows) nor what it starts at, so they do "
+              "not judge it.")
+    for check in ("model.initial_loss", "hparams.loss"):
+        assert report[check].status is Status.SKIP and str(report[check].summary) == reason
+    assert report["hparams.lr_sweep"].status is not Status.ERROR  # copies train with the script's own loss
+    gradients = report["model.gradients"]
+    assert gradients.status is Status.PASS and "with loss 'focal_loss'" in str(gradients.summary)
+    assert report["model.weights_after_step"].status is Status.PASS  # a real step with the script's own loss
+
+
 # ---------------------------------------------------------------- a tokenizer of another library
 
 

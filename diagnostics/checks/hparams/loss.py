@@ -7,13 +7,13 @@ from typing import Any, Callable, TypedDict
 
 import numpy as np
 
-from diagnostics.checks.common import NOTHING_LEARNS, out_of_range_of
+from diagnostics.checks.common import NOTHING_LEARNS, out_of_range_of, own_loss_reason
 from diagnostics.config.run import RunConfig
 from diagnostics.config.tasks import GlueTask
 from diagnostics.core.check import Cause, Check, Condition, Explains
 from diagnostics.core.context import RunContext
 from diagnostics.core.fixes import keras_name
-from diagnostics.core.result import CheckResult, judge
+from diagnostics.core.result import CheckResult, judge, skipped
 from diagnostics.core.rules import Above, All, Holds
 from diagnostics.i18n import N_, Text, msg
 from diagnostics.keras.keras_model import head_of
@@ -182,6 +182,8 @@ def _matches(e, f) -> Text:
 
 def measure(run: RunContext) -> CheckResult:
     config = run.config
+    if config.loss == "custom":
+        return skipped(CHECK.id, "hparams", own_loss_reason(config))
     figures = loss_figures(run.classifier[0], run.first_batch.tf_batch, run.first_labels, config, config.glue_task,
                            step=lambda: run.in_range_step, forward=run.forward)
     return check_loss({**figures, "out_of_range_labels": out_of_range_of(run)})

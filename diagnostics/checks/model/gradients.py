@@ -61,7 +61,7 @@ LABELS_LOSS_MISMATCH = N_(
 def check_gradients(figures: dict[str, Any], config: RunConfig) -> CheckResult:
     """One real train step with the configured loss and label placement: every trainable variable gets a finite
     gradient."""
-    return judge(CHECK, figures, loss=config.loss, labels_in=config.labels_in)
+    return judge(CHECK, figures, loss=config.loss_shown, labels_in=config.labels_in)
 
 
 def _step_raises(e, f) -> tuple:

@@ -7,12 +7,12 @@ from typing import Any, TypedDict
 
 import numpy as np
 
-from diagnostics.checks.common import num_labels_of
+from diagnostics.checks.common import num_labels_of, own_loss_reason
 from diagnostics.checks.model.common import AFTER_FORWARD
 from diagnostics.config.tasks import GlueTask
 from diagnostics.core.check import Check, Condition
 from diagnostics.core.context import RunContext
-from diagnostics.core.result import CheckResult, judge
+from diagnostics.core.result import CheckResult, judge, skipped
 from diagnostics.core.rules import Above
 from diagnostics.i18n import N_, msg
 from diagnostics.keras import keras_model
@@ -74,6 +74,8 @@ def expected_loss(labels: np.ndarray, task: GlueTask, num_labels: int) -> float:
 
 def measure(run: RunContext) -> CheckResult:
     config, logits, labels = run.config, run.forward.logits, run.first_labels
+    if config.loss == "custom":
+        return skipped(CHECK.id, "model", own_loss_reason(config))
     regression = config.glue_task.regression
     head = keras_model.head_of(run.classifier[0])
     return check_initial_loss(configured_loss_value(config.loss, logits, labels, regression, head),
