@@ -9,7 +9,7 @@ from typing import Any
 from diagnostics.config import limits
 from diagnostics.core.errors import InputError
 from diagnostics.config.settings import (CODE_LOSSES, DATA_SOURCES, LABEL_PLACEMENTS, LOSSES, MAX_TRAIN_STEPS,
-                                         OPTIMIZERS, SETTINGS)
+                                         CODE_OPTIMIZERS, OPTIMIZERS, SETTINGS)
 from diagnostics.config.schedule import Schedule
 from diagnostics.config.tasks import GlueTask, get_task
 from diagnostics.i18n import N_, joined, msg
@@ -78,7 +78,8 @@ class RunConfig:
         shuffle: whether the training dataset is shuffled, as `to_tf_dataset(shuffle=True)`.
         seed: seeds every random choice (the shuffled batch, new head weights).
         loss: a key of LOSSES.
-        optimizer: a key of OPTIMIZERS.
+        optimizer: a key of OPTIMIZERS; for the user's own code also "other" (CODE_OPTIMIZERS: SGD, RMSprop...,
+            with `user_optimizer` holding it).
         learning_rate: the rate of an optimizer object (a string optimizer ignores it, as Keras does).
         weight_decay: for AdamW and create_optimizer.
         train_steps / warmup_steps: the planned schedule, for create_optimizer (read as one value: `schedule`).
@@ -132,6 +133,13 @@ class RunConfig:
     recipe: Recipe | None = field(default=None, compare=False, repr=False)
     user_optimizer: Any = field(default=None, compare=False, repr=False)
     user_loss: Any = field(default=None, compare=False, repr=False)
+
+    @property
+    def optimizer_shown(self) -> str:
+        """The optimizer as a sentence names it: its key, or the class of another optimizer of the user's own."""
+        if self.optimizer == "other" and self.user_optimizer is not None:
+            return type(getattr(self.user_optimizer, "inner_optimizer", self.user_optimizer)).__name__
+        return self.optimizer
 
     @property
     def loss_shown(self) -> str:
@@ -209,7 +217,8 @@ class RunConfig:
         if self.loss not in LOSSES and not (self.data_source == "code" and self.loss in CODE_LOSSES):
             problems.append(msg("loss must be one of {choices}, got {value}", choices=", ".join(LOSSES),
                                 value=repr(self.loss)))
-        if self.optimizer not in OPTIMIZERS:
+        if self.optimizer not in OPTIMIZERS and not (self.data_source == "code" and self.optimizer in CODE_OPTIMIZERS
+                                                     and self.user_optimizer is not None):
             problems.append(msg("optimizer must be one of {choices}, got {value}", choices=", ".join(OPTIMIZERS),
                                 value=repr(self.optimizer)))
         planned = self.schedule

@@ -47,6 +47,9 @@ OPTIMIZERS = {
     "AdamW": "compile(optimizer=AdamW(learning_rate=LR, weight_decay=WD))",
     "create_optimizer": "transformers.create_optimizer(LR, num_train_steps, num_warmup_steps, weight_decay_rate=WD)",
 }
+# Optimizers only a user's own code builds (no link or setting offers them): any other Keras optimizer (SGD,
+# RMSprop...), whose copies train with clones of it.
+CODE_OPTIMIZERS = {"other": "compile(optimizer=SGD(...)), RMSprop, ... (any other Keras optimizer, cloned as built)"}
 
 
 # Upper bounds on the numbers of a run, whoever gives them (the sidebar, a link, the command line, diagnose()):

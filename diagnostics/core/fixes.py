@@ -22,13 +22,15 @@ class CodeStyle:
     its planned schedule (create_optimizer's)."""
 
     keras: str = DEFAULT_KERAS
-    optimizer: str = "Adam"  # a `config.OPTIMIZERS` key
+    optimizer: str = "Adam"  # a `config.OPTIMIZERS` key, or "other" with its class in `class_name`
     weight_decay: float = 0.0
     schedule: Schedule = Schedule()
+    class_name: str = ""  # another optimizer's Keras class ("SGD")
 
     @classmethod
     def of(cls, config) -> "CodeStyle":
-        return cls(config.keras_name, config.optimizer, config.weight_decay, config.schedule)
+        return cls(config.keras_name, config.optimizer, config.weight_decay, config.schedule,
+                   config.optimizer_shown if config.optimizer == "other" else "")
 
 
 DEFAULT_STYLE = CodeStyle()  # frozen: one shared default
@@ -56,6 +58,8 @@ def optimizer_code(rate: float, style: CodeStyle) -> str:
         return style.schedule.code(rate)
     if style.optimizer == "AdamW":
         return f"{style.keras}.optimizers.AdamW(learning_rate={rate:.0e}, weight_decay={style.weight_decay:g})"
+    if style.optimizer == "other" and style.class_name:
+        return f"{style.keras}.optimizers.{style.class_name}(learning_rate={rate:.0e})"
     return f"{style.keras}.optimizers.Adam(learning_rate={rate:.0e})"
 
 

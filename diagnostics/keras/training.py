@@ -165,7 +165,7 @@ def one_train_step(copy, tf_batch, config: RunConfig) -> StepRecord:
 
 def decoupled_decay(config: RunConfig) -> float:
     """The weight-decay rate the configured optimizer applies apart from the gradient (AdamW, create_optimizer)."""
-    return config.weight_decay if config.optimizer in ("AdamW", "create_optimizer") else 0.0
+    return config.weight_decay if config.optimizer in ("AdamW", "create_optimizer", "other") else 0.0
 
 
 def moved_variables(source, copy, rate: float | None, weight_decay: float) -> dict[str, Any]:

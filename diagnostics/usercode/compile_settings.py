@@ -81,13 +81,14 @@ def read_optimizer(model, given: Any = None, *, seen: bool = False, planned_step
     steps (`planned_steps`, the fit's; else the configuration's default): its peak is the rate the checks judge.
 
     Raises:
-        InputError: an optimizer the checks do not model.
+        InputError: an optimizer named by a string that no compile has built.
     """
     if seen and isinstance(given, str):
         if given.lower() == "adam":
             return {"optimizer": "adam"}
-        raise InputError(msg("compile(optimizer={optimizer}): the debugger models Adam ('adam', Adam, AdamW or "
-                             "transformers.create_optimizer); other optimizers are not judged.", optimizer=repr(given)))
+        if getattr(model, "optimizer", None) is None:  # a string no compile has turned into an optimizer yet
+            raise InputError(msg("compile(optimizer={optimizer}) names an optimizer that is not built yet: compile the "
+                                 "model before fit.", optimizer=repr(given)))
     optimizer = _optimizer_of(model, given)
     if optimizer is None:
         return {"optimizer": "Adam", "learning_rate": UNCOMPILED_RATE}
@@ -105,8 +106,10 @@ def read_optimizer(model, given: Any = None, *, seen: bool = False, planned_step
         return {"optimizer": "AdamW", "learning_rate": value, "weight_decay": float(optimizer.weight_decay or 0.0)}
     if name == "Adam":
         return {"optimizer": "Adam", "learning_rate": value}
-    raise InputError(msg("compile(optimizer={optimizer}): the debugger models Adam ('adam', Adam, AdamW or "
-                         "transformers.create_optimizer); other optimizers are not judged.", optimizer=f"{name}(...)"))
+    # Any other optimizer (SGD, RMSprop, Adafactor...): copies train with clones of it; its weight decay, where it
+    # has one, is Keras's decoupled decay.
+    return {"optimizer": "other", "learning_rate": value,
+            "weight_decay": float(getattr(optimizer, "weight_decay", 0.0) or 0.0)}
 
 
 def _optimizer_of(model, given: Any = None):

@@ -240,11 +240,12 @@ def _compile_fields(captured: Captured) -> dict[str, Any]:
 
 
 def _user_optimizer(model, captured: Captured):
-    """The optimizer object the user compiled with, for copies to clone (None for a string, which Keras builds with
-    its defaults as the configuration does, or for no optimizer)."""
+    """The optimizer object the user compiled with, for copies to clone (None for the string 'adam', which Keras
+    builds with its defaults as the configuration does, or for no optimizer; another string is the object compile
+    built from it)."""
     given = (captured.compile_args or {}).get("optimizer")
     optimizer = _optimizer_of(model, given)
-    if optimizer is None or isinstance(given, str):
+    if optimizer is None or (isinstance(given, str) and given.lower() == "adam"):
         return None
     clone_optimizer(optimizer)  # one that cannot be rebuilt is said now, before any check trains
     return optimizer

@@ -178,6 +178,27 @@ def focal_loss(y_true, logits, gamma=2.0):
     return -tf.pow(1.0 - tf.exp(picked), gamma) * picked
 
 
+def test_an_optimizer_outside_adams_family_is_cloned_as_built_and_no_adam_rule_judges_its_rate():
+    import tf_keras
+
+    from diagnostics.checks.hparams.optimizer import check_optimizer, optimizer_settings
+    from diagnostics.config.run import RunConfig
+    from diagnostics.core.fixes import CodeStyle, RateFix
+    from diagnostics.keras.training import decoupled_decay
+    from diagnostics.usercode.compile_settings import read_optimizer
+
+    sgd = tf_keras.optimizers.SGD(learning_rate=0.05, momentum=0.9, weight_decay=0.01)
+    fields = read_optimizer(None, sgd, seen=True)
+    assert fields == {"optimizer": "other", "learning_rate": 0.05, "weight_decay": 0.01}
+    config = RunConfig(user_optimizer=sgd, data_source="code", **fields)
+    assert config.optimizer_shown == "SGD" and decoupled_decay(config) == 0.01
+    result = check_optimizer(optimizer_settings(config), pretrained=True)
+    assert result.status is Status.PASS and "a SGD step at the same rate is another size" in str(result.summary)
+    assert RateFix(1e-2, style=CodeStyle.of(config)).endswith("tf_keras.optimizers.SGD(learning_rate=1e-02)")
+    with pytest.raises(Exception, match="optimizer must be one of"):
+        RunConfig(optimizer="other").validated()  # only the user's own code builds one
+
+
 def test_a_loss_of_the_scripts_own_trains_as_it_is_and_the_checks_that_judge_a_loss_skip_saying_why(demo_inputs):
     import tf_keras
 
@@ -190,7 +211,7 @@ def test_a_loss_of_the_scripts_own_trains_as_it_is_and_the_checks_that_judge_a_l
     rows = split.select(range(32))
     encoded = dict(tokenizer(list(rows["premise"]), list(rows["hypothesis"]), padding=True, return_tensors="np"))
     model = load_model("demo", 3)
-    model.compile(optimizer=tf_keras.optimizers.Adam(learning_rate=1e-3), loss=focal_loss)
+    model.compile(optimizer=tf_keras.optimizers.SGD(learning_rate=0.05, momentum=0.9), loss=focal_loss)
     report = diagnose(model, (encoded, np.asarray(rows["label"])), tokenizer, task="mnli", stages="model,hparams",
                       progress=False)
     reason = ("The loss is the script's own (focal_loss): training runs with it as it is, but the checks cannot read "
@@ -201,7 +222,9 @@ def test_a_loss_of_the_scripts_own_trains_as_it_is_and_the_checks_that_judge_a_l
     assert report["hparams.lr_sweep"].status is not Status.ERROR  # copies train with the script's own loss
     gradients = report["model.gradients"]
     assert gradients.status is Status.PASS and "with loss 'focal_loss'" in str(gradients.summary)
-    assert report["model.weights_after_step"].status is Status.PASS  # a real step with the script's own loss
+    step = report["model.weights_after_step"]  # a real step with the script's own loss and optimizer
+    assert step.status is Status.PASS and "(SGD, learning rate 0.05)" in str(step.summary)
+    assert report["hparams.optimizer"].status is Status.PASS
 
 
 # ---------------------------------------------------------------- a tokenizer of another library
@@ -313,7 +336,8 @@ ids = np.array([encoding.ids for encoding in tokenizer.encode_batch(texts)])""",
 @pytest.mark.parametrize("optimizer, rate, wordpiece", [
     ("keras.optimizers.Adam(learning_rate=Warmup(1e-3, 4))", None, False),
     ("keras.optimizers.Adam(lr=1e-5)", 1e-5, False),
-    ("keras.optimizers.Adam(learning_rate=Warmup(1e-3, 4))", None, True)])
+    ("keras.optimizers.Adam(learning_rate=Warmup(1e-3, 4))", None, True),
+    ("keras.optimizers.SGD(learning_rate=0.05, momentum=0.9)", None, False)])
 def test_trace_a_notebook_of_its_own_shape_checks_everything_and_names_an_ignored_keyword(tmp_path, optimizer, rate,
                                                                                           wordpiece):
     """A notebook's shape nobody here wrote: a functional model whose one input is `input_word_ids`, fed a bare
@@ -337,7 +361,10 @@ def test_trace_a_notebook_of_its_own_shape_checks_everything_and_names_an_ignore
     assert "the checks read one pass of it" in notes and "Read back the first" not in notes
     if wordpiece:
         assert checks["data.decoded_samples"]["status"] == "pass", checks["data.decoded_samples"]["summary"]
-    if rate is None:
+    if "SGD" in optimizer:  # the data check trains with Adam at its usual rate; the SGD's rate is the sweep's
+        assert "with Adam at rate" in checks["data.learnability"]["summary"], checks["data.learnability"]
+        assert checks["hparams.optimizer"]["status"] == "pass"
+    elif rate is None:
         assert checks["hparams.schedule"]["summary"].startswith("The optimizer's own Warmup schedule, read at the 16 "
                                                                 "planned steps")
         assert checks["hparams.optimizer"]["status"] == "pass"

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any, TypedDict
 
+from dataclasses import replace
+
 import numpy as np
 
 from diagnostics.config.run import RunConfig
@@ -56,6 +58,9 @@ def learnability_figures(model, tokenizer, config: RunConfig, split, *, rate: fl
     held, train = order[:held_size].tolist(), order[held_size:held_size + train_rows].tolist()
     control_split = shuffled_labels(split, config.seed, LEARNABILITY_CONTROL)
     given_batches = batches_of(split, tokenizer, config, train)
+    substitute = config.optimizer_shown if config.optimizer == "other" else None
+    if substitute:  # the usual rate is Adam's: an SGD or RMSprop step at it is another size
+        config = replace(config, optimizer="Adam", user_optimizer=None)
     trainer = (copies or SharedCopy()).trainer(model, given_batches, config)
     progress.doing(msg("Training on the given labels ({steps} steps)", steps=steps))
     given = held_out_score(trainer, given_batches, build_batch(split, tokenizer, config, held), config, steps, rate)
@@ -70,6 +75,7 @@ def learnability_figures(model, tokenizer, config: RunConfig, split, *, rate: fl
         chance = float(np.bincount(known).max() / len(known)) if len(known) else 0.0
     return {"given": given, "shuffled": control, "chance": chance, "pretrained": is_pretrained(model),
             "train_rows": len(train), "held_rows": len(held), "steps": steps, "learning_rate": rate,
+            "adam_for": substitute,
             "regression": config.glue_task.regression}
 
 
@@ -104,6 +110,11 @@ def check_learnability(figures: dict[str, Any]) -> CheckResult:
 
 def _run(e) -> Any:
     """The two short runs data.learnability compared: steps, rows, rate and held-out rows."""
+    if e.get("adam_for"):
+        return msg("{steps} steps on {rows} rows with Adam at rate {rate:g} (the usual rate for the weights it trains; "
+                   "the script's {optimizer} and its rate are hparams.lr_sweep's to judge), scored on {held} held-out "
+                   "rows", steps=e["steps"], rows=e["train_rows"], rate=e["learning_rate"], optimizer=e["adam_for"],
+                   held=e["held_rows"])
     return msg("{steps} steps on {rows} rows at rate {rate:g} (the usual rate for the weights it trains: the "
                "configured rate is hparams.lr_sweep's to judge), scored on {held} held-out rows", steps=e["steps"],
                rows=e["train_rows"], rate=e["learning_rate"], held=e["held_rows"])
@@ -182,6 +193,7 @@ class Evidence(TypedDict, total=False):
     held_rows: int
     train_rows: int
     learning_rate: float
+    adam_for: str | None  # the script's optimizer (SGD...) when the runs train with Adam at the usual rate instead
     pretrained: bool
     regression: bool
     steps: int

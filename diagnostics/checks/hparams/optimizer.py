@@ -52,7 +52,8 @@ def optimizer_settings(config: RunConfig) -> dict[str, Any]:
         })
     rate = float(settings["learning_rate"]) if not isinstance(settings["learning_rate"], dict) else config.learning_rate
     ignored = ignored_keywords(optimizer) if config.user_optimizer is not None else {}
-    return {"class": type(optimizer).__name__, "given_as": config.optimizer, "learning_rate": rate, "settings": rows,
+    return {"class": type(optimizer).__name__, "given_as": config.optimizer_shown, "learning_rate": rate,
+            "settings": rows, "other_optimizer": config.optimizer == "other",
             "ignored": {name: float(value) if isinstance(value, (int, float, np.floating)) else str(value)
                         for name, value in ignored.items()}, "ignored_keyword": bool(ignored)}
 
@@ -123,7 +124,7 @@ def measure(run: RunContext) -> CheckResult:
 # ignored: the keywords the optimizer was given and dropped ({"lr": 1e-05}).
 Evidence = TypedDict("Evidence", {"settings": Rows, "class": str, "learning_rate": float, "given_as": str,
                                     "pretrained": bool, "head_only": bool, "string_adam": bool, "ignored": dict,
-                                    "ignored_keyword": bool}, total=False)
+                                    "ignored_keyword": bool, "other_optimizer": bool}, total=False)
 
 
 CHECK = Check("hparams.optimizer", N_("the optimizer Keras builds, each setting set or left at its default"),
@@ -149,6 +150,13 @@ CHECK = Check("hparams.optimizer", N_("the optimizer Keras builds, each setting 
                   msg("{summary} This checkpoint has random weights (the demo kit), so the 1e-4 ceiling for "
                       "pretrained transformers does not apply; the sweep shows which rates work.",
                       summary=optimizer_summary(e)), None)),
+    Condition("other_optimizer", None, "pass any rate of an optimizer other than Adam's family (SGD, RMSprop...): "
+                                       "the ceiling is for Adam's steps, and the sweep measures the rest",
+              Holds("other_optimizer"), status="pass", says=lambda e, f: (
+                  msg("{summary} The {limit:g} ceiling is for Adam's steps on pretrained weights; a {optimizer} step "
+                      "at the same rate is another size, so the sweep measures the rate.",
+                      summary=optimizer_summary(e), limit=CHECK.value("warn_learning_rate"), optimizer=e["class"]),
+                  None)),
     Condition("warn_learning_rate", 1e-4, "warn when a pretrained checkpoint is fine-tuned above this rate",
               Above("learning_rate"), says=lambda e, f: (
                   msg("{summary} {rate:g} is above {limit:g}{reading}.", summary=optimizer_summary(e),

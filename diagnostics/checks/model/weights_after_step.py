@@ -37,7 +37,7 @@ def check_weights_after_step(record: StepRecord, broken: list[str], learning_rat
 
 
 def learning_rate_text(config: RunConfig) -> Text:
-    given = 'optimizer "adam"' if config.optimizer == "adam" else config.optimizer
+    given = 'optimizer "adam"' if config.optimizer == "adam" else config.optimizer_shown
     return msg("{optimizer}, learning rate {rate:g}", optimizer=given, rate=effective_rate(config))
 
 

@@ -91,7 +91,8 @@ def overfit_one_batch(model, batch: FirstBatch, config: RunConfig, epochs: int, 
         "accuracies": accuracies,
         "predictions": predictions,
         "final_accuracy": None if task.regression else float(np.mean(np.asarray(predictions) == labels)),
-        "ln_k": None if task.regression else math.log(head_of(model).num_labels),
+        # Where a cross-entropy starts; a loss of the user's own starts where it does.
+        "ln_k": None if task.regression or config.loss == "custom" else math.log(head_of(model).num_labels),
         "pretrained": is_pretrained(model),
         "drift_per_step": drift,
     }
