@@ -191,8 +191,8 @@ class Unit:
         function: `function(run, **inputs) -> list[CheckResult]`, for checks that share its work; None when each of
             its checks measures alone (`Check.measure`).
         needs: what of the run it needs, in the order their reasons are given when missing (see
-            `runner.REASONS`: "columns", "texts", "tokenizes", "label_column", "counted", "labels", "range", "readable",
-            "model", "batch", "forward", "scored", "stepped", "rows", "flows").
+            `runner.REASONS`: "columns", "texts", "tokenizes", "decodes", "label_column", "counted", "labels", "range",
+            "readable", "model", "batch", "forward", "scored", "stepped", "rows", "flows").
         takes: the run settings it is called with (fields of `runner.Settings`: "sweep", "epochs", "rate").
         reads: outputs of other checks it is called with, as "check_id:key" (an evidence key of that check's
             result; the key is also the keyword), so the runner runs that check's unit first when both run.

@@ -252,37 +252,6 @@ def load_tokenizer(checkpoint: str):
 _LOAD_LOCK = threading.Lock()
 
 
-# The special tokens a tokenizer of the `tokenizers` library may hold, by role, in the spellings of BERT's WordPiece
-# and of BPE vocabularies.
-SPECIAL_SPELLINGS = {"pad_token": ("[PAD]", "<pad>"), "unk_token": ("[UNK]", "<unk>"), "cls_token": ("[CLS]", "<s>"),
-                     "sep_token": ("[SEP]", "</s>"), "mask_token": ("[MASK]", "<mask>")}
-
-
-def from_tokenizers_library(value):
-    """A tokenizer of the `tokenizers` library (a `Tokenizer`, or an implementation around one such as
-    `BertWordPieceTokenizer`) as a Transformers fast tokenizer over a copy of it, its special tokens those its
-    vocabulary holds (the padding token its `enable_padding` set first); None for anything else. The script's own
-    tokenizer is not changed."""
-    try:
-        from tokenizers import Tokenizer
-    except ImportError:
-        return None
-    raw = value if isinstance(value, Tokenizer) else getattr(value, "_tokenizer", None)
-    if not isinstance(raw, Tokenizer):
-        return None
-    from transformers import PreTrainedTokenizerFast
-
-    vocabulary = raw.get_vocab()
-    padding = raw.padding or {}
-    specials = {}
-    for role, spellings in SPECIAL_SPELLINGS.items():
-        chosen = [padding.get("pad_token")] if role == "pad_token" else []
-        found = next((token for token in [*chosen, *spellings] if token in vocabulary), None)
-        if found is not None:
-            specials[role] = found
-    return PreTrainedTokenizerFast(tokenizer_object=raw, **specials)  # it tokenizes with a deep copy of `raw`
-
-
 def load_model(checkpoint: str, num_labels: int, seed: int = 0):
     """A fresh sequence-classification model, as `TFAutoModelForSequenceClassification.from_pretrained`.
 

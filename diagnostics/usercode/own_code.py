@@ -14,7 +14,7 @@ from diagnostics.usercode import hooks
 
 from diagnostics.keras import keras_model
 
-from diagnostics.keras import loading
+from diagnostics.keras import loading, other_tokenizers
 from diagnostics.keras.batches import text_columns_of
 from diagnostics.i18n import msg
 from diagnostics.config.run import Recipe, RunConfig
@@ -83,15 +83,24 @@ def fit_steps(dataset, arguments: dict) -> int | None:
     return steps * epochs if steps is not None and steps > 0 and epochs > 0 else None
 
 
-def load_tokenizer_for(model):
-    """The tokenizer saved with the model's checkpoint, for `diagnose(tokenizer=None)`."""
-    name = checkpoint_path(model)
-    try:
-        return loading.load_tokenizer(name)
-    except Exception as exc:
-        raise InputError(msg("No tokenizer was given and none loads from {source} ({reason}): pass "
-                             "tokenizer=AutoTokenizer.from_pretrained(...).", source=name or msg("the model"),
-                             reason=exc)) from None
+def load_tokenizer_for(model, notes: list | None = None):
+    """The tokenizer saved with the model's checkpoint, for `diagnose(tokenizer=None)`; where none loads, the
+    stand-in that shows token ids (`other_tokenizers.token_ids_tokenizer`), said in `notes`."""
+    config = keras_model.model_config(model)
+    # The classifier's checkpoint, else the encoder's inside a Keras model of the script's own.
+    names = list(dict.fromkeys(name for name in (checkpoint_path(model), getattr(config, "_name_or_path", "")) if name))
+    for name in names:
+        try:
+            return loading.load_tokenizer(name)
+        except Exception:  # the next place, else the stand-in below
+            continue
+    if notes is not None:
+        notes.append(msg("No tokenizer was given, none is among the script's objects and none is saved with the "
+                         "model{source}: rows are shown as token ids, and the checks that read their text skip "
+                         "(pass --tokenizer, or tokenizer= to diagnose()).",
+                         source=msg(" ({source})", source=names[0]) if names else ""))
+    return other_tokenizers.token_ids_tokenizer(getattr(config, "vocab_size", None),
+                                                getattr(config, "pad_token_id", None))
 
 
 def build_run(captured: Captured) -> RunContext:
@@ -102,11 +111,11 @@ def build_run(captured: Captured) -> RunContext:
     """
     model, tokenizer = captured.model, captured.tokenizer
     if tokenizer is not None and type(tokenizer).__module__.startswith("tokenizers"):  # diagnose(tokenizer=...)
-        tokenizer = captured.tokenizer = loading.from_tokenizers_library(tokenizer) or tokenizer
+        tokenizer = captured.tokenizer = other_tokenizers.from_tokenizers_library(tokenizer) or tokenizer
     if tokenizer is None:
         if model is None:
             raise InputError(msg("Nothing to check: neither a model nor a tokenizer was found."))
-        tokenizer = captured.tokenizer = load_tokenizer_for(model)
+        tokenizer = captured.tokenizer = load_tokenizer_for(model, captured.notes)
     if tokenizer.pad_token is None and tokenizer.eos_token is not None:
         captured.notes.append(msg("The tokenizer has no padding token (see data.batch)."))
     compiled = _compile_fields(captured)

@@ -155,7 +155,7 @@ class Reports:
                 inner = getattr(value, "tokenizer", None)
                 if isinstance(inner, PreTrainedTokenizerBase):
                     return inner
-        from diagnostics.keras.loading import from_tokenizers_library
+        from diagnostics.keras.other_tokenizers import from_tokenizers_library
 
         for scope in scopes:  # else one of the `tokenizers` library (BertWordPieceTokenizer), read through Transformers
             for value in list(scope.values()):

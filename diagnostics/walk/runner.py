@@ -304,6 +304,17 @@ def _tokenizes(run: RunContext) -> Text | None:
                else type(exc).__name__)
 
 
+def _decodes(run: RunContext) -> Text | None:
+    """Met unless the tokenizer is the stand-in that shows token ids (no tokenizer was given or found)."""
+    from diagnostics.keras.other_tokenizers import is_token_ids
+
+    if is_token_ids(run.tokenizer):
+        return msg("No tokenizer: none was given, none is among the script's objects and none is saved with the "
+                   "model, so the rows are shown as token ids and their text is not judged (pass --tokenizer, or "
+                   "tokenizer= to diagnose()).")
+    return None
+
+
 def _label_column(run: RunContext) -> Text | None:
     return msg("The split has no 'label' column.") if LABEL not in run.split.column_names else None
 
@@ -414,7 +425,8 @@ def _rows(run: RunContext) -> Text | None:
 
 # Each need: why a unit needing it cannot run on this run context, or None when it can. The reasons name the check
 # that owns the cause, so a blocked check points there instead of blaming something else.
-REASONS = {"columns": _columns, "texts": _texts, "tokenizes": _tokenizes, "label_column": _label_column,
+REASONS = {"columns": _columns, "texts": _texts, "tokenizes": _tokenizes, "decodes": _decodes,
+           "label_column": _label_column,
            "counted": _counted, "labels": _labels, "range": _range, "readable": _unusable, "flows": _flows,
            "model": _model, "batch": _batch, "forward": _forward, "scored": _scored, "stepped": _stepped,
            "rows": _rows, "fits": _fits}

@@ -119,6 +119,37 @@ def test_tf_data_inputs_lead_back_through_methods():
     assert internals.dataset_inputs([1, 2]) is None
 
 
+def test_a_repeat_in_a_tf_data_chain_is_found_with_the_batch_after_it():
+    import numpy as np
+    import tensorflow as tf
+
+    from diagnostics.keras.internals import repeated_input
+
+    rows = tf.data.Dataset.from_tensor_slices(np.arange(10))
+    inner, batch = repeated_input(rows.repeat().shuffle(4).batch(3).prefetch(1))
+    assert int(inner.cardinality()) == 10 and batch == 3
+    inner, batch = repeated_input(rows.padded_batch(2).repeat(3))
+    assert int(inner.cardinality()) == 5 and batch is None
+    assert repeated_input(rows.batch(3)) is None
+
+
+def test_the_method_that_drops_an_optimizers_lr_keyword_is_where_it_was():
+    import tf_keras
+
+    from diagnostics.keras.internals import optimizer_keyword_reader
+
+    owner, name = optimizer_keyword_reader()
+    assert issubclass(tf_keras.optimizers.Adam, owner)
+    seen = []
+    original = getattr(owner, name)
+    setattr(owner, name, lambda self, kwargs: (seen.append(dict(kwargs)), original(self, kwargs))[1])
+    try:
+        tf_keras.optimizers.Adam(lr=1e-5)
+    finally:
+        setattr(owner, name, original)
+    assert seen == [{"lr": 1e-5}]
+
+
 def test_a_callback_reads_the_data_fit_was_given(tiny_classifier):
     import tensorflow as tf
     import tf_keras

@@ -233,7 +233,7 @@ def test_a_loss_of_the_scripts_own_trains_as_it_is_and_the_checks_that_judge_a_l
 def test_a_tokenizer_of_the_tokenizers_library_is_read_through_transformers_and_left_as_it_was(vocab_file):
     from tokenizers import BertWordPieceTokenizer
 
-    from diagnostics.keras.loading import from_tokenizers_library
+    from diagnostics.keras.other_tokenizers import from_tokenizers_library
 
     mine = BertWordPieceTokenizer(str(vocab_file), lowercase=True)
     mine.enable_padding(length=12)
@@ -245,6 +245,38 @@ def test_a_tokenizer_of_the_tokenizers_library_is_read_through_transformers_and_
     tokenizer(["the cat"], padding=False)  # the copy tokenizes as Transformers asks ...
     assert len(mine.encode("the cat").ids) == 12  # ... the script's own still pads as it set it
     assert from_tokenizers_library("not a tokenizer") is None
+
+
+def test_with_no_tokenizer_anywhere_rows_are_token_ids_and_the_checks_that_read_text_skip_saying_why(tmp_path):
+    """No tokenizer given, none among the objects, none saved with the model (its encoder's directory holds only
+    weights): the run is built with a stand-in that shows token ids, the model's own pad id as padding, and only the
+    checks that read text skip, each saying why."""
+    import tensorflow as tf
+    import tf_keras
+    from transformers import TFAutoModel
+
+    from diagnostics import diagnose
+    from diagnostics.keras.loading import demo_checkpoint_dir
+    from diagnostics.keras.other_tokenizers import is_token_ids, token_ids_tokenizer
+
+    stand_in = token_ids_tokenizer(30, 0)
+    assert is_token_ids(stand_in) and stand_in.pad_token_id == 0
+    assert stand_in.decode([5, 12, 0, 0], skip_special_tokens=True) == "[5] [12]"
+
+    TFAutoModel.from_pretrained(str(demo_checkpoint_dir())).save_pretrained(tmp_path / "weights-only")
+    encoder = TFAutoModel.from_pretrained(str(tmp_path / "weights-only"))
+    word_ids = tf_keras.layers.Input(shape=(8,), dtype=tf.int32, name="input_ids")
+    model = tf_keras.Model(word_ids, tf_keras.layers.Dense(2)(encoder(word_ids)[0][:, 0, :]))
+    model.compile(tf_keras.optimizers.Adam(1e-3),
+                  loss=tf_keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    ids = np.array([[101, 7 + row % 5, 9 + row % 3, 102, 0, 0, 0, 0] for row in range(32)])
+    report = diagnose(model, (ids, np.arange(32) % 2), stages="data", progress=False)
+    assert any("No tokenizer was given" in str(note) for note in report.notes), report.notes
+    for check in ("data.decoded_samples", "data.truncation"):
+        assert report[check].status is Status.SKIP and str(report[check].summary).startswith("No tokenizer: none was "
+                                                                                              "given"), report[check]
+    assert not [result.id for result in report.results if result.status is Status.ERROR]
+    assert report["data.batch"].status is Status.PASS and report["data.label_range"].status is Status.PASS
 
 
 # ---------------------------------------------------------------- a keyword the optimizer drops

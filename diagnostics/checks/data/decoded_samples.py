@@ -57,7 +57,7 @@ def _not_prose(e, f) -> tuple:
 
 
 CHECK = Check("data.decoded_samples", N_("the first batch decoded beside its label names"),
-              requires=("texts", "tokenizes"), measure=measure, conditions=(
+              requires=("texts", "tokenizes", "decodes"), measure=measure, conditions=(
     # Judged in this order.
     Condition("warn_not_prose_share", 0.2, "warn when more than this share of a text column's cells "
                                            "hold no words (digits or punctuation only, or one word "

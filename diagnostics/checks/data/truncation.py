@@ -159,7 +159,7 @@ class Evidence(TypedDict, total=False):
 
 
 CHECK = Check("data.truncation", N_("rows cut at max_length, and padding in the batch"),
-              requires=("texts", "tokenizes"), measure=measure, conditions=(
+              requires=("texts", "tokenizes", "decodes"), measure=measure, conditions=(
     Condition("warn_truncated_share", 0.1, "warn when more than this share of the rows are truncated",
               Above("truncated_share"), says=_cut),
     Condition("warn_padding_share", 0.6, "warn when the pipeline pads every batch to one length and more "
