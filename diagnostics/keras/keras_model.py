@@ -268,30 +268,49 @@ def input_names(model) -> list[str] | None:
     return names if names and all(names) and not is_transformers_classifier(model) else None
 
 
+def input_roles(names: list[str] | None) -> dict[str, str] | None:
+    """A model's own input names read as the keys the checks give a batch's parts ({"input_word_ids": "input_ids",
+    "input_mask": "attention_mask", "input_type_ids": "token_type_ids"}: a TF Hub encoder's names), by what each
+    name says it holds: a mask, token types or segments, else the token ids. None when the names are the checks' own
+    (they hold `input_ids`) or do not read as one part each."""
+    if not names or "input_ids" in names:
+        return None
+    roles = {}
+    for name in names:
+        lowered = name.lower()
+        roles[name] = "attention_mask" if "mask" in lowered else "token_type_ids" if (
+            "type" in lowered or "segment" in lowered) else "input_ids"
+    parts = list(roles.values())
+    return roles if "input_ids" in parts and len(set(parts)) == len(parts) else None
+
+
 def _fed(model, inputs):
     """A batch's input dict as a functional model takes it: only the inputs it names, in its order when it takes a
-    list."""
+    list; a model whose inputs have names of their own (`input_roles`) gets each part under its own name."""
     names = input_names(model)
     if not isinstance(inputs, dict) or not names:
         return inputs
-    if len(names) == 1 and names[0] not in inputs and "input_ids" in inputs:
-        return inputs["input_ids"]  # one input of its own name, fed the token ids as the script fed them: bare
+    roles = input_roles(names)
+    if roles and not all(name in inputs for name in names) and all(role in inputs for role in roles.values()):
+        return {name: inputs[role] for name, role in roles.items()}
     if not all(name in inputs for name in names):
         return inputs
     return {name: inputs[name] for name in names}
 
 
 def _inputs_named_as_fed(model, inputs) -> list | None:
-    """For `clone_model`: new input tensors named as the batches key them, for a model of one input of its own name
-    (`input_word_ids`) that the script fed a bare tensor of token ids, which the checks' batches key `input_ids`;
-    None when the model's own inputs take the batches as they are."""
+    """For `clone_model`: new input tensors named as the checks key a batch's parts, for a model whose inputs have
+    names of their own (`input_roles`: one `input_word_ids` the script fed a bare tensor of ids, or a TF Hub
+    encoder's three); None when the model's own inputs take the batches as they are."""
     import tf_keras
 
     names = input_names(model)
-    if not isinstance(inputs, dict) or not names or len(names) != 1 or names[0] in inputs or "input_ids" not in inputs:
+    roles = input_roles(names)
+    if not isinstance(inputs, dict) or not roles or all(name in inputs for name in names) or \
+            not all(role in inputs for role in roles.values()):
         return None
-    tensor = model.inputs[0]
-    return [tf_keras.Input(shape=tensor.shape[1:], dtype=tensor.dtype, name="input_ids")]
+    return [tf_keras.Input(shape=tensor.shape[1:], dtype=tensor.dtype, name=roles[name])
+            for name, tensor in zip(names, model.inputs, strict=True)]
 
 
 def fresh_copy(model, inputs):
@@ -309,7 +328,12 @@ def fresh_copy(model, inputs):
     if is_transformers_classifier(model):
         copy = type(model)(model.config)
     elif isinstance(model, tf_keras.Sequential) or getattr(model, "_is_graph_network", False):
-        copy = tf_keras.models.clone_model(model, input_tensors=_inputs_named_as_fed(model, inputs))
+        named = _inputs_named_as_fed(model, inputs)
+        copy = tf_keras.models.clone_model(model, input_tensors=named)
+        if named is not None and not isinstance(model, tf_keras.Sequential):
+            # A model built on a dict of inputs keeps the dict's keys in a clone whatever its tensors are named: the
+            # same layers with the inputs as a list take a dict by the new tensors' names.
+            copy = tf_keras.Model(named, copy.outputs, name=copy.name)
     else:
         raise ValueError(f"a subclassed Keras model ({type(model).__name__}) cannot be copied to train without "
                          "its code: build it with the functional API or Sequential to have it trained on a copy")

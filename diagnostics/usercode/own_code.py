@@ -22,7 +22,8 @@ from diagnostics.config.settings import MAX_TRAIN_STEPS
 from diagnostics.core.context import RunContext
 from diagnostics.core.errors import InputError
 from diagnostics.core.fixes import keras_name_in
-from diagnostics.keras.keras_model import describe_model, head_of, input_names, is_transformers_classifier
+from diagnostics.keras.keras_model import (describe_model, head_of, input_names, input_roles,
+                                           is_transformers_classifier)
 from diagnostics.keras.internals import checkpoint_path
 from diagnostics.keras.optimizers import clone_optimizer
 from diagnostics.usercode.compile_settings import (UNCOMPILED_RATE, _optimizer_of, loss_object, read_loss,
@@ -173,7 +174,7 @@ def build_run(captured: Captured) -> RunContext:
         labels_in="separate" if recipe.label_cols else "inputs",
         shuffle=shuffle,
         recipe=recipe,
-        model_inputs=tuple((input_names(model) if model is not None else None) or ()) or None,
+        model_inputs=_model_inputs(model),
         keras_name=keras_name_in(
             captured.namespace if captured.namespace is not None else vars(sys.modules["__main__"])
         ),
@@ -258,6 +259,16 @@ def _user_optimizer(model, captured: Captured):
         return None
     clone_optimizer(optimizer)  # one that cannot be rebuilt is said now, before any check trains
     return optimizer
+
+
+def _model_inputs(model) -> tuple[str, ...] | None:
+    """The inputs a Keras model with named inputs takes, by the keys the checks give a batch's parts (a TF Hub
+    encoder's `input_mask` is its attention mask: `keras_model.input_roles`)."""
+    names = input_names(model) if model is not None else None
+    if not names:
+        return None
+    roles = input_roles(names) or {}
+    return tuple(roles.get(name, name) for name in names)
 
 
 def _loader(model):

@@ -16,7 +16,7 @@ from diagnostics.keras.batches import COLLATOR_LABEL, LABEL, sentence_segments
 from diagnostics.config.run import Recipe
 from diagnostics.core.errors import InputError
 from diagnostics.config.tasks import get_task
-from diagnostics.keras.keras_model import class_ids
+from diagnostics.keras.keras_model import class_ids, input_roles
 from diagnostics.usercode.task_finding import find_task
 
 
@@ -159,13 +159,14 @@ def _parts(element, input_names: list[str] | None) -> tuple[dict, Any, str]:
         inputs, y = element[0], None
     else:
         inputs, y = element, None
+    roles = input_roles(input_names) or {}  # the model's own names read as the checks' keys (input_word_ids)
     if isinstance(inputs, (tuple, list)):
-        names = input_names if input_names and len(input_names) == len(inputs) else \
-            ["input_ids", "attention_mask", "token_type_ids"][:len(inputs)]
+        names = [roles.get(name, name) for name in input_names] if input_names and len(input_names) == len(inputs) \
+            else ["input_ids", "attention_mask", "token_type_ids"][:len(inputs)]
         inputs = dict(zip(names, inputs, strict=False))
     elif _is_array(inputs):
         inputs = {"input_ids": inputs}
-    inputs = dict(inputs)
+    inputs = {roles.get(key, key): value for key, value in dict(inputs).items()}
     layout = "separate" if y is not None else "inputs"
     if y is None:
         label_key = next((key for key in (COLLATOR_LABEL, LABEL) if key in inputs), None)

@@ -118,6 +118,41 @@ def test_a_model_whose_one_input_has_its_own_name_is_fed_the_token_ids_as_the_sc
     assert record.error is None and record.loss is not None and all(grad is not None for _, grad in record.gradients)
 
 
+def test_a_tf_hub_shaped_model_of_three_inputs_named_its_own_way_is_fed_each_part_under_its_name(
+        bert_checkpoint, bert_tokenizer, mnli_split):
+    """`input_word_ids`, `input_mask`, `input_type_ids` (a TF Hub BERT's names) fed as a dict by those names: the
+    rows are read back by what each name holds, copies take each part under the model's own name, and no check
+    errors."""
+    import tensorflow as tf
+    import tf_keras
+    from transformers import TFBertModel
+
+    from diagnostics import diagnose
+    from diagnostics.keras.keras_model import input_roles
+
+    assert input_roles(["input_word_ids", "input_mask", "input_type_ids"]) == {
+        "input_word_ids": "input_ids", "input_mask": "attention_mask", "input_type_ids": "token_type_ids"}
+    assert input_roles(["input_ids", "attention_mask"]) is None and input_roles(["ids", "more_ids"]) is None
+
+    encoder = TFBertModel.from_pretrained(str(bert_checkpoint))
+    parts = {name: tf_keras.layers.Input(shape=(16,), dtype=tf.int32, name=name)
+             for name in ("input_word_ids", "input_mask", "input_type_ids")}
+    pooled = encoder(input_ids=parts["input_word_ids"], attention_mask=parts["input_mask"],
+                     token_type_ids=parts["input_type_ids"])[1]
+    model = tf_keras.Model(parts, tf_keras.layers.Dense(3)(pooled))
+    model.compile(tf_keras.optimizers.Adam(1e-3),
+                  loss=tf_keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    encoded = bert_tokenizer(list(mnli_split["premise"]), list(mnli_split["hypothesis"]), padding="max_length",
+                             max_length=16, return_tensors="np")
+    x = {"input_word_ids": encoded["input_ids"], "input_mask": encoded["attention_mask"],
+         "input_type_ids": encoded["token_type_ids"]}
+    dataset = tf.data.Dataset.from_tensor_slices((x, np.asarray(mnli_split["label"]))).batch(4)
+    report = diagnose(model, dataset, bert_tokenizer, task="mnli", stages="data,model", progress=False)
+    assert not [(result.id, str(result.summary)) for result in report.results if result.status is Status.ERROR]
+    assert report["model.forward"].status is Status.PASS and report["model.gradients"].status is Status.PASS
+    assert report["data.columns"].status is Status.PASS, report["data.columns"].summary
+
+
 # ---------------------------------------------------------------- a dataset that repeats
 
 
