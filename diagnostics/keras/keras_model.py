@@ -269,19 +269,13 @@ def input_names(model) -> list[str] | None:
 
 
 def input_roles(names: list[str] | None) -> dict[str, str] | None:
-    """A model's own input names read as the keys the checks give a batch's parts ({"input_word_ids": "input_ids",
-    "input_mask": "attention_mask", "input_type_ids": "token_type_ids"}: a TF Hub encoder's names), by what each
-    name says it holds: a mask, token types or segments, else the token ids. None when the names are the checks' own
-    (they hold `input_ids`) or do not read as one part each."""
-    if not names or "input_ids" in names:
-        return None
-    roles = {}
-    for name in names:
-        lowered = name.lower()
-        roles[name] = "attention_mask" if "mask" in lowered else "token_type_ids" if (
-            "type" in lowered or "segment" in lowered) else "input_ids"
+    """A model's own input names as the keys the checks give a batch's parts, by what each name says it holds (a
+    TF Hub encoder's input_mask is attention_mask, input_type_ids token_type_ids, input_word_ids input_ids); None
+    for the checks' own names or names that do not read as one part each."""
+    roles = {name: "attention_mask" if "mask" in name.lower() else "token_type_ids" if any(
+        word in name.lower() for word in ("type", "segment")) else "input_ids" for name in names or ()}
     parts = list(roles.values())
-    return roles if "input_ids" in parts and len(set(parts)) == len(parts) else None
+    return roles if "input_ids" in parts and len(set(parts)) == len(parts) and "input_ids" not in roles else None
 
 
 def _fed(model, inputs):
@@ -290,12 +284,10 @@ def _fed(model, inputs):
     names = input_names(model)
     if not isinstance(inputs, dict) or not names:
         return inputs
-    roles = input_roles(names)
-    if roles and not all(name in inputs for name in names) and all(role in inputs for role in roles.values()):
-        return {name: inputs[role] for name, role in roles.items()}
-    if not all(name in inputs for name in names):
-        return inputs
-    return {name: inputs[name] for name in names}
+    keys = {name: name for name in names}
+    if not set(names) <= set(inputs):  # names of its own (`input_roles`): each part under its name
+        keys = input_roles(names) or keys
+    return {name: inputs[key] for name, key in keys.items()} if set(keys.values()) <= set(inputs) else inputs
 
 
 def _inputs_named_as_fed(model, inputs) -> list | None:
@@ -306,11 +298,10 @@ def _inputs_named_as_fed(model, inputs) -> list | None:
 
     names = input_names(model)
     roles = input_roles(names)
-    if not isinstance(inputs, dict) or not roles or all(name in inputs for name in names) or \
-            not all(role in inputs for role in roles.values()):
-        return None
-    return [tf_keras.Input(shape=tensor.shape[1:], dtype=tensor.dtype, name=roles[name])
-            for name, tensor in zip(names, model.inputs, strict=True)]
+    if isinstance(inputs, dict) and roles and set(roles.values()) <= set(inputs) and not set(names) <= set(inputs):
+        return [tf_keras.Input(shape=tensor.shape[1:], dtype=tensor.dtype, name=roles[name])
+                for name, tensor in zip(names, model.inputs, strict=True)]
+    return None
 
 
 def fresh_copy(model, inputs):
@@ -330,10 +321,8 @@ def fresh_copy(model, inputs):
     elif isinstance(model, tf_keras.Sequential) or getattr(model, "_is_graph_network", False):
         named = _inputs_named_as_fed(model, inputs)
         copy = tf_keras.models.clone_model(model, input_tensors=named)
-        if named is not None and not isinstance(model, tf_keras.Sequential):
-            # A model built on a dict of inputs keeps the dict's keys in a clone whatever its tensors are named: the
-            # same layers with the inputs as a list take a dict by the new tensors' names.
-            copy = tf_keras.Model(named, copy.outputs, name=copy.name)
+        if named is not None and not isinstance(model, tf_keras.Sequential):  # a dict-input clone keeps its keys:
+            copy = tf_keras.Model(named, copy.outputs, name=copy.name)  # the same layers, keyed by the new names
     else:
         raise ValueError(f"a subclassed Keras model ({type(model).__name__}) cannot be copied to train without "
                          "its code: build it with the functional API or Sequential to have it trained on a copy")

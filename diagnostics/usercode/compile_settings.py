@@ -48,6 +48,8 @@ def read_loss(model, given: Any = None, *, seen: bool = False) -> str:
         given = getattr(model, "loss", None)
     if given is None or (isinstance(given, str) and given in ("auto", "auto_with_warning", "passthrough")):
         return "internal"
+    if not isinstance(given, str) and not callable(given) and hasattr(given, "__len__") and not len(given):
+        return "internal"  # compile without a loss: Keras keeps an empty one (a DictWrapper)
     if is_dummy_loss(given):
         return "internal"
     if isinstance(given, str):
