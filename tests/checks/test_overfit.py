@@ -85,6 +85,19 @@ def test_verdict_thresholds(losses, accuracy, status, words):
     assert result.status is status and words in result.summary
 
 
+@pytest.mark.parametrize("losses", [[1.1, 1.09, 1.08], [1.1, 0.9, 0.6]])
+def test_a_curve_that_did_not_learn_at_a_rate_above_the_sweeps_best_never_calls_the_rate_too_low(losses):
+    """One voice: where the sweep measured a lower rate as better, the overfit test does not read a flat or slow
+    curve as "too low" (a rate above the sweep's is no fix for it); it names the other readings and the sweep's rate."""
+    figures = {"losses": losses, "final_accuracy": 0.5, "epochs": 3, "learning_rate": 0.05, "ln_k": None,
+               "accuracies": [0.5] * 3}
+    result = check_overfit(figures, [], best_rate=1e-2)
+    assert result.status is Status.FAIL and "too low" not in result.summary
+    assert "at a rate above the 1.0e-02 the sweep measured as best on held-out rows" in result.summary
+    assert result.fix.rate == pytest.approx(1e-2)
+    assert "too low" in check_overfit(figures, [], best_rate=0.1).summary  # the sweep measured a higher one better
+
+
 @pytest.mark.parametrize("drift, status", [(6e-3, Status.WARN), (1.01e-3, Status.WARN), (1e-3, Status.PASS)])
 def test_pretrained_weights_moving_too_far_warn_even_when_memorised(drift, status):
     figures = {"losses": [0.69, 0.3, 0.05, 0.001], "final_accuracy": 1.0, "epochs": 4, "learning_rate": 1e-3,
