@@ -239,9 +239,9 @@ def _drifts(e, f) -> tuple:
     """(finding, fix) for a pretrained model whose weights each epoch moved too far, memorised or not."""
     told = _curve(e)
     memorised = bool({"memorised_share", "memorised_value"} & set(crossed(CHECK, e)))
-    return (msg("After {run} the model {outcome}{reached}, but each epoch moved its pretrained weights by {drift:.1e} "
-                "of their size (more than {limit:g}){reading}.{note}", run=told["run"],
-                outcome=msg("memorised the batch") if memorised else told["went"], reached=told["reached"],
+    return (msg("After {run}, {outcome}{reached}, but each epoch moved its pretrained weights by {drift:.1e} of their "
+                "size (more than {limit:g}){reading}.{note}", run=told["run"],
+                outcome=msg("the model memorised the batch") if memorised else told["went"], reached=told["reached"],
                 drift=e.get("drift_per_step") or 0.0, limit=CHECK.value("warn_drift"), note=told["note"],
                 reading=msg(": a real run of a few hundred steps at this rate overwrites what pretraining learned, "
                             "however well one batch is memorised")),
