@@ -1,6 +1,10 @@
 """Training Pipeline Debugger: the entry file. Page setup, the shared sidebar, and navigation over the stages."""
 
-import streamlit as st
+import diagnostics
+
+diagnostics.own_process()  # Keras 2 for tf.keras and quiet libraries, before any page imports TensorFlow
+
+import streamlit as st  # noqa: E402
 
 from diagnostics.config.limits import environment_problem
 from diagnostics.core.libraries import libraries_imported

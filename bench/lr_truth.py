@@ -31,7 +31,8 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 import numpy as np  # noqa: E402
 
-import diagnostics  # noqa: E402,F401
+import diagnostics  # noqa: E402
+diagnostics.own_process()  # Keras 2 for tf.keras, quiet libraries, before TensorFlow loads
 from diagnostics.keras import data_files, loading  # noqa: E402
 from diagnostics.config.run import RunConfig  # noqa: E402
 from diagnostics.keras.batches import LABEL, build_batch  # noqa: E402

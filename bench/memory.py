@@ -41,7 +41,9 @@ SIZES = {"base": "", "tiny": "n_layers=1, dim=64, hidden_dim=128, n_heads=2"}
 def build_checkpoint(directory: Path, size: str = "base") -> int:
     """A DistilBERT classifier of `size` with random weights and the demo tokenizer; its parameter count."""
     code = f"""
-import diagnostics, tf_keras
+import diagnostics
+diagnostics.own_process()  # Keras 2 for tf.keras, quiet libraries, before TensorFlow loads
+import tf_keras
 from transformers import DistilBertConfig, TFDistilBertForSequenceClassification
 from diagnostics.keras.loading import load_tokenizer
 tf_keras.utils.set_random_seed(0)

@@ -17,7 +17,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 
-import diagnostics  # noqa: E402,F401
+import diagnostics  # noqa: E402
+diagnostics.own_process()  # Keras 2 for tf.keras, quiet libraries, before TensorFlow loads
 from real_checkpoint import checkpoint_argument  # noqa: E402
 from diagnostics.keras import data_files, loading  # noqa: E402
 from diagnostics.config.run import DEMO_LEARNING_RATE, RunConfig  # noqa: E402

@@ -23,7 +23,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-import diagnostics  # noqa: E402,F401
+import diagnostics  # noqa: E402
+diagnostics.own_process()  # Keras 2 for tf.keras, quiet libraries, before TensorFlow loads
 from diagnostics.config.run import DEMO_LEARNING_RATE, RunConfig  # noqa: E402
 from diagnostics.config.training import SweepSettings  # noqa: E402
 from diagnostics.config.scenarios import SCENARIOS  # noqa: E402

@@ -27,7 +27,8 @@ import pyarrow as pa  # noqa: E402
 import pyarrow.compute as pc  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
-import diagnostics  # noqa: E402,F401
+import diagnostics  # noqa: E402
+diagnostics.own_process()  # Keras 2 for tf.keras, quiet libraries, before TensorFlow loads
 from diagnostics.keras import data_files  # noqa: E402
 from diagnostics.config.run import RunConfig  # noqa: E402
 from diagnostics.checks.data.duplicates import check_duplicates, duplicate_figures  # noqa: E402

@@ -25,7 +25,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import diagnostics  # noqa: E402,F401
+import diagnostics  # noqa: E402
+diagnostics.own_process()  # Keras 2 for tf.keras, quiet libraries, before TensorFlow loads
 from diagnostics.core.libraries import import_libraries  # noqa: E402
 from diagnostics.walk import registry  # noqa: E402
 from diagnostics.walk import runner  # noqa: E402

@@ -399,6 +399,9 @@ def console() -> None:
     """The console script (`pipeline-debugger`): the command line in its own process, as `python -m diagnostics`."""
     global _OWN_PROCESS
     _OWN_PROCESS = True
+    import diagnostics
+
+    diagnostics.own_process()  # Keras 2 for tf.keras and quiet libraries, in the command line's own process
     sys.exit(main())
 
 

@@ -9,7 +9,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import diagnostics  # noqa: E402,F401  (selects Keras 2 before TensorFlow loads)
+import diagnostics  # noqa: E402
+diagnostics.own_process()  # Keras 2 for tf.keras, quiet libraries, before TensorFlow loads
 from diagnostics.keras.loading import demo_checkpoint_dir, load_model, load_tokenizer  # noqa: E402
 
 

@@ -19,7 +19,8 @@ INTRA_OP = "TF_NUM_INTRAOP_THREADS"
 if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
     os.environ.setdefault(INTRA_OP, "1")
 
-import diagnostics  # noqa: E402,F401  (selects Keras 2 before TensorFlow loads)
+import diagnostics  # noqa: E402
+diagnostics.own_process()  # Keras 2 for tf.keras, quiet libraries, before TensorFlow loads
 import tiers  # noqa: E402  (the default and the full tier, and their times)
 from diagnostics.core.libraries import import_libraries  # noqa: E402
 

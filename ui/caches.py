@@ -4,7 +4,8 @@
 
 from __future__ import annotations
 
-import diagnostics  # noqa: F401  (selects Keras 2 before TensorFlow loads)
+import diagnostics  # noqa: E402
+diagnostics.own_process()  # Keras 2 for tf.keras, quiet libraries, before TensorFlow loads
 from diagnostics.keras import loading
 from diagnostics.keras.data_files import load_split
 from diagnostics.config.run import RunConfig

@@ -15,12 +15,12 @@ import functools
 import threading
 import weakref
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from diagnostics.keras.internals import dataset_inputs
 
 _ORIGINS: "weakref.WeakKeyDictionary[Any, tuple[Any, dict]]" = weakref.WeakKeyDictionary()
-_LOCK = threading.Lock()
+_LOCK = threading.RLock()  # re-entered: a wrapper installed on import takes it
 # The last call, kept when it raised too (the tracer diagnoses an error inside to_tf_dataset from it).
 last_call: dict[str, Any] = {}
 # The last tokenizer call on text: its truncation, max_length and padding arguments and the tokenizer's maximum
@@ -35,11 +35,14 @@ _OPEN = {"blocks": 0, "original": None, "wrapper": None, "tokenizer_call": None,
 
 
 @contextlib.contextmanager
-def watch() -> Iterator[None]:
+def watch(when: Callable[[str, Callable[[Any], None]], None] | None = None) -> Iterator[None]:
     """Within the block, each dataset `to_tf_dataset` (or `prepare_tf_dataset`, which calls it) returns remembers
     the split and arguments that made it, for as long as the dataset lives; the method is itself again after the
-    block (blocks nest, and may be open in several threads at once)."""
-    _open()
+    block (blocks nest, and may be open in several threads at once).
+
+    `when(module, install)`, where given, installs each wrapper once its library is imported by someone else
+    (the traced script's child: `after_import.AfterImport.when`), so opening the block imports nothing."""
+    _open(when)
     try:
         yield
     finally:
@@ -51,31 +54,47 @@ def watching() -> bool:
     return _OPEN["blocks"] > 0
 
 
-def _open() -> None:
-    from datasets import Dataset
-
+def _open(when=None) -> None:
     with _LOCK:
         _OPEN["blocks"] += 1
         if _OPEN["blocks"] > 1:
             return
-        original = Dataset.to_tf_dataset
+        for module, wrap in (("datasets", _wrap_to_tf_dataset), ("transformers.tokenization_utils_base",
+                                                                  _wrap_tokenizer_call),
+                             ("tf_keras", _wrap_optimizer_keywords)):
+            if when is None:
+                wrap()
+            else:
+                when(module, lambda _module, wrap=wrap: _while_open(wrap))
 
-        @functools.wraps(original)
-        def to_tf_dataset(self, *args, **kwargs):
-            call = {"source": self, "kwargs": _named(original, args, kwargs)}
-            last_call.clear()
-            last_call.update(call)
-            result = original(self, *args, **kwargs)
-            try:  # with the tokenizer call that came before it: the one that made these token ids
-                _ORIGINS[result] = (self, call["kwargs"], tokenization())
-            except TypeError:  # not weak-referenceable: the checks read the dataset back instead
-                pass
-            return result
 
-        _OPEN["original"], _OPEN["wrapper"] = original, to_tf_dataset
-        Dataset.to_tf_dataset = to_tf_dataset
-        _wrap_tokenizer_call()
-        _wrap_optimizer_keywords()
+def _while_open(wrap) -> None:
+    """Install a wrapper when its library is imported, if the block that asked for it is still open."""
+    with _LOCK:
+        if _OPEN["blocks"] > 0:
+            wrap()
+
+
+def _wrap_to_tf_dataset() -> None:
+    """Remember each `to_tf_dataset` call's split and arguments (with the lock held)."""
+    from datasets import Dataset
+
+    original = Dataset.to_tf_dataset
+
+    @functools.wraps(original)
+    def to_tf_dataset(self, *args, **kwargs):
+        call = {"source": self, "kwargs": _named(original, args, kwargs)}
+        last_call.clear()
+        last_call.update(call)
+        result = original(self, *args, **kwargs)
+        try:  # with the tokenizer call that came before it: the one that made these token ids
+            _ORIGINS[result] = (self, call["kwargs"], tokenization())
+        except TypeError:  # not weak-referenceable: the checks read the dataset back instead
+            pass
+        return result
+
+    _OPEN["original"], _OPEN["wrapper"] = original, to_tf_dataset
+    Dataset.to_tf_dataset = to_tf_dataset
 
 
 def _wrap_optimizer_keywords() -> None:
@@ -100,7 +119,7 @@ def _wrap_optimizer_keywords() -> None:
 
 def _wrap_tokenizer_call() -> None:
     """Record each tokenizer call on text (with the lock held)."""
-    from transformers import PreTrainedTokenizerBase
+    from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 
     original = PreTrainedTokenizerBase.__call__
 
@@ -123,19 +142,22 @@ def tokenization() -> dict[str, Any] | None:
 
 
 def _close() -> None:
-    from datasets import Dataset
-
     with _LOCK:
         _OPEN["blocks"] -= 1
         if _OPEN["blocks"] > 0:
             return
-        # Put back only our own wrappers: a method someone replaced one with inside the block stays theirs.
-        if Dataset.__dict__.get("to_tf_dataset") is _OPEN["wrapper"]:
-            Dataset.to_tf_dataset = _OPEN["original"]
-        from transformers import PreTrainedTokenizerBase
+        # Put back only our own wrappers: a method someone replaced one with inside the block stays theirs. A wrapper
+        # never installed (its library was never imported) has nothing to put back.
+        if _OPEN["wrapper"] is not None:
+            from datasets import Dataset
 
-        if PreTrainedTokenizerBase.__dict__.get("__call__") is _OPEN["tokenizer_wrapper"]:
-            PreTrainedTokenizerBase.__call__ = _OPEN["tokenizer_call"]
+            if Dataset.__dict__.get("to_tf_dataset") is _OPEN["wrapper"]:
+                Dataset.to_tf_dataset = _OPEN["original"]
+        if _OPEN["tokenizer_wrapper"] is not None:
+            from transformers.tokenization_utils_base import PreTrainedTokenizerBase
+
+            if PreTrainedTokenizerBase.__dict__.get("__call__") is _OPEN["tokenizer_wrapper"]:
+                PreTrainedTokenizerBase.__call__ = _OPEN["tokenizer_call"]
         if _OPEN.get("keywords"):
             owner, name, original, process = _OPEN["keywords"]
             if owner.__dict__.get(name) is process:

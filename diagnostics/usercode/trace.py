@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from diagnostics import QUIETED_ENV, SET_ON_IMPORT, TRACE_CHILD_ENV
+from diagnostics import QUIETED_ENV, SET_BY_DEBUGGER, TRACE_CHILD_ENV
 from diagnostics.i18n import Text, from_data, joined, message_of, msg, msgn, to_data
 
 
@@ -99,7 +99,7 @@ def trace_script(script: str | Path, script_args: list[str] | None = None, *, st
         spec_path.write_text(json.dumps(spec))
         # The script's environment as the user's: without what importing the debugger set to quiet itself.
         token = secrets.token_hex(16)  # every process of this trace inherits it, whatever session it moves to
-        env = {**{key: value for key, value in os.environ.items() if key not in (*SET_ON_IMPORT, QUIETED_ENV)},
+        env = {**{key: value for key, value in os.environ.items() if key not in (*SET_BY_DEBUGGER, QUIETED_ENV)},
                TRACE_CHILD_ENV: "1", TRACE_TOKEN_ENV: token, "PYTHONPATH": os.pathsep.join(
                    [str(PROJECT_ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])}
         output_file = open(Path(work) / "output.txt", "w+") if capture_output else None

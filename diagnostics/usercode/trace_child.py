@@ -64,27 +64,33 @@ class _Child(Loops, Reports):
         watching, self.watching = getattr(self, "watching", None), None
         if watching is not None:
             watching.__exit__(None, None, None)
+        importing, self.importing = getattr(self, "importing", None), None
+        if importing is not None:
+            importing.close()
 
 
     # ------------------------------------------------------------ hooks
 
     def install(self) -> None:
-        from diagnostics.core.libraries import import_libraries
-
-        import_libraries()  # before the script: this process is the debugger's until the script starts
-        import datasets
-        import tf_keras
-        from transformers import modeling_tf_utils
-
+        """Wrap what the checks need as the script imports it, never before: the script's imports resolve as they
+        do when it runs alone (which Keras `tf.keras` is, above all), and its own errors are its own."""
         from diagnostics.usercode import hooks
+        from diagnostics.usercode.after_import import AfterImport
 
+        self.importing = AfterImport()
         # The script's own `map` calls run, rather than load a result an earlier run cached: its tokenizer call (its
         # truncation and max_length) is then seen. The rows are the same; only the time to make them is spent again.
-        datasets.disable_caching()
-
+        self.importing.when("datasets", lambda datasets: datasets.disable_caching())
         # Open for the whole script (the child process ends with it); held here, as a dropped block would close.
-        self.watching = hooks.watch()
+        self.watching = hooks.watch(self.importing.when)
         self.watching.__enter__()
+        self.importing.when("tf_keras", self._install_keras)
+        self.importing.when("transformers.modeling_tf_utils",
+                            lambda module: self._wrap_compile(module.TFPreTrainedModel))
+
+    def _install_keras(self, tf_keras) -> None:
+        """fit, evaluate, predict, compile and apply_gradients wrapped, once the script imports tf-keras (itself,
+        or through Transformers' TF models)."""
         child = self
         keras_fit = tf_keras.Model.fit
 
@@ -115,8 +121,7 @@ class _Child(Loops, Reports):
         self._patch(tf_keras.Model, "fit", fit)
         for method in ("evaluate", "predict"):
             self._bound(tf_keras.Model, method)
-        for owner in (modeling_tf_utils.TFPreTrainedModel, tf_keras.Model):
-            self._wrap_compile(owner)
+        self._wrap_compile(tf_keras.Model)
         for owner in (tf_keras.optimizers.Optimizer, tf_keras.optimizers.legacy.Optimizer):
             self._wrap_apply_gradients(owner)
 
@@ -226,7 +231,10 @@ class _Child(Loops, Reports):
 
     def on_fit(self, model, args: tuple, kwargs: dict, *, stale: tuple[int, int, int] | None = None) -> None:
         """Run the checks on what this fit got, as the fit's report (the report file holds every checked fit's)."""
+        from diagnostics.core.libraries import import_libraries
         from diagnostics.usercode.api import capture
+
+        import_libraries()  # imported by the script by now: their objects frozen, so the checks' collections skip them
         from diagnostics.usercode.own_code import fit_steps
         from diagnostics.usercode.read_back import arrays_as_dataset
 
@@ -319,14 +327,29 @@ def run_in_process(spec: dict) -> dict | None:
     return json.loads(path.read_text()) if path.is_file() else None
 
 
+def _seed_keras(tf_keras) -> None:
+    """tf-keras's own generator of initializer seeds, as `tf_keras.utils.set_random_seed(0)` sets it."""
+    import random
+
+    from tf_keras.src import backend
+
+    if hasattr(backend, "_SEED_GENERATOR"):
+        backend._SEED_GENERATOR.generator = random.Random(0)
+
+
 def _run_installed(child: "_Child", spec: dict) -> int:
     import runpy
 
     # Seeded as `run` is (seed 0), so two traces of one unseeded script build the same head and agree; a script
-    # that seeds itself still wins.
-    import tf_keras
+    # that seeds itself still wins. TensorFlow's seed is set once the script imports it.
+    import random
 
-    tf_keras.utils.set_random_seed(0)
+    import numpy
+
+    random.seed(0)
+    numpy.random.seed(0)
+    child.importing.when("tensorflow", lambda tf: tf.random.set_seed(0))
+    child.importing.when("tf_keras", _seed_keras)
     sys.argv = [spec["script"], *spec["args"]]
     sys.path.insert(0, str(Path(spec["script"]).parent))
     try:

@@ -3,7 +3,8 @@ architecture the count knows, on tiny configs whose every sizing field differs f
 
 import pytest
 
-import diagnostics  # noqa: F401  (selects Keras 2 before TensorFlow loads)
+import diagnostics  # noqa: E402
+diagnostics.own_process()  # Keras 2 for tf.keras, quiet libraries, before TensorFlow loads
 from diagnostics.keras.parameters import COUNTERS, counted_parameters
 
 SIZES = dict(vocab_size=97, max_position_embeddings=40, num_attention_heads=2, intermediate_size=23)

@@ -71,7 +71,7 @@ def test_tracing_leaves_the_scripts_logging_and_progress_settings_as_they_were(t
         " [os.environ.get(key) for key in ('TF_CPP_MIN_LOG_LEVEL', 'TRANSFORMERS_VERBOSITY', "
         "'HF_DATASETS_DISABLE_PROGRESS_BARS', 'TOKENIZERS_PARALLELISM')])\n")
     env = {key: value for key, value in __import__("os").environ.items()
-           if key not in __import__("diagnostics").SET_ON_IMPORT}
+           if key not in __import__("diagnostics").SET_BY_DEBUGGER}
     plain = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path, env=env,
                            timeout=300)
     traced = trace_script(script, capture_output=True, cwd=tmp_path)
