@@ -6,7 +6,9 @@ and a second fit. Written here as a user would, on the demo kit's SST-2 rows rep
 directory's own tokenizer and weights with `--checkpoint`). Both sides run in fresh processes; each side's peak
 resident memory is the largest of its processes (the trace's child included).
 
-    python bench/docs_recipe.py [--rows 700] [--checkpoint DIR --rate 5e-5] [--stages data,model]
+    python bench/docs_recipe.py [--rows 700] [--checkpoint DIR --rate 5e-5] [--data FILE] [--stages data,model]
+    python bench/docs_recipe.py --checkpoint .cache-test/real-checkpoint/all-MiniLM-L6-v2 \
+        --data tests/data/sst2/train.tsv          real sentences on a real checkpoint
 
 `--stages` traces only those stages (the suite's small mode, which checks that the bench runs, not its figure).
 """
@@ -34,7 +36,13 @@ from datasets import Dataset
 from transformers import AutoTokenizer, TFAutoModelForSequenceClassification
 
 checkpoint, data, rows, rate = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
-records = [json.loads(line) for line in open(data)]
+if data.endswith(".tsv"):  # GLUE's own SST-2 file: a header, then sentence<TAB>label
+    import csv
+
+    records = [{"sentence": row["sentence"], "label": int(row["label"])}
+               for row in csv.DictReader(open(data), delimiter="\t", quoting=csv.QUOTE_NONE)]
+else:
+    records = [json.loads(line) for line in open(data)]
 records = (records * (rows // len(records) + 1))[:rows]
 tokenizer = AutoTokenizer.from_pretrained(checkpoint)
 tokenized = dict(tokenizer([r["sentence"] for r in records], return_tensors="np", padding=True))
@@ -72,21 +80,25 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=700)
     parser.add_argument("--checkpoint", default=None, help="a save_pretrained directory (default: the demo kit's)")
     parser.add_argument("--rate", type=float, default=None, help="Adam's rate (default: 3e-3 for the kit, 5e-5 else)")
+    parser.add_argument("--data", default=str(DATA), help="SST-2 rows: a .jsonl of sentence/label (default: the "
+                        "kit's) or GLUE's .tsv (real sentences: tests/data/sst2/train.tsv)")
     parser.add_argument("--stages", default=None, help="the stages the trace runs (default: all)")
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
     from diagnostics.keras.loading import demo_checkpoint_dir
 
-    checkpoint = args.checkpoint or str(demo_checkpoint_dir())
+    checkpoint = str(Path(args.checkpoint).resolve()) if args.checkpoint else str(demo_checkpoint_dir())
     rate = args.rate or (3e-3 if args.checkpoint is None else 5e-5)
     with tempfile.TemporaryDirectory() as work:
         script = Path(work) / "recipe.py"
         script.write_text(RECIPE)
-        script_args = [checkpoint, str(DATA), str(args.rows), str(rate)]
+        script_args = [checkpoint, str(Path(args.data).resolve()), str(args.rows), str(rate)]
         plain_s, plain_mib = measured([sys.executable, str(script), *script_args], Path(work))
         stages = ["--stages", args.stages] if args.stages else []
         trace_s, trace_mib = measured([sys.executable, "-m", "diagnostics", "trace", str(script), *stages, "--json",
                                        str(Path(work) / "report.json"), "--", *script_args], Path(work))
+    print(f"checkpoint = {Path(checkpoint).name}")
+    print(f"data = {Path(args.data).name}")
     print(f"rows = {args.rows}")
     print(f"stages = {args.stages or 'all'}")
     print(f"plain_s = {plain_s:.1f}")

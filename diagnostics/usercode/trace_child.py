@@ -164,6 +164,14 @@ class _Child(Loops, Reports):
         # No callbacks, workers or output of the script's own: a few steps in this process (workers=-1, which
         # tf-keras refuses, is said in the fit's notes).
         arguments.update(callbacks=None, verbose=0, workers=1, use_multiprocessing=False)
+        steps_name = "steps_per_epoch" if method == "fit" else "steps"
+        # Arrays are batched as the script's own call batches them: given steps and no batch size, Keras makes each
+        # batch rows / steps long (two steps of 700 rows: batches of 350, 9 GB on a six-layer encoder, not 2 GB).
+        rows = _array_rows(arguments.get("x"))
+        if rows is not None and arguments.get("batch_size") is None:
+            asked = arguments.get(steps_name)
+            arguments["batch_size"] = math.ceil(rows / asked) if isinstance(asked, int) and asked > 0 else \
+                DEFAULT_BATCH_SIZE
         if method == "fit":
             arguments.update(epochs=1, initial_epoch=0, steps_per_epoch=_bounded(arguments.get("steps_per_epoch")))
             if arguments.get("validation_data") is not None:
@@ -275,6 +283,27 @@ class _Child(Loops, Reports):
 def _count(variables) -> int:
     """The weights in these variables."""
     return sum(math.prod(int(size) for size in variable.shape) for variable in variables)
+
+
+# Keras's batch size for arrays given with neither a batch size nor steps.
+DEFAULT_BATCH_SIZE = 32
+
+
+def _array_rows(x) -> int | None:
+    """The rows of arrays Keras batches itself (a numpy array or tensor, or a dict, list or tuple of them; a
+    DataFrame), None for data that comes in batches (a `tf.data.Dataset`, a `Sequence`, a generator)."""
+    from collections.abc import Mapping
+
+    import numpy
+
+    first = x
+    while isinstance(first, (Mapping, list, tuple)) and first:  # a BatchEncoding is a Mapping
+        first = next(iter(first.values())) if isinstance(first, Mapping) else first[0]
+    if isinstance(first, numpy.ndarray) or type(first).__name__ in ("EagerTensor", "DataFrame", "Series"):
+        shape = getattr(first, "shape", None)
+        if shape is not None and len(shape) > 0 and shape[0] is not None:
+            return int(shape[0])
+    return None
 
 
 def _bounded(steps) -> int:

@@ -518,6 +518,31 @@ def test_a_fit_after_the_checks_runs_its_few_steps_eagerly_and_leaves_the_models
     assert said["params"] == {"method": "fit", "steps": BRIEF_STEPS} and said["template"].startswith("Checks done")
 
 
+@pytest.mark.parametrize("given, rows_per_batch", [({}, 32), ({"steps_per_epoch": 4}, 25), ({"batch_size": 10}, 10)])
+def test_a_brief_fit_on_arrays_batches_them_as_the_scripts_own_call_would(tmp_path, given, rows_per_batch):
+    # Two steps of arrays with no batch size made Keras cut the rows in two: batches of 350 rows of the docs recipe
+    # (9 GB on a six-layer encoder, where the script's own fit uses 32 rows a batch and 2 GB).
+    import tensorflow as tf
+    import tf_keras
+
+    from diagnostics.usercode.trace_child import _Child
+
+    sizes = []
+
+    class Recording(tf_keras.Model):
+        def train_step(self, data):
+            sizes.append(int(tf.shape(data[0]["ids"])[0]))
+            return super().train_step(data)
+
+    inputs = tf_keras.Input((4,), name="ids")
+    model = Recording({"ids": inputs}, tf_keras.layers.Dense(2)(inputs))
+    model.compile(optimizer="adam", loss=tf_keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    child = _Child({"script": str(tmp_path / "train.py"), "progress": str(tmp_path / "progress.jsonl")})
+    x, y = {"ids": np.ones((100, 4), np.float32)}, np.zeros(100, np.int64)
+    child.brief(tf_keras.Model.fit, model, (x, y), {"epochs": 3, "verbose": 0, **given}, "fit")
+    assert sizes == [rows_per_batch] * 2
+
+
 def test_diagnose_an_uncompiled_model_says_what_it_assumed(bert_checkpoint, bert_tokenizer, mnli_split):
     from diagnostics import diagnose
 
