@@ -54,8 +54,16 @@ def optimizer_settings(config: RunConfig) -> dict[str, Any]:
     ignored = ignored_keywords(optimizer) if config.user_optimizer is not None else {}
     return {"class": type(optimizer).__name__, "given_as": config.optimizer_shown, "learning_rate": rate,
             "settings": rows, "other_optimizer": config.optimizer == "other",
-            "ignored": {name: float(value) if isinstance(value, (int, float, np.floating)) else str(value)
+            "ignored": {name: float(value) if isinstance(value, (int, float, np.floating)) else _shown(value)
                         for name, value in ignored.items()}, "ignored_keyword": bool(ignored)}
+
+
+def _shown(value) -> str:
+    """A dropped keyword's value that is not a number, as the script wrote it in short: a schedule object by its
+    class (`Warmup(...)`), never its repr with a memory address."""
+    if isinstance(value, (str, bool)) or value is None:
+        return repr(value)
+    return f"{type(value).__name__}(...)"
 
 
 def optimizer_summary(figures: dict[str, Any]) -> Text:
