@@ -29,8 +29,20 @@ LOSS_CLASSES = {"SparseCategoricalCrossentropy": "sparse_categorical_crossentrop
 
 
 def loss_object(model, given: Any = None, *, seen: bool = False) -> Any:
-    """The loss object or function itself, as `compile` got it (`given`, when `seen`) or the model keeps it."""
-    return given if seen else getattr(model, "loss", None)
+    """The loss object or function itself, as `compile` got it (`given`, when `seen`) or the model keeps it; the
+    one loss of a dict or list that holds one (`loss={"output": ...}` for a model with one output)."""
+    return one_loss(given if seen else getattr(model, "loss", None))
+
+
+def one_loss(given: Any) -> Any:
+    """The loss inside a dict or list of one (a loss per output, for a model with one output); else `given`."""
+    from collections.abc import Mapping
+
+    if isinstance(given, Mapping) and len(given) == 1:
+        return one_loss(next(iter(given.values())))
+    if isinstance(given, (list, tuple)) and len(given) == 1:
+        return one_loss(given[0])
+    return given
 
 
 def read_loss(model, given: Any = None, *, seen: bool = False) -> str:
@@ -46,6 +58,7 @@ def read_loss(model, given: Any = None, *, seen: bool = False) -> str:
         if uses_internal_loss(model):
             return "internal"
         given = getattr(model, "loss", None)
+    given = one_loss(given)
     if given is None or (isinstance(given, str) and given in ("auto", "auto_with_warning", "passthrough")):
         return "internal"
     if not isinstance(given, str) and not callable(given) and hasattr(given, "__len__") and not len(given):

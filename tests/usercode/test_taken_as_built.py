@@ -440,3 +440,25 @@ def test_trace_a_notebook_of_its_own_shape_checks_everything_and_names_an_ignore
         assert "drops the keyword lr=" in checks["hparams.optimizer"]["summary"]
         assert checks["hparams.optimizer"]["fix"] == "Adam(learning_rate=1e-05)"
         assert checks["hparams.lr_sweep"]["status"] in ("pass", "see"), checks["hparams.lr_sweep"]
+
+
+# ---------------------------------------------------------------- a loss for each output, of one output
+
+def test_a_loss_given_per_output_for_a_model_of_one_output_is_read_as_that_loss():
+    # Before: "compile(loss={'dense': <...SparseCategoricalCrossentropy object at 0x...>}) is not a loss the
+    # debugger can judge", and nothing was checked.
+    import tf_keras
+
+    from diagnostics.usercode.compile_settings import loss_object, read_loss
+
+    inputs = tf_keras.Input((4,), name="ids")
+    model = tf_keras.Model(inputs, tf_keras.layers.Dense(2, activation="softmax", name="dense")(inputs))
+    loss = tf_keras.losses.SparseCategoricalCrossentropy()
+    for given, inner in (({"dense": loss}, loss), ([loss], loss), (("sparse_categorical_crossentropy",),
+                                                                     "sparse_categorical_crossentropy")):
+        model.compile(optimizer="adam", loss=given)
+        expected = read_loss(model, inner, seen=True)
+        assert expected.startswith(("SparseCategoricalCrossentropy", "sparse"))
+        assert read_loss(model, given, seen=True) == expected
+        assert read_loss(model) == expected  # as Keras keeps it
+    assert loss_object(model, {"dense": loss}, seen=True) is loss
