@@ -88,15 +88,39 @@ def counted_parameters(config, num_labels: int | None = None) -> int | None:
     return int(count) if isinstance(count, int) and count > 0 else None
 
 
-def training_bytes(parameters: int, hidden: int, layers: int, heads: int, batch_size: int, sequence_length: int
-                   ) -> tuple[int, int]:
-    """(weights, gradients and Adam's two slots; activations) in bytes for training in float32.
+def optimizer_slots(optimizer) -> int:
+    """The slot variables a Keras optimizer keeps for each weight: Adam's family two (three with amsgrad), SGD one
+    (the legacy one only with momentum), RMSprop one, one more with momentum and one more centered, Adagrad one; two for
+    an optimizer not known here (Adam's, the usual case)."""
+    inner = getattr(optimizer, "inner_optimizer", optimizer)  # a LossScaleOptimizer keeps the inner one's
+    name = type(inner).__name__
+    config = {}
+    try:
+        config = inner.get_config()
+    except Exception:
+        pass
+    momentum = bool(config.get("momentum") or getattr(inner, "momentum", 0) or 0)
+    if name == "SGD":  # tf-keras's SGD keeps its momentum slot even at momentum 0; the legacy one only above 0
+        return 1 if momentum or "legacy" not in type(inner).__module__ else 0
+    if name == "RMSprop":
+        return 1 + int(momentum) + int(bool(config.get("centered")))
+    if name in ("Adagrad", "Lion"):
+        return 1
+    if name.startswith(("Adam", "Nadam", "Adamax")) and config.get("amsgrad"):
+        return 3
+    return 2
+
+
+def training_bytes(parameters: int, hidden: int, layers: int, heads: int, batch_size: int, sequence_length: int,
+                   slots: int = 2) -> tuple[int, int]:
+    """(weights, gradients and the optimizer's slots, Adam's two unless `slots` says; activations) in bytes for
+    training in float32.
 
     Activations per layer follow Korthikanti et al. (2022): s*b*h*(34 + 5*a*s/h) bytes in 16-bit, doubled for
     float32. Every layer counts, shared weights or not: ALBERT's 96 layers of one set of weights keep 96 layers of
     activations (4.9M parameters took 5,960 MiB), and the attention scores grow with the heads whatever the width.
     """
-    state = int(parameters) * 4 * 4
+    state = int(parameters) * 4 * (2 + slots)
     activations = 0
     if hidden:
         activations = int(2 * layers * sequence_length * batch_size * hidden * (34 + 5 * heads * sequence_length

@@ -302,6 +302,34 @@ def test_memory_counts_adam_state_in_float32(cached_bert):
     assert figures["activation_bytes_estimate"] > 0
 
 
+@pytest.mark.parametrize("make", [
+    lambda keras: keras.optimizers.SGD(0.1), lambda keras: keras.optimizers.SGD(0.1, momentum=0.9),
+    lambda keras: keras.optimizers.Adam(amsgrad=True), lambda keras: keras.optimizers.RMSprop(),
+    lambda keras: keras.optimizers.RMSprop(momentum=0.9, centered=True), lambda keras: keras.optimizers.Adagrad(),
+    lambda keras: keras.optimizers.legacy.SGD(0.1, momentum=0.9), lambda keras: keras.optimizers.legacy.SGD(0.1)])
+def test_memory_counts_the_slots_the_optimizer_really_keeps(make, cached_bert):
+    # Before, every optimizer was counted and said as "Adam's two slots" (an SGD without momentum keeps none).
+    import tensorflow as tf
+    import tf_keras
+
+    from diagnostics.keras.parameters import optimizer_slots
+
+    optimizer = make(tf_keras)
+    weights = [tf.Variable(tf.zeros((3, 2))), tf.Variable(tf.zeros((2,)))]
+    if hasattr(optimizer, "build"):
+        optimizer.build(weights)
+        kept = [v for v in optimizer.variables if v.shape != ()]
+    else:  # a legacy optimizer makes its slots as it applies a first step
+        optimizer.apply_gradients(zip([tf.ones_like(w) for w in weights], weights, strict=True))
+        kept = [v for v in optimizer.variables() if v.shape != ()]
+    assert optimizer_slots(optimizer) == len(kept) // len(weights)
+    figures = memory_figures(cached_bert.count_params(), cached_bert.config, 8, 64, optimizer)
+    assert figures["training_state_bytes"] == cached_bert.count_params() * 4 * (2 + len(kept) // len(weights))
+    summary = str(check_memory(figures).summary)
+    assert "Adam's two slots" not in summary  # none of these is Adam with two
+    assert f"{type(optimizer).__name__}'s slot variables, {len(kept) // len(weights)} a weight" in summary
+
+
 # ------------------------------------------------------------ model.divergence (DiagnoseCallback's rule)
 
 LN3 = math.log(3)

@@ -14,7 +14,7 @@ from diagnostics.core.rules import ShareAbove
 from diagnostics.i18n import N_, msg
 from diagnostics.keras import keras_model
 from diagnostics.keras.loading import config_size
-from diagnostics.keras.parameters import training_bytes
+from diagnostics.keras.parameters import optimizer_slots, training_bytes
 
 
 @functools.lru_cache(maxsize=1)
@@ -33,13 +33,19 @@ def gpu_memory_bytes() -> int | None:
         return None
 
 
-def memory_figures(param_count: int, model_config, batch_size: int, sequence_length: int) -> dict[str, Any]:
-    """Memory training needs: float32 weights, gradients and Adam's two slots, plus an activation estimate
-    (`parameters.training_bytes`)."""
+def memory_figures(param_count: int, model_config, batch_size: int, sequence_length: int,
+                   optimizer=None) -> dict[str, Any]:
+    """Memory training needs: float32 weights, gradients and the optimizer's slots (Adam's two when `optimizer` is
+    None), plus an activation estimate (`parameters.training_bytes`)."""
     import psutil
 
-    state, activations = training_bytes(param_count, *config_size(model_config), batch_size, sequence_length)
+    slots = 2 if optimizer is None else optimizer_slots(optimizer)
+    state, activations = training_bytes(param_count, *config_size(model_config), batch_size, sequence_length, slots)
+    named = optimizer is not None and not (slots == 2 and type(getattr(optimizer, "inner_optimizer", optimizer)
+                                                                 ).__name__.startswith("Adam"))
     return {
+        "optimizer_slots": slots,
+        "slots_of": type(getattr(optimizer, "inner_optimizer", optimizer)).__name__ if named else None,
         "parameters": int(param_count),
         "weights_bytes": param_count * 4,
         "training_state_bytes": state,
@@ -68,12 +74,19 @@ def check_memory(figures: dict[str, Any]) -> CheckResult:
 def _needs(e) -> Any:
     """What every verdict of model.memory says first: the memory training needs against the device's, and the rows
     a batch really holds when the split has fewer than the batch size."""
-    summary = msg("{parameters:,} parameters: training needs about {total} (weights, gradients and Adam's two slots "
-                  "{state}, activations for batch {batch} x max_length {length} about {activations}) against {room} "
-                  "of {device}.", parameters=e["parameters"], total=_gib(e["total_bytes"]),
-                  state=_gib(e["training_state_bytes"]), batch=e["batch_size"], length=e["sequence_length"],
-                  activations=_gib(e["activation_bytes_estimate"]), room=_gib(e["room_bytes"]),
-                  device="GPU" if e["gpu_bytes"] else "RAM")
+    figures = dict(parameters=e["parameters"], total=_gib(e["total_bytes"]), state=_gib(e["training_state_bytes"]),
+                   batch=e["batch_size"], length=e["sequence_length"],
+                   activations=_gib(e["activation_bytes_estimate"]), room=_gib(e["room_bytes"]),
+                   device="GPU" if e["gpu_bytes"] else "RAM")
+    if e.get("slots_of"):  # an optimizer other than Adam's family: its own slots, counted
+        summary = msg("{parameters:,} parameters: training needs about {total} (weights, gradients and {optimizer}'s "
+                      "slot variables, {slots} a weight, {state}; activations for batch {batch} x max_length {length} "
+                      "about {activations}) against {room} of {device}.", optimizer=e["slots_of"],
+                      slots=e["optimizer_slots"], **figures)
+    else:
+        summary = msg("{parameters:,} parameters: training needs about {total} (weights, gradients and Adam's two "
+                      "slots {state}, activations for batch {batch} x max_length {length} about {activations}) "
+                      "against {room} of {device}.", **figures)
     configured = e.get("configured_batch_size") or e["batch_size"]
     if configured > e["batch_size"]:
         summary = msg("{summary} The batch size is {configured:,}, but the split has only {rows:,} rows, so a batch "
@@ -85,7 +98,8 @@ def run_figures(run: RunContext) -> dict[str, Any]:
     """The figures of the run's model at the batch fit builds: no more rows than the split has."""
     model, config, rows = run.classifier[0], run.config, len(run.split)
     return {**memory_figures(model.count_params(), keras_model.model_config(model), min(config.batch_size, rows) or
-                             config.batch_size, config.max_length), "configured_batch_size": config.batch_size}
+                             config.batch_size, config.max_length, config.user_optimizer),
+            "configured_batch_size": config.batch_size}
 
 
 def measure(run: RunContext) -> CheckResult:
@@ -108,6 +122,8 @@ class Evidence(TypedDict, total=False):
     batch_size: int  # the rows a batch holds (no more than the split has)
     configured_batch_size: int
     gpu_bytes: int
+    optimizer_slots: int  # the slot variables the optimizer keeps a weight (Adam's two)
+    slots_of: str | None  # the optimizer's class, where it is not Adam's family (its slots are said)
     parameters: int
     sequence_length: int
     total_bytes: int
