@@ -78,13 +78,14 @@ def batch_indices(num_rows: int, config: RunConfig) -> list[int]:
     return training_order(num_rows, config)[:config.batch_size].tolist()
 
 
-def tokenize(tokenizer, task: GlueTask, rows: dict[str, list], max_length: int | None):
-    """Tokenize rows as the course does: the task's text columns as a (pair of) sequence(s)."""
+def tokenize(tokenizer, task: GlueTask, rows: dict[str, list], max_length: int | None, *, special: bool = True):
+    """Tokenize rows as the course does: the task's text columns as a (pair of) sequence(s); `special=False` without
+    the special tokens the tokenizer adds (rows a tokenizer of another library made, as KerasHub's WordPiece does)."""
     texts = [rows[column] for column in task.text_columns]
     with tokenizer_lock(tokenizer):
         if max_length is None:
-            return tokenizer(*texts, truncation=False)
-        return tokenizer(*texts, truncation=True, max_length=max_length)
+            return tokenizer(*texts, truncation=False, add_special_tokens=special)
+        return tokenizer(*texts, truncation=True, max_length=max_length, add_special_tokens=special)
 
 
 def build_first_batch(split, tokenizer, config: RunConfig) -> FirstBatch:

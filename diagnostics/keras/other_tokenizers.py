@@ -1,5 +1,6 @@
 """Tokenizers the user did not build with Transformers, or did not give at all: one of the `tokenizers` library read
-through a Transformers fast tokenizer over a copy of it, and the stand-in that shows token ids when no tokenizer is
+through a Transformers fast tokenizer over a copy of it, a KerasHub (or KerasNLP) WordPiece tokenizer read through one
+built on its vocabulary, and the stand-in that shows token ids when no tokenizer is
 given or found (the checks that read text skip on it: runner need "decodes")."""
 
 from __future__ import annotations
@@ -36,6 +37,42 @@ def from_tokenizers_library(value):
         if found is not None:
             specials[role] = found
     return PreTrainedTokenizerFast(tokenizer_object=raw, **specials)  # it tokenizes with a deep copy of `raw`
+
+
+# The modules of the libraries whose tokenizers `adapted` reads.
+OTHER_LIBRARIES = ("tokenizers", "keras_hub", "keras_nlp")
+
+
+def adapted(value):
+    """A tokenizer of another library as a Transformers fast tokenizer (`from_tokenizers_library`,
+    `from_keras_hub`); None for anything it cannot read."""
+    module = type(value).__module__
+    if module.startswith("tokenizers"):
+        return from_tokenizers_library(value)
+    if module.startswith(("keras_hub", "keras_nlp")):
+        return from_keras_hub(value)
+    return None
+
+
+def from_keras_hub(value):
+    """A KerasHub (or KerasNLP) `WordPieceTokenizer` as a Transformers fast tokenizer over its own vocabulary, its
+    lowercasing and accent stripping, and no special tokens added (KerasHub's tokenizer adds none; a preprocessor
+    layer adds them in the model); None for its other tokenizers (byte-pair, SentencePiece), whose text is then shown
+    as token ids."""
+    if "WordPiece" not in type(value).__name__ or not hasattr(value, "get_vocabulary"):
+        return None
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
+
+    vocabulary = {token: index for index, token in enumerate(value.get_vocabulary())}
+    unknown = getattr(value, "oov_token", None) or "[UNK]"
+    if unknown not in vocabulary:
+        return None
+    raw = Tokenizer(models.WordPiece(vocab=vocabulary, unk_token=unknown,
+                                     continuing_subword_prefix=getattr(value, "suffix_indicator", None) or "##"))
+    raw.normalizer = normalizers.BertNormalizer(lowercase=bool(getattr(value, "lowercase", False)),
+                                                strip_accents=bool(getattr(value, "strip_accents", False)))
+    raw.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    return from_tokenizers_library(raw)
 
 
 # The most token ids a stand-in tokenizer names (a model's vocabulary beyond it is read as unknown ids).

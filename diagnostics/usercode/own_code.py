@@ -111,8 +111,8 @@ def build_run(captured: Captured) -> RunContext:
         InputError: nothing to check, or settings the checks cannot judge.
     """
     model, tokenizer = captured.model, captured.tokenizer
-    if tokenizer is not None and type(tokenizer).__module__.startswith("tokenizers"):  # diagnose(tokenizer=...)
-        tokenizer = captured.tokenizer = other_tokenizers.from_tokenizers_library(tokenizer) or tokenizer
+    if tokenizer is not None and type(tokenizer).__module__.startswith(other_tokenizers.OTHER_LIBRARIES):
+        tokenizer = captured.tokenizer = other_tokenizers.adapted(tokenizer) or tokenizer  # diagnose(tokenizer=...)
     if tokenizer is None:
         if model is None:
             raise InputError(msg("Nothing to check: neither a model nor a tokenizer was found."))

@@ -155,12 +155,12 @@ class Reports:
                 inner = getattr(value, "tokenizer", None)
                 if isinstance(inner, PreTrainedTokenizerBase):
                     return inner
-        from diagnostics.keras.other_tokenizers import from_tokenizers_library
+        from diagnostics.keras.other_tokenizers import OTHER_LIBRARIES, adapted
 
-        for scope in scopes:  # else one of the `tokenizers` library (BertWordPieceTokenizer), read through Transformers
+        for scope in scopes:  # else another library's (BertWordPieceTokenizer, KerasHub's), read through Transformers
             for value in list(scope.values()):
-                if type(value).__module__.startswith("tokenizers"):
-                    found = from_tokenizers_library(value)
+                if type(value).__module__.startswith(OTHER_LIBRARIES):
+                    found = adapted(value)
                     if found is not None:
                         return found
         return None

@@ -442,3 +442,23 @@ def test_label_balance_regression_scores_in_one_bin_warn():
 
 def test_baselines_regression_constant_scores_warn():
     assert check_baselines(np.array([3.0, 3.0, 3.0]), STSB, 1).status is Status.WARN
+
+
+def test_truncation_of_rows_stored_without_special_tokens_compares_like_with_like(bert_tokenizer):
+    # Rows a tokenizer of another library made (KerasHub's WordPiece adds no [CLS] and [SEP]) read as every row cut by
+    # two tokens when re-tokenized with them: "128 of 128 rows lose tokens" on a notebook that cut none.
+    from datasets import Dataset
+
+    from diagnostics.checks.data.truncation import users_truncation
+    from diagnostics.config.tasks import TASKS
+
+    texts = ["a cat sat on the mat", "the dog ran in the park today", "good film"]
+    plain = [bert_tokenizer(text, add_special_tokens=False)["input_ids"] for text in texts]
+    cut = [plain[0], plain[1][:3], plain[2]]  # the second row truncated to 3 tokens
+    for stored, expected in ((plain, []), (cut, [1])):
+        split = Dataset.from_dict({"sentence": texts, "label": [0, 1, 0], "input_ids": stored})
+        found = users_truncation(split, bert_tokenizer, TASKS["sst2"])
+        assert found["truncated_rows"] == expected
+    with_special = [bert_tokenizer(text)["input_ids"] for text in texts]  # as Transformers stores them: no change
+    split = Dataset.from_dict({"sentence": texts, "label": [0, 1, 0], "input_ids": with_special})
+    assert users_truncation(split, bert_tokenizer, TASKS["sst2"])["truncated_rows"] == []

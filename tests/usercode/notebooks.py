@@ -2,8 +2,9 @@
 (issue 70), none of them the matrix's (tests/usercode/matrix/shapes.py). Each axis is a part the debugger did not
 name before it met them:
 
-- tokenizer: Transformers' `AutoTokenizer`, or the `tokenizers` library's `BertWordPieceTokenizer` over the
-  checkpoint's vocab.txt with `enable_truncation`/`enable_padding(length=)` and `encode_batch`;
+- tokenizer: Transformers' `AutoTokenizer`, the `tokenizers` library's `BertWordPieceTokenizer` over the
+  checkpoint's vocab.txt with `enable_truncation`/`enable_padding(length=)` and `encode_batch`, or KerasHub's
+  `WordPieceTokenizer` over it (no special tokens, padded to its `sequence_length`);
 - input: a functional model's one input named `input_word_ids` (TF Hub's name) or `input_ids`, fed a bare array;
 - head: `Dense(1, sigmoid)` with binary cross-entropy, or `Dense(2, softmax)` with sparse cross-entropy;
 - loss: a Keras loss, or a function of the notebook's own;
@@ -22,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 AXES: dict[str, tuple[str, ...]] = {
-    "tokenizer": ("transformers", "wordpiece"),
+    "tokenizer": ("transformers", "wordpiece", "keras_hub"),
     "input": ("input_word_ids", "input_ids"),
     "head": ("sigmoid", "softmax"),
     "loss": ("keras", "own_function"),
@@ -72,6 +73,7 @@ HEALTHY = (
     Notebook("transformers", "input_word_ids", "sigmoid", "own_function", "warmup_class", "numpy", "fit"),
     Notebook("wordpiece", "input_word_ids", "sigmoid", "keras", "adam", "repeat", "strategy_run"),
     Notebook("transformers", "input_ids", "softmax", "keras", "warmup_class", "pandas", "strategy_run"),
+    Notebook("keras_hub", "input_word_ids", "softmax", "own_function", "adam", "numpy", "fit"),
 )
 
 # Each bug in two notebooks of different shapes (a from_logits bug needs a Keras loss to carry it).
@@ -80,6 +82,7 @@ BUGGED = (
     HEALTHY[2].with_bug("lr_keyword"), HEALTHY[3].with_bug("lr_keyword"),
     HEALTHY[0].with_bug("stray_label"), HEALTHY[1].with_bug("stray_label"),
     HEALTHY[2].with_bug("from_logits"), HEALTHY[5].with_bug("from_logits"),
+    HEALTHY[6].with_bug("stray_label"),
 )
 
 
@@ -90,7 +93,10 @@ def write_notebook(shape: Notebook) -> str:
              "import tf_keras as keras", "from transformers import TFAutoModel"]
     if shape.data == "pandas":
         lines.append("import pandas as pd")
-    lines += ["", "checkpoint, data = sys.argv[1], sys.argv[2]", f"MAX_LEN = {MAX_LEN}",
+    # KerasHub's tokenizer adds no [CLS] and [SEP]: the kit's longest row is 11 tokens, padded to 12 as a notebook
+    # sets its length from its rows (24 would make 67% of each batch padding, which data.truncation rightly warns of).
+    length = 12 if shape.tokenizer == "keras_hub" else MAX_LEN
+    lines += ["", "checkpoint, data = sys.argv[1], sys.argv[2]", f"MAX_LEN = {length}",
               "records = [json.loads(line) for line in open(data)]"]
     if shape.data == "pandas":
         lines.append('df = pd.DataFrame({"text": [r["sentence"] for r in records], "target": [r["label"] for r in '
@@ -107,6 +113,10 @@ def write_notebook(shape: Notebook) -> str:
                   'tokenizer = BertWordPieceTokenizer(checkpoint + "/vocab.txt", lowercase=True)',
                   "tokenizer.enable_truncation(max_length=MAX_LEN)", "tokenizer.enable_padding(length=MAX_LEN)",
                   "ids = np.array([encoding.ids for encoding in tokenizer.encode_batch(texts)], dtype=np.int32)"]
+    elif shape.tokenizer == "keras_hub":
+        lines += ["import keras_hub", "", 'tokenizer = keras_hub.tokenizers.WordPieceTokenizer(vocabulary=checkpoint + '
+                  '"/vocab.txt", sequence_length=MAX_LEN, lowercase=True)',
+                  "ids = np.asarray(tokenizer(texts)).astype(np.int32)"]
     else:
         lines += ["from transformers import AutoTokenizer", "", "tokenizer = AutoTokenizer.from_pretrained(checkpoint)",
                   'ids = tokenizer(texts, padding="max_length", truncation=True, max_length=MAX_LEN, '

@@ -13,6 +13,7 @@ from diagnostics.core.result import CheckResult, judge
 from diagnostics.core.rules import Above, All, Holds
 from diagnostics.i18n import N_, msg
 from diagnostics.keras.batches import FirstBatch, tokenize
+from diagnostics.keras.tokenizer_locks import tokenizer_lock
 
 
 # Rows of a user's split re-tokenized to see what their truncation cut (a tokenizer pass over this many takes a second).
@@ -32,13 +33,27 @@ def users_truncation(split, tokenizer, task: GlueTask, limit: int = TRUNCATION_R
         return None
     rows = split.select(range(min(len(split), limit))).to_dict()
     stored = np.asarray([len(ids) for ids in rows["input_ids"]])
-    full = np.asarray([len(ids) for ids in tokenize(tokenizer, task, rows, None)["input_ids"]])
+    # Re-tokenized with the special tokens the stored rows have: a tokenizer of another library (KerasHub's WordPiece)
+    # adds none, and every row would read as two tokens cut.
+    special = _stored_with_special_tokens(rows["input_ids"], tokenizer)
+    full = np.asarray([len(ids) for ids in tokenize(tokenizer, task, rows, None, special=special)["input_ids"]])
     cut = np.flatnonzero(full > stored)
     measured = source in ("call", "model") and max_length
     return {"rows": int(len(stored)), "truncated": int(len(cut)), "truncated_rows": cut[:50].tolist(),
             "cut_at": int(max_length) if measured else int(stored.max()) if len(stored) else 0,
             "cut_source": source if measured else "unknown" if len(cut) else source,
             "longest": int(full.max()) if len(full) else 0}
+
+
+def _stored_with_special_tokens(stored: list, tokenizer) -> bool:
+    """Whether the stored rows begin with the special token the tokenizer puts first ([CLS], <s>): most of them do,
+    or the tokenizer puts none first."""
+    with tokenizer_lock(tokenizer):
+        first = tokenizer("a")["input_ids"][:1]
+    if not first or first[0] not in set(tokenizer.all_special_ids):
+        return True
+    opening = [ids[0] for ids in stored if len(ids)]
+    return not opening or sum(token == first[0] for token in opening) * 2 >= len(opening)
 
 
 def truncation_figures(batch: FirstBatch, max_length: int, split_cut: dict[str, Any] | None = None, *,
