@@ -640,7 +640,8 @@ def test_a_refused_keyword_of_the_scripts_own_function_or_with_no_near_one_lists
 def test_a_classifiers_own_loss_given_to_compile_is_read_as_the_loss_it_computes(demo_model, seeded_models):
     """`compile(loss=model.hf_compute_loss)` (Transformers' older docs) is the classifier's own loss on its logits:
     cross-entropy of class ids, or a squared error for one output; any other function is the script's own loss
-    ("custom", trained with as it is); what is not a loss at all (one per output, as a dict) is still refused."""
+    ("custom", trained with as it is); a dict holding one loss is that loss; what is not one loss (one for each of
+    several outputs) is still refused."""
     from diagnostics.core.errors import InputError
     from diagnostics.usercode.compile_settings import read_loss
 
@@ -649,5 +650,6 @@ def test_a_classifiers_own_loss_given_to_compile_is_read_as_the_loss_it_computes
     regression = seeded_models("demo", 1, 0)
     assert read_loss(regression, regression.hf_compute_loss, seen=True) == "mse"
     assert read_loss(demo_model, lambda labels, logits: logits, seen=True) == "custom"
+    assert read_loss(demo_model, {"logits": "mse"}, seen=True) == "mse"
     with pytest.raises(InputError, match="is not a loss the debugger can judge"):
-        read_loss(demo_model, {"logits": "mse"}, seen=True)
+        read_loss(demo_model, {"logits": "mse", "hidden_states": "mse"}, seen=True)

@@ -156,9 +156,9 @@ def test_truncation_is_measured_at_the_length_the_users_tokenizer_call_gives(ber
 
 
 def test_diagnose_says_what_it_cannot_judge(bert_checkpoint, bert_tokenizer, mnli_split):
-    """What no check can run on is refused in one line: a loss for each output (a dict), and a Keras model of the
-    user's own with no loss (only a Transformers model computes one). Any optimizer, any loss function, any
-    schedule is taken (tests/usercode/test_taken_as_built.py)."""
+    """What no check can run on is refused in one line: a loss for each of several outputs (a dict of two), and a Keras
+    model of the user's own with no loss (only a Transformers model computes one). Any optimizer, any loss function,
+    any schedule, a loss per output of a model with one is taken (tests/usercode/test_taken_as_built.py)."""
     import tf_keras
 
     from diagnostics import diagnose
@@ -166,7 +166,7 @@ def test_diagnose_says_what_it_cannot_judge(bert_checkpoint, bert_tokenizer, mnl
 
     data = features_labels(mnli_split, bert_tokenizer)
     model = classifier(bert_checkpoint, 3)
-    model.compile(optimizer="sgd", loss={"logits": "mse"})
+    model.compile(optimizer="sgd", loss={"logits": "mse", "hidden_states": "mse"})
     with pytest.raises(InputError, match="is not a loss the debugger can judge"):
         diagnose(model, data, bert_tokenizer)
     own = tf_keras.Sequential([tf_keras.layers.Embedding(64, 4), tf_keras.layers.GlobalAveragePooling1D(),
