@@ -8,8 +8,8 @@ from diagnostics.walk.stages import LEARNABILITY
 from diagnostics.report.plots import label_balance_figure, token_length_figure
 from diagnostics.walk.registry import UNITS, units_of
 from diagnostics.serve.store import Job
-from ui.render import (by_id, checklist, field_columns, field_frame, row_in_full, shown, status_line,
-                       traced_results)
+from ui.render import by_id, checklist, shown, status_line, traced_results
+from ui.tables import field_columns, field_frame, row_in_full
 from ui.shared import computed, explained_here, freshness, wanted
 from ui.start import start_panel
 from ui.session import current_config
@@ -108,7 +108,7 @@ else:
 results = results + learnability
 if traced is None:
     results = explained_here(results, config)
-status_line(results, summary)
+status_line(results, summary, waiting=(LEARNABILITY,) if traced is None else ())
 
 st.subheader(_("Checks"))
 checklist(results)

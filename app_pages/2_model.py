@@ -5,7 +5,8 @@ import streamlit as st
 from diagnostics.i18n import _
 from diagnostics.report.plots import gradient_norm_figure, per_sample_loss_figure
 from diagnostics.serve.store import Job
-from ui.render import by_id, checklist, field_columns, field_frame, owner_link, shown, status_line, traced_results
+from ui.render import by_id, checklist, owner_link, shown, status_line, traced_results
+from ui.tables import field_columns, field_frame
 from ui.shared import computed, explained_here, freshness
 from ui.session import current_config
 

@@ -7,7 +7,8 @@ from diagnostics.config.training import SweepSettings
 from diagnostics.i18n import _, message_of
 from diagnostics.report.plots import range_test_figure, schedule_figure, sweep_curves_figure, sweep_final_figure
 from diagnostics.serve.store import Job, training_job
-from ui.render import by_id, checklist, frame, shown, status_line, traced_results
+from ui.render import by_id, checklist, shown, status_line, traced_results
+from ui.tables import frame
 from ui.shared import computed, explained_here, freshness, wanted
 from ui.session import current_config
 

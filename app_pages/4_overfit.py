@@ -6,11 +6,12 @@ from diagnostics.core.errors import InputError
 from diagnostics.i18n import _, message_of
 from diagnostics.walk.runner import validate_epochs
 from diagnostics.report.plots import overfit_figure
-from ui.render import checklist, field_columns, field_frame, owner_link, shown, traced_results
+from ui.render import checklist, owner_link, shown, traced_results
+from ui.tables import field_columns, field_frame
 from ui.shared import computed, explained_here, freshness, overfit_jobs, wanted
 from ui.session import current_config
 
-st.title(_("4 · Overfit one batch"))
+st.title(_("4 · Overfit test"))
 st.caption(_("A pipeline that works can memorise one batch: loss near zero and every row right within a few dozen "
              "epochs. The test trains a copy; the loaded model is never changed."))
 

@@ -32,7 +32,7 @@ if traced is not None:
                          disabled=not report.get("run"))
     right.download_button(_("Download JSON"), json.dumps(report, indent=2), file_name="script-report.json",
                           mime="application/json", key="report.download_json")
-    causes_block(causes(results))
+    causes_block(causes(results), results=results)
     st.subheader(_("Every check"))
     status_line(results)
     checklist(results)
@@ -98,7 +98,7 @@ if not found and missing:
                              "yet for this configuration (listed above): run them before calling this pipeline "
                              "clean.", still)))
 else:
-    causes_block(found, offer(config, results, found))
+    causes_block(found, offer(config, results, found), results)
 rerun = overfit_jobs(config).get("rerun")
 if rerun is not None and (entry := kept(rerun)) is not None:
     st.caption(_("The overfit test was also rerun at the sweep's recommended rate {rate:.1e}: {finding}").format(

@@ -208,9 +208,14 @@ def run_command(args) -> int:
     if args.scenario:
         from diagnostics.config.scenarios import get_scenario
 
-        scenario, named = get_scenario(args.scenario), owners(results)
-        verdicts = [(_("{check} caught it") if ok else _("{check} did NOT catch it")).format(check=check)
-                    for check, ok in scenario.caught(named).items()]
+        scenario, named, ran = get_scenario(args.scenario), owners(results), {result.id for result in results}
+        def verdict(check: str, ok: bool) -> str:
+            looked = any(one in ran for one in check.split(" or "))
+            if ok:
+                return _("{check} caught it").format(check=check)
+            return (_("{check} did NOT catch it") if looked else _("{check} has not run")).format(check=check)
+
+        verdicts = [verdict(check, ok) for check, ok in scenario.caught(named).items()]
         verdicts += [_("{check} names a cause the scenario does not inject").format(check=check)
                      for check in scenario.unexpected(named)]
         print(_("Scenario {name}: {verdicts}").format(name=args.scenario, verdicts="; ".join(verdicts)

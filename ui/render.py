@@ -12,8 +12,8 @@ from diagnostics.core.errors import InputError
 from diagnostics.i18n import _, localize, message_of
 from diagnostics.walk.registry import CHECKS
 from diagnostics.core.check import STAGE_ORDER, STAGE_TITLES
-from diagnostics.report.formats import EXPLAINED_MARK, STATUS_MARKS, causes_headline, fix_is_code
-from diagnostics.core.result import CheckResult, Status
+from diagnostics.report.formats import EXPLAINED_MARK, PENDING_MARK, STATUS_MARKS, causes_headline, fix_is_code
+from diagnostics.core.result import CheckResult, Status, pending
 from diagnostics.walk.causes import worst_first
 
 STATUS_ICONS = {
@@ -73,17 +73,25 @@ def badge(status: Status) -> str:
     return f":{STATUS_COLOURS[status]}-badge[{STATUS_ICONS[status]} {_(STATUS_MARKS[status])}]"
 
 
+def pending_badge() -> str:
+    """The mark of a check that has not run yet (runs only when asked for, or its owner's page has not run)."""
+    return f":blue-badge[:material/pending: {_(PENDING_MARK)}]"
+
+
 def explained_badge() -> str:
     """The mark of a finding another check's cause explains (not counted as a failure of its own)."""
     return f":gray-badge[:material/arrow_forward: {_(EXPLAINED_MARK)}]"
 
 
-def owner_link(owner: str, where=st) -> None:
-    """A link to the page where the check owning a cause lives."""
+def owner_link(owner: str, where=st, *, ran: bool = True) -> None:
+    """A link to the page where the check owning a cause lives (`ran=False`: that check has not run yet, so the
+    cause is its to name once it has)."""
     stage = CHECKS[owner].stage if owner in CHECKS else None
     if stage in STAGE_PAGES:
-        where.page_link(STAGE_PAGES[stage], label=_("Explained by {owner}, on the {stage} page").format(
-            owner=owner, stage=_(STAGE_TITLES[stage])), icon=":material/arrow_forward:")
+        label = _("Explained by {owner}, on the {stage} page") if ran else \
+            _("Pending: {owner} owns this cause and has not run yet; open the {stage} page")
+        where.page_link(STAGE_PAGES[stage], label=label.format(owner=owner, stage=_(STAGE_TITLES[stage])),
+                        icon=":material/arrow_forward:" if ran else ":material/pending:")
     else:
         where.caption(_("Explained by {owner}").format(owner=owner))
 
@@ -103,14 +111,17 @@ def run_stage(stage: str, runner: Callable[[], list[CheckResult]]) -> list[Check
         return None
 
 
-def status_line(results: list[CheckResult], where=st) -> None:
-    """Badges counting the results of each status that stand alone, and the findings another check's cause explains,
-    in `where` (the page, or a placeholder filled later)."""
-    standing = [r for r in results if r.explained_by is None]
+def status_line(results: list[CheckResult], where=st, *, waiting: tuple[str, ...] = ()) -> None:
+    """Badges counting the results of each status that stand alone, the findings another check's cause explains, and
+    the checks that have not run yet (`pending`, and `waiting`: checks the page has not run at all), in `where` (the
+    page, or a placeholder filled later)."""
+    still = [*pending(results), *(check for check in waiting if check not in {r.id for r in results})]
+    standing = [r for r in results if r.explained_by is None and r.id not in still]
     counts = {status: sum(r.status is status for r in standing) for status in Status}
-    explained = len(results) - len(standing)
+    explained = sum(r.explained_by is not None for r in results)
     where.markdown("  ".join([f"{badge(status)} {count}" for status, count in counts.items() if count]
-                             + ([f"{explained_badge()} {explained}"] if explained else [])))
+                             + ([f"{explained_badge()} {explained}"] if explained else [])
+                             + ([f"{pending_badge()} {len(still)}"] if still else [])))
 
 
 def checklist(results: list[CheckResult]) -> None:
@@ -128,14 +139,15 @@ def checklist(results: list[CheckResult]) -> None:
         if result.id in drawn:
             continue
         with st.container(border=True):
-            mark = explained_badge() if result.explained_by else badge(result.status)
+            mark = explained_badge() if result.explained_by else pending_badge() \
+                if result.id in pending([result]) else badge(result.status)
             if len(group) > 1 and result in group:
                 drawn.update(item.id for item in group)
                 st.markdown(f"{mark} " + ", ".join(f"`{item.id}`" for item in group) + f"  \n{shown(result.summary)}")
                 continue
             st.markdown(f"{mark} `{result.id}`  \n{shown(result.summary)}")
             if result.explained_by:
-                owner_link(result.explained_by)
+                owner_link(result.explained_by, ran=result.explained_by in {r.id for r in results})
             elif result.fix:
                 fix(result.fix)
 
@@ -148,14 +160,19 @@ def fix(value) -> None:
         st.markdown("**" + _("Fix") + ":** " + shown(value))
 
 
-def causes_block(found: list[Found], action: Callable[[Found], None] | None = None) -> None:
+def causes_block(found: list[Found], action: Callable[[Found], None] | None = None,
+                 results: list[CheckResult] = ()) -> None:
     """The causes, each named once: its status, owner (with a link to its page), finding, fix and what it explains;
-    `action(cause)` draws what the cause's card offers besides (the sidebar's "Apply the fix")."""
-    st.subheader(causes_headline(found))
+    `action(cause)` draws what the cause's card offers besides (the sidebar's "Apply the fix"); never "no cause" while
+    a check of `results` has not run yet."""
+    st.subheader(causes_headline(found, results))
     for cause in found:
         with st.container(border=True):
             title = f" **{_(cause.title)}**" if cause.title else ""
             st.markdown(f"{badge(cause.status)} `{cause.owner}`{title}  \n{shown(cause.summary)}")
+            if cause.pending:  # named by what another check measured; the owner's own verdict and fix are to come
+                owner_link(cause.owner, ran=False)
+                continue
             if cause.fix:
                 fix(cause.fix)
             if action is not None:
@@ -167,51 +184,6 @@ def causes_block(found: list[Found], action: Callable[[Found], None] | None = No
             if stage in STAGE_PAGES:
                 st.page_link(STAGE_PAGES[stage], label=_("Open the {stage} page").format(stage=_(STAGE_TITLES[stage])),
                              icon=":material/open_in_new:")
-
-
-def frame(rows: list[dict], columns: list[str] | None = None):
-    """Evidence rows as a table in the page's language (a cell that is a sentence, such as a label name that says
-    '(out of range: 2)', is translated; numbers, text and code stay as they are)."""
-    import pandas as pd
-
-    table = pd.DataFrame([{key: localize(value) for key, value in row.items()} for row in rows])
-    return table[columns] if columns else table
-
-
-def field_frame(rows: list[dict], columns: list[str]):
-    """Decoded rows as a table with one column for each text field put before `decoded`: the text as the split holds
-    it (`raw`) where the rows carry it, else what the model reads of it (`fields`); returns (the table, the field
-    names)."""
-    key = "raw" if rows and rows[0].get("raw") else "fields"
-    fields = list((rows[0].get(key) or {}) if rows else {})
-    flat = [{**{name: value for name, value in row.items() if name not in ("fields", "raw")}, **(row.get(key) or {})}
-            for row in rows]
-    at = columns.index("decoded") if "decoded" in columns else len(columns)
-    return frame(flat, columns[:at] + fields + columns[at:]), fields
-
-
-def field_columns(fields: list[str], *, decoded_width: int = 300) -> dict:
-    """Column settings for `field_frame`'s text columns."""
-    import streamlit as st
-
-    return {**{field: st.column_config.TextColumn(field, width=360) for field in fields},
-            "decoded": st.column_config.TextColumn(_("what the model reads (tokenizer.decode)"), width=decoded_width)}
-
-
-def row_in_full(row: dict) -> None:
-    """One decoded row in full: each text field as the split holds it, then what the model reads of it (special
-    tokens left out), then `tokenizer.decode` of the whole row."""
-    raw, read = row.get("raw") or {}, row.get("fields") or {}
-    for field in dict.fromkeys([*raw, *read]):
-        st.markdown(f"**{field}**")
-        if field in raw:
-            st.caption(_("As the split holds it"))
-            st.markdown(markdown_text(raw[field]))
-        if field in read:
-            st.caption(_("What the model reads of it"))
-            st.markdown(markdown_text(read[field]))
-    st.markdown("**" + _("decoded (tokenizer.decode)") + "**")
-    st.markdown(markdown_text(row.get("decoded", "")))
 
 
 def by_id(results: list[CheckResult], check_id: str) -> CheckResult | None:

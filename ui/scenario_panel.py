@@ -15,7 +15,7 @@ from diagnostics.config.settings import BY_FIELD
 from ui.caches import hub_reachable
 from ui.render import choice
 from ui.session import CONFIG_KEY, NO_SCENARIO
-from diagnostics.walk.causes import owners
+from diagnostics.walk.causes import causes
 from ui.shared import recalled_all
 
 # The settings a scenario may set (its data source only when it is not the user's own files).
@@ -66,13 +66,17 @@ def scenario_panel(slot) -> None:
     scenario = SCENARIOS[name]
     config = st.session_state.get(CONFIG_KEY)
     results = recalled_all(config) if config is not None else []
-    ran, named = {result.id for result in results}, owners(results)
+    found = causes(results)
+    ran, named = {result.id for result in results}, {cause.owner for cause in found}
+    waiting = {cause.owner: cause.explains for cause in found if cause.pending}
     changed = ", ".join(scenario.changed(config)) if config is not None else ""
     lines = []
     for checks, caught in scenario.caught(named).items():
         # A check that ran and names nothing on settings that no longer hold the scenario's is its fix at work.
         looked = any(check in ran for check in checks.split(" or "))
-        mark = _(":green[caught]") if caught else (
+        pending_at = next((waiting[check] for check in checks.split(" or ") if check in waiting), None)
+        mark = _(":blue[pending: found by {checks}, not run yet]").format(checks=", ".join(pending_at)) \
+            if pending_at else _(":green[caught]") if caught else (
             _(":green[fixed: passes with {settings} changed]").format(settings=changed) if looked and changed else
             _(":red[missed]") if looked else _(":gray[not run yet]"))
         lines.append(f"- `{checks}`: {mark}")

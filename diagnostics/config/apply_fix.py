@@ -4,7 +4,8 @@ cause's fix writes as code), or None where no setting is the fix (the data's own
 Each change undoes what the cause measured in this configuration, in the words of `RunConfig`: the task's own count
 of labels for a head too small, the model's internal loss with the labels in the input dict for a loss that does not
 fit, an Adam object for the string "adam", the rate the sweep measured for a rate too high, the model's inputs for
-columns that leave one out, a split with labels for a test split, and the labels as the data gives them.
+columns that leave one out, a split with labels for a test split, and the labels as the data gives them. A rate is
+set as the fix writes it (`fixes.written`), so what is applied is what the card shows.
 """
 
 from __future__ import annotations
@@ -13,22 +14,25 @@ from dataclasses import replace
 from typing import Any, Iterable
 
 from diagnostics.config.run import RunConfig
+from diagnostics.core.fixes import RateFix, written
 
 
 def config_change(owner: str, config: RunConfig, results: Iterable = ()) -> dict[str, Any] | None:
     """The `RunConfig` fields that fix the cause `owner` names on `config` (read from the owner's result among
     `results` where its measurement gives the value: the sweep's rate); None when no setting fixes it or the
     configuration already holds the change."""
-    evidence = next((result.evidence for result in results if result.id == owner), {}) or {}
+    owned = next((result for result in results if result.id == owner), None)
+    evidence = (owned.evidence if owned is not None else {}) or {}
+    rate = getattr(owned, "fix", None).rate if isinstance(getattr(owned, "fix", None), RateFix) else None
     change: dict[str, Any] | None = None
     if owner == "model.config":
         change = {"num_labels": None}
     elif owner == "hparams.loss":
         change = {"loss": "internal", "labels_in": "inputs"}
     elif owner == "hparams.optimizer" and config.optimizer == "adam":
-        change = {"optimizer": "Adam"}
+        change = {"optimizer": "Adam", **({"learning_rate": written(rate)} if rate else {})}
     elif owner == "hparams.lr_sweep" and evidence.get("best_rate"):
-        change = {"learning_rate": float(evidence["best_rate"])}
+        change = {"learning_rate": written(float(evidence["best_rate"]))}
         if config.optimizer == "adam":
             change["optimizer"] = "Adam"
     elif owner == "data.columns":

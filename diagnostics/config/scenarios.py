@@ -86,8 +86,9 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
     ),
     Scenario(
         "adam-string-default-lr", N_("optimizer=\"adam\" as a string"),
-        N_("compile(optimizer='adam') trains at Keras's default 0.001, twenty times the 5e-5 a pretrained "
-           "transformer wants: the loss jumps about or the model forgets its pretraining."),
+        N_("compile(optimizer='adam') hides the learning rate: it always trains at Keras's default 0.001, whatever "
+           "the fit needs. On a pretrained transformer that is twenty times the usual 5e-5: the loss jumps about or "
+           "the model forgets its pretraining."),
         {"optimizer": "adam"},
         # The string's rate 1e-3: on random weights (the demo kit) the sweep passes it and the string is the cause;
         # on a pretrained checkpoint the sweep measures it as too high and owns the cause.

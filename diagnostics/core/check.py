@@ -150,12 +150,16 @@ class Explains:
     Attributes:
         measured: the owner measured the same question itself, so its verdict stands whatever it is: the finding
             (a rule of thumb) points at the owner even when the owner passed.
+        before_owner: the finding is the owner's cause by what it measured (its condition says so), so it points at
+            the owner, as pending, while the owner has not run (a page of the walk opened before the owner's): it
+            never names the owner's fix itself.
     """
 
     check: str
     conditions: tuple[str, ...] = ()
     when: Callable[..., bool] | None = None
     measured: bool = False
+    before_owner: bool = False
 
 
 @dataclass(frozen=True)

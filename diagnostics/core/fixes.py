@@ -52,6 +52,12 @@ def keras_name() -> str:
     return _STYLE.get().keras
 
 
+def written(rate: float) -> float:
+    """A rate as a fix writes it, one significant digit ('2e-03' for the sweep's 0.0021544...): what "Apply the fix"
+    sets is the rate the card shows."""
+    return float(f"{rate:.0e}")
+
+
 def optimizer_code(rate: float, style: CodeStyle) -> str:
     """The user's optimizer at `rate`, as their code would build it."""
     if style.optimizer == "create_optimizer":

@@ -187,9 +187,25 @@ def within_threshold(check: Check, name: str, finding) -> Text:
                default=check.condition(name).value)
 
 
-def skipped(check_id: str, stage: str, reason: str) -> CheckResult:
-    """A check that could not run because something it needs is missing."""
-    return CheckResult(check_id, stage, Status.SKIP, reason)
+# The condition of a skip that is not a verdict but a wait: the check runs only when asked for (`Unit.on_request`), or
+# a trace ended before its turn, so nothing is known of what it would find; no report calls the pipeline clean while
+# one stands.
+NOT_RUN = "not_run"
+
+
+def skipped(check_id: str, stage: str, reason: str, condition: str | None = None) -> CheckResult:
+    """A check that could not run because something it needs is missing (`condition=NOT_RUN`: one that has not run
+    yet, as it runs only when asked for or its turn did not come)."""
+    return CheckResult(check_id, stage, Status.SKIP, reason, condition=condition)
+
+
+def pending(results: list[CheckResult]) -> list[str]:
+    """The checks among `results` that have not looked yet: skipped as not run yet (`NOT_RUN`), or pointing at an
+    owner that has not run (`causes.explain`: a finding that is another check's cause, shown before that check runs)."""
+    ran = {result.id for result in results}
+    return list(dict.fromkeys(
+        [result.id for result in results if result.status is Status.SKIP and result.condition == NOT_RUN]
+        + [result.explained_by for result in results if result.explained_by and result.explained_by not in ran]))
 
 
 def rank(result: CheckResult) -> float:

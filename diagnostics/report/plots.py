@@ -107,14 +107,19 @@ def gradient_norm_figure(result: CheckResult) -> go.Figure:
     return figure
 
 
-def _mark_rate(figure: go.Figure, rate: float, text: str, colour: str, dash: str, top: bool = True) -> None:
-    """A vertical line at a rate on a log x axis, labelled beside it.
+def _mark_rate(figure: go.Figure, rate: float, text: str, colour: str, dash: str, top: bool = True,
+               row: int | None = None) -> None:
+    """A vertical line at a rate on a log x axis, labelled beside it (`row`: in that row of a figure of subplots only,
+    labelled there; None: across the figure, labelled at its top or bottom).
 
     `add_vline(annotation_text=...)` places its label at the raw value, which a log axis reads as log10(x): a
     label for 1e-4 lands near 1 (and stretches the axis to reach it). The label is placed at log10(rate) instead.
     """
-    figure.add_vline(x=rate, line_dash=dash, line_color=colour)
-    figure.add_annotation(x=math.log10(rate), y=1.0 if top else 0.0, xref="x", yref="paper", text=text,
+    where = {} if row is None else {"row": row, "col": 1}
+    figure.add_vline(x=rate, line_dash=dash, line_color=colour, **where)
+    axis = "" if row in (None, 1) else str(row)
+    figure.add_annotation(x=math.log10(rate), y=1.0 if top else 0.0, xref=f"x{axis}",
+                          yref="paper" if row is None else f"y{axis} domain", text=text,
                           showarrow=False, xanchor="left", yanchor="top" if top else "bottom",
                           font=dict(color=colour, size=11), bgcolor="rgba(255,255,255,0.8)")
 
@@ -176,8 +181,15 @@ def _clip_to(figure: go.Figure, kept: list[float], every: list[float]) -> None:
 
 def sweep_final_figure(result: CheckResult) -> go.Figure:
     """Held-out loss after the sweep's steps against learning rate (log axis), the untrained model's held-out loss
-    as a line, flagged rates crossed, the recommended and configured rates marked; on a pretrained checkpoint,
-    the drift of its weights per step on a second axis with the limit it tolerates."""
+    as a line, flagged rates crossed, the recommended and configured rates marked; on a pretrained checkpoint, below
+    it on a panel of its own (log axis, with ticks), the drift of its weights per step against the limit the sweep
+    tolerates, which flags the rates above it.
+
+    The recommended rate is marked on the held-out panel only when the held-out losses ranked it; when they moved
+    too little to rank (`ranked_by`), the panel says so and the mark stays off it: a mark at a held-out loss above
+    the others' once read as the sweep recommending the worst rate."""
+    from plotly.subplots import make_subplots
+
     evidence = cast(Sweep, result.evidence)
     rates = evidence["learning_rates"]
     held = [score["loss"] for score in evidence["held_out"]]
@@ -187,68 +199,79 @@ def sweep_final_figure(result: CheckResult) -> go.Figure:
     kept = [v for v, bad in zip(held, flagged, strict=True) if v is not None and not bad] + (
         [start] if start is not None else []
     )
-    bounds = _clipped(kept, finite)
+    drifts = evidence.get("drift_per_step") or []
+    with_drift = bool(evidence.get("pretrained") and any(drifts))
+    figure = make_subplots(rows=2 if with_drift else 1, cols=1, shared_xaxes=True, vertical_spacing=0.1,
+                           row_heights=[0.58, 0.42] if with_drift else None)
+    view = _held_out_view(kept, finite, start)
     # A flagged rate without a finite loss is drawn at the top of what the axis shows.
-    ceiling = bounds[1] if bounds else max(finite) * 1.1 if finite else 1.0
-    figure = go.Figure()
-    figure.add_scatter(x=rates, y=held, mode="lines+markers", name=_("held-out loss"), marker_color=SPLIT_COLOUR)
-    bad = [(r, v if v is not None else ceiling) for r, v, d in zip(rates, held, flagged, strict=True) if d]
+    ceiling = view[1] - 0.04 * (view[1] - view[0]) if view else max(finite) * 1.1 if finite else 1.0  # whole, not cut
+    figure.add_scatter(x=rates, y=held, mode="lines+markers", name=_("held-out loss"), marker_color=SPLIT_COLOUR,
+                       row=1, col=1)
+    # A flagged rate is crossed where its loss is, or at the top of the panel when its loss is not finite or leaves the
+    # top (its value in the hover text): the legend's "flagged" always names marks that are drawn.
+    bad = [(r, v, min(v, ceiling) if v is not None else ceiling)
+           for r, v, d in zip(rates, held, flagged, strict=True) if d]
     if bad:
-        figure.add_scatter(x=[r for r, _ in bad], y=[v for _, v in bad], mode="markers", name=_("flagged"),
-                           marker=dict(color=NAN_COLOUR, symbol="x", size=13))
+        figure.add_scatter(x=[r for r, _, _ in bad], y=[y for _, _, y in bad], mode="markers", name=_("flagged"),
+                           marker=dict(color=NAN_COLOUR, symbol="x", size=13), row=1, col=1,
+                           hovertext=[f"{r:.0e}: {v:.3g}" if v is not None else f"{r:.0e}: NaN" for r, v, _ in bad],
+                           hoverinfo="text")
     if start is not None:
         figure.add_hline(y=start, line_dash="dot", line_color="#7F7F7F", annotation_text=_("untrained"),
-                         annotation_position="bottom left")
-    if evidence.get("pretrained") and any(evidence.get("drift_per_step") or []):
-        figure.add_scatter(x=rates, y=evidence["drift_per_step"], mode="lines+markers", name=_("weight drift a step"),
-                           yaxis="y2", line=dict(color="#9467BD", dash="dash"))
-        figure.add_scatter(
-            x=[rates[0], rates[-1]],
-            y=[WARN_DRIFT] * 2,
-            mode="lines",
-            yaxis="y2",
-            name=_("drift limit {limit:g}").format(limit=WARN_DRIFT),
-            line=dict(color="#9467BD", dash="dot", width=1),
-        )
-        figure.update_layout(
-            yaxis2=dict(
-                title=_("drift of pretrained weights a step (log)"),
-                type="log",
-                overlaying="y",
-                side="right",
-                showgrid=False,
-                tickformat=".0e",
-                dtick=1,
-            )
-        )
-    if evidence.get("best_rate"):
-        _mark_rate(
-            figure,
-            evidence["best_rate"],
-            _("recommended {rate:.0e}").format(rate=evidence["best_rate"]),
-            "#2CA02C",
-            "dash",
-        )
+                         annotation_position="bottom left", row=1, col=1)
+    ranked = evidence.get("ranked_by", "held-out loss") == "held-out loss"
+    best = evidence.get("best_rate")
+    if with_drift:
+        limit = evidence.get("drift_limit") or WARN_DRIFT
+        figure.add_scatter(x=rates, y=[d if d else None for d in drifts], mode="lines+markers",
+                           name=_("weight drift a step"), line=dict(color="#9467BD", dash="dash"), row=2, col=1)
+        figure.add_scatter(x=[rates[0], rates[-1]], y=[limit] * 2, mode="lines", line=dict(color=LIMIT_COLOUR,
+                           dash="dot", width=1.5), name=_("drift limit {limit:g}").format(limit=limit), row=2, col=1)
+        values = [d for d in drifts if d and d > 0] + [limit]
+        low, high = math.floor(math.log10(min(values))), math.ceil(math.log10(max(values)))
+        figure.update_yaxes(type="log", range=[low - 0.1, high + 0.1], dtick=1, tickformat=".0e", showgrid=True,
+                            title_text=_("drift a step (log)"), row=2, col=1)
+        if best and not ranked:
+            _mark_rate(figure, best, _("recommended {rate:.0e}").format(rate=best), "#2CA02C", "dash", row=2)
+    if best and ranked:
+        _mark_rate(figure, best, _("recommended {rate:.0e}").format(rate=best), "#2CA02C", "dash")
+    elif best:
+        figure.add_annotation(
+            text=_("held-out losses moved too little to rank the rates: {rate:.0e} is recommended by {basis}").format(
+                rate=best, basis=_("the training loss (the chart of the loss at each step)")
+                if evidence.get("ranked_by") == "training loss" else _("the checkpoint's usual rate")),
+            xref="x domain", yref="y domain", x=0, y=1, xanchor="left", yanchor="top", showarrow=False,
+            font=dict(size=11, color="#2CA02C"), bgcolor="rgba(255,255,255,0.8)")
     if evidence.get("configured_rate"):
-        _mark_rate(
-            figure,
-            evidence["configured_rate"],
-            _("configured {rate:.0e}").format(rate=evidence["configured_rate"]),
-            BATCH_COLOUR,
-            "dot",
-            top=False,
-        )
-    _rate_axis(figure)
-    figure = _layout(figure, _("Held-out loss against learning rate"), _("learning rate (log)"), _("held-out loss"))
-    _clip_to(figure, kept, finite)
-    if bounds is None and start and kept and max(kept) - min(kept) < SWEEP_CHECK.value("min_held_out_gain") * start:
-        # Differences the sweep calls too small to rank are drawn as small as they are: an axis zoomed to 1.099-1.104
-        # made the recommended rate look like the worst.
-        figure.update_yaxes(range=[start * 0.97, start * 1.03])
+        _mark_rate(figure, evidence["configured_rate"],
+                   _("configured {rate:.0e}").format(rate=evidence["configured_rate"]), BATCH_COLOUR, "dot",
+                   top=False)
+    figure.update_xaxes(type="log", tickformat=".0e", dtick=1)
+    figure = _layout(figure, _("Held-out loss against learning rate"), "", _("held-out loss"))
+    figure.update_xaxes(title_text=_("learning rate (log)"), row=2 if with_drift else 1, col=1)
+    if view is not None:
+        figure.update_yaxes(range=list(view), row=1, col=1)
+    if _clipped(kept, finite) is not None:
+        figure.add_annotation(text=_("flagged rates leave the top (up to {top:.3g})").format(top=max(finite)),
+                              xref="paper", yref="paper", x=0, y=1, xanchor="left", yanchor="bottom",
+                              showarrow=False, font=dict(size=11, color=NAN_COLOUR))
     # The legend below the axis title, anchored by its top so that a long one grows downwards, never over it.
-    figure.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.28, xanchor="left", x=0),
-                         margin=dict(l=50, r=80, t=50, b=150), height=480)
+    figure.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.14 if with_drift else -0.28, xanchor="left",
+                                     x=0), margin=dict(l=60, r=30, t=50, b=130),
+                         height=570 if with_drift else 480)
     return figure
+
+
+def _held_out_view(kept: list[float], finite: list[float], start: float | None) -> tuple[float, float] | None:
+    """The held-out panel's loss range: the rates not flagged (and the untrained loss) when a flagged rate's loss
+    would flatten them (`_clipped`); at least 3% either side of the untrained loss when the losses differ by less than
+    the sweep ranks by, drawn as small as they are (an axis zoomed to 1.099-1.104 made the recommended rate look like
+    the worst); None: Plotly's own range."""
+    bounds = _clipped(kept, finite)
+    if bounds is None and start and kept and max(kept) - min(kept) < SWEEP_CHECK.value("min_held_out_gain") * start:
+        return min(start * 0.97, min(kept)), max(start * 1.03, max(kept))
+    return bounds
 
 
 def _rate_axis(figure: go.Figure) -> None:

@@ -67,7 +67,9 @@ class Report:
     @property
     def failed(self) -> list[CheckResult]:
         """The failing checks that own their cause (a finding another check's cause explains is not counted)."""
-        return [result for result in self.results if result.status in FAILING and result.explained_by is None]
+        ran = {result.id for result in self.results}
+        return [result for result in self.results if result.status in FAILING
+                and (result.explained_by is None or result.explained_by not in ran)]  # its owner not run: pending
 
     @property
     def causes(self) -> list:

@@ -56,7 +56,7 @@ def find_task(given: str | None, *, columns: list[str] | None, labels: np.ndarra
     else:
         pair = segments >= 2
         candidates = [task for task in tasks if len(task.text_columns) == (2 if pair else 1)]
-        reasons = [msg("the rows (sentence pairs)") if pair else msg("the rows (single sentences)")]
+        reasons = [msg("its rows of sentence pairs") if pair else msg("its rows of single sentences")]
     if not candidates:
         return TaskFinding(TASKS["sst2" if segments < 2 else "mrpc"].name, ("sst2", "cola") if segments < 2 else
                            tuple(task.name for task in tasks if len(task.text_columns) == 2),

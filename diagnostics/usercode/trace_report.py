@@ -227,11 +227,11 @@ def place(script, line: int | None) -> str:
 
 def unreached(units) -> list:
     """Each check of these units, skipped as not reached: what a report written mid-way says of what is still to run."""
-    from diagnostics.core.result import skipped
+    from diagnostics.core.result import NOT_RUN, skipped
     from diagnostics.walk import registry
 
     reason = msg("Not reached: the trace ended before this check's turn (its time limit came first).")
-    return [skipped(check, registry.UNITS[unit].stage, reason)
+    return [skipped(check, registry.UNITS[unit].stage, reason, NOT_RUN)
             for unit in units for check in registry.unit_checks(unit)]
 
 

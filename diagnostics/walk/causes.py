@@ -40,11 +40,12 @@ class Found:
     fix: str | None
     explains: tuple[str, ...] = ()
     title: str | None = None
+    pending: bool = False  # the owner has not run: the cause is named by what `explains` measured, without a fix
 
     def to_dict(self) -> dict:
         return {"owner": self.owner, "cause": self.name, "title": self.title, "status": self.status.value,
                 "summary": str(self.summary), "fix": None if self.fix is None else str(self.fix),
-                "explains": list(self.explains)}
+                "explains": list(self.explains), **({"pending": True} if self.pending else {})}
 
 
 def _names(cause: Cause, owner: CheckResult) -> bool:
@@ -57,27 +58,35 @@ def _applies(explains: Explains, result: CheckResult) -> bool:
             and (explains.when is None or explains.when(result.evidence or {}, 0.0)))
 
 
-def _explainer(result: CheckResult, by_id: dict[str, CheckResult]) -> str | None:
-    """The check owning the first declared cause present that explains `result` (None: it stands alone)."""
+def _explainer(result: CheckResult, by_id: dict[str, CheckResult], pending: bool) -> str | None:
+    """The check owning the first declared cause present that explains `result` (None: it stands alone); with
+    `pending`, also the owner, not run, of a cause the finding is by what it measured (`Explains.before_owner`)."""
     if result.status not in FLAGGED:
         return None
     for cause in CAUSES.values():
         owner = by_id.get(cause.owner)
-        if owner is None or owner is result:
+        if owner is result:
             continue
         for explains in cause.explains:
-            if _applies(explains, result) and (_names(cause, owner) or (
+            if owner is None:
+                if pending and explains.before_owner and _applies(explains, result):
+                    return cause.owner
+            elif _applies(explains, result) and (_names(cause, owner) or (
                     explains.measured and owner.status in (Status.PASS, *FLAGGED))):
                 return cause.owner
     return None
 
 
-def explain(results: list[CheckResult]) -> list[CheckResult]:
+def explain(results: list[CheckResult], *, pending: bool = True) -> list[CheckResult]:
     """The results with each finding a present cause explains pointing at that cause's owner (`explained_by`: the
     root, when the owner's own finding is explained in turn), its fix dropped and its summary said without its
-    reading. Findings already explained keep their owner."""
+    reading. Findings already explained keep their owner.
+
+    With `pending` (what is shown), a finding that is the cause of an owner that has not run points at that owner too
+    (`Explains.before_owner`: a page opened before the owner's names no cause of another check's); the runner keeps
+    its results without such pointers, so that once the owner runs its own verdict decides."""
     by_id = {result.id: result for result in results}
-    direct = {result.id: _explainer(result, by_id) for result in results}
+    direct = {result.id: _explainer(result, by_id, pending) for result in results}
 
     def root(check_id: str) -> str:
         seen = {check_id}
@@ -115,9 +124,20 @@ def without_reading(summary):
 
 def causes(results: list[CheckResult]) -> list[Found]:
     """The causes of a report, worst first then in the walk's order: every warn, fail or error that no other check's
-    cause explains, with the findings it explains (call on `explain`ed results)."""
+    cause explains, with the findings it explains (call on `explain`ed results); a cause whose owner has not run, named
+    by the finding that points at it (`explain`'s pending pointer), is listed as pending at that owner, with the
+    finding's sentence and no fix, so that neither the finding's check names another's cause nor the report reads
+    clean."""
     walk = {check_id: index for index, check_id in enumerate(CHECKS)}
     found = []
+    ran = {result.id for result in results}
+    for owner in dict.fromkeys(result.explained_by for result in results if result.explained_by not in ran | {None}):
+        pointing = [result for result in results if result.explained_by == owner]
+        first = min(pointing, key=lambda result: SEVERITY[result.status])
+        declared = next((cause for cause in CAUSES.values() if cause.owner == owner and any(
+            _applies(explains, first) for explains in cause.explains)), None)
+        found.append(Found(owner, declared.name if declared else None, first.status, first.summary, None,
+                           tuple(result.id for result in pointing), declared.title if declared else None, True))
     for result in results:
         if result.explained_by is not None or result.status in (Status.PASS, Status.SKIP):
             continue

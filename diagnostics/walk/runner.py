@@ -28,7 +28,7 @@ from diagnostics.config.training import DEFAULT_EPOCHS, SweepSettings
 from diagnostics.i18n import Text, joined, msg, msgn
 from diagnostics.keras.keras_model import head_of
 from diagnostics.keras.measurement import configured_loss_value
-from diagnostics.core.result import CheckResult, error_result, run_check, skipped
+from diagnostics.core.result import NOT_RUN, CheckResult, error_result, run_check, skipped
 from diagnostics.keras.training import SharedCopy
 
 
@@ -179,7 +179,7 @@ def _run_units(run: RunContext, names: list[str], settings: Settings, work: prog
             for index, name in enumerate(names):
                 if name in unasked:
                     stage = registry.UNITS[name].stage
-                    results += [skipped(check, stage, unasked[name]) for check in registry.unit_checks(name)]
+                    results += [skipped(check, stage, unasked[name], NOT_RUN) for check in registry.unit_checks(name)]
                 else:
                     results += run_unit(run, name, settings, work, results, copies)
                 if finished is not None and index + 1 < len(names):
@@ -194,7 +194,7 @@ def _run_units(run: RunContext, names: list[str], settings: Settings, work: prog
 def _explained(results: list[CheckResult]) -> list[CheckResult]:
     """The results in the walk's order, whatever the units, each finding a cause explains pointing at its owner."""
     walk = {check_id: index for index, check_id in enumerate(registry.CHECKS)}
-    return explain(sorted(results, key=lambda result: walk.get(result.id, len(walk))))
+    return explain(sorted(results, key=lambda result: walk.get(result.id, len(walk))), pending=False)
 
 
 def run_unit(run: RunContext, name: str, settings: Settings, work: progress_of.Work | None = None, earlier=(),

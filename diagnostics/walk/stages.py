@@ -14,6 +14,7 @@ from diagnostics.core.result import CheckResult
 from diagnostics.i18n import msg
 from diagnostics.keras.devices import outside_user_strategy
 from diagnostics.walk import registry
+from diagnostics.walk.causes import explain
 from diagnostics.walk.runner import Settings, run_units
 
 
@@ -129,12 +130,14 @@ def run_stages(run: RunContext, stages: tuple[str, ...] = STAGES, *, sweep: Swee
     """Run the chosen stages in pipeline order on one run context (every stage shares its batches and model), outside
     any strategy scope the caller is in (`devices.outside_user_strategy`); `skip`: units left out (`parse_skip`);
     `asked`: units run even where they run only on request (`parse_asked`; a unit asked for runs with its stage
-    or alone); `thresholds`: this run's own (`parse_thresholds`); `finished`: `runner.run_units`'s."""
+    or alone); `thresholds`: this run's own (`parse_thresholds`); `finished`: `runner.run_units`'s. A finding that
+    is the cause of a check of a stage not run points at that check as pending (`causes.explain`)."""
     units = [unit for stage in stages for unit in registry.units_of(stage) if unit not in skip]
     units += [unit for unit in asked if unit not in units and unit not in skip]
     with per_run_thresholds(thresholds or {}):
-        return outside_user_strategy(run_units, run, units, Settings(sweep=sweep, epochs=epochs,
-                                                                     asked=tuple(asked)), progress, finished)
+        results = outside_user_strategy(run_units, run, units, Settings(sweep=sweep, epochs=epochs,
+                                                                        asked=tuple(asked)), progress, finished)
+    return explain(results)  # what is shown: a cause of a stage not run is pending at its owner, never named here
 
 
 # ---------------------------------------------------------------- each stage alone

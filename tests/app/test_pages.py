@@ -35,10 +35,12 @@ def test_data_page_shows_decoded_table_and_checks(app):
     assert len(app.get("plotly_chart")) == 2
 
 
-def test_data_page_flags_num_labels_two_on_mnli(app):
+def test_data_page_flags_num_labels_two_on_mnli_as_model_configs_cause_pending_until_it_runs(app):
     app.number_input(key="run.num_labels").set_value(2).run()
     assert not app.exception
-    assert "FAIL] `data.label_range`" in texts(app)
+    # The head is model.config's cause: from the first page on, the finding points there, with no fix of its own.
+    assert "SEE] `data.label_range`" in texts(app) and "FAIL] `data.label_range`" not in texts(app)
+    assert "num_labels=3" not in "\n".join(block.value for block in app.get("code"))
 
 
 def test_data_page_test_split_flags_minus_one(app):

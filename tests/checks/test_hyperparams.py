@@ -544,3 +544,11 @@ def test_the_optimizer_summary_names_the_class_once_when_it_was_given_as_itself(
     assert itself.startswith("The optimizer is Adam with learning rate 5e-05") and "builds" not in itself
     string = str(optimizer_summary({"class": "Adam", "given_as": "adam", "learning_rate": 1e-3, "settings": rows}))
     assert string.startswith("The string 'adam' builds Adam with learning rate 0.001")
+
+
+def test_a_sweep_on_random_weights_says_nothing_of_pretrained_weights():
+    curves = [[1.1, 1.1], [1.1, 1.05], [1.1, 0.9]]
+    figures = sweep_figures(RATES, [1.09, 1.05, 1.0], [0, 0, 0], start=1.0995, curves=curves)
+    summary = check_lr_sweep(figures, configured_rate=1e-3, pretrained=False).summary
+    assert "pretrained" not in summary and "that do not diverge" in summary and "does not diverge" in summary
+    assert "pretrained weights" in check_lr_sweep(figures, configured_rate=1e-3, pretrained=True).summary

@@ -120,3 +120,17 @@ def test_unusable_batch_is_a_skip_naming_data_batch(demo_model, demo_inputs):
     run = RunContext(RunConfig(columns=("input_ids", "nope")), tokenizer, split, lambda *args: demo_model)
     [result] = run_units(run, ("overfit",))
     assert result.status is Status.SKIP and "see data.batch" in result.summary
+
+
+@pytest.mark.parametrize("probability_loss", [False, True])
+def test_a_slow_curve_names_the_loss_only_when_it_reads_the_outputs_as_probabilities(probability_loss):
+    """One voice: once the loss reads the logits as they are (the internal loss, from_logits=True), a slow curve never
+    points at hparams.loss with a fix of the loss that is already in place."""
+    figures = {"losses": [1.1, 0.9, 0.6], "final_accuracy": 0.8, "epochs": 3, "learning_rate": 1e-5,
+               "ln_k": 1.0986, "accuracies": [0.8] * 3, "probability_loss": probability_loss}
+    result = check_overfit(figures, [], best_rate=1e-4)
+    assert result.status is Status.FAIL and "too low" in result.summary
+    assert ("hparams.loss" in result.summary) is probability_loss
+    assert ("from_logits=True" in str(result.fix)) is probability_loss
+    if not probability_loss:
+        assert result.fix.rate == pytest.approx(1e-4)  # the sweep's higher rate

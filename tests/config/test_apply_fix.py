@@ -40,3 +40,16 @@ def test_no_setting_fixes_what_the_data_or_a_script_got_wrong_and_a_change_alrea
     # "Applied the fix of model.config (num_labels=None)" beside a fix of num_labels=3).
     mnli = RunConfig(task="mnli", num_labels=2)
     assert said({"num_labels": None}, fixed(mnli, {"num_labels": None})) == "num_labels=3"
+
+
+def test_apply_sets_the_rate_the_card_shows_rounded_as_the_fix_writes_it():
+    from diagnostics.core.fixes import RateFix
+
+    grid = CheckResult("hparams.lr_sweep", "hparams", Status.FAIL, "too high",
+                       evidence={"best_rate": 0.002154434690031882})
+    assert config_change("hparams.lr_sweep", RunConfig(checkpoint="demo"), [grid]) == {"learning_rate": 2e-3}
+    # The string 'adam': the Adam object at the rate its card names (the sweep's, once it ran), never the old one.
+    card = CheckResult("hparams.optimizer", "hparams", Status.WARN, "adam", fix=RateFix(0.002154434690031882))
+    assert config_change("hparams.optimizer", RunConfig(checkpoint="demo", optimizer="adam"), [card]) == {
+        "optimizer": "Adam", "learning_rate": 2e-3}
+    assert "2e-03" in str(card.fix)

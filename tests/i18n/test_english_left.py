@@ -36,7 +36,7 @@ LOANWORDS = {
 padding sweep warmup link scenario pipeline app server layer encoder fine-tuning transformer collator demo token
 debugger workshop schedule report overfit checklist preset bug mix kit run seed repository shuffle join weight decay
 cross-entropy min Report Loss Scenario Test Task Script Checkpoint Learning Seed Split Workshop Weight in per zero
-separate default duplicate schema cause range""".split()),
+separate default duplicate schema cause range diverge""".split()),  # diverge: Italian too (divergere)
     "ru": set(),
     "zh": set("epoch epochs token transformer Transformer".split()),
     "ko": set(),

@@ -55,7 +55,7 @@ def test_diagnose_a_compiled_model_on_a_features_labels_dataset(bert_checkpoint,
     config = report.config
     assert (config.labels_in, config.loss, config.optimizer, config.learning_rate, config.num_labels) == (
         "separate", "SparseCategoricalCrossentropy(from_logits=True)", "Adam", pytest.approx(3e-5), 3)
-    assert config.task == "mnli" and any("found from the rows" in note for note in report.notes)
+    assert config.task == "mnli" and any("found from its rows" in note for note in report.notes)
     assert report["data.label_range"].evidence  # the split read back: its 12 labels counted
     assert "12" in report["data.label_range"].summary
     assert all(

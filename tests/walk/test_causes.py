@@ -178,3 +178,48 @@ def test_the_report_leads_with_its_causes_in_json_terminal_markdown_and_junit():
     failing = [case.get("name") for case in suites.iter("testcase") if case.find("failure") is not None]
     assert failing == ["model.config"]  # one failing case per cause
     assert sum(int(suite.get("failures")) for suite in suites.iter("testsuite")) == 1
+
+
+# ------------------------------------------------------------ one owner whatever page opens first
+
+
+def test_a_finding_that_is_a_later_checks_cause_points_at_it_as_pending_before_it_runs():
+    # The Data page opened first (a course-script link): model.config has not run, and the label check's finding is
+    # its cause; it points there, says no fix of its own, and the report neither names data.label_range nor reads
+    # clean.
+    data_only = [HEAD_SHORT[0], result("data.columns", "pass")]
+    shown = {item.id: item for item in explain(data_only)}
+    assert shown["data.label_range"].explained_by == "model.config" and shown["data.label_range"].fix is None
+    found = causes(list(shown.values()))
+    assert [(cause.owner, cause.status, cause.fix, cause.pending, cause.explains) for cause in found] == [
+        ("model.config", Status.FAIL, None, True, ("data.label_range",))]
+    assert found[0].title == "a head with fewer outputs than the task has labels"
+    lines = cause_lines(list(shown.values()))
+    assert lines[0] == "1 cause: 1 fail" and "pending: model.config has not run" in lines[1]
+    assert "pending: its cause is model.config's" in "\n".join(checklist_lines(list(shown.values())))
+    # What the runner keeps carries no such pointer: once model.config runs, its own verdict decides.
+    kept = explain(data_only, pending=False)
+    assert kept[0].explained_by is None and kept[0].fix == "num_labels=3"
+    assert explain([*kept, result("model.config", "pass")])[0].explained_by is None
+
+
+def test_a_pending_cause_fails_a_run_and_its_junit_case():
+    from diagnostics.__main__ import exit_code
+
+    shown = explain([HEAD_SHORT[0], result("data.columns", "pass")])
+    assert exit_code(causes(shown), "fail") == 1
+    report = build_report(RunConfig(checkpoint="demo"), shown)
+    suite = ElementTree.fromstring(junit_report(report)).find("testsuite")
+    assert suite.get("failures") == "1"
+    assert report["causes"][0]["pending"] is True
+
+
+def test_no_report_reads_clean_while_a_check_has_not_run():
+    from diagnostics.core.result import NOT_RUN, skipped
+    from diagnostics.report.formats import causes_headline
+
+    waiting = [result("data.columns", "pass"), skipped("data.learnability", "data", "Not run by default", NOT_RUN)]
+    assert causes_headline(causes(waiting), waiting).startswith("No cause found yet: data.learnability has not run")
+    assert "PENDING" in checklist_lines(waiting)[-1] or "PENDING" in "\n".join(checklist_lines(waiting))
+    plain = [result("data.columns", "pass"), result("data.batch", "skip")]  # a skip that cannot apply is no wait
+    assert causes_headline(causes(plain), plain) == "No cause found: no check fails or warns."

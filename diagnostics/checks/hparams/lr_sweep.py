@@ -162,6 +162,7 @@ def sweep_verdicts(figures: dict[str, Any], *, pretrained: bool, head_only: bool
         "ranked_by": ranked_by,
         "usual_rate": usual,
         "max_safe_rate": float(warn_drift / np.median(ratios)) if pretrained and ratios else None,
+        "drift_limit": warn_drift,
     }
 
 
@@ -201,8 +202,8 @@ def _summary(e) -> Text:
     if e["ranked_by"] == "usual rate":
         return msg("After {steps} steps from the same weights no rate lowered the held-out or the training loss by "
                    "1% of its start, too little to rank them: the recommendation is {best:.1e}, the rate nearest "
-                   "this checkpoint's usual {usual:g} that neither diverges nor overwrites pretrained weights; "
-                   "flagged: {flagged}.", steps=len(e["steps"]), best=best, usual=e["usual_rate"],
+                   "this checkpoint's usual {usual:g} {among}; flagged: {flagged}.", steps=len(e["steps"]),
+                   best=best, usual=e["usual_rate"], among=_safe(e, one=True),
                    flagged=", ".join(flagged) or msg("none"))
     kept = [
         (rate, score["loss"])
@@ -217,9 +218,17 @@ def _summary(e) -> Text:
         msg("the lowest training loss; at the rates not flagged ({rates}) the held-out loss moved at most "
             "{moved:.1%} from its start ({start:.3f}), too little to rank them, so this rests on the rows trained "
             "on", rates=", ".join(f"{rate:.0e}" for rate, _ in kept), moved=moved, start=start["loss"])
-    return msg("After {steps} steps from the same weights, {best:.1e} gives {basis}, among rates that neither "
-               "diverge nor overwrite pretrained weights; flagged: {flagged}.", steps=len(e["steps"]),
-               best=best, basis=basis, flagged=", ".join(flagged) or msg("none"))
+    return msg("After {steps} steps from the same weights, {best:.1e} gives {basis}, among rates {among}; flagged: "
+               "{flagged}.", steps=len(e["steps"]), best=best, basis=basis, among=_safe(e),
+               flagged=", ".join(flagged) or msg("none"))
+
+
+def _safe(e, one: bool = False) -> Text:
+    """What the rates not flagged have in common: on random weights there are no pretrained weights to overwrite."""
+    if e["pretrained"]:
+        return msg("that neither diverges nor overwrites pretrained weights") if one else \
+            msg("that neither diverge nor overwrite pretrained weights")
+    return msg("that does not diverge") if one else msg("that do not diverge")
 
 
 def _thin(e) -> Text | str:
@@ -234,7 +243,7 @@ def _too_high(e, f) -> tuple:
     drift = e["configured_drift"]
     consequence = (msg(" At that drift a few hundred steps overwrite what pretraining learned: real fine-tuning at "
                        "such rates ends at or near chance.")
-                   if e["pretrained"] and drift and drift > WARN_DRIFT else "")
+                   if e["pretrained"] and drift and drift > e.get("drift_limit", WARN_DRIFT) else "")
     return (msg("The configured rate {rate:g} is too high: {why}.{consequence} {summary}{thin}",
                 rate=e["configured_rate"], why=joined(f.why, "; "), consequence=consequence, summary=_summary(e),
                 thin=_thin(e)),
@@ -244,6 +253,9 @@ def _too_high(e, f) -> tuple:
 def _not_flagged(e, f) -> Text:
     """What the sweep says of a configured rate it neither flagged nor found too low."""
     drift = e["configured_drift"]
+    if not e["pretrained"]:
+        return msg("The configured rate {rate:g} does not diverge. {summary}{thin}", rate=e["configured_rate"],
+                   summary=_summary(e), thin=_thin(e))
     return msg("The configured rate {rate:g} neither diverges nor overwrites pretrained weights{drift}. "
                "{summary}{thin}", rate=e["configured_rate"],
                drift=msg(" ({drift:.1e} of their size a step)", drift=drift) if e["pretrained"] and drift else "",
@@ -271,6 +283,7 @@ class Evidence(TypedDict, total=False):
     best_rate: float | None
     configured_rate: float | None
     max_safe_rate: float | None
+    drift_limit: float  # the warn_drift this run judged by (a run's own threshold, else the condition's value)
     diverged: list[float]
     pretrained: bool
     # "held-out loss", "training loss", or "usual rate" (no rate moved either loss: the good one nearest it)

@@ -244,5 +244,5 @@ CHECK = Check("model.config", N_("the checkpoint's head, num_labels and label na
 CAUSES = (
     Cause("head_short", "model.config", ("missing_outputs",),
           N_("a head with fewer outputs than the task has labels"),
-          (Explains("data.label_range", ("labels_beyond_head",)),) + LABELS_STOP, precedence=30),
+          (Explains("data.label_range", ("labels_beyond_head",), before_owner=True),) + LABELS_STOP, precedence=30),
 )

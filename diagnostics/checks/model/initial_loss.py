@@ -61,8 +61,9 @@ def _near_chance(e, f) -> Any:
         return msg("The untrained model's loss is {value:.3f}, {gap:.0%} from {what}: your own output layer starts "
                    "where its initializer puts it, so the gap is not judged; the configured loss agrees with the loss "
                    "from its outputs.", value=e["loss"], gap=e["gap_from_chance"], what=_chance(e, f))
-    return msg("The untrained model's loss is {value:.3f}, within {gap:.0%} of {what}, as a fresh head should be.",
-               value=e["loss"], gap=e["gap_from_chance"], what=_chance(e, f))
+    # Said to a tenth of a percent, at least 0.1%: a gap of 0.3% once read "within 0% of".
+    return msg("The untrained model's loss is {value:.3f}, within {gap:.1%} of {what}, as a fresh head should be.",
+               value=e["loss"], gap=max(e["gap_from_chance"], 0.001), what=_chance(e, f))
 
 
 def expected_loss(labels: np.ndarray, task: GlueTask, num_labels: int) -> float:

@@ -95,6 +95,8 @@ def overfit_one_batch(model, batch: FirstBatch, config: RunConfig, epochs: int, 
         "ln_k": None if task.regression or config.loss == "custom" else math.log(head_of(model).num_labels),
         "pretrained": is_pretrained(model),
         "drift_per_step": drift,
+        # The loss this run compiled reads the outputs as probabilities: only then is it a reason the curve names.
+        "probability_loss": config.loss == "SparseCategoricalCrossentropy(from_logits=False)",
     }
 
 
@@ -175,11 +177,16 @@ def _not_learning(e) -> tuple:
                     ln_k=f" (ln K = {e['ln_k']:.3f})" if e.get("ln_k") else "", rerun=rerun)
         fix = RateFix(best_rate) if best_rate else msg("Run the Hyperparameters sweep for a rate, and check that "
                                                          "layer.trainable is True where it should be.")
-    else:
+    elif e.get("probability_loss"):
         cause = msg("The loss fell too slowly or unevenly: the learning rate is too low, or the loss reads logits as "
                     "probabilities (from_logits=False, see hparams.loss).{rerun}", rerun=rerun)
         fix = msg("More epochs or a higher rate; {code}",
                   code="loss=SparseCategoricalCrossentropy(from_logits=True) or the internal loss")
+    else:  # the loss reads the outputs as they are: a fix of the loss would be one already in place
+        cause = msg("The loss fell too slowly or unevenly: the learning rate is too low for this many epochs.{rerun}",
+                    rerun=rerun)
+        fix = RateFix(best_rate) if best_rate and best_rate > e["learning_rate"] else \
+            msg("More epochs or a higher rate.")
     return cause, fix
 
 
@@ -370,6 +377,7 @@ class Evidence(TypedDict, total=False):
     drift_per_step: float | None
     missing_labels: list[str]
     pretrained: bool
+    probability_loss: bool  # compiled with from_logits=False on logits (hparams.loss's cause): a reason it names
     error: str  # model.fit on the batch raised
     nan_from_start: bool  # the loss was NaN from the first epoch: no curve to judge
 
