@@ -65,14 +65,16 @@ def _explainer(result: CheckResult, by_id: dict[str, CheckResult], pending: bool
         return None
     for cause in CAUSES.values():
         owner = by_id.get(cause.owner)
-        if owner is result:
+        if owner is None or owner is result:
             continue
         for explains in cause.explains:
-            if owner is None:
-                if pending and explains.before_owner and _applies(explains, result):
-                    return cause.owner
-            elif _applies(explains, result) and (_names(cause, owner) or (
+            if _applies(explains, result) and (_names(cause, owner) or (
                     explains.measured and owner.status in (Status.PASS, *FLAGGED))):
+                return cause.owner
+    if pending:  # no owner that ran names it: the first that has not run and owns it by what it measured
+        for cause in CAUSES.values():
+            if cause.owner not in by_id and any(explains.before_owner and _applies(explains, result)
+                                                for explains in cause.explains):
                 return cause.owner
     return None
 

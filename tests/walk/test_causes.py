@@ -98,7 +98,8 @@ def test_an_explained_owner_passes_its_explanations_on_to_the_root_cause():
 
 
 def test_a_passing_or_skipped_owner_explains_nothing_and_a_skip_is_never_a_cause():
-    alone = [result("model.config", "pass"), result("model.nan_rows", "fail", "max_non_finite_rows", labels_cause=True),
+    alone = [result("data.label_range", "pass"), result("model.config", "pass"),
+             result("model.nan_rows", "fail", "max_non_finite_rows", labels_cause=True),
              result("model.nan_origin", "skip")]
     found = causes(explain(alone))
     assert [cause.owner for cause in found] == ["model.nan_rows"]
@@ -223,3 +224,10 @@ def test_no_report_reads_clean_while_a_check_has_not_run():
     assert "PENDING" in checklist_lines(waiting)[-1] or "PENDING" in "\n".join(checklist_lines(waiting))
     plain = [result("data.columns", "pass"), result("data.batch", "skip")]  # a skip that cannot apply is no wait
     assert causes_headline(causes(plain), plain) == "No cause found: no check fails or warns."
+
+
+def test_labels_that_stop_the_model_page_opened_first_point_at_the_label_check_until_it_runs():
+    model_only = [result("model.config", "pass"), result("model.nan_rows", "fail", "max_non_finite_rows",
+                                                         labels_cause=True)]
+    assert explain(model_only)[1].explained_by == "data.label_range"
+    assert [(cause.owner, cause.pending) for cause in causes(explain(model_only))] == [("data.label_range", True)]

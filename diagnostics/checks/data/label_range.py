@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 from typing import Any, TypedDict
 
 import numpy as np
@@ -325,6 +326,7 @@ CHECK = Check("data.label_range", N_("labels lie in [0, num_labels) and among th
 
 # The causes this check owns, each with its precedence among every check's causes (`Cause.precedence`).
 CAUSES = (
+    # Labels the head cannot take stop what trains: on a page opened before the Data page, what stopped points here.
     Cause("stray_labels", "data.label_range", ("max_invalid_labels",), N_("labels outside the task's classes"),
-          LABELS_STOP, precedence=20),
+          tuple(replace(explains, before_owner=True) for explains in LABELS_STOP), precedence=20),
 )

@@ -255,6 +255,10 @@ CAUSES = (
     Cause("loss_mismatch", "hparams.loss", ("step_raises", "classification_loss", "regression_loss",
                                             "warn_disagreement", "probabilities_as_logits"),
           N_("a loss that does not match what the model outputs"),
-          (Explains("model.initial_loss"), Explains("model.gradients", ("step_raises", "no_gradient", "zero_gradient")),
+          # The untrained loss disagreeing with the loss from the logits is this cause as measured: the Model page,
+          # opened first, points here.
+          (Explains("model.initial_loss", ("warn_loss_disagreement",), before_owner=True),
+           Explains("model.initial_loss"),
+           Explains("model.gradients", ("step_raises", "no_gradient", "zero_gradient")),
            Explains("hparams.lr_sweep")) + NOTHING_LEARNS, precedence=40),
 )
