@@ -234,6 +234,7 @@ def exit_code(found, fail_on: str) -> int:
 
 def trace_command(args) -> int:
     from diagnostics.walk.causes import causes
+    from diagnostics.usercode.repair_run import checked
     from diagnostics.walk.stages import parse_asked, parse_skip, parse_stages, parse_thresholds
     from diagnostics.report.formats import cause_lines, checklist_lines, junit_report, markdown_report
     from diagnostics.core.result import CheckResult
@@ -284,7 +285,7 @@ def trace_command(args) -> int:
             print(_("note: {note}").format(note=localize(note)))
     for note in script_notes(report.get("script") or {}):
         print(_("note: {note}").format(note=localize(note)))
-    if target is not None and report["script"].get("reached_fit"):
+    if target is not None and checked(report):
         report["repair"] = repair_and_trace_again(args, target, thresholds, report)
     elif target is not None:
         print(_("--repair: nothing was repaired, as the script did not reach fit; mend what stopped it (above) "
@@ -319,8 +320,12 @@ def repair_and_trace_again(args, target: Path, thresholds: dict, report: dict) -
     from diagnostics.report.formats import verdict_text
     from diagnostics.usercode.repair_run import repair_and_trace
 
-    def written(done) -> None:
-        print(_("Repaired script written to {path}:").format(path=target))
+    def written(done, number: int) -> None:
+        if number == 1:
+            print(_("Repaired script written to {path}:").format(path=target))
+        else:
+            print(_("Its trace named more that a repair mends: repaired again (round {number}), the whole change "
+                    "now:").format(number=number))
         print(done.diff, end="")
         print(_("Tracing the repaired script again"), flush=True)
 

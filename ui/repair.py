@@ -14,7 +14,7 @@ import streamlit as st
 from diagnostics.core.result import CheckResult
 from diagnostics.i18n import _, msg
 from diagnostics.report.formats import verdict_text
-from diagnostics.usercode.repair_run import planned, repair_and_trace
+from diagnostics.usercode.repair_run import checked, planned, repair_and_trace
 from diagnostics.usercode.trace import fit_reports, phase_title
 from ui.render import TRACED_KEY, checklist, markdown_text, shown, status_line
 
@@ -27,7 +27,7 @@ def repair_section(traced: dict) -> None:
     """The section, under a trace that reached fit: what the repair changes, the button, and the last repair's
     verdicts."""
     report, source = traced.get("report"), traced.get("source")
-    if not report or source is None or not (report.get("script") or {}).get("reached_fit"):
+    if not report or source is None or not checked(report):
         return
     fixed = planned(source, report)
     if not fixed.edits and not fixed.unrepaired:
@@ -47,12 +47,12 @@ def repair_section(traced: dict) -> None:
         left, right = st.columns(2)
         before = "\n".join(f"{line + n:>4} {text}" for n, text in enumerate(before_lines))
         after = "\n".join(f"{new_line + n:>4} {text}" for n, text in enumerate(after_lines))
-        left.code(before or " ", language="python", wrap_lines=True)
-        right.code(after or " ", language="python", wrap_lines=True)
+        left.code(before or " ", language="python")  # scrolls: wrapped, an identifier broke mid-name
+        right.code(after or " ", language="python")
     if st.button(_("Repair and re-check"), type="primary", key="script.repair"):
         st.session_state[REPAIRED_KEY] = _run(traced)
     repaired = st.session_state.get(REPAIRED_KEY)
-    if repaired and repaired["source"] == fixed.source:
+    if repaired and repaired["from"] == source:
         _show(traced, repaired)  # its verdicts name the causes left unrepaired too
     else:
         for item in fixed.unrepaired:
@@ -91,7 +91,8 @@ def _run(traced: dict) -> dict:
                                                                          seconds=time.monotonic() - started),
                        state="complete", expanded=False)
     after = done.after
-    return {"name": name, "source": done.fixed.source, "diff": done.diff, "causes": done.causes,
+    return {"name": name, "from": traced["source"], "source": done.fixed.source, "diff": done.diff,
+            "causes": done.causes,
             "output": after.output if after is not None else "", "exit_code": after.exit_code if after else None,
             "written": str(target) if beside and traced.get("keep_repaired") else None,
             "report": after.report if after is not None else None,

@@ -59,10 +59,12 @@ class Report:
         it, or show it in a notebook): a new optimizer at the sweep's measured rate, the head rebuilt with the
         classes the labels need, `compile` again with the loss that reads the outputs; the causes no code can repair
         say why. Run the cell, then `diagnose()` again to see the causes gone."""
+        from diagnostics.usercode.repair_plan import measured_rate
         from diagnostics.usercode.repair_cells import repair_cells
 
-        return repair_cells(self.to_dict().get("causes") or [], self.config, model=self.model_name,
-                            loaded=self.model)
+        report = self.to_dict()
+        return repair_cells(report.get("causes") or [], self.config, model=self.model_name, loaded=self.model,
+                            measured=measured_rate(report))
 
     @property
     def failed(self) -> list[CheckResult]:

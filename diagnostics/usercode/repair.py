@@ -134,8 +134,8 @@ def repair(source: str, changes: Iterable[Change], *, keras: str = "tf_keras", b
     if before_line is not None:
         calls = [node for node in calls if node.lineno <= before_line] or calls
     for change in changes:
-        handler = {"learning_rate": _rate, "num_labels": _num_labels, "loss": _loss, "columns": _columns}.get(
-            change.kind)
+        handler = {"learning_rate": _rate, "num_labels": _num_labels, "loss": _loss, "columns": _columns,
+                   "collate_fn": _collate}.get(change.kind)
         reason = handler(change, calls, tree, keras, editor) if handler else msg("no rewrite is known for {kind}",
                                                                                  kind=change.kind)
         if reason:
@@ -146,7 +146,8 @@ def repair(source: str, changes: Iterable[Change], *, keras: str = "tf_keras", b
 
 # A name a fix writes that the script may not have bound, and the import that binds it (Keras 2, as Transformers' TF
 # models need it on this stack).
-IMPORTS = {"tf_keras": "import tf_keras", "keras": "import tf_keras as keras", "tf": "import tensorflow as tf"}
+IMPORTS = {"tf_keras": "import tf_keras", "keras": "import tf_keras as keras", "tf": "import tensorflow as tf",
+           "DataCollatorWithPadding": "from transformers import DataCollatorWithPadding"}
 
 
 def _imports_needed(tree: ast.Module, editor: _Editor) -> list:
@@ -162,9 +163,9 @@ def _imports_needed(tree: ast.Module, editor: _Editor) -> list:
         except SyntaxError:
             continue
         for node in ast.walk(written):
-            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in IMPORTS \
-                    and node.value.id not in bound:
-                needed.setdefault(node.value.id, owner)
+            read = node.value if isinstance(node, ast.Attribute) else node.func if isinstance(node, ast.Call) else None
+            if isinstance(read, ast.Name) and read.id in IMPORTS and read.id not in bound:
+                needed.setdefault(read.id, owner)
     imports = [node for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))]
     where = editor.offsets[imports[-1].end_lineno] if imports else 0
     line = imports[-1].end_lineno + 1 if imports else 1
@@ -330,6 +331,21 @@ def _loss(change, calls, tree, keras, editor: _Editor) -> str | None:
     return msg("the script never calls compile (a training loop of its own: change the loss it computes)")
 
 
+def _collate(change, calls, tree, keras, editor: _Editor) -> str | None:
+    """`collate_fn=` the fix names (a padding collator) on each `to_tf_dataset` call before the fit that has none,
+    over the tokenizer the script builds (its own name for it)."""
+    value = str(change.value)
+    built = [target.id for node in ast.walk(tree) if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
+             and _name(node.value.func) == "from_pretrained" and "Tokenizer" in _short(node.value.func)
+             for target in node.targets if isinstance(target, ast.Name)]
+    if len(set(built)) == 1:
+        value = re.sub(r"\(tokenizer\b", f"({built[0]}", value)
+    missing = [call for call in calls if _name(call.func) == "to_tf_dataset" and _keyword(call, "collate_fn") is None]
+    for call in missing:
+        editor.add_keyword(call, "collate_fn", value, change.owner)
+    return None if missing else msg("every to_tf_dataset call before the fit has a collate_fn already")
+
+
 def _columns(change, calls, tree, keras, editor: _Editor) -> str | None:
     """`to_tf_dataset(columns=[...])` with the columns the fix names: the model's inputs it left out added to the
     script's own list (in its quotes); labels the script gives with `label_cols=` stay there."""
@@ -363,78 +379,3 @@ def _columns(change, calls, tree, keras, editor: _Editor) -> str | None:
         return None
     return msg("no to_tf_dataset call with columns= is made before the fit (the batches come from elsewhere: give "
                "them every input the tokenizer returns)")
-
-
-# ---------------------------------------------------------------- from a trace's causes to the changes
-
-
-# The causes whose fix is one argument of one call, and which argument; every other cause says why it is not.
-REPAIRABLE = {"model.config": ("num_labels",), "hparams.loss": ("loss",),
-              "hparams.lr_sweep": ("learning_rate", "init_lr"), "data.columns": ("columns",)}
-KINDS = {"num_labels": "num_labels", "loss": "loss", "learning_rate": "learning_rate", "init_lr": "learning_rate",
-         "columns": "columns"}
-
-
-def changes_of(causes: list[dict]) -> tuple[list[Change], list[Unrepaired]]:
-    """A fit's causes (the JSON report's) as changes to the script, read from each cause's own fix (the one its owner
-    wrote: the sweep's measured rate, the head the labels need, the loss that reads the outputs, or `compile` with no
-    loss at all), and the causes that have none, each with why."""
-    changes, left = [], []
-    for cause in causes:
-        owner, fix = cause["owner"], cause.get("fix") or ""
-        value = _argument_in(fix, REPAIRABLE[owner]) if owner in REPAIRABLE else None
-        if value is None and cause.get("cause") == "ignored_keyword":  # Adam(lr=...) -> Adam(learning_rate=...)
-            value = _argument_in(fix, ("learning_rate",))
-        if value is not None:
-            changes.append(Change(owner, KINDS[value[0]], value[1]))
-        elif owner == "hparams.optimizer":
-            left.append(Unrepaired(owner, msg("a rate is written in only once hparams.lr_sweep has measured one, "
-                                              "which it did not in this trace: repairing the repaired script, "
-                                              "where the sweep can run, writes it")))
-        elif owner == "data.label_range":
-            left.append(Unrepaired(owner, msg("the labels are wrong in the data itself: drop or relabel the rows it "
-                                              "names, or filter them out where the script reads the data")))
-        else:
-            left.append(Unrepaired(owner, msg("its fix is not one argument of one call: {fix}", fix=fix)))
-    return changes, left
-
-
-def _argument_in(fix: str, names: tuple[str, ...]) -> tuple[str, object] | None:
-    """(name, value) of the first keyword argument called one of `names` in the fix's code: a number as a number, any
-    other value as its source; a `compile` call without `loss=` is ("loss", None), the loss taken out."""
-    try:  # a fix that elides the rest of a call after its keywords ("f(columns=[...], ...)") reads without it
-        tree = ast.parse(fix)
-    except SyntaxError:
-        try:
-            fix = re.sub(r",\s*\.\.\.\s*\)", ")", fix)
-            tree = ast.parse(fix)
-        except SyntaxError:
-            return None
-    for node in ast.walk(tree):
-        if isinstance(node, ast.keyword) and node.arg in names:
-            if isinstance(node.value, ast.Constant) and isinstance(node.value.value, (int, float)):
-                return node.arg, node.value.value
-            return node.arg, ast.get_source_segment(fix, node.value)
-    if "loss" in names and any(isinstance(node, ast.Call) and _name(node.func) == "compile" for node in ast.walk(tree)):
-        return "loss", None
-    return None
-
-
-def fit_line(phase: dict) -> int | None:
-    """The script's line of a checked fit ("train.py:56")."""
-    found = re.search(r":(\d+)$", str(phase.get("at") or ""))
-    return int(found.group(1)) if found else None
-
-
-def repair_fits(source: str, fits: list[dict], keras: str) -> Repair:
-    """The script with every checked fit's causes repaired, each at the calls before that fit."""
-    edits, left, text = [], [], source
-    for fit in fits:
-        changes, unrepairable = changes_of(fit.get("causes") or [])
-        left += [item for item in unrepairable if item not in left]
-        if changes:
-            done = repair(text, changes, keras=keras, before_line=fit_line(fit.get("phase") or {}))
-            text = done.source
-            edits += done.edits
-            left += [item for item in done.unrepaired if item not in left]
-    return Repair(text, edits, left)

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from diagnostics.config.run import RunConfig
 from diagnostics.core.fixes import DEFAULT_KERAS, CodeStyle, optimizer_code
 from diagnostics.i18n import localize, msg
-from diagnostics.usercode.repair import Change, Unrepaired, changes_of
+from diagnostics.usercode.repair import Change, Unrepaired
+from diagnostics.usercode.repair_plan import changes_of
 
 
 @dataclass(frozen=True)
@@ -63,11 +64,12 @@ class Cells:
                                                               if code else "") for heading, code in self._lines())
 
 
-def repair_cells(causes: list[dict], config: RunConfig, *, model: str = "model", loaded=None) -> Cells:
+def repair_cells(causes: list[dict], config: RunConfig, *, model: str = "model", loaded=None,
+                 measured: float | None = None) -> Cells:
     """The cells that repair these causes (a report's, as its JSON has them) on the model the user calls `model`,
     checked with `config`. `loaded`: the model object itself, which says whether it was compiled with metrics (kept
-    as they were) and from which checkpoint a new head is loaded."""
-    changes, unrepaired = changes_of(causes)
+    as they were) and from which checkpoint a new head is loaded; `measured`: the rate the report's sweep measured."""
+    changes, unrepaired = changes_of(causes, measured)
     unrepaired = [Unrepaired(item.owner, msg(
         "a rate is written in only once hparams.lr_sweep has measured one: run diagnose() with the hparams stage")) if
         item.owner == "hparams.optimizer" else item for item in unrepaired]
@@ -77,6 +79,11 @@ def repair_cells(causes: list[dict], config: RunConfig, *, model: str = "model",
         unrepaired.append(Unrepaired(columns.owner, msg(
             "the columns are the dataset's: build it again with to_tf_dataset(columns={columns}, ...)",
             columns=columns.value)))
+    if "collate_fn" in kinds:  # the same: the padding is the dataset's
+        collator = kinds.pop("collate_fn")
+        unrepaired.append(Unrepaired(collator.owner, msg(
+            "the batches are the dataset's: build it again with to_tf_dataset(..., collate_fn={collator})",
+            collator=collator.value)))
     lines: list[str] = []
     owners = [change.owner for change in kinds.values()]
     rebuilt = "num_labels" in kinds

@@ -10,7 +10,8 @@ from typing import Any
 
 from diagnostics.core.errors import InputError
 from diagnostics.i18n import msg
-from diagnostics.usercode.repair import Repair, repair_fits
+from diagnostics.usercode.repair import Repair
+from diagnostics.usercode.repair_plan import repair_fits
 
 
 @dataclass
@@ -41,42 +42,72 @@ class RepairRun:
                                    for fit in (fit_reports(report) if report is not None else [])]}
 
 
-def planned(source: str, report: dict) -> Repair:
-    """The repair of `source` for the causes of a trace `report` (each checked fit's, at the calls before it)."""
+# The most traces one repair runs: each round repairs what the last trace named (a cause that stopped the script before
+# fit, then what its fits name, then the rate the sweep could measure only once they were mended).
+MAX_ROUNDS = 5
+
+
+def checked(report: dict) -> list[dict]:
+    """The parts of a trace report whose causes a repair reads: each checked fit, or, for a script that stopped before
+    fit where the Data stage ran on the call that stopped it (a column it asked for), the report itself, at that
+    call."""
     from diagnostics.usercode.trace import fit_reports
 
-    fits = fit_reports(report) if report.get("script", {}).get("reached_fit") else []
-    return repair_fits(source, fits, (report.get("run") or {}).get("keras_name") or "tf_keras")
+    script = report.get("script") or {}
+    if script.get("reached_fit"):
+        return fit_reports(report)
+    error = script.get("error") or {}
+    return [{**report, "phase": {"at": error.get("where")}}] if report.get("causes") else []
+
+
+def planned(source: str, report: dict) -> Repair:
+    """The repair of `source` for the causes of a trace `report` (each checked fit's, at the calls before it)."""
+    return repair_fits(source, checked(report), (report.get("run") or {}).get("keras_name") or "tf_keras")
 
 
 def repair_and_trace(script: Path, report: dict, target: Path, *, source: str | None = None, name: str | None = None,
-                     said=None, on_written=None, **trace_options) -> RepairRun:
+                     said=None, on_written=None, rounds: int = MAX_ROUNDS, **trace_options) -> RepairRun:
     """Repair the script a trace `report` came from (its `source` when given, else the file), write it to `target`
-    and trace it with `trace_options` (`trace.trace_script`'s). `on_written(run)` hears the repair once written,
-    before its trace (the run without its trace yet); `said(text)` each line of that trace.
+    and trace it with `trace_options` (`trace.trace_script`'s); while that trace names a cause with a repair not yet
+    made, repair the repaired script again and trace it again, up to `rounds` traces, within the trace's time limit in
+    all. `on_written(run, round)` hears each repair once written, before its trace (the run without its trace yet);
+    `said(text)` each line of the traces.
 
     Raises:
         InputError: `target` is the script itself, or cannot be written.
     """
-    from diagnostics.usercode.trace import fit_reports, trace_script
+    import time
+
+    from diagnostics.usercode.trace import trace_script
 
     if target.resolve() == script.resolve():
         raise InputError(msg("--repair would write over the script itself; give another path."))
     original = source if source is not None else script.read_text(encoding="utf-8")
-    fixed = planned(original, report)
-    if fixed.edits:
+    text, edits, last, after = original, [], report, None
+    fixed = planned(text, last)
+    started, limit = time.monotonic(), trace_options.get("timeout")
+    for number in range(1, rounds + 1):
+        if not fixed.edits or fixed.source == text:
+            break
+        if number > 1 and limit is not None and time.monotonic() - started > limit / 2:
+            break  # half the time limit spent: the next trace would not fit in it
+        text, edits = fixed.source, edits + fixed.edits
         try:
-            target.write_text(fixed.source, encoding="utf-8")
+            target.write_text(text, encoding="utf-8")
         except OSError as exc:
             raise InputError(msg("Cannot write the repaired script to {path}: {reason}.", path=str(target),
                                  reason=exc.strerror or str(exc))) from None
-    fits = fit_reports(report) if report.get("script", {}).get("reached_fit") else []
-    done = RepairRun(name or script.name, original, fixed, target if fixed.edits else None, None, [])
-    if fixed.edits:
         if on_written is not None:
-            on_written(done)
-        done.after = trace_script(target, capture_output=True, progress=said, **trace_options)
-    done.causes = verdicts(fixed, fits, done.after.report if done.after is not None else None)
+            on_written(RepairRun(name or script.name, original, Repair(text, edits, fixed.unrepaired), target, None,
+                                 []), number)
+        after = trace_script(target, capture_output=True, progress=said, **trace_options)
+        if after.report is None:
+            break
+        last = after.report
+        fixed = planned(text, last)
+    made = Repair(text, edits, fixed.unrepaired if after is not None else planned(original, report).unrepaired)
+    done = RepairRun(name or script.name, original, made, target if edits else None, after, [])
+    done.causes = verdicts(made, checked(report), after.report if after is not None else None)
     return done
 
 
@@ -87,7 +118,9 @@ def verdicts(fixed: Repair, before: list[dict], after: dict | None) -> list[dict
     it gave none."""
     reached = after is not None and after.get("script", {}).get("reached_fit") and not after["script"].get("error")
     fits_after = [after, *(after.get("later_fits") or [])] if reached else []  # trace.fit_reports, without its imports
-    owners_before = {cause["owner"] for fit in before for cause in fit.get("causes") or []}
+    # What was named before, in the first trace or in a later round's that a repair then mended.
+    owners_before = {cause["owner"] for fit in before for cause in fit.get("causes") or []} | {
+        edit.owner for edit in fixed.edits}
     causes_after = [cause for fit in fits_after for cause in fit.get("causes") or []]
     owners_after = {cause["owner"] for cause in causes_after}
     # New: a cause neither named before nor explaining one that was (a measurement that now runs and takes over a

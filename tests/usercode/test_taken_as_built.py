@@ -325,7 +325,8 @@ def test_a_keyword_the_optimizer_drops_is_the_cause_with_the_keyword_it_should_b
     from diagnostics.config.run import RunConfig
     from diagnostics.keras.optimizers import ignored_keywords
     from diagnostics.usercode.hooks import watch
-    from diagnostics.usercode.repair import changes_of, repair
+    from diagnostics.usercode.repair import repair
+    from diagnostics.usercode.repair_plan import changes_of
 
     outside = tf_keras.optimizers.Adam(lr=1e-5)
     with watch():
