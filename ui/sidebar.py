@@ -25,6 +25,7 @@ from ui.widgets import widget
 from ui.session import CONFIG_ERROR_KEY, CONFIG_KEY, config_from_state, language_picker
 
 UPLOADS_KEY, UPLOAD_PROBLEMS_KEY = "data.uploads", "data.upload_problems"
+UPLOADED_KEY = "data.uploaded"  # the paths of the lines the uploads wrote, so that a file taken back takes its line
 FOLLOWS_CHECKPOINT = ("learning_rate", "data_source")  # the settings whose default depends on the checkpoint
 SECTIONS = ("run", "options", "training")
 
@@ -212,7 +213,7 @@ def take_uploads() -> None:
     """Keep each uploaded data file on this machine and point a SPLIT=PATH line at it (a widget callback, so the
     text area and the split box show the new lines on this run); the last file's split becomes the one checked."""
     state = st.session_state
-    text, problems, split = state["run.data_files"], [], None
+    text, problems, split, kept = state["run.data_files"], [], None, []
     for upload in state.get(UPLOADS_KEY) or ():
         try:
             path = data_files.keep_upload(upload.name, upload.getvalue())
@@ -221,7 +222,10 @@ def take_uploads() -> None:
             continue
         split = data_files.split_for_upload(upload.name)
         text = data_files.with_data_file(text, split, str(path))
-    state["run.data_files"], state[UPLOAD_PROBLEMS_KEY] = text, problems
+        kept.append(str(path))
+    # A file taken back with its ✕ takes its line with it (lines typed by hand stay).
+    text = data_files.without_data_files(text, set(state.get(UPLOADED_KEY) or ()) - set(kept))
+    state["run.data_files"], state[UPLOAD_PROBLEMS_KEY], state[UPLOADED_KEY] = text, problems, kept
     if split:
         state["run.split"] = split
 

@@ -272,6 +272,12 @@ def with_data_file(text: str, split: str, path: str) -> str:
     return "\n".join(lines + [f"{split}={path}"])
 
 
+def without_data_files(text: str, paths) -> str:
+    """SPLIT=PATH lines without those naming one of `paths` (uploads taken back)."""
+    gone = {str(path) for path in paths}
+    return "\n".join(line for line in text.splitlines() if line.strip() and line.partition("=")[2].strip() not in gone)
+
+
 NUMBER = r"^\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$"
 
 

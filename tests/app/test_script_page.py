@@ -217,15 +217,25 @@ def test_repair_and_recheck_shows_the_edits_side_by_side_verifies_them_and_leave
     verified = [rendered(box.value) for box in at.success]
     assert any(text.startswith("model.config: repaired and verified") for text in verified), verified
     assert any(text.startswith("hparams.loss: repaired and verified") for text in verified), verified
+    # The same click's second round: the sweep, no longer stopped by the head, measured a rate, written into 'adam'.
+    assert any(text.startswith("hparams.optimizer: repaired and verified") for text in verified), verified
     assert any("Before" in rendered(md.value) for md in at.markdown) and any("After" in rendered(md.value)
                                                                               for md in at.markdown)
     assert [element.proto.label for element in at.get("download_button")] == ["Download the repaired script"]
     repaired = at.session_state["script.repaired"]
     assert repaired["name"] == "course_script_repaired.repaired.py" and "num_labels=3" in repaired["source"]
+    assert "optimizers.Adam(learning_rate=" in repaired["source"]
     # The next round: the repaired script is the traced one, its results on the walk's pages.
     at.button(key="script.repair.continue").click().run()
     assert not at.exception
     traced = at.session_state["script.traced"]
     assert traced["name"] == "course_script_repaired.repaired.py" and traced["source"] == repaired["source"]
     assert any("Traced: course_script_repaired.repaired.py" in rendered(header.value) for header in at.subheader)
+    # All green: nothing left to repair, no repair box waiting on a rate, and the Report names no cause.
+    assert not any(button.key == "script.repair" for button in at.button)
+    assert not any("which it did not in this trace" in rendered(box.value) for box in at.info)
+    at.switch_page("app_pages/report.py").run()
+    assert not at.exception
+    assert any(rendered(header.value).startswith("No cause found") for header in at.subheader), [
+        rendered(header.value) for header in at.subheader]
     assert sorted(path.name for path in folder.iterdir()) == before

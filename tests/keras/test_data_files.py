@@ -267,7 +267,7 @@ def test_uploaded_files_get_the_same_answers_and_keep_the_sidebar(tmp_path, monk
 
 
 def test_an_upload_is_kept_by_its_contents_and_names_its_split(tmp_path):
-    from diagnostics.keras.data_files import keep_upload, split_for_upload, with_data_file
+    from diagnostics.keras.data_files import keep_upload, split_for_upload, with_data_file, without_data_files
 
     first = keep_upload("dev.tsv", b"a\tb\n", tmp_path)
     assert keep_upload("dev.tsv", b"a\tb\n", tmp_path) == first and first.read_bytes() == b"a\tb\n"
@@ -278,6 +278,8 @@ def test_an_upload_is_kept_by_its_contents_and_names_its_split(tmp_path):
     assert [split_for_upload(name) for name in ("dev.tsv", "train (2).csv", "...csv")] == ["dev", "train_2", "train"]
     assert with_data_file("train=a.tsv\ndev=b.tsv\n", "dev", "c.tsv") == "train=a.tsv\ndev=c.tsv"
     assert with_data_file("", "test", "t.csv") == "test=t.csv"
+    # An upload taken back with its ✕ takes its line; a line typed by hand stays.
+    assert without_data_files("train=/up/a.tsv\ndev=b.tsv", {"/up/a.tsv"}) == "dev=b.tsv"
 
 
 def spreadsheet(path):
