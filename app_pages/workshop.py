@@ -61,7 +61,7 @@ for name, link in links.items():
         right.page_link(STAGE_PAGES[stage], label=_("Open it"), icon=":material/open_in_new:", query_params=params)
         badges[name] = right.empty()
         badges[name].caption(badge_text(link))
-        left.code(app_url(STAGE_PATHS[stage], params), language=None)
+        left.code(app_url(STAGE_PATHS[stage], params), language=None, wrap_lines=True)  # whole at 1024 px
 
 if pressed:
     # Each scenario's badge is drawn again as soon as its results are kept: during a warm-up of minutes the cards

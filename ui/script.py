@@ -127,7 +127,7 @@ def show_trace(traced: dict) -> None:
                 st.code(error["code"], language="python")
             if error.get("fix"):
                 st.markdown("**" + _("Fix") + "**")
-                st.code(localize(script_fix(error)), language="python")
+                st.code(localize(script_fix(error)), language="python", wrap_lines=True)
         for note in script_notes(report.get("script") or {}):
             st.caption(shown(note))
         # Not a widget key: a widget's state is dropped on pages that do not draw it, and this one is read everywhere.

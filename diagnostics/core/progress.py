@@ -4,7 +4,9 @@ A call of the runner plans its work in training steps (each unit that trains say
 starts), and every training step, wherever it runs, counts itself here (`step`). The time left is the steps that
 remain times the measured cost of a step, the first step of each traced copy (which traces the train step and costs
 many steps' time) left out of that pace and counted apart. Nothing is estimated before a few steps have a pace to go
-on, and a computation whose plan is spent says nothing of time rather than guess.
+on, and a computation whose plan is spent says nothing of time rather than guess. An earlier computation of the same
+run in this process (`Work(key=...)`: the same model, batch and length) lends its measured pace and tracing time from
+the first second, until the computation has a pace of its own.
 
 What is running is said at once (`doing`), and said again every `heartbeat` seconds while a step or a load takes
 long, so a page, a trace or a notebook never goes long without a line.
@@ -27,6 +29,10 @@ Report = Callable[[float, Text, "float | None"], None]
 MIN_PACED_STEPS = 2
 # What tracing a copy's train step costs, in steps, before one has been measured.
 TRACE_STEPS = 10
+# The pace of a step and the seconds of a copy's traced first step, as the last computation of each run measured them
+# (a run: the same model, batch and length, `Work.key`), newest last; at most `MEASURED_RUNS` runs are kept.
+MEASURED: dict[str, tuple[float, float | None]] = {}
+MEASURED_RUNS = 64
 
 
 class Work:
@@ -39,8 +45,10 @@ class Work:
     """
 
     def __init__(self, report: Report, *, clock: Callable[[], float] = time.monotonic,
-                 heartbeat: float | None = None):
+                 heartbeat: float | None = None, key: str | None = None):
         self.report, self.clock, self.heartbeat = report, clock, heartbeat
+        self.key = key  # the run whose pace an earlier computation measured (`MEASURED`), and this one keeps
+        self.known = MEASURED.get(key) if key is not None else None  # (pace, a traced first step's seconds)
         self.planned = 0.0  # steps the whole computation plans
         self.done = 0.0
         self.traces_planned = 0  # traced copies planned, each one's first step costing more than a step
@@ -94,9 +102,12 @@ class Work:
             return min(1.0, self.done / self.planned) if self.planned else 0.0
 
     def pace(self) -> float | None:
-        """Seconds a step, past the traced first ones; None before `MIN_PACED_STEPS` of them."""
+        """Seconds a step, past the traced first ones; before `MIN_PACED_STEPS` of them, an earlier computation's of
+        the same run (None without one)."""
         with self._lock:
-            return self.paced_seconds / self.paced_steps if self.paced_steps >= MIN_PACED_STEPS else None
+            if self.paced_steps >= MIN_PACED_STEPS:
+                return self.paced_seconds / self.paced_steps
+            return self.known[0] if self.known else None
 
     def left(self) -> float | None:
         """Seconds left: the remaining steps at the pace, plus what tracing the copies still to come costs beyond a
@@ -110,8 +121,9 @@ class Work:
             if pace is None or remaining <= 0:
                 return None
             traces = max(0, self.traces_planned - self.traces_done)
-            extra = max(0.0, sum(self.trace_seconds) / len(self.trace_seconds) - pace) if self.trace_seconds else \
-                TRACE_STEPS * pace
+            traced = sum(self.trace_seconds) / len(self.trace_seconds) if self.trace_seconds else \
+                self.known[1] if self.known and self.known[1] is not None else None
+            extra = max(0.0, traced - pace) if traced is not None else TRACE_STEPS * pace
             seconds = remaining * pace + traces * extra
             under_way = self.clock() - self._last
         if under_way > seconds:
@@ -134,6 +146,12 @@ class Work:
         self._stopped.set()
         if self._thread is not None:
             self._thread.join(timeout=1.0)
+        if self.key is not None and self.paced_steps >= MIN_PACED_STEPS:  # the next computation of the run starts here
+            MEASURED.pop(self.key, None)
+            MEASURED[self.key] = (self.paced_seconds / self.paced_steps,
+                                  sum(self.trace_seconds) / len(self.trace_seconds) if self.trace_seconds else None)
+            while len(MEASURED) > MEASURED_RUNS:
+                MEASURED.pop(next(iter(MEASURED)))
 
     def _beat(self) -> None:
         while not self._stopped.wait(min(1.0, self.heartbeat)):
@@ -183,6 +201,13 @@ def idle() -> None:
 def plan(steps: float, traces: int = 0) -> None:
     if (work := _current.get()) is not None:
         work.plan(steps, traces)
+
+
+def run_key(config) -> str | None:
+    """What a training step's time depends on, for `Work.key`: the model and the batches' size and length."""
+    if config is None:
+        return None
+    return "|".join(str(getattr(config, field, "")) for field in ("checkpoint", "task", "batch_size", "max_length"))
 
 
 def no_report(fraction: float, text: Text, left: float | None) -> None:

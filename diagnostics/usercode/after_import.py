@@ -24,6 +24,7 @@ class AfterImport(importlib.abc.MetaPathFinder):
 
     def __init__(self):
         self._waiting: dict[str, list[Callback]] = {}
+        self._starting: dict[str, list[Callable[[str], None]]] = {}  # called with the name as its import begins
         self._lock = threading.RLock()
         self.failed: list[str] = []  # "module: error" for each callback that raised (the import itself went on)
 
@@ -38,13 +39,29 @@ class AfterImport(importlib.abc.MetaPathFinder):
             if self not in sys.meta_path:
                 sys.meta_path.insert(0, self)
 
+    def before(self, name: str, callback: Callable[[str], None]) -> None:
+        """Call `callback(name)` once, as the import of `name` begins (never, if it is imported already)."""
+        with self._lock:
+            if name in sys.modules:
+                return
+            self._starting.setdefault(name, []).append(callback)
+            if self not in sys.meta_path:
+                sys.meta_path.insert(0, self)
+
     def close(self) -> None:
         with self._lock:
             self._waiting.clear()
+            self._starting.clear()
             if self in sys.meta_path:
                 sys.meta_path.remove(self)
 
     def find_spec(self, fullname, path, target=None):
+        with self._lock:
+            starting = self._starting.pop(fullname, [])
+            if not self._waiting and not self._starting and self in sys.meta_path:
+                sys.meta_path.remove(self)
+        for callback in starting:
+            self._call(fullname, callback, fullname)
         if fullname not in self._waiting:
             return None
         for finder in list(sys.meta_path):
@@ -63,7 +80,7 @@ class AfterImport(importlib.abc.MetaPathFinder):
     def _ran(self, name: str, module) -> None:
         with self._lock:
             callbacks = self._waiting.pop(name, [])
-            if not self._waiting and self in sys.meta_path:
+            if not self._waiting and not self._starting and self in sys.meta_path:
                 sys.meta_path.remove(self)
         for callback in callbacks:
             self._call(name, callback, module)

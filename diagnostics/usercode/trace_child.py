@@ -19,6 +19,7 @@ from diagnostics.i18n import msg
 from diagnostics.keras.keras_model import what_it_trains
 from diagnostics.usercode.script_errors import _versions
 from diagnostics.usercode.keeper import KEEPER_ENV, end_descendants, tie_to_parent
+from diagnostics.usercode.trace_imports import announce_imports, announce_loading
 from diagnostics.usercode.trace_loops import Loops, _LoopChecked
 from diagnostics.usercode.trace_report import BRIEF_STEPS, MAX_CHECKED_FITS, Reports, _quiet_checks, place
 
@@ -87,6 +88,9 @@ class _Child(Loops, Reports):
         self.importing.when("tf_keras", self._install_keras)
         self.importing.when("transformers.modeling_tf_utils",
                             lambda module: self._wrap_compile(module.TFPreTrainedModel))
+        self.importing.when("transformers.modeling_tf_utils",
+                            lambda module: announce_loading(self, module.TFPreTrainedModel))
+        announce_imports(self.importing, self.say)
 
     def _install_keras(self, tf_keras) -> None:
         """fit, evaluate, predict, compile and apply_gradients wrapped, once the script imports tf-keras (itself,

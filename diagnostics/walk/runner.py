@@ -121,7 +121,8 @@ def run_units(run: RunContext, names, settings: Settings = Settings(), progress:
     settings = settings.validated({taken for name in names for taken in registry.UNITS[name].takes})
     outer = progress_of.current()
     work = outer if outer is not None else progress_of.Work(progress or progress_of.no_report,
-                                                           heartbeat=HEARTBEAT_S if progress else None)
+                                                           heartbeat=HEARTBEAT_S if progress else None,
+                                                           key=progress_of.run_key(getattr(run, "config", None)))
     with progress_of.counting(work) if outer is None else contextlib.nullcontext():
         work.doing(msg("Starting"))
         unasked = {name: reason for name in names if (reason := not_asked(run, name, settings)) is not None}

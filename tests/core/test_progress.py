@@ -72,6 +72,29 @@ def test_a_trace_still_to_come_counts_at_the_cost_of_the_one_measured():
     assert work.left() == pytest.approx(15 * 1.0 + 20.0)  # 15 steps, and the next trace's 20 s beyond a step
 
 
+def test_a_later_computation_of_the_same_run_tells_its_time_from_the_first_second():
+    """Learnability measured the pace; the sweep that follows on the same model, batch and length says how long it
+    has from its start (its copy's trace included), not after a minute of silence; another run learns nothing."""
+    from diagnostics.core import progress
+
+    progress.MEASURED.pop("kit|mnli|16|128", None)
+    clock = Clock()
+    with Work(lambda *told: None, clock=clock, key="kit|mnli|16|128") as first:
+        first.plan(12, traces=1)
+        clock.tick(25.0)
+        first.step(traced=True)
+        for _ in range(11):
+            clock.tick(2.0)
+            first.step()
+    later = Work(lambda *told: None, clock=clock, key="kit|mnli|16|128")
+    later.plan(56, traces=1)
+    assert later.left() == pytest.approx(56 * 2.0 + (25.0 - 2.0))
+    assert Work(lambda *told: None, clock=clock, key="other|rte|8|64").left() is None
+    clock.tick(200.0)  # a step under way for longer than the whole estimate: no time is told until it ends
+    assert later.left() is None
+    progress.MEASURED.pop("kit|mnli|16|128", None)
+
+
 def test_steps_spared_are_withdrawn_and_the_fraction_ends_at_one():
     clock = Clock()
     told = []

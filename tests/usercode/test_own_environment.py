@@ -77,6 +77,37 @@ def test_a_function_that_fails_leaves_the_import_as_it_is_and_close_drops_what_w
             sys.modules.pop(name, None)
 
 
+def test_a_function_hears_an_import_begin_once_before_its_code_runs(tmp_path, monkeypatch):
+    write_package(tmp_path, "begun_pkg")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    heard = []
+    importing = AfterImport()
+    try:
+        importing.before("begun_pkg", heard.append)
+        importing.before("sys", pytest.fail)  # imported already: never called
+        import begun_pkg.part  # noqa: F401
+
+        assert heard == ["begun_pkg"] and importing not in sys.meta_path
+    finally:
+        importing.close()
+        for name in ("begun_pkg", "begun_pkg.part"):
+            sys.modules.pop(name, None)
+
+
+def test_a_trace_says_each_heavy_import_with_the_seconds_it_took_the_last_time_here(tmp_path, monkeypatch):
+    from diagnostics.usercode.trace_imports import _import_key, import_times
+
+    monkeypatch.setenv("DEBUGGER_CACHE_DIR", str(tmp_path))
+    assert import_times() == {}  # the first trace here: no estimate is shown
+    import_times({"tensorflow": 6.2})
+    assert import_times() == {"tensorflow": 6.2}
+    (tmp_path / "trace-import-times.json").write_text("not json")
+    assert import_times() == {}
+    # Transformers imported after TensorFlow is another import than Transformers loading TensorFlow itself.
+    assert _import_key("transformers", {}) != _import_key("transformers", {"tensorflow": 0}) or \
+        "tensorflow" not in sys.modules
+
+
 # ---------------------------------------------------------------- the notebook's process
 
 NOTEBOOK = """
