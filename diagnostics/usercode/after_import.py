@@ -55,12 +55,16 @@ class AfterImport(importlib.abc.MetaPathFinder):
             if self in sys.meta_path:
                 sys.meta_path.remove(self)
 
-    def find_spec(self, fullname, path, target=None):
+    def _take(self, table: dict, name: str) -> list:
+        """What waits on `name` in `table`, taken out; the finder off once nothing waits on anything."""
         with self._lock:
-            starting = self._starting.pop(fullname, [])
+            taken = table.pop(name, [])
             if not self._waiting and not self._starting and self in sys.meta_path:
                 sys.meta_path.remove(self)
-        for callback in starting:
+        return taken
+
+    def find_spec(self, fullname, path, target=None):
+        for callback in self._take(self._starting, fullname):
             self._call(fullname, callback, fullname)
         if fullname not in self._waiting:
             return None
@@ -78,11 +82,7 @@ class AfterImport(importlib.abc.MetaPathFinder):
         return spec
 
     def _ran(self, name: str, module) -> None:
-        with self._lock:
-            callbacks = self._waiting.pop(name, [])
-            if not self._waiting and not self._starting and self in sys.meta_path:
-                sys.meta_path.remove(self)
-        for callback in callbacks:
+        for callback in self._take(self._waiting, name):
             self._call(name, callback, module)
 
     def _call(self, name: str, callback: Callback, module) -> None:
