@@ -134,7 +134,7 @@ def checklist(results: list[CheckResult]) -> None:
     for result in ordered:
         if result.status is Status.SKIP and not result.explained_by and not result.fix:
             skipped.setdefault(shown(result.summary), []).append(result)
-    drawn = set()
+    drawn, ran = set(), {result.id for result in results}
     for result in ordered:
         group = skipped.get(shown(result.summary), []) if result.status is Status.SKIP else []
         if result.id in drawn:
@@ -148,7 +148,7 @@ def checklist(results: list[CheckResult]) -> None:
                 continue
             st.markdown(f"{mark} `{result.id}`  \n{shown(result.summary)}")
             if result.explained_by:
-                owner_link(result.explained_by, ran=result.explained_by in {r.id for r in results})
+                owner_link(result.explained_by, ran=result.explained_by in ran)
             elif result.fix:
                 fix(result.fix)
 

@@ -23,7 +23,8 @@ def config_change(owner: str, config: RunConfig, results: Iterable = ()) -> dict
     configuration already holds the change."""
     owned = next((result for result in results if result.id == owner), None)
     evidence = (owned.evidence if owned is not None else {}) or {}
-    rate = getattr(owned, "fix", None).rate if isinstance(getattr(owned, "fix", None), RateFix) else None
+    fix = getattr(owned, "fix", None)
+    rate = fix.rate if isinstance(fix, RateFix) else None  # the rate the owner's card writes
     change: dict[str, Any] | None = None
     if owner == "model.config":
         change = {"num_labels": None}

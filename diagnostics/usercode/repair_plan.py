@@ -27,9 +27,8 @@ def changes_of(causes: list[dict], measured: float | None = None) -> tuple[list[
     for cause in causes:
         owner, fix = cause["owner"], cause.get("fix") or ""
         value = _argument_in(fix, REPAIRABLE[owner]) if owner in REPAIRABLE else None
-        if value is None and cause.get("cause") == "ignored_keyword":  # Adam(lr=...) -> Adam(learning_rate=...)
-            value = _argument_in(fix, ("learning_rate",))
-        if value is None and owner == "hparams.optimizer" and measured:
+        # Adam(lr=...) -> Adam(learning_rate=...); the string 'adam' once the sweep has measured the rate its fix names.
+        if value is None and (cause.get("cause") == "ignored_keyword" or owner == "hparams.optimizer" and measured):
             value = _argument_in(fix, ("learning_rate",))
         if value is not None:
             changes.append(Change(owner, KINDS[value[0]], value[1]))
@@ -70,11 +69,13 @@ def _argument_in(fix: str, names: tuple[str, ...]) -> tuple[str, object] | None:
 
 
 def measured_rate(fit: dict) -> float | None:
-    """The rate a checked fit's sweep measured and recommends (None where it did not run or found none)."""
-    sweep = next((check for check in fit.get("checks") or () if check["id"] == "hparams.lr_sweep"), None)
-    if sweep is None or sweep["status"] in ("skip", "error"):
-        return None
-    return (sweep.get("evidence") or {}).get("best_rate")
+    """The rate a checked fit's sweep measured and recommends, read from its JSON report as every fix reads it
+    (`causes.sweep_rate`); None where the sweep did not run or found none."""
+    from diagnostics.core.result import CheckResult
+    from diagnostics.walk.causes import sweep_rate
+
+    return sweep_rate({check["id"]: CheckResult.from_dict(check) for check in fit.get("checks") or ()
+                       if check["id"] == "hparams.lr_sweep"})
 
 
 def fit_line(phase: dict) -> int | None:

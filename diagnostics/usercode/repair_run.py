@@ -83,8 +83,8 @@ def repair_and_trace(script: Path, report: dict, target: Path, *, source: str | 
     if target.resolve() == script.resolve():
         raise InputError(msg("--repair would write over the script itself; give another path."))
     original = source if source is not None else script.read_text(encoding="utf-8")
-    text, edits, last, after = original, [], report, None
-    fixed = planned(text, last)
+    text, edits, after = original, [], None
+    fixed = planned(text, report)
     started, limit = time.monotonic(), trace_options.get("timeout")
     for number in range(1, rounds + 1):
         if not fixed.edits or fixed.source == text:
@@ -103,9 +103,8 @@ def repair_and_trace(script: Path, report: dict, target: Path, *, source: str | 
         after = trace_script(target, capture_output=True, progress=said, **trace_options)
         if after.report is None:
             break
-        last = after.report
-        fixed = planned(text, last)
-    made = Repair(text, edits, fixed.unrepaired if after is not None else planned(original, report).unrepaired)
+        fixed = planned(text, after.report)
+    made = Repair(text, edits, fixed.unrepaired)  # what the last plan could not repair
     done = RepairRun(name or script.name, original, made, target if edits else None, after, [])
     done.causes = verdicts(made, checked(report), after.report if after is not None else None)
     return done

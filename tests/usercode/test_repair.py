@@ -400,6 +400,7 @@ def test_the_optimizers_rate_is_written_once_the_sweep_has_measured_it():
     (change,), left = changes_of([cause], measured=0.002154434690031882)
     assert (change.kind, change.value, left) == ("learning_rate", 2e-3, [])
     fit = {"phase": {"at": "course.py:58"}, "causes": [cause], "checks": [
-        {"id": "hparams.lr_sweep", "status": "pass", "evidence": {"best_rate": 0.002154434690031882}}]}
+        {"id": "hparams.lr_sweep", "stage": "hparams", "status": "pass", "summary": "",
+         "evidence": {"best_rate": 0.002154434690031882}}]}
     report = {"script": {"reached_fit": True}, "run": {}, **fit}
     assert 'optimizer=tf_keras.optimizers.Adam(learning_rate=2e-03)' in planned(COURSE, report).source
