@@ -13,10 +13,11 @@ from diagnostics.i18n import _
 from diagnostics.config.scenarios import SCENARIOS
 from diagnostics.config.settings import BY_FIELD
 from ui.caches import hub_reachable
-from ui.render import choice
+from ui.render import choice, shown
 from ui.session import CONFIG_KEY, NO_SCENARIO
 from diagnostics.walk.causes import causes
 from ui.shared import recalled_all
+from ui.widgets import shows_cut
 
 # The settings a scenario may set (its data source only when it is not the user's own files).
 SCENARIO_FIELDS = ("task", "split", "num_labels", "columns", "labels_in", "loss", "optimizer", "learning_rate",
@@ -54,6 +55,9 @@ def scenario_picker() -> None:
     )
     name = st.session_state["run.scenario"]
     if name in SCENARIOS:
+        title = f"{name}: {_(SCENARIOS[name].title)}"
+        if shows_cut(title):  # the select shows one line of the sidebar's width: its choice is said whole here
+            st.caption(shown(title))
         st.caption(_("**Symptom:** {symptom}").format(symptom=_(SCENARIOS[name].symptom)))
 
 

@@ -21,7 +21,7 @@ from ui.address import link_copy, link_problems
 from ui.caches import hub_reachable
 from ui.render import markdown_text, shown
 from ui.scenario_panel import scenario_picker
-from ui.widgets import widget
+from ui.widgets import range_help, widget
 from ui.session import CONFIG_ERROR_KEY, CONFIG_KEY, config_from_state, language_picker
 
 UPLOADS_KEY, UPLOAD_PROBLEMS_KEY = "data.uploads", "data.upload_problems"
@@ -123,6 +123,8 @@ def draw(setting: Setting, where, hosted) -> None:
         options["help"] = "\n\n".join(f"**{key}**: {_(text)}" for key, text in spec.choice_help.items())
     if spec.enabled is not None:
         options["disabled"] = not spec.enabled(held)
+    if (span := range_help(setting, hosted)) is not None:
+        options["help"] = f"{options['help']}\n\n{span}" if options["help"] else span
     if spec.clamps and setting.bounds is not None:
         options["min_value"] = int(setting.bounds.low) if setting.bounds.whole else float(setting.bounds.low)
     if special is None or special(setting, where, options, hosted):

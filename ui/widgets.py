@@ -28,7 +28,7 @@ def widget(spec, where, options: dict, choices: list) -> None:
             # A select shows one line of the sidebar's width and cuts the rest ('sparse_categorical_crossentr…'): a
             # long choice is said whole below it, with what it means where the setting says so.
             displayed = str(options["format_func"](chosen) if "format_func" in options else chosen)
-            if _width(displayed) > LONG_CHOICE:
+            if shows_cut(displayed):
                 meaning = (spec.choice_help or {}).get(chosen)
                 where.caption(shown(_(meaning) if meaning and "format_func" not in options else displayed))
     else:
@@ -39,5 +39,22 @@ def widget(spec, where, options: dict, choices: list) -> None:
 LONG_CHOICE = 28
 
 
-def _width(text: str) -> int:
-    return sum(2 if unicodedata.east_asian_width(char) in ("W", "F") else 1 for char in text)
+def shows_cut(text: str) -> bool:
+    """Whether a sidebar select shows `text` cut (wider than `LONG_CHOICE`)."""
+    return sum(2 if unicodedata.east_asian_width(char) in ("W", "F") else 1 for char in text) > LONG_CHOICE
+
+
+def range_help(setting, hosted) -> str | None:
+    """A bounded number's range, for its help: the browser refuses a number past its own range itself, red, with a
+    tooltip in English only ("Number is above the allowed range"), so the range is said in the visitor's language
+    before anything is typed; hosted mode's lower cap of the same name where it has one."""
+    bounds = setting.bounds
+    if setting.ui.kind != "number" or bounds is None or bounds.high is None:
+        return None
+    cap = getattr(hosted, setting.field if setting.field.startswith("max_") else f"max_{setting.field}", None)
+    high = min(bounds.high, cap) if isinstance(cap, (int, float)) else bounds.high
+    return _("From {low} to {high}.").format(low=_number(bounds.low), high=_number(high))
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"

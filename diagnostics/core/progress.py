@@ -5,8 +5,9 @@ starts), and every training step, wherever it runs, counts itself here (`step`).
 remain times the measured cost of a step, the first step of each traced copy (which traces the train step and costs
 many steps' time) left out of that pace and counted apart. Nothing is estimated before a few steps have a pace to go
 on, and a computation whose plan is spent says nothing of time rather than guess. An earlier computation of the same
-run in this process (`Work(key=...)`: the same model, batch and length) lends its measured pace and tracing time from
-the first second, until the computation has a pace of its own.
+run on this machine (`Work(key=...)`: the same model, batch and length), in this process or an earlier one (a trace's
+child, the app started again: `PACES_FILE` in the cache folder), lends its measured pace and tracing time from the
+first second, until the computation has a pace of its own.
 
 What is running is said at once (`doing`), and said again every `heartbeat` seconds while a step or a load takes
 long, so a page, a trace or a notebook never goes long without a line.
@@ -16,6 +17,8 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import json
+import os
 import threading
 import time
 from typing import Callable
@@ -33,6 +36,50 @@ TRACE_STEPS = 10
 # (a run: the same model, batch and length, `Work.key`), newest last; at most `MEASURED_RUNS` runs are kept.
 MEASURED: dict[str, tuple[float, float | None]] = {}
 MEASURED_RUNS = 64
+# Where `MEASURED` outlives the process, in the cache folder: the first computation of a new process (each trace runs
+# in one) then has an estimate from its first second where the same run was measured before.
+PACES_FILE = "progress-paces.json"
+_read_from_disk = [False]
+_disk_lock = threading.Lock()
+
+
+def _paces_path():
+    from diagnostics.keras.disk import cache_dir
+
+    return cache_dir() / PACES_FILE
+
+
+def measured(key: str) -> tuple[float, float | None] | None:
+    """The pace and tracing seconds last measured for the run `key`: in this process, else on this machine's disk."""
+    with _disk_lock:
+        if not _read_from_disk[0]:
+            _read_from_disk[0] = True
+            try:
+                read = json.loads(_paces_path().read_text())
+                for run, (pace, traced) in read.items() if isinstance(read, dict) else ():
+                    if run not in MEASURED and float(pace) > 0:
+                        MEASURED[str(run)] = (float(pace), float(traced) if traced is not None else None)
+            except (OSError, ValueError, TypeError):
+                pass  # none kept, or unreadable: no estimate until a pace is measured
+        return MEASURED.get(key)
+
+
+def remember(key: str, pace: float, traced: float | None) -> None:
+    """Keep a run's measured pace, newest last, here and on disk (written whole, at most `MEASURED_RUNS` runs)."""
+    measured(key)  # what the disk holds joins first, so writing keeps it
+    with _disk_lock:
+        MEASURED.pop(key, None)
+        MEASURED[key] = (pace, traced)
+        while len(MEASURED) > MEASURED_RUNS:
+            MEASURED.pop(next(iter(MEASURED)))
+        try:
+            path = _paces_path()
+            path.parent.mkdir(parents=True, exist_ok=True)
+            temporary = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}")
+            temporary.write_text(json.dumps(MEASURED))
+            temporary.replace(path)
+        except OSError:
+            pass  # no estimate in the next process; this one goes on
 
 
 class Work:
@@ -48,7 +95,7 @@ class Work:
                  heartbeat: float | None = None, key: str | None = None):
         self.report, self.clock, self.heartbeat = report, clock, heartbeat
         self.key = key  # the run whose pace an earlier computation measured (`MEASURED`), and this one keeps
-        self.known = MEASURED.get(key) if key is not None else None  # (pace, a traced first step's seconds)
+        self.known = measured(key) if key is not None else None  # (pace, a traced first step's seconds)
         self.planned = 0.0  # steps the whole computation plans
         self.done = 0.0
         self.traces_planned = 0  # traced copies planned, each one's first step costing more than a step
@@ -147,11 +194,8 @@ class Work:
         if self._thread is not None:
             self._thread.join(timeout=1.0)
         if self.key is not None and self.paced_steps >= MIN_PACED_STEPS:  # the next computation of the run starts here
-            MEASURED.pop(self.key, None)
-            MEASURED[self.key] = (self.paced_seconds / self.paced_steps,
-                                  sum(self.trace_seconds) / len(self.trace_seconds) if self.trace_seconds else None)
-            while len(MEASURED) > MEASURED_RUNS:
-                MEASURED.pop(next(iter(MEASURED)))
+            remember(self.key, self.paced_seconds / self.paced_steps,
+                     sum(self.trace_seconds) / len(self.trace_seconds) if self.trace_seconds else None)
 
     def _beat(self) -> None:
         while not self._stopped.wait(min(1.0, self.heartbeat)):

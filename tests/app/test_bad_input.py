@@ -134,6 +134,20 @@ def test_page_bad_sizes(app, key, value, message):
     assert app.number_input(key=key).value == value
 
 
+def test_page_number_fields_say_their_range_in_the_visitors_language(app, monkeypatch):
+    """A number past the browser's own range (a 23-digit batch size) is refused by the browser, red, with a tooltip
+    in English only: each bounded field's help says its range first, hosted mode's lower cap where it has one."""
+    assert "From 1 to 1024." in app.number_input(key="run.batch_size").help
+    assert "From 1 to 2048." in app.number_input(key="run.max_length").help
+    assert "From 0 to 4294967295." in app.number_input(key="run.seed").help
+    app.selectbox(key="ui.lang").set_value("ru").run()
+    assert "От 1 до 1024." in app.number_input(key="run.batch_size").help
+    monkeypatch.setenv("DEBUGGER_HOSTED", "1")
+    hosted = AppTest.from_file(APP, default_timeout=180).run()
+    assert "From 1 to 32." in hosted.number_input(key="run.batch_size").help
+    assert "From 1 to 256." in hosted.number_input(key="run.max_length").help
+
+
 def test_page_batch_larger_than_the_split_is_a_warning_not_a_crash(app):
     app.number_input(key="run.batch_size").set_value(1000).run()
     assert_told(app, "The split has fewer rows than the batch size 1000")

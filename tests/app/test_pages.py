@@ -216,6 +216,8 @@ def test_a_sidebar_choice_too_long_for_its_select_is_said_whole_below_it(app):
     captions = [rendered(caption.value) for caption in app.sidebar.caption]
     assert 'compile(loss="sparse_categorical_crossentropy"): a string, from_logits=False' in captions
     assert not any(caption == "adam" or caption.startswith("compile(optimizer") for caption in captions)  # short
+    title = next(caption for caption in captions if caption.startswith("course-script: "))  # the scenario's, too
+    assert app.selectbox(key="run.scenario").format_func("course-script") == title
 
 
 def test_the_report_says_not_yet_known_while_the_check_that_owns_the_bug_has_not_run(app):

@@ -95,6 +95,35 @@ def test_a_later_computation_of_the_same_run_tells_its_time_from_the_first_secon
     progress.MEASURED.pop("kit|mnli|16|128", None)
 
 
+def test_a_new_process_on_the_same_machine_tells_its_time_from_the_first_second(tmp_path, monkeypatch):
+    """Each trace runs in a process of its own, and the app starts again: the pace an earlier process measured on
+    this machine is read from the cache folder, so the first computation of a process is not a minute of counter
+    only; an unreadable file gives no estimate rather than an error."""
+    from diagnostics.core import progress
+
+    monkeypatch.setenv("DEBUGGER_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(progress, "MEASURED", {})
+    monkeypatch.setattr(progress, "_read_from_disk", [False])
+    clock = Clock()
+    with Work(lambda *told: None, clock=clock, key="ckpt|rte|8|128") as first:
+        first.plan(4, traces=1)
+        clock.tick(30.0)
+        first.step(traced=True)
+        for _ in range(3):
+            clock.tick(3.0)
+            first.step()
+    assert (tmp_path / progress.PACES_FILE).is_file()
+    monkeypatch.setattr(progress, "MEASURED", {})  # a new process: nothing in memory
+    monkeypatch.setattr(progress, "_read_from_disk", [False])
+    later = Work(lambda *told: None, clock=clock, key="ckpt|rte|8|128")
+    later.plan(10, traces=1)
+    assert later.left() == pytest.approx(10 * 3.0 + (30.0 - 3.0))
+    (tmp_path / progress.PACES_FILE).write_text("{not json")
+    monkeypatch.setattr(progress, "MEASURED", {})
+    monkeypatch.setattr(progress, "_read_from_disk", [False])
+    assert Work(lambda *told: None, clock=clock, key="ckpt|rte|8|128").left() is None
+
+
 def test_steps_spared_are_withdrawn_and_the_fraction_ends_at_one():
     clock = Clock()
     told = []
