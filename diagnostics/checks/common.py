@@ -54,3 +54,10 @@ def own_loss_reason(config) -> Text:
     return msg("The loss is the script's own ({loss}): training runs with it as it is, but the checks cannot read what "
                "it expects (logits or probabilities, class ids or one-hot rows) nor what it starts at, so they do not "
                "judge it.", loss=config.loss_shown)
+
+
+def row_numbers(indices, shown: int = 10) -> str | Text:
+    """'3, 17 and 4 more' for row indices of a split."""
+    listed = ", ".join(str(int(index)) for index in indices[:shown])
+    return msg("{listed} and {count:,} more", listed=listed, count=len(indices) - shown) if len(indices) > shown \
+        else listed

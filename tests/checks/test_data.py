@@ -231,6 +231,23 @@ def test_label_range_test_split_minus_one_fail():
     assert "'validation'" in result.fix
 
 
+def test_label_range_names_every_bad_row_with_the_word_its_count_takes():
+    """One stray label is "row 8", not "rows 8"; a stray 7 beside an empty label names both rows; a -1 on one row
+    of a training split is a row to drop, not a test split."""
+    from diagnostics.keras.batches import UNUSABLE_LABEL
+
+    one = check_label_range(np.array([0, 1] * 4 + [7, 0]), [0], SST2, 2, "train")
+    assert one.summary.endswith("(row 8).") and "rows" not in one.summary.split("(")[-1]
+    labels = np.array([0, 1, 0, 1, 7, 0, 1, 0, UNUSABLE_LABEL, 1])
+    written = [str(label) for label in labels]
+    written[8] = ""
+    mixed = check_label_range(labels, [0], SST2, 2, "train", written)
+    assert "(empty) x1" in mixed.summary and "(rows 4, 8)" in mixed.summary
+    stray_minus_one = check_label_range(np.array([0, 1, -1, 1, 7, 0]), [0], SST2, 2, "train")
+    assert "test split" not in stray_minus_one.summary and "(rows 2, 4)" in stray_minus_one.summary
+    assert "Drop or relabel these rows" in stray_minus_one.fix
+
+
 def test_label_range_regression_scores_pass_and_out_of_range_fail():
     assert check_label_range(np.array([0.0, 2.5, 5.0]), [5.0], STSB, 1, "train").status is Status.PASS
     result = check_label_range(np.array([0.0, 5.5, -1.0]), [0.0], STSB, 1, "test")

@@ -64,7 +64,7 @@ def test_a_file_with_bad_columns_or_cells_is_a_data_columns_finding_and_the_rest
 
 
 @pytest.mark.parametrize("name, labels, values, rows", [
-    ("emptylabels.csv", ["0", "", "1"], "(empty) x1", "(rows 1)"),
+    ("emptylabels.csv", ["0", "", "1"], "(empty) x1", "(row 1)"),
     ("halves.csv", ["0.5", "1.5", "1"], "'0.5' x1, '1.5' x1", "(rows 0, 1)"),
     ("yesno.csv", ["yes", "no", "1"], "'yes' x1, 'no' x1", "(rows 0, 1)"),
 ])
@@ -100,7 +100,7 @@ def test_text_written_as_digits_is_text(tmp_path):
     assert not [check for check in report["checks"] if check["status"] == "error"]
 
 
-@pytest.mark.parametrize("scores, says", [(["high", "low", "2.5"], "rows 0, 1)"), (["n/a", "4.0", "2.5"], "rows 0)")])
+@pytest.mark.parametrize("scores, says", [(["high", "low", "2.5"], "rows 0, 1)"), (["n/a", "4.0", "2.5"], "(row 0)")])
 def test_stsb_scores_that_are_not_numbers_are_named_and_stop_training(tmp_path, scores, says):
     content = HEADER + "".join(f"a b,c d,{score}\n" for score in scores) + "e f,g h,3.0\n" * 10
     code, report = run_data(write(tmp_path, "scores.csv", content), tmp_path, task="stsb")

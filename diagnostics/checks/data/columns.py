@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, TypedDict
 
-from diagnostics.checks.data.label_range import _rows
+from diagnostics.checks.common import row_numbers
 from diagnostics.config.tasks import GlueTask
 from diagnostics.core.check import Cause, Check, Condition, Explains
 from diagnostics.core.context import RunContext
@@ -90,12 +90,12 @@ def _text_cells(problems: dict[str, dict[str, list]]) -> Any:
         if found["empty"]:
             parts.append(msgn("{column} is empty in {count:,} row (row {rows})",
                               "{column} is empty in {count:,} rows (rows {rows})", len(found["empty"]), column=column,
-                              rows=_rows(found["empty"])))
+                              rows=row_numbers(found["empty"])))
         if found["not_text"]:
             parts.append(msgn("{column} holds a value that is not text in {count:,} row (row {rows}, e.g. {examples})",
                               "{column} holds values that are not text in {count:,} rows (rows {rows}, e.g. "
-                              "{examples})", len(found["not_text"]), column=column, rows=_rows(found["not_text"]),
-                              examples=", ".join(found["examples"])))
+                              "{examples})", len(found["not_text"]), column=column,
+                              rows=row_numbers(found["not_text"]), examples=", ".join(found["examples"])))
     return joined(parts, "; ")
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, TypedDict
 
-from diagnostics.checks.data.label_range import _rows
+from diagnostics.checks.common import row_numbers
 from diagnostics.core.check import Check, Condition
 from diagnostics.core.context import RunContext
 from diagnostics.core.evidence import Rows
@@ -50,7 +50,7 @@ def _not_prose(e, f) -> tuple:
     return (msg("{share:.0%} of {column}'s cells hold no words ({count:,} of the {scanned:,} rows scanned, e.g. rows "
                 "{rows}: {examples}): digits or punctuation only, or one word repeated. The model reads this column "
                 "as the task's text.", share=worst["share"], column=f.worst, count=worst["count"],
-                scanned=worst["scanned"], rows=_rows(worst["rows"], 5),
+                scanned=worst["scanned"], rows=row_numbers(worst["rows"], 5),
                 examples=", ".join(repr(example) for example in worst["examples"])),
             f"dataset = dataset.rename_column('<the column with the sentences>', '{f.worst}')  # after dropping the "
             f"wrong '{f.worst}'")

@@ -8,7 +8,7 @@ from typing import Any, TypedDict
 
 import numpy as np
 
-from diagnostics.checks.common import LABELS_STOP
+from diagnostics.checks.common import LABELS_STOP, row_numbers
 from diagnostics.config.tasks import GlueTask, STSB_RANGE
 from diagnostics.core.check import Cause, Check, Condition
 from diagnostics.core.context import RunContext
@@ -19,11 +19,10 @@ from diagnostics.i18n import N_, Text, joined, msg
 from diagnostics.keras.batches import LABEL, LABEL_AS_WRITTEN, UNUSABLE_LABEL, invalid_labels, plain_label, split_labels
 
 
-def _rows(indices, shown: int = 10) -> str:
-    """'3, 17 and 4 more' for row indices of the split."""
-    listed = ", ".join(str(int(index)) for index in indices[:shown])
-    return msg("{listed} and {count:,} more", listed=listed, count=len(indices) - shown) if len(indices) > shown \
-        else listed
+def _rows(indices) -> Text:
+    """'row 8', 'rows 3, 17 and 4 more' for row indices of the split."""
+    listed = row_numbers(indices)
+    return msg("row {listed}", listed=listed) if len(indices) == 1 else msg("rows {listed}", listed=listed)
 
 
 def check_label_range(
@@ -84,16 +83,19 @@ def _outside(labels: np.ndarray, in_split: dict, task: GlueTask, num_labels: int
     the range; "wider_head": labels of a head wider than the task; "not_the_tasks": labels the task lacks;
     "outputs": a head of too few outputs), their `rows` (the first 50 put in the evidence), the file's own `values`
     of unusable rows where they are known, and a `stray` value far rarer than the others the head lacks."""
-    if -1 in in_split:
+    if set(in_split) == {-1} and in_split[-1] == len(labels):  # every row: a split without labels
         return {"case": "test_split"}
     if UNUSABLE_LABEL in in_split and not task.regression:
         rows = np.flatnonzero(labels == UNUSABLE_LABEL)
         evidence["unusable_rows"] = rows[:50].tolist()
+        # Every row outside the range is named, the unusable ones and those holding a number the task lacks.
+        others = [label for label in in_split if isinstance(label, (int, np.integer)) and label != UNUSABLE_LABEL]
+        listed = np.flatnonzero((labels == UNUSABLE_LABEL) | np.isin(labels, others)) if others else rows
         if written is None:
-            return {"case": "unusable", "rows": rows, "values": None}
+            return {"case": "unusable", "rows": rows, "listed": listed, "values": None}
         values = Counter((written[row] or "").strip() for row in rows)
         evidence["unusable_values"] = [{"value": value, "count": count} for value, count in values.most_common(20)]
-        return {"case": "unusable", "rows": rows, "values": values}
+        return {"case": "unusable", "rows": rows, "listed": listed, "values": values}
     if task.regression and np.isnan(labels.astype(float)).any():
         rows = np.flatnonzero(np.isnan(labels.astype(float)))
         evidence["unusable_rows"] = rows[:50].tolist()
@@ -136,12 +138,13 @@ def _out_of_range(e, f) -> tuple:
         )
         cause = msg("label -1 means the split has no labels (a GLUE test split)")
     elif case == "unusable":
-        headline, cause, fix = _unusable_labels(labels, task, f.split, valid, bad_total, rows, f.outside["values"])
+        headline, cause, fix = _unusable_labels(labels, task, f.split, valid, bad_total, rows, f.outside["values"],
+                                                f.outside["listed"])
     elif case == "nan":
         fix = msg("Give every row a number from 0 to 5 as its score, or drop the rows without one.")
         headline = msg("{bad:,} of {total:,} scores in split {split} are empty or not numbers", bad=len(rows),
                        total=len(labels), split=repr(f.split))
-        cause = msg("each reads as NaN, which makes every loss NaN (rows {rows})", rows=_rows(rows))
+        cause = msg("each reads as NaN, which makes every loss NaN ({rows})", rows=_rows(rows))
     elif case == "scores":
         fix = msg("Clip or drop scores outside {valid}, and load with num_labels=1.", valid=valid)
         cause = msg("scores outside STS-B's range")
@@ -154,12 +157,12 @@ def _out_of_range(e, f) -> tuple:
             count=task.num_labels,
         )
         cause = msg("{task} has {count} classes ({names}), but the model was built with num_labels={num_labels}, so it "
-                    "trains them as a class of their own (rows {rows})", task=task.name, count=task.num_labels,
+                    "trains them as a class of their own ({rows})", task=task.name, count=task.num_labels,
                     names=names, num_labels=num_labels, rows=_rows(rows))
     elif case == "not_the_tasks":
         names = ", ".join(f"{index} {name}" for index, name in enumerate(task.label_names))
         fix = msg("Drop or relabel these rows ({task}'s labels: {names}).", task=task.name, names=names)
-        cause = msg("{task} has {count} classes ({names}), so {what} (rows {rows})", task=task.name,
+        cause = msg("{task} has {count} classes ({names}), so {what} ({rows})", task=task.name,
                     count=task.num_labels, names=names, what=_what_they_do(e), rows=_rows(rows))
     else:
         needed, stray = f.outside["needed"], f.outside["stray"]
@@ -167,7 +170,7 @@ def _out_of_range(e, f) -> tuple:
         fix = head if needed > num_labels else msg("Map the labels to 0..num_labels-1 before training.")
         cause = msg("the model has num_labels={num_labels}, so {what}", num_labels=num_labels, what=_what_they_do(e))
         if stray is not None:
-            cause = msg("{cause}; label {value} is on only {count:,} rows ({share:.1%}; rows {rows}) while the "
+            cause = msg("{cause}; label {value} is on only {count:,} rows ({share:.1%}; {rows}) while the "
                         "others are balanced ({shares})", cause=cause, value=stray[0], count=len(stray[1]),
                         share=len(stray[1]) / len(labels), rows=_rows(stray[1]), shares=stray[2])
             fix = msg("Drop or relabel these rows: {code}; if {value} is a real class, build the head for it "
@@ -204,9 +207,9 @@ def _what_they_do(e) -> Text:
 
 
 def _unusable_labels(labels: np.ndarray, task: GlueTask, split_name: str, valid: str, bad_total: int,
-                     rows: np.ndarray, values: Counter | None) -> tuple[Text, Text, Text]:
-    """(headline, cause, fix) of data.label_range for labels that could not be read as the task's, quoting the
-    file's own values when they are known."""
+                     rows: np.ndarray, values: Counter | None, listed: np.ndarray) -> tuple[Text, Text, Text]:
+    """(headline, cause, fix) of data.label_range for labels that could not be read as the task's (`rows`; `listed`:
+    every row outside the range), quoting the file's own values when they are known."""
     names = ", ".join(task.label_names)
     fix = msg("Write each label as an id 0..{last} or one of {task}'s names ({names}), and drop rows without one.",
               last=task.num_labels - 1, task=task.name, names=names)
@@ -216,21 +219,21 @@ def _unusable_labels(labels: np.ndarray, task: GlueTask, split_name: str, valid:
                    if bad_total > len(rows) else "")
     if values is None:
         return headline, msg("each is empty, not a whole number, or text that is not one of {task}'s names ({names}) "
-                             "(rows {rows}; the checks show them as {shown})", task=task.name, names=names,
-                             rows=_rows(rows), shown=UNUSABLE_LABEL), fix
+                             "({rows}; the checks show them as {shown})", task=task.name, names=names,
+                             rows=_rows(listed), shown=UNUSABLE_LABEL), fix
     quoted = joined([msg("{value} x{count:,}", value=repr(value), count=count) if value else
                      msg("(empty) x{count:,}", count=count) for value, count in values.most_common(6)], ", ")
     more = msg(" and {count:,} other values", count=len(values) - 6) if len(values) > 6 else ""
     return headline, msg("the file has {quoted}{more}, where {task} takes an id 0..{last} or one of its names "
-                         "({names}) (rows {rows})", quoted=quoted, more=more, task=task.name,
-                         last=task.num_labels - 1, names=names, rows=_rows(rows)), fix
+                         "({names}) ({rows})", quoted=quoted, more=more, task=task.name,
+                         last=task.num_labels - 1, names=names, rows=_rows(listed)), fix
 
 
 def _beyond_head(e, f) -> tuple:
     """(finding, fix) for rows labelled with the task's classes that the head has no output for."""
     values = sorted({int(f.labels[row]) for row in f.beyond})
     return (msg("All {count:,} labels of split {split} are {task} labels, but {beyond:,} rows are labelled {values}, "
-                "beyond the head's num_labels={num_labels} outputs (rows {rows}): the model has no output for them, "
+                "beyond the head's num_labels={num_labels} outputs ({rows}): the model has no output for them, "
                 "so they get a NaN loss on GPU and an error on CPU.", count=len(f.labels), split=repr(f.split),
                 task=f.task.name, beyond=len(f.beyond), values=", ".join(f"{value} {f.task.label_name(value)}"
                                                                          for value in values),
@@ -242,7 +245,7 @@ def _rare(e, f) -> tuple:
     """(finding, fix) for a label value far rarer than the others, which are balanced, on a task not known."""
     value, rows, shares = f.stray
     return (msg("All {count:,} labels lie in {valid}, but label {value} is on only {rows_count:,} rows ({share:.1%}; "
-                "rows {rows}) while the others are balanced ({shares}): a stray value, or a class of its own? The "
+                "{rows}) while the others are balanced ({shares}): a stray value, or a class of its own? The "
                 "task is not known, so this cannot be judged against its classes.", count=len(f.labels),
                 valid=e["valid_range"], value=value, rows_count=len(rows), share=len(rows) / len(f.labels),
                 rows=_rows(rows), shares=shares),
