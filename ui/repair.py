@@ -80,21 +80,24 @@ def _run(traced: dict) -> dict:
                     name=markdown_text(name), seconds=int(seconds), limit=options["timeout"]),
                     expanded=True)  # an update without it folds the box, hiding the child's progress lines
 
+            made: list[Path] = []  # where the repair went: a new name where the usual one was taken
             try:
                 done = repair_and_trace(script, traced["report"], target, source=traced["source"],
                                         name=traced["name"], said=lambda text: line.write(shown(text)), tick=tick,
+                                        on_written=lambda run, number: made.append(run.written),
                                         limit_name=msg("Time limit (s)"), **options)
             finally:
-                if beside and not traced.get("keep_repaired"):
-                    target.unlink(missing_ok=True)
+                if beside and not traced.get("keep_repaired") and made:
+                    made[0].unlink(missing_ok=True)
             box.update(label=_("Traced {name} in {seconds:.0f} s").format(name=markdown_text(name),
                                                                          seconds=time.monotonic() - started),
                        state="complete", expanded=False)
     after = done.after
-    return {"name": name, "from": traced["source"], "source": done.fixed.source, "diff": done.diff,
+    return {"name": done.written.name if done.written else name, "from": traced["source"],
+            "source": done.fixed.source, "diff": done.diff,
             "causes": done.causes,
             "output": after.output if after is not None else "", "exit_code": after.exit_code if after else None,
-            "written": str(target) if beside and traced.get("keep_repaired") else None,
+            "written": str(done.written) if beside and traced.get("keep_repaired") and done.written else None,
             "report": after.report if after is not None else None,
             "message": after.message if after is not None else None}
 

@@ -92,11 +92,7 @@ def repair_and_trace(script: Path, report: dict, target: Path, *, source: str | 
         if number > 1 and limit is not None and time.monotonic() - started > limit / 2:
             break  # half the time limit spent: the next trace would not fit in it
         text, edits = fixed.source, edits + fixed.edits
-        try:
-            target.write_text(text, encoding="utf-8")
-        except OSError as exc:
-            raise InputError(msg("Cannot write the repaired script to {path}: {reason}.", path=str(target),
-                                 reason=exc.strerror or str(exc))) from None
+        target = write_repaired(target, text, made=number > 1)
         if on_written is not None:
             on_written(RepairRun(name or script.name, original, Repair(text, edits, fixed.unrepaired), target, None,
                                  []), number)
@@ -108,6 +104,41 @@ def repair_and_trace(script: Path, report: dict, target: Path, *, source: str | 
     done = RepairRun(name or script.name, original, made, target if edits else None, after, [])
     done.causes = verdicts(made, checked(report), after.report if after is not None else None)
     return done
+
+
+# Names tried beside a taken one (train.repaired-2.py, ...) before the repair gives up with a message.
+FREE_NAMES = 100
+
+
+def write_repaired(target: Path, text: str, *, made: bool = False) -> Path:
+    """Write the repaired script to `target`, or, where a file or a link of that name is there already, to the first
+    free `STEM-2.py`, `STEM-3.py`...: created exclusively, never through a link and never over a file (a planted
+    link beside a script turned another file into the repaired script, and an existing file was overwritten
+    silently). `made`: `target` is this repair's own file from an earlier round, written again, still not through a
+    link. Returns the path written.
+
+    Raises:
+        InputError: nothing could be written (its reason), or every name is taken.
+    """
+    import os
+
+    follow = getattr(os, "O_NOFOLLOW", 0)
+    candidates = [target] if made else [target, *(target.with_name(f"{target.stem}-{number}{target.suffix}")
+                                                  for number in range(2, FREE_NAMES + 1))]
+    for path in candidates:
+        flags = os.O_WRONLY | follow | (os.O_TRUNC if made else os.O_CREAT | os.O_EXCL)
+        try:
+            handle = os.open(path, flags, 0o644)
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            raise InputError(msg("Cannot write the repaired script to {path}: {reason}.", path=str(path),
+                                 reason=exc.strerror or str(exc))) from None
+        with os.fdopen(handle, "w", encoding="utf-8") as file:
+            file.write(text)
+        return path
+    raise InputError(msg("Cannot write the repaired script to {path}: {reason}.", path=str(target),
+                         reason=msg("{count} names beside it are taken", count=FREE_NAMES)))
 
 
 def verdicts(fixed: Repair, before: list[dict], after: dict | None) -> list[dict]:

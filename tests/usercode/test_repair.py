@@ -404,3 +404,25 @@ def test_the_optimizers_rate_is_written_once_the_sweep_has_measured_it():
          "evidence": {"best_rate": 0.002154434690031882}}]}
     report = {"script": {"reached_fit": True}, "run": {}, **fit}
     assert 'optimizer=tf_keras.optimizers.Adam(learning_rate=2e-03)' in planned(COURSE, report).source
+
+
+def test_the_repaired_copy_never_goes_through_a_link_nor_over_a_file(tmp_path):
+    """A link planted where the repaired copy goes (train.repaired.py -> precious.txt) is left alone, and so is a
+    file of that name: the copy takes the first free name beside it, and a later round writes that same file again,
+    still never through a link."""
+    from diagnostics.core.errors import InputError
+    from diagnostics.usercode.repair_run import write_repaired
+
+    precious = tmp_path / "precious.txt"
+    precious.write_text("keep me")
+    (tmp_path / "train.repaired.py").symlink_to(precious)
+    (tmp_path / "train.repaired-2.py").write_text("an earlier repair")
+    written = write_repaired(tmp_path / "train.repaired.py", "fixed = 1\n")
+    assert written == tmp_path / "train.repaired-3.py" and written.read_text() == "fixed = 1\n"
+    assert precious.read_text() == "keep me" and (tmp_path / "train.repaired-2.py").read_text() == "an earlier repair"
+    assert write_repaired(written, "fixed = 2\n", made=True) == written and written.read_text() == "fixed = 2\n"
+    written.unlink()
+    written.symlink_to(precious)  # swapped for a link between two rounds
+    with pytest.raises(InputError, match="Cannot write the repaired script"):
+        write_repaired(written, "fixed = 3\n", made=True)
+    assert precious.read_text() == "keep me"
