@@ -121,8 +121,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="which statuses give exit 1: fail (default; also error), or warn and worse")
     trace.add_argument("--repair", nargs="?", const="", default=None, type=str, metavar="OUT.py",
                        help="write the script with each cause's fix made where the script builds that object (default "
-                       "SCRIPT.repaired.py beside it, or the next free SCRIPT.repaired-2.py: no file is overwritten, no link "
-                       "followed, the script itself never changed), show the diff, and trace "
+                       "SCRIPT.repaired.py beside it, or the next free SCRIPT.repaired-2.py: no file is "
+                       "overwritten, no link followed, the script itself never changed), show the diff, and trace "
                        "the repaired script again to say which fixes it verified")
     commands.add_parser("scenarios", help="list the workshop scenarios and the checks owning the causes each injects",
                         parents=[language])
