@@ -100,6 +100,13 @@ def loaded_from(loader, checkpoint: str, **kwargs):
 # A real checkpoint's config.json or tokenizer_config.json holds a few kilobytes; one of 121 MiB (three million
 # labels) took a hosted server to 3,400 MiB and stalled every visitor for up to 36 s while it was parsed.
 MAX_CONFIG_FILE_BYTES = 1 << 20
+# The files a tokenizer reads besides its config, and the most hosted mode lets one hold: the largest of a real
+# classifier's is XLM-RoBERTa-large's tokenizer.json, 17 MB; eight checkpoints each with a 65 MiB one took a hosted
+# server from 761 to 4,644 MiB (about 7.5 bytes of memory a byte of file), with health answering in up to 12.3 s.
+TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "merges.txt", "spiece.model", "sentencepiece.bpe.model",
+                   "spm.model", "tokenizer.model", "special_tokens_map.json", "added_tokens.json")
+MAX_TOKENIZER_FILE_BYTES = 24 << 20
+TOKENIZER_BYTES: dict[str, int] = {}  # each checkpoint's tokenizer files' bytes, as hosted mode measured them
 _REFUSED: dict[str, InputError] = {}  # hosted mode's refusals of a checkpoint's own files, said again without a look
 _MAX_REFUSED = 256
 
@@ -167,6 +174,9 @@ def refuse_hosted_files(checkpoint: str) -> None:
     try:
         _read_config_file(checkpoint, "config.json")
         tokenizer_config = _read_config_file(checkpoint, "tokenizer_config.json") or {}
+        TOKENIZER_BYTES[checkpoint] = _tokenizer_files_bytes(checkpoint)
+        while len(TOKENIZER_BYTES) > _MAX_REFUSED:
+            TOKENIZER_BYTES.pop(next(iter(TOKENIZER_BYTES)))
         for key, value in tokenizer_config.items():
             if isinstance(value, str) and key.endswith(_FILE_FIELDS) and (
                     os.path.isabs(value) or value.startswith("~") or ".." in Path(value).parts or "\\" in value):
@@ -177,6 +187,30 @@ def refuse_hosted_files(checkpoint: str) -> None:
             _REFUSED.pop(next(iter(_REFUSED)))
         _REFUSED[checkpoint] = exc
         raise
+
+
+def _tokenizer_files_bytes(checkpoint: str) -> int:
+    """The bytes of the checkpoint's tokenizer files, each read from its size before any is parsed.
+
+    Raises:
+        InputError: one is larger than `MAX_TOKENIZER_FILE_BYTES`.
+    """
+    total = 0
+    for filename in TOKENIZER_FILES:
+        size = _config_file_bytes(checkpoint, filename) or 0
+        if size > MAX_TOKENIZER_FILE_BYTES:
+            raise InputError(msg("{checkpoint}'s {file} holds {size:,} bytes; hosted mode reads at most {cap:,} from "
+                                 "a tokenizer's file (the largest of a real classifier's holds about 17 million).",
+                                 checkpoint=repr(checkpoint), file=filename, size=size,
+                                 cap=MAX_TOKENIZER_FILE_BYTES))
+        total += size
+    return total
+
+
+def tokenizer_bytes(checkpoint: str) -> int:
+    """What a loaded tokenizer weighs in a cache bounded by bytes: its files' bytes where hosted mode measured them
+    (`TOKENIZER_BYTES`), else one byte (a laptop's caches count entries)."""
+    return TOKENIZER_BYTES.get(checkpoint, 1)
 
 
 def refuse_oversized(checkpoint: str, num_labels: int | None = None) -> None:

@@ -16,13 +16,16 @@ from typing import Any, Callable
 
 class Kept:
     """A function's values by its arguments (hashable), computed once for every thread: a caller asking for a
-    value another is computing waits for it. At most `max_entries` are kept (None: no bound), the least recently
-    used let go first; a call that raised keeps nothing."""
+    value another is computing waits for it. At most `max_entries` are kept (None: no bound), and at most `max_bytes`
+    as `weigh(args)` weighs each (the newest is kept whatever it weighs), the least recently used let go first; a
+    call that raised keeps nothing."""
 
-    def __init__(self, function: Callable, max_entries: int | None = None):
+    def __init__(self, function: Callable, max_entries: int | None = None, max_bytes: int | None = None,
+                 weigh: Callable[..., int] | None = None):
         functools.update_wrapper(self, function)
-        self.function, self.max_entries = function, max_entries
+        self.function, self.max_entries, self.max_bytes, self.weigh = function, max_entries, max_bytes, weigh
         self._values: OrderedDict = OrderedDict()
+        self._weights: dict = {}
         self._making: dict[Any, threading.Lock] = {}
         self._lock = threading.Lock()
 
@@ -42,10 +45,14 @@ class Kept:
             finally:
                 with self._lock:
                     self._making.pop(key, None)
+            weight = self.weigh(*args, **kwargs) if self.weigh is not None else 0
             with self._lock:
-                self._values[key] = value
-                while self.max_entries is not None and len(self._values) > self.max_entries:
-                    self._values.popitem(last=False)
+                self._values[key], self._weights[key] = value, weight
+                while len(self._values) > 1 and (
+                        (self.max_entries is not None and len(self._values) > self.max_entries)
+                        or (self.max_bytes is not None and sum(self._weights.values()) > self.max_bytes)):
+                    old, _ = self._values.popitem(last=False)
+                    self._weights.pop(old, None)
             return value
 
     def _get(self, key) -> tuple[bool, Any]:
@@ -62,8 +69,11 @@ class Kept:
         """Forget every value (the process's own code: a test, a tidy-up; never a client's message)."""
         with self._lock:
             self._values.clear()
+            self._weights.clear()
 
 
-def kept(max_entries: int | None = None) -> Callable[[Callable], Kept]:
-    """`@kept(max_entries=...)`: the decorated function's values are `Kept` for the process."""
-    return lambda function: Kept(function, max_entries)
+def kept(max_entries: int | None = None, max_bytes: int | None = None,
+         weigh: Callable[..., int] | None = None) -> Callable[[Callable], Kept]:
+    """`@kept(max_entries=..., max_bytes=..., weigh=...)`: the decorated function's values are `Kept` for the
+    process."""
+    return lambda function: Kept(function, max_entries, max_bytes, weigh)

@@ -271,6 +271,32 @@ def test_a_checkpoints_config_file_too_large_is_refused_before_it_is_parsed_and_
     assert parsed == [] and len(looked) == 1  # never parsed; the second refusal without a look
 
 
+def test_a_tokenizer_file_too_large_is_refused_before_it_is_parsed_and_the_refusal_remembered(
+        hosted, tmp_path, monkeypatch):
+    """Eight checkpoints each with a 65 MiB tokenizer.json took a hosted server from 761 to 4,644 MiB: every file a
+    tokenizer reads is sized first, and a checkpoint's tokenizer is weighed by its files' bytes for the cache."""
+    import shutil
+
+    from transformers import AutoTokenizer
+
+    from diagnostics.keras.loading import demo_checkpoint_dir
+
+    checkpoint = tmp_path / "large-tokenizer"
+    shutil.copytree(demo_checkpoint_dir(), checkpoint)
+    assert loading.load_tokenizer(str(checkpoint)) is not None  # its own files are small: loaded, and weighed
+    assert 0 < loading.tokenizer_bytes(str(checkpoint)) < loading.MAX_TOKENIZER_FILE_BYTES
+    with open(checkpoint / "tokenizer.json", "r+b") as file:
+        file.truncate(65 << 20)  # 65 MiB, sparse: its size is what is read first
+    loading._REFUSED.pop(str(checkpoint), None)
+    parsed = []
+    monkeypatch.setattr(AutoTokenizer, "from_pretrained", classmethod(lambda cls, *args, **kwargs: parsed.append(args)))
+    for _ in range(2):
+        with pytest.raises(InputError, match=r"tokenizer\.json holds 68,157,440 bytes; hosted mode reads at most "
+                                             r"25,165,824 from a tokenizer's file"):
+            loading.load_tokenizer(str(checkpoint))
+    assert parsed == []
+
+
 @pytest.mark.parametrize("named", ["/etc/hostname", "/no/such/file", "../../secrets/vocab.txt", "~/.netrc"])
 def test_a_tokenizer_config_naming_a_file_outside_its_repository_is_refused_the_same_whether_it_exists(
         hosted, tmp_path, named):

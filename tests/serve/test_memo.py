@@ -19,6 +19,20 @@ def test_values_are_kept_by_their_arguments_the_least_recently_used_let_go_first
     assert calls == [2, 3, 4, 3] and len(square) == 2  # 3 was the least recently used when 4 came
 
 
+def test_values_weighed_in_bytes_are_let_go_past_the_bound_and_the_newest_is_kept_whatever_it_weighs():
+    """Tokenizers are kept by their files' bytes in hosted mode: eight checkpoints with large tokenizer files held
+    eight of them at once when the cache counted entries."""
+    weights = {"small": 1, "large": 20, "huge": 50}
+
+    @kept(max_entries=8, max_bytes=32, weigh=weights.get)
+    def load(name):
+        return name.upper()
+
+    assert [load("small"), load("large")] == ["SMALL", "LARGE"] and len(load) == 2
+    load("huge")  # past the bound alone: kept, the others let go
+    assert len(load) == 1 and load._values.popitem()[1] == "HUGE"
+
+
 def test_callers_of_one_value_wait_for_one_computation_and_a_raising_call_keeps_nothing():
     gate, calls = threading.Event(), []
 
