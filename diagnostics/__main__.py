@@ -180,6 +180,14 @@ def write_reports(outputs) -> None:
         print(_("Report written to {path}").format(path=path))
 
 
+def say(text="", **options) -> None:
+    """A line for the terminal: a user's text (a file name, an exception's message, a row) with its control
+    characters written out, none passed on raw (`report.escape.control_free`)."""
+    from diagnostics.report.escape import control_free
+
+    print(control_free(text), **options)
+
+
 def run_command(args) -> int:
     from diagnostics.keras import loading
     from diagnostics.config.training import DEFAULT_EPOCHS
@@ -201,11 +209,11 @@ def run_command(args) -> int:
         results = run_stages(RunContext.open(config), stages, sweep=sweep, epochs=args.epochs or DEFAULT_EPOCHS,
                              skip=skip, asked=asked, progress=progress, thresholds=thresholds)
     report = build_report(config, results, resolved_checkpoint=loading.resolve_checkpoint(config.checkpoint))
-    print(_("Checked {checkpoint} on {task}/{split} ({source} data), stages: {stages}").format(
+    say(_("Checked {checkpoint} on {task}/{split} ({source} data), stages: {stages}").format(
         checkpoint=config.checkpoint, task=localize(config.task_title), split=config.split, source=config.data_source,
         stages=", ".join(stages) + (f" (--skip {args.skip})" if skip else "")))
     for line in cause_lines(results) + [""] + checklist_lines(results):
-        print(line)
+        say(line)
     if args.scenario:
         from diagnostics.config.scenarios import get_scenario
 
@@ -251,45 +259,45 @@ def trace_command(args) -> int:
     outcome = trace_script(args.script, args.script_args, stages=args.stages, skip=args.skip, asked=args.asked,
                            timeout=args.timeout, thresholds=thresholds,
                            tokenizer=args.tokenizer, task=args.task, then_train=args.then_train,
-                           progress=lambda line: print(f"[trace] {localize(line)}", flush=True))
+                           progress=lambda line: say(f"[trace] {localize(line)}", flush=True))
     if outcome.report is None:
-        print(_("error: {message}").format(message=localize(outcome.message)), file=sys.stderr)
+        say(_("error: {message}").format(message=localize(outcome.message)), file=sys.stderr)
         return outcome.exit_code
     report = outcome.report
-    print(localize(outcome.message))
+    say(localize(outcome.message))
     error = report["script"].get("error")
     if error:
-        print(f"  {error['where']}: {error['code']}" if error["code"] else f"  at {error['where']}")
+        say(f"  {error['where']}: {error['code']}" if error["code"] else f"  at {error['where']}")
         if error.get("fix"):
-            print("  " + _("fix: {fix}").format(fix=localize(script_fix(error))))
+            say("  " + _("fix: {fix}").format(fix=localize(script_fix(error))))
     fits = fit_reports(report)
     every = []
     for fit in fits:
         if report.get("script", {}).get("reached_fit"):
-            print("")
-            print("== " + localize(phase_title(fit, len(fits))))
+            say("")
+            say("== " + localize(phase_title(fit, len(fits))))
         fit_error = fit.get("error") if fit is not report else None
         if fit_error:
-            print("  " + localize(script_finding(fit_error)))
+            say("  " + localize(script_finding(fit_error)))
         results = [CheckResult.from_dict(check) for check in fit.get("checks", [])]
         every += results
         if fit.get("run"):
             run = fit["run"]
-            print(_("Checked {checkpoint} on {task}/{split} (your script's pipeline)").format(
+            say(_("Checked {checkpoint} on {task}/{split} (your script's pipeline)").format(
                 checkpoint=run["checkpoint"], task=localize(task_title(run["task"], run.get("task_candidates") or ())),
                 split=run["split"]))
             for line in cause_lines(results) + [""]:
-                print(line)
+                say(line)
         for line in checklist_lines(results):
-            print(line)
+            say(line)
         for note in script_notes(fit):
-            print(_("note: {note}").format(note=localize(note)))
+            say(_("note: {note}").format(note=localize(note)))
     for note in script_notes(report.get("script") or {}):
-        print(_("note: {note}").format(note=localize(note)))
+        say(_("note: {note}").format(note=localize(note)))
     if target is not None and checked(report):
         report["repair"] = repair_and_trace_again(args, target, thresholds, report)
     elif target is not None:
-        print(_("--repair: nothing was repaired, as the script did not reach fit; mend what stopped it (above) "
+        say(_("--repair: nothing was repaired, as the script did not reach fit; mend what stopped it (above) "
                 "first."))
     def markdown() -> str:  # a script that stopped before fit has no checklist: its finding is the report
         if report.get("run"):
@@ -323,25 +331,25 @@ def repair_and_trace_again(args, target: Path, thresholds: dict, report: dict) -
 
     def written(done, number: int) -> None:
         if number == 1:
-            print(_("Repaired script written to {path}:").format(path=done.written))  # a new name if taken
+            say(_("Repaired script written to {path}:").format(path=done.written))  # a new name if taken
         else:
-            print(_("Its trace named more that a repair mends: repaired again (round {number}), the whole change "
+            say(_("Its trace named more that a repair mends: repaired again (round {number}), the whole change "
                     "now:").format(number=number))
-        print(done.diff, end="")
-        print(_("Tracing the repaired script again"), flush=True)
+        say(done.diff, end="")
+        say(_("Tracing the repaired script again"), flush=True)
 
-    print("")
-    done = repair_and_trace(Path(args.script), report, target, on_written=written, said=lambda line: print(
+    say("")
+    done = repair_and_trace(Path(args.script), report, target, on_written=written, said=lambda line: say(
         f"[trace] {localize(line)}", flush=True), script_args=args.script_args, stages=args.stages, skip=args.skip,
         asked=args.asked, timeout=args.timeout, thresholds=thresholds, tokenizer=args.tokenizer, task=args.task)
     if done.written is not None:
         after = done.after.report if done.after is not None else None
         if after is None or not after["script"].get("reached_fit") or after["script"].get("error"):
-            print(localize(done.after.message))
+            say(localize(done.after.message))
     else:
-        print(_("Nothing to repair in the script's code."))
+        say(_("Nothing to repair in the script's code."))
     for item in done.causes:
-        print(localize(verdict_text(item)))
+        say(localize(verdict_text(item)))
     return done.to_json()
 
 
@@ -402,7 +410,7 @@ def main(argv: list[str] | None = None) -> int:
             return trace_command(args)
         return run_command(args)
     except InputError as exc:
-        print(_("error: {message}").format(message=localize(message_of(exc))), file=sys.stderr)
+        say(_("error: {message}").format(message=localize(message_of(exc))), file=sys.stderr)
         return EXIT_BAD_INPUT
 
 

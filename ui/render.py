@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from typing import Callable
 
 import streamlit as st
@@ -12,6 +11,7 @@ from diagnostics.core.errors import InputError
 from diagnostics.i18n import _, localize, message_of
 from diagnostics.walk.registry import CHECKS
 from diagnostics.core.check import STAGE_ORDER, STAGE_TITLES
+from diagnostics.report.escape import markdown_text  # noqa: F401  (the pages' escape)
 from diagnostics.report.formats import EXPLAINED_MARK, PENDING_MARK, STATUS_MARKS, causes_headline, fix_is_code
 from diagnostics.core.result import CheckResult, Status, pending
 from diagnostics.walk.causes import worst_first
@@ -23,13 +23,6 @@ STATUS_ICONS = {
     Status.ERROR: ":material/bug_report:",
     Status.SKIP: ":material/skip_next:",
 }
-# Every ASCII punctuation mark: escaped with a backslash, CommonMark shows it as itself.
-_MARKDOWN_SIGNS = re.compile(r"([!-/:-@\[-`{-~])")
-# What GitHub-flavoured Markdown turns into a link even when escaped: "scheme://", "www." and e-mail addresses.
-# A zero-width space breaks each without changing what the reader sees.
-_AUTOLINKS = re.compile(r"(?i)(?<=:)(?=//)|(?<=\bwww)(?=\.)|(?=@)")
-ZERO_WIDTH_SPACE = "\u200b"
-
 
 # The keys of widgets that show their choices through labels in the page's language (`choice`). The browser keeps
 # such a widget's label, not its value, and sends it back on the next run: after a language change it would send a
@@ -43,12 +36,6 @@ def choice(key: str) -> str:
     """A widget key whose choices are shown through translated labels (see `CHOICE_KEYS`); returns the key."""
     CHOICE_KEYS.add(key)
     return key
-
-
-def markdown_text(text: str) -> str:
-    """Text shown in Markdown exactly as typed: nothing in it becomes a link, an image, a heading, emphasis or a
-    Streamlit directive (a link's value, a file name, a row of an uploaded file, an exception's message)."""
-    return _MARKDOWN_SIGNS.sub(r"\\\1", _AUTOLINKS.sub(ZERO_WIDTH_SPACE, str(text)))
 
 
 def shown(value) -> str:

@@ -122,7 +122,7 @@ def show_trace(traced: dict) -> None:
     if report:
         error = report.get("script", {}).get("error")
         if error:
-            st.markdown(f"**{error['where']}**")
+            st.markdown(f"**{markdown_text(error['where'])}**")
             if error.get("code"):
                 st.code(error["code"], language="python")
             if error.get("fix"):

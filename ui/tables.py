@@ -40,7 +40,7 @@ def row_in_full(row: dict) -> None:
     tokens left out), then `tokenizer.decode` of the whole row."""
     raw, read = row.get("raw") or {}, row.get("fields") or {}
     for field in dict.fromkeys([*raw, *read]):
-        st.markdown(f"**{field}**")
+        st.markdown(f"**{markdown_text(field)}**")
         if field in raw:
             st.caption(_("As the split holds it"))
             st.markdown(markdown_text(raw[field]))

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import glob
+
 import codecs
 import contextlib
 import json
@@ -208,7 +210,8 @@ def load_local_file(path: str):
             raise InputError(msg("Could not read {path}: {problem}.", path=path, problem=problem))
     try:
         with _quiet_datasets():
-            dataset = load_dataset(builder, data_files=str(file), split="train",
+            # A pattern to `datasets`: a name with glob characters ('train[1].tsv') is read as itself.
+            dataset = load_dataset(builder, data_files=glob.escape(str(file)), split="train",
                                    cache_dir=str(cache_dir() / "datasets"), **options)
     except Exception as exc:
         if "corresponds to no data" in str(exc):

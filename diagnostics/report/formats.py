@@ -10,6 +10,7 @@ from diagnostics.walk.causes import Found
 from diagnostics.walk.causes import causes
 from diagnostics.config.run import RunConfig, task_title
 from diagnostics.i18n import N_, Text, _, current_language, localize, msg, msgn
+from diagnostics.report.escape import code_block, code_span, control_free, markdown_text, xml_text
 from diagnostics.core.check import STAGE_ORDER
 from diagnostics.core.result import CheckResult, Status, pending, rank
 from diagnostics.walk.causes import worst_first
@@ -99,14 +100,14 @@ def cause_lines(results: list[CheckResult]) -> list[str]:
             continue
         if cause.explains:
             lines.append(f"  {'':<5} {'':<24} " + localize(msg("explains: {checks}", checks=", ".join(cause.explains))))
-    return lines
+    return [control_free(line) for line in lines]  # for a terminal: no control character from a user's text
 
 
 def checklist_lines(results: list[CheckResult]) -> list[str]:
     """One line per check, worst first: mark, id, summary (in the current language); an explained finding names the
     check that owns its cause."""
     ran = {r.id for r in results}
-    return [f"{mark(r):<5} {r.id:<24} {localize(r.summary)}" + (
+    return [control_free(f"{mark(r):<5} {r.id:<24} {localize(r.summary)}") + (
         "" if not r.explained_by else " " + localize(msg("(explained by {owner})", owner=r.explained_by))
         if r.explained_by in ran else " " + localize(msg("(pending: its cause is {owner}'s, which has not run)",
                                                          owner=r.explained_by)))
@@ -125,9 +126,10 @@ def markdown_report(report: dict, results: list[CheckResult] | None = None) -> s
     lines = [
         "# " + _("Training Pipeline Debugger report"),
         "",
-        f"- {_('Checkpoint')}: `{run['checkpoint']}`",
-        f"- {_('GLUE task')} / {_('Split')}: `{localize(task_title(run['task'], run.get('task_candidates') or ()))}` / "
-        f"`{run['split']}` ({_('Data')}: {run['data_source']})",
+        f"- {_('Checkpoint')}: {code_span(run['checkpoint'])}",
+        f"- {_('GLUE task')} / {_('Split')}: "
+        f"{code_span(localize(task_title(run['task'], run.get('task_candidates') or ())))} / "
+        f"{code_span(run['split'])} ({_('Data')}: {markdown_text(run['data_source'])})",
         f"- num_labels: {run['effective_num_labels']}, {_('Batch size')}: {run['batch_size']}, "
         f"{_('Max length')}: {run['max_length']}",
         *_training_line(run),
@@ -138,14 +140,18 @@ def markdown_report(report: dict, results: list[CheckResult] | None = None) -> s
     checks = [check for result, check in sorted(zip(read, report["checks"], strict=True), key=lambda pair: (
         rank(pair[0]), order.get(pair[0].stage, len(order))))]
 
-    def said(check: dict, field: str) -> str:
+    def said(check: dict, field: str, *, code: bool = False) -> str:
+        # A sentence made here keeps its own formatting, the values it was filled with escaped; one read back from
+        # JSON is escaped whole (code is fenced, not escaped).
         result = made.get(check["id"])
-        return localize(getattr(result, field)) if result is not None and getattr(result, field) else check[field]
+        if result is not None and getattr(result, field):
+            return localize(getattr(result, field), escape=None if code else markdown_text)
+        return check[field] if code else markdown_text(check[field])
 
     lines += ["## " + causes_headline(causes(read), read), ""]
     for cause in report.get("causes") or ():
         summary = said({"id": cause["owner"], "summary": cause["summary"]}, "summary")
-        title = f"{_(cause['title'])}: " if cause.get("title") else ""
+        title = f"{markdown_text(_(cause['title']))}: " if cause.get("title") else ""
         lines.append(f"- **{_(STATUS_MARKS[Status(cause['status'])])}** `{cause['owner']}`: {title}{summary}" + (
             " " + localize(msg("(pending: {owner} has not run; found by {checks})", owner=cause["owner"],
                                checks=", ".join(cause["explains"]))) if cause.get("pending") else
@@ -153,7 +159,7 @@ def markdown_report(report: dict, results: list[CheckResult] | None = None) -> s
             if cause["explains"] else ""))
     lines += ["", "| {} | {} | {} |".format(_("status"), _("check"), _("finding")), "|---|---|---|"]
     for check in checks:
-        summary = said(check, "summary").replace("|", "\\|")
+        summary = re.sub(r"(?<!\\)\|", r"\\|", said(check, "summary"))  # a pipe not escaped yet ends a cell
         if check.get("explained_by"):
             summary += " " + localize(msg("(explained by {owner})", owner=check["explained_by"]))
             status = _(EXPLAINED_MARK)
@@ -164,8 +170,8 @@ def markdown_report(report: dict, results: list[CheckResult] | None = None) -> s
     if fixes:
         lines += ["", "## " + _("Fixes"), ""]
         for check in fixes:
-            lines += [f"**{check['id']}**", ""] + (["```python", said(check, "fix"), "```", ""] if fix_is_code(
-                check["fix"]) else [said(check, "fix"), ""])
+            lines += [f"**{check['id']}**", ""] + ([*code_block(said(check, "fix", code=True), "python"), ""]
+                                                    if fix_is_code(check["fix"]) else [said(check, "fix"), ""])
     lines += _markdown_repair(report.get("repair"))
     lines += ["", _("Versions:") + " " + ", ".join(f"{k} {v}" for k, v in report["environment"].items())]
     return "\n".join(lines) + "\n"
@@ -206,10 +212,10 @@ def _markdown_repair(repair: dict | None) -> list[str]:
         return []
     lines = ["", "## " + _("Repair"), ""]
     if repair.get("file"):
-        lines += [localize(msg("The repaired script: {file}", file=f"`{repair['file']}`")), ""]
-    lines += ["- " + localize(verdict_text(item)) for item in repair.get("causes") or ()]
+        lines += [localize(msg("The repaired script: {file}", file=code_span(repair["file"]))), ""]
+    lines += ["- " + localize(verdict_text(item), escape=markdown_text) for item in repair.get("causes") or ()]
     if repair.get("diff"):
-        lines += ["", "```diff", repair["diff"].rstrip("\n"), "```"]
+        lines += ["", *code_block(repair["diff"], "diff")]
     return lines
 
 
@@ -276,6 +282,9 @@ def junit_report(report: dict) -> str:
             + (f"\n\nFix:\n{error['fix']}" if error.get("fix") else "")
         )
     _junit_repair(root, report.get("repair"))
+    for element in root.iter():  # every text a user gave, as XML may hold it
+        element.text = xml_text(element.text) if element.text is not None else None
+        element.attrib = {key: xml_text(value) for key, value in element.attrib.items()}
     ET.indent(root)
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
 

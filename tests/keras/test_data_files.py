@@ -185,6 +185,13 @@ def test_a_utf16_file_is_read(tmp_path):
     assert checks(report)["data.label_range"]["status"] == "pass"
 
 
+def test_a_file_whose_name_holds_glob_characters_is_read_as_itself(tmp_path):
+    """'train[1].csv' was read as a pattern matching 'train1.csv', and so as no file."""
+    path = write(tmp_path, "train[1]*?.csv", HEADER + csv_rows())
+    code, report = run_data(path, tmp_path)
+    assert checks(report)["data.label_range"]["status"] == "pass"
+
+
 def test_a_directory_named_like_a_file_says_so(tmp_path, capsys):
     (tmp_path / "x.tsv").mkdir()
     assert run_data(tmp_path / "x.tsv", tmp_path)[0] == 2
