@@ -25,8 +25,31 @@ _installed: list[bool] = []
 PURGE_S = 15.0
 
 
-class UploadRefused(Exception):
-    """An upload past the server's bound (the endpoint answers with an error; nothing is kept)."""
+def _http_error() -> type[Exception]:
+    """The error the server answers with its own status: Starlette's (the server of recent Streamlit), else Tornado's."""
+    try:
+        from starlette.exceptions import HTTPException
+
+        return HTTPException
+    except ImportError:  # an older Streamlit, on Tornado
+        from tornado.web import HTTPError
+
+        return HTTPError
+
+
+class UploadRefused(_http_error()):
+    """An upload past the server's bound: the endpoint answers 413 with the reason, logs no traceback (80 of them in
+    one run, each a 500, before), and keeps nothing."""
+
+    def __init__(self, reason: str):
+        if _http_error().__module__.startswith("starlette"):
+            super().__init__(status_code=413, detail=reason)
+        else:
+            super().__init__(413, reason=reason)
+        self.reason_text = reason
+
+    def __str__(self) -> str:
+        return self.reason_text
 
 
 def session_cap_bytes() -> int:

@@ -117,11 +117,14 @@ def test_uploads_without_an_uploader_are_bounded_for_a_session_and_for_the_serve
         assert upload_bytes_held(port) == 3 * megabyte  # twice the 2 MB upload size: the newest two of five
         # Another session's: its own oldest goes to make room, never the first session's.
         assert [upload(port, second_id, f"file{index}", int(1.5 * megabyte)) for index in range(3)] == [204] * 3
-        # A third session's past the server's 7 MB: refused, nothing of anyone's dropped for it.
-        assert upload(port, third_id, "file0", int(1.5 * megabyte)) == 500
+        # A third session's past the server's 7 MB: refused, 413 with no traceback in the log (each was a 500 with
+        # one), nothing of anyone's dropped for it.
+        assert upload(port, third_id, "file0", int(1.5 * megabyte)) == 413
         assert upload_bytes_held(port) == 6 * megabyte
         for visitor, _ in sessions:
             visitor.close()
+    log = "".join(path.read_text() for path in tmp_path.glob("streamlit-*.log"))
+    assert "Traceback" not in log and "UploadRefused" not in log
 
 
 def test_uploads_are_let_go_once_their_session_is_gone(tmp_path):
