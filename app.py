@@ -6,11 +6,14 @@ diagnostics.own_process()  # Keras 2 for tf.keras and quiet libraries, before an
 
 import streamlit as st  # noqa: E402
 
+from diagnostics.config import limits
 from diagnostics.config.limits import environment_problem
 from diagnostics.core.libraries import libraries_imported
 from diagnostics.core.environment import stack_problems
 from diagnostics.i18n import _, localize
 from ui.address import load_link
+from ui.origins import foreign_origin
+from ui.render import markdown_text
 from ui.scenario_panel import scenario_panel
 from ui.session import apply_language, init_state
 from ui.sidebar import sidebar
@@ -21,6 +24,13 @@ st.set_page_config(page_title="Training Pipeline Debugger", layout="wide")
 bound_uploads()  # once per process; the Space's command (python -m ui.serve) installs it before the first request
 bound_reruns()  # the same
 
+foreign = foreign_origin(st.context.headers or {}, limits.hosted() is not None,
+                         st.get_option("server.corsAllowedOrigins") or ())
+if foreign is not None:  # a page of another site or port opened this session: nothing runs for it
+    st.error(_("This app answers its own pages only, and this one came from {origin}. Open the app at its own "
+               "address, or, behind a proxy, list that origin in Streamlit's server.corsAllowedOrigins.").format(
+        origin=markdown_text(foreign)))
+    st.stop()
 init_state()
 load_link()
 apply_language()

@@ -26,7 +26,7 @@ PURGE_S = 15.0
 
 
 def _http_error() -> type[Exception]:
-    """The error the server answers with its own status: Starlette's (the server of recent Streamlit), else Tornado's."""
+    """The error the server answers with its own status: Starlette's (recent Streamlit's server), else Tornado's."""
     try:
         from starlette.exceptions import HTTPException
 

@@ -250,3 +250,21 @@ def test_the_docs_table_of_link_parameters_names_every_parameter_a_link_reads():
              for name in re.findall(r"`([a-z_]+)`", cell)}
     assert named == set(KNOWN), (sorted(named - set(KNOWN)), sorted(set(KNOWN) - named))
 
+
+
+@pytest.mark.parametrize("origin, host, hosted, allowed, refused", [
+    ("http://localhost:8501", "localhost:8501", False, (), False),  # the app's own page
+    ("http://localhost:8888", "localhost:8501", False, (), True),  # a notebook server's page on another port
+    ("http://127.0.0.1:3000", "127.0.0.1:8501", False, (), True),
+    ("https://evil.example", "localhost:8501", False, (), True),
+    ("http://localhost:8888", "localhost:8501", True, (), False),  # the Space: reached through its proxy, no code run
+    ("https://hub.example", "localhost:8501", False, ("https://hub.example/",), False),  # listed by its owner
+    (None, "localhost:8501", False, (), False),  # not a browser: no Origin
+])
+def test_a_laptops_app_opens_sessions_for_its_own_pages_only(origin, host, hosted, allowed, refused):
+    """Streamlit trusts a page of any localhost port: one served from localhost:8888 could open a session on the
+    laptop's app and drive the Your script page, which runs code as its user."""
+    from ui.origins import foreign_origin
+
+    headers = {"Host": host, **({"Origin": origin} if origin else {})}
+    assert (foreign_origin(headers, hosted, allowed) is not None) is refused

@@ -56,6 +56,17 @@ def test_a_page_of_another_host_name_resolving_here_gets_no_session(port):
             Client(port, host=host, headers={"Origin": f"http://{host}:{port}"})
 
 
+def test_a_page_of_another_localhost_port_opens_a_session_where_nothing_runs(port):
+    """Streamlit trusts a page of any localhost port: one served from localhost:8888 opened a session on the laptop's
+    app and could drive the Your script page. The session opens (Streamlit's own check passes it); the app runs
+    nothing for it but the refusal."""
+    for origin in ("http://localhost:8888", "http://127.0.0.1:3000"):
+        with Client(port, headers={"Origin": origin}) as visitor:
+            drawn = visitor.run("script")
+        assert drawn.exceptions == [] and any("answers its own pages only" in text for text in drawn.texts)
+        assert not any("runs as you, with your rights" in text for text in drawn.texts)
+
+
 def widget_states(*pairs):
     from streamlit.proto.WidgetStates_pb2 import WidgetStates
 
