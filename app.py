@@ -24,13 +24,6 @@ st.set_page_config(page_title="Training Pipeline Debugger", layout="wide")
 bound_uploads()  # once per process; the Space's command (python -m ui.serve) installs it before the first request
 bound_reruns()  # the same
 
-foreign = foreign_origin(st.context.headers or {}, limits.hosted() is not None,
-                         st.get_option("server.corsAllowedOrigins") or ())
-if foreign is not None:  # a page of another site or port opened this session: nothing runs for it
-    st.error(_("This app answers its own pages only, and this one came from {origin}. Open the app at its own "
-               "address, or, behind a proxy, list that origin in Streamlit's server.corsAllowedOrigins.").format(
-        origin=markdown_text(foreign)))
-    st.stop()
 init_state()
 load_link()
 apply_language()
@@ -42,6 +35,13 @@ if stack:
 unusable = environment_problem()  # a limit set in the environment that does not read: said once, never a traceback
 if unusable is not None:
     st.error(localize(unusable))
+    st.stop()
+foreign = foreign_origin(st.context.headers or {}, limits.hosted() is not None,
+                         st.get_option("server.corsAllowedOrigins") or ())
+if foreign is not None:  # a page of another site or port opened this session: nothing runs for it
+    st.error(_("This app answers its own pages only, and this one came from {origin}. Open the app at its own "
+               "address, or, behind a proxy, list that origin in Streamlit's server.corsAllowedOrigins.").format(
+        origin=markdown_text(foreign)))
     st.stop()
 navigation = st.navigation(
     {
