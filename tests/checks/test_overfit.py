@@ -134,3 +134,15 @@ def test_a_slow_curve_names_the_loss_only_when_it_reads_the_outputs_as_probabili
     assert ("from_logits=True" in str(result.fix)) is probability_loss
     if not probability_loss:
         assert result.fix.rate == pytest.approx(1e-4)  # the sweep's higher rate
+
+
+def test_a_loss_falling_slowly_is_said_by_how_much_it_fell_and_both_ends_alike():
+    """1.099 to 0.5696 read "(48% of its start)", where the loss ended at 52% of it: it fell by 48%."""
+    from diagnostics.checks.overfit.one_batch import _learning
+    from diagnostics.i18n import localize
+
+    evidence = {"epochs": 20, "learning_rate": 1e-3, "final_accuracy": 1.0, "missing_labels": [],
+                "first_loss": 1.0986, "final_loss": 0.5696, "losses": [1.0986, 0.5696], "progress": 0.4815}
+    said = str(_learning(evidence, None)[0])
+    assert "the loss went from 1.0986 to 0.5696" in said and "(by 48% of its start)" in said
+    assert "на 48%" in localize(_learning(evidence, None)[0], "ru")

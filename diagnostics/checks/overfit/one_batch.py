@@ -226,7 +226,7 @@ def _curve(e) -> dict[str, Any]:
     accuracy, missing = e["final_accuracy"], e["missing_labels"]
     return {
         "run": _run(e),
-        "went": msg("the loss went from {first:.3f} to {final}", first=e["first_loss"],
+        "went": msg("the loss went from {first:.4f} to {final}", first=e["first_loss"],
                     final="NaN" if e["losses"][-1] is None else f"{e['final_loss']:.4f}"),
         "reached": "" if accuracy is None else msg(", accuracy {accuracy:.0%}", accuracy=accuracy),
         "note": msg(" The split has no {labels}, so the batch cannot hold every label.", labels=", ".join(missing))
@@ -268,7 +268,7 @@ def _spikes(e, f) -> tuple:
 def _learning(e, f) -> tuple:
     """(finding, no fix) for a loss falling steadily with every row right, the batch not memorised yet."""
     told = _curve(e)
-    return (msg("After {run}, {went}{reached}, falling steadily ({progress:.0%} of its start): the pipeline learns, "
+    return (msg("After {run}, {went}{reached}, falling steadily (by {progress:.0%} of its start): the pipeline learns, "
                 "slowly at this rate; more epochs would memorise the batch.{note}", run=told["run"], went=told["went"],
                 reached=told["reached"], progress=e["progress"], note=told["note"]), None)
 
