@@ -35,7 +35,7 @@ def overfit_here() -> tuple[list, list]:
     walk = not showing["walk"] and buttons.button(_("Run the overfit test"), type="primary", key="overfit.run",
                                                       disabled=bool(epochs_error))
     rerun = "rerun" in jobs and not showing["rerun"] and buttons.button(
-        _("Rerun at the sweep's recommended rate {rate:.1e}").format(rate=jobs["rerun"].settings.rate),
+        _("Rerun at the sweep's recommended rate {rate:.0e}").format(rate=jobs["rerun"].settings.rate),
         key="overfit.rerun_best", disabled=bool(epochs_error))
     if epochs_error:
         st.stop()
@@ -84,7 +84,7 @@ if not results and not reruns:
 if results:
     verdict(results)
 if reruns:
-    st.subheader(_("Rerun at the sweep's recommended rate {rate:.1e}").format(rate=reruns[0].evidence["learning_rate"]))
+    st.subheader(_("Rerun at the sweep's recommended rate {rate:.0e}").format(rate=reruns[0].evidence["learning_rate"]))
     st.caption(_("A second run beside the walk's: the checklist and the Report keep the verdict above."))
     verdict(reruns)
 if results and results[0].evidence.get("losses"):

@@ -101,7 +101,7 @@ else:
     causes_block(found, offer(config, results, found), results)
 rerun = overfit_jobs(config).get("rerun")
 if rerun is not None and (entry := kept(rerun)) is not None:
-    st.caption(_("The overfit test was also rerun at the sweep's recommended rate {rate:.1e}: {finding}").format(
+    st.caption(_("The overfit test was also rerun at the sweep's recommended rate {rate:.0e}: {finding}").format(
         rate=rerun.settings.rate, finding=shown(entry.results[0].summary)))
 st.subheader(_("Every check"))
 status_line(results)

@@ -362,7 +362,7 @@ def test_range_test_with_the_sweeps_rate_proposes_none_of_its_own(monkeypatch):
     beside = check_lr_range_test(figures, sweep_rate=2e-5)
     assert alone.summary.startswith("Suggested rate") and "sweep" not in alone.summary
     # One rate wherever one is proposed: the curve's pick is evidence, the rate to use the sweep's.
-    assert "The rate to use is the sweep's 2.0e-05" in beside.summary and beside.fix is None
+    assert "The rate to use is the sweep's 2e-05" in beside.summary and beside.fix is None
     assert beside.evidence["suggested"] == alone.evidence["suggested"]
 
 

@@ -50,7 +50,7 @@ def test_rate_of_1e_9_fails_with_rate_too_low(seeded_models, demo_inputs, seed):
     result = run(RunConfig(seed=seed), seeded_models("demo", 3, seed), demo_inputs, rate=1e-9, best_rate=3e-3)
     assert result.status is Status.FAIL
     assert "rate is too low" in result.summary and "near where it started" in result.summary
-    assert "3.0e-03" in result.summary
+    assert "3e-03" in result.summary
 
 
 def test_cached_model_is_byte_identical_afterwards(demo_model, demo_inputs):
@@ -93,7 +93,7 @@ def test_a_curve_that_did_not_learn_at_a_rate_above_the_sweeps_best_never_calls_
                "accuracies": [0.5] * 3}
     result = check_overfit(figures, [], best_rate=1e-2)
     assert result.status is Status.FAIL and "too low" not in result.summary
-    assert "at a rate above the 1.0e-02 the sweep measured as best on held-out rows" in result.summary
+    assert "at a rate above the 1e-02 the sweep measured as best on held-out rows" in result.summary
     assert result.fix.rate == pytest.approx(1e-2)
     assert "too low" in check_overfit(figures, [], best_rate=0.1).summary  # the sweep measured a higher one better
 

@@ -149,7 +149,7 @@ def _suggested(e, f) -> Text:
                 if f.capped else "")
     if f.sweep_rate:
         return msg("The curve points at {chosen:.1e} from {points} smoothed points (its rules agree within "
-                   "{spread:.1f}x: {rules}).{cap} The rate to use is the sweep's {best:.1e}, measured on held-out rows "
+                   "{spread:.1f}x: {rules}).{cap} The rate to use is the sweep's {best:.0e}, measured on held-out rows "
                    "(hparams.lr_sweep).", chosen=e["suggested"], points=e["finite_points"], spread=e["spread"],
                    rules=_side_by_side(e["suggestions"]), cap=cap_text, best=f.sweep_rate)
     return msg("Suggested rate {chosen:.1e} from {points} smoothed points; the rules agree within {spread:.1f}x: "

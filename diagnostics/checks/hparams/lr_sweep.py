@@ -115,7 +115,7 @@ def sweep_verdicts(figures: dict[str, Any], *, pretrained: bool, head_only: bool
     for index in range(len(reasons)):
         below = next((rates[lower] for lower in range(index) if broke[lower]), None)
         if below is not None and not reasons[index]:
-            reasons[index] = [msg("above {rate:.1e}, whose loss blew up or turned NaN", rate=below)]
+            reasons[index] = [msg("above {rate:.0e}, whose loss blew up or turned NaN", rate=below)]
     good = [
         (score["loss"], curve[-1], rate, curve[0])
         for rate, score, curve, why in zip(
@@ -140,7 +140,7 @@ def sweep_verdicts(figures: dict[str, Any], *, pretrained: bool, head_only: bool
         for index, (rate, score) in enumerate(zip(figures["learning_rates"], figures["held_out"], strict=True)):
             if rate > best_rate and not reasons[index] and _collapsed(score, best_score):
                 reasons[index] = [msg("every held-out row predicted as one class ({accuracy:.0%} right, against "
-                                      "{best:.0%} at {rate:.1e})", accuracy=score["accuracy"],
+                                      "{best:.0%} at {rate:.0e})", accuracy=score["accuracy"],
                                       best=best_score["accuracy"], rate=best_rate)]
         good = [entry for entry in good if not reasons[figures["learning_rates"].index(entry[2])]]
         ranked = sorted(good)
@@ -201,7 +201,7 @@ def _summary(e) -> Text:
     flagged = [f"{rate:.0e}" for rate, bad in zip(rates, e["diverged"], strict=True) if bad]
     if e["ranked_by"] == "usual rate":
         return msg("After {steps} steps from the same weights no rate lowered the held-out or the training loss by "
-                   "1% of its start, too little to rank them: the recommendation is {best:.1e}, the rate nearest "
+                   "1% of its start, too little to rank them: the recommendation is {best:.0e}, the rate nearest "
                    "this checkpoint's usual {usual:g} {among}; flagged: {flagged}.", steps=len(e["steps"]),
                    best=best, usual=e["usual_rate"], among=_safe(e, one=True),
                    flagged=", ".join(flagged) or msg("none"))
@@ -218,7 +218,7 @@ def _summary(e) -> Text:
         msg("the lowest training loss; at the rates not flagged ({rates}) the held-out loss moved at most "
             "{moved:.1%} from its start ({start:.3f}), too little to rank them, so this rests on the rows trained "
             "on", rates=", ".join(f"{rate:.0e}" for rate, _ in kept), moved=moved, start=start["loss"])
-    return msg("After {steps} steps from the same weights, {best:.1e} gives {basis}, among rates {among}; flagged: "
+    return msg("After {steps} steps from the same weights, {best:.0e} gives {basis}, among rates {among}; flagged: "
                "{flagged}.", steps=len(e["steps"]), best=best, basis=basis, among=_safe(e),
                flagged=", ".join(flagged) or msg("none"))
 
@@ -322,7 +322,7 @@ CHECK = Check("hparams.lr_sweep", N_("a learning-rate sweep scored on held-out r
     Condition("warn_decades", 1.0, "warn when the configured rate is more than this many powers of ten below the "
                                    "recommended", Above("decades_below"), says=lambda e, f: (
                   msg("The configured rate {rate:g} is more than {decades:g} power of ten below the recommended "
-                      "{best:.1e}, so training will crawl. {summary}{thin}", rate=e["configured_rate"],
+                      "{best:.0e}, so training will crawl. {summary}{thin}", rate=e["configured_rate"],
                       decades=CHECK.value("warn_decades"), best=e["best_rate"], summary=_summary(e), thin=_thin(e)),
                   RateFix(e["best_rate"]))),
     Condition("thin_held_out_rows", 16, "say the evidence is thin with fewer held-out rows than this"),

@@ -156,7 +156,7 @@ def _lower_rate_fix(rate: float, best_rate: float | None) -> RateFix:
 def _not_learning(e) -> tuple:
     """(what the curve says, fix) when the batch was neither memorised nor steadily learned."""
     best_rate = e["best_rate"]
-    rerun = (msg(" The sweep recommends {rate:.1e}: rerun at it.", rate=best_rate)
+    rerun = (msg(" The sweep recommends {rate:.0e}: rerun at it.", rate=best_rate)
              if best_rate and not math.isclose(best_rate, e["learning_rate"], rel_tol=1e-6) else "")
     if e["final_loss"] > e["first_loss"]:
         cause = msg("The loss rose: the learning rate is too high.{rerun}", rerun=rerun)
@@ -164,9 +164,9 @@ def _not_learning(e) -> tuple:
     elif best_rate and best_rate < e["learning_rate"] and not math.isclose(best_rate, e["learning_rate"],
                                                                          rel_tol=1e-6):
         # The sweep measured a lower rate as better: "too low" would contradict it, and a higher rate is no fix.
-        cause = msg("The loss {moved}{ln_k}, at a rate above the {best:.1e} the sweep measured as best on held-out "
+        cause = msg("The loss {moved}{ln_k}, at a rate above the {best:.0e} the sweep measured as best on held-out "
                     "rows: check that the weights are not frozen or disconnected from the loss (see model.gradients) "
-                    "and that the loss reads the outputs as they are (see hparams.loss), then rerun at {best:.1e}.",
+                    "and that the loss reads the outputs as they are (see hparams.loss), then rerun at {best:.0e}.",
                     moved=msg("stayed near where it started") if e["final_loss"] >= 0.9 * e["first_loss"] else
                     msg("fell too slowly or unevenly"), best=best_rate,
                     ln_k=f" (ln K = {e['ln_k']:.3f})" if e.get("ln_k") else "")
