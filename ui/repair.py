@@ -98,12 +98,18 @@ def _run(traced: dict) -> dict:
             "causes": done.causes,
             "output": after.output if after is not None else "", "exit_code": after.exit_code if after else None,
             "written": str(done.written) if beside and traced.get("keep_repaired") and done.written else None,
+            "rounds": len(made),
             "report": after.report if after is not None else None,
             "message": after.message if after is not None else None}
 
 
 def _show(traced: dict, repaired: dict) -> None:
     """Each cause's verdict, the checklist of each fit before and after, the download and the diff."""
+    rounds = repaired.get("rounds") or 1
+    if rounds > 1:  # the preview above is the first round's: say that the rest came from later traces
+        st.info(_("The repair took {rounds} rounds: each trace of the repaired script named causes that a repair "
+                  "mends, so it was repaired and traced again. The diff below holds every change.").format(
+            rounds=rounds))
     for item in repaired["causes"]:
         VERDICT_BOXES[item["state"]](shown(verdict_text(item)))
     after_report = repaired["report"]
@@ -129,7 +135,7 @@ def _show(traced: dict, repaired: dict) -> None:
         st.caption(_("Written to {path} (your script is unchanged).").format(path=markdown_text(repaired["written"])))
     st.download_button(_("Download the repaired script"), repaired["source"], file_name=repaired["name"],
                        mime="text/x-python", key="script.repaired.download")
-    with st.expander(_("The diff")):
+    with st.expander(_("The diff"), expanded=rounds > 1):
         st.code(repaired["diff"], language="diff")
     if after_fits and st.button(_("Continue from the repaired script"), key="script.repair.continue",
                                 help=_("The repaired script becomes the traced one: its results fill the walk's "

@@ -219,6 +219,8 @@ def test_repair_and_recheck_shows_the_edits_side_by_side_verifies_them_and_leave
     assert any(text.startswith("hparams.loss: repaired and verified") for text in verified), verified
     # The same click's second round: the sweep, no longer stopped by the head, measured a rate, written into 'adam'.
     assert any(text.startswith("hparams.optimizer: repaired and verified") for text in verified), verified
+    # The preview above showed the first round's edits: the page says the rest came from later rounds.
+    assert repaired_rounds(at) == at.session_state["script.repaired"]["rounds"] >= 2
     assert any("Before" in rendered(md.value) for md in at.markdown) and any("After" in rendered(md.value)
                                                                               for md in at.markdown)
     assert [element.proto.label for element in at.get("download_button")] == ["Download the repaired script"]
@@ -239,3 +241,11 @@ def test_repair_and_recheck_shows_the_edits_side_by_side_verifies_them_and_leave
     assert any(rendered(header.value).startswith("No cause found") for header in at.subheader), [
         rendered(header.value) for header in at.subheader]
     assert sorted(path.name for path in folder.iterdir()) == before
+
+
+def repaired_rounds(at) -> int:
+    """The rounds the page says the repair took (0 when it says none)."""
+    import re
+
+    said = [re.search(r"The repair took (\d+) rounds", rendered(box.value)) for box in at.info]
+    return next((int(found.group(1)) for found in said if found), 0)
