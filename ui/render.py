@@ -11,7 +11,7 @@ from diagnostics.core.errors import InputError
 from diagnostics.i18n import _, localize, message_of
 from diagnostics.walk.registry import CHECKS
 from diagnostics.core.check import STAGE_ORDER, STAGE_TITLES
-from diagnostics.report.escape import markdown_text  # noqa: F401  (the pages' escape)
+from diagnostics.report.escape import folded_code, markdown_text  # noqa: F401  (the pages' escape)
 from diagnostics.report.formats import EXPLAINED_MARK, PENDING_MARK, STATUS_MARKS, causes_headline, fix_is_code
 from diagnostics.core.result import CheckResult, Status, pending
 from diagnostics.walk.causes import worst_first
@@ -143,7 +143,10 @@ def checklist(results: list[CheckResult]) -> None:
 def fix(value) -> None:
     """A fix: code as code, a sentence as a sentence."""
     if fix_is_code(value):
-        st.code(localize(value), language="python", wrap_lines=True)  # a long fix wraps, never cut at the right
+        # A long fix is folded at its commas, inside its brackets (still the same Python), and what is still too
+        # long wraps rather than being cut at the right; the browser's own wrapping broke identifiers
+        # ('from_pretrained(checkp' / 'oint') at 1024 px.
+        st.code(folded_code(localize(value)), language="python", wrap_lines=True)
     else:
         st.markdown("**" + _("Fix") + ":** " + shown(value))
 

@@ -59,3 +59,42 @@ def code_block(text, language: str = "") -> list[str]:
 def xml_text(text) -> str:
     """`text` as XML 1.0 may hold it: control characters written out, what it cannot hold at all replaced."""
     return _NOT_XML.sub("\ufffd", control_free(text))
+
+
+def folded_code(code: str, width: int = 56) -> str:
+    """Python `code` with each line longer than `width` folded after a comma inside brackets (outside strings),
+    the next part indented under the bracket's line: the same code, which a narrow box shows without breaking a
+    name in two."""
+    out = []
+    for line in code.split("\n"):
+        indent = len(line) - len(line.lstrip())
+        while len(line) > width:
+            cut = _last_fold(line, width)
+            if cut is None:
+                break
+            out.append(line[:cut].rstrip())
+            line = " " * (indent + 4) + line[cut:].lstrip()
+        out.append(line)
+    return "\n".join(out)
+
+
+def _last_fold(line: str, width: int) -> int | None:
+    """Where to fold `line`: just after the last opening parenthesis or comma inside brackets (outside a string) at or
+    before `width`, else the first one after it (None: nowhere, or only at the line's very end)."""
+    depth, quote, points = 0, None, []
+    for index, char in enumerate(line):
+        if quote:
+            quote = None if char == quote and line[index - 1] != "\\" else quote
+        elif char in "'\"":
+            quote = char
+        elif char in "([{":
+            depth += 1
+            if char == "(":  # after a call's bracket; never inside a subscript's
+                points.append(index + 1)
+        elif char in ")]}":
+            depth -= 1
+        elif char == "," and depth > 0:
+            points.append(index + 1)
+    points = [point for point in points if line[point:].strip() and line[point:].strip()[0] not in ")]}"]
+    within = [point for point in points if point <= width]
+    return within[-1] if within else points[0] if points else None

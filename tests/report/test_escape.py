@@ -55,3 +55,21 @@ def test_each_escape_on_its_own():
     assert code_span("a``b") == "```a``b```" and code_span("`x") == "`` `x ``"
     assert code_block("```\nrm -rf /", "python") == ["````python", "```\nrm -rf /", "````"]
     assert xml_text("\x1b\ufffe") == "\\x1b\ufffd"
+
+
+def test_a_long_fix_is_folded_at_its_brackets_and_commas_and_stays_the_same_python():
+    """At 1024 px the browser's wrapping broke the model.config fix inside a name ('from_pretrained(checkp' /
+    'oint'): the fix is folded where Python allows, never inside a name, a string or a subscript."""
+    import ast
+
+    from diagnostics.report.escape import folded_code
+
+    fix = ('model = TFAutoModelForSequenceClassification.from_pretrained(checkpoint, num_labels=3, '
+           'id2label={0: "a, b", 1: "c"})')
+    folded = folded_code(fix)
+    assert folded.splitlines()[0].endswith("from_pretrained(") and '"a, b"' in folded
+    assert ast.dump(ast.parse(folded)) == ast.dump(ast.parse(fix))
+    short = "tf_keras.optimizers.Adam(learning_rate=2e-03)"
+    assert folded_code(short) == short
+    subscript = 'tokenizer(rows["premise"], rows["hypothesis"], truncation=True, max_length=128, padding=True)'
+    assert 'rows[\n' not in folded_code(subscript, width=30)
