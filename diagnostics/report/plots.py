@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import math
+import re
 from typing import cast
+import unicodedata
 
 import plotly.graph_objects as go
 
@@ -24,6 +26,25 @@ SPLIT_COLOUR, BATCH_COLOUR, LIMIT_COLOUR = "#4C78A8", "#F58518", "#E45756"
 # One colour a rate of the sweep, so that its line and its dots read as one (Plotly's own qualitative colours).
 RATE_COLOURS = ("#636EFA", "#EF553B", "#00CC96", "#AB63FA", "#FFA15A", "#19D3F3", "#FF6692", "#B6E880", "#FF97FF",
                 "#FECB52")
+
+
+# A chart note's pieces: each Chinese or Japanese letter on its own (a line may end after any), else a word with
+# the spaces after it (Korean, like English, breaks between words).
+_CJK = "\u2e80-\ua4cf\uf900-\ufaff\uff00-\uffef"
+_PIECES = re.compile(f"[{_CJK}]\\s*|[^\\s{_CJK}]+\\s*|\\s+")
+
+
+def wrapped(text: str, width: int = 48) -> str:
+    """`text` on lines of at most `width` letters (a Chinese or Korean one counts two) for a chart's note, joined
+    with Plotly's <br>: a note is one line otherwise, and ran past the chart's edge."""
+    lines, line, used = [], "", 0
+    for piece in _PIECES.findall(text):
+        size = sum(2 if unicodedata.east_asian_width(char) in ("W", "F") else 1 for char in piece)
+        if line and used + size > width:
+            lines.append(line.rstrip())
+            line, used = "", 0
+        line, used = line + piece, used + size
+    return "<br>".join([*lines, line.rstrip()])
 
 
 def _layout(figure: go.Figure, title: str, x: str, y: str) -> go.Figure:
@@ -88,9 +109,12 @@ def per_sample_loss_figure(result: CheckResult) -> go.Figure:
                    hovertext=[_("label {label}").format(label=label) for label in labels])
     bad = [i for i, loss in enumerate(losses) if loss is None]
     if bad:
-        figure.add_scatter(x=bad, y=[top] * len(bad), mode="markers+text", name=_("NaN / Inf loss"),
-                           marker=dict(color=NAN_COLOUR, symbol="x", size=12),
-                           text=[_("label {label}").format(label=labels[i]) for i in bad], textposition="top center")
+        # Each mark carries its row's label alone ("label 2" beside "label 2" on rows 6 and 7 ran into each other).
+        figure.add_scatter(x=bad, y=[top] * len(bad), mode="markers+text", name=_("NaN / Inf loss (its label above)"),
+                           marker=dict(color=NAN_COLOUR, symbol="x", size=12), text=[str(labels[i]) for i in bad],
+                           hovertext=[_("label {label}").format(label=labels[i]) for i in bad],
+                           textposition="top center", cliponaxis=False)
+        figure.update_yaxes(range=[0, top * 1.2])
     return _layout(figure, _("Loss of each row of the batch"), _("row of the batch"), _("loss"))
 
 
@@ -238,9 +262,10 @@ def sweep_final_figure(result: CheckResult) -> go.Figure:
         _mark_rate(figure, best, _("recommended {rate:.0e}").format(rate=best), "#2CA02C", "dash")
     elif best:
         figure.add_annotation(
-            text=_("held-out losses moved too little to rank the rates: {rate:.0e} is recommended by {basis}").format(
-                rate=best, basis=_("the training loss (the chart of the loss at each step)")
-                if evidence.get("ranked_by") == "training loss" else _("the checkpoint's usual rate")),
+            text=wrapped(_("held-out losses moved too little to rank the rates: {rate:.0e} is recommended by {basis}"
+                           ).format(rate=best, basis=_("the training loss (the chart of the loss at each step)")
+                                    if evidence.get("ranked_by") == "training loss" else
+                                    _("the checkpoint's usual rate"))),  # on lines: one line ran past the chart
             xref="x domain", yref="y domain", x=0, y=1, xanchor="left", yanchor="top", showarrow=False,
             font=dict(size=11, color="#2CA02C"), bgcolor="rgba(255,255,255,0.8)")
     if evidence.get("configured_rate"):

@@ -126,3 +126,17 @@ def test_a_sweep_on_random_weights_draws_no_drift_panel():
     figure = sweep_final_figure(result)
     assert_drawn(figure)
     assert not any(trace.name == "weight drift a step" for trace in figure.data)
+
+
+def test_a_charts_note_is_on_lines_that_fit_the_chart_in_every_script():
+    """The sweep's note ran past the chart's edge on one line ("... recommended by the training loss (the chart of"):
+    it is folded between words, or between Chinese letters, each line at most 48 letters wide."""
+    from diagnostics.report.plots import wrapped
+
+    for note in ("held-out losses moved too little to rank the rates: 3e-03 is recommended by the training loss "
+                 "(the chart of the loss at each step)",
+                 "留出损失变化太小，无法对学习率排序：3e-03 由训练损失推荐（每一步损失的图表）",
+                 "홀드아웃 손실이 너무 적게 움직여 학습률을 순위 매길 수 없습니다: 3e-03은 학습 손실이 추천합니다"):
+        lines = wrapped(note).split("<br>")
+        assert len(lines) > 1 and "".join(lines).replace(" ", "") == note.replace(" ", "")
+        assert all(sum(2 if ord(char) > 0x2e80 else 1 for char in line) <= 48 for line in lines), lines
