@@ -16,8 +16,9 @@ def visitor_id() -> str | None:
     """Who is asking, so the store bounds how much heavy work one visitor queues however many tabs they open: the
     machine the connection comes from where the server sees it (a room's app, served to the network: the address
     cannot be made up, a cookie can), else the browser's cookie that Streamlit's XSRF protection sets (one for
-    every tab of a browser), else this tab's session. A hosted app sees its proxy's address for everyone, so it
-    goes by the cookie."""
+    every tab of a browser), else this tab's session. A hosted app reads the address its proxies forwarded when the
+    deployment says how many stand in front (DEBUGGER_PROXY_HOPS, the Space's 1), else the connection's own:
+    behind `docker run -p` there is no proxy, and a forwarded header would be the client's own words."""
     from streamlit.runtime.scriptrunner import get_script_run_ctx
 
     from diagnostics.config import limits
@@ -30,20 +31,42 @@ def visitor_id() -> str | None:
         if hosted is None:
             address = st.context.ip_address  # None for this machine's own
         else:
-            address = forwarded_address(st.context.headers.get_all("X-Forwarded-For"), hosted.proxy_hops)
+            address = hosted_address(st.context.headers.get_all("X-Forwarded-For"), st.context.ip_address,
+                                     hosted.proxy_hops, hosted.ipv6_prefix)
     except Exception:  # no browser behind this run (AppTest, a bare script)
         cookies, address = {}, None
     return visitor_of(cookies, session, address)
 
 
-def forwarded_address(values: list[str], hops: int) -> str | None:
+def hosted_address(forwarded: list[str], connection: str | None, hops: int, ipv6_prefix: int = 56) -> str | None:
+    """A hosted visitor's address: the one its proxies forwarded when the deployment says how many stand in front
+    (`hops`), else the connection's own, whatever X-Forwarded-For the client wrote (`docker run -p`: no proxy)."""
+    if hops:
+        return forwarded_address(forwarded, hops, ipv6_prefix)
+    return keyed_address(connection, ipv6_prefix)
+
+
+def keyed_address(text: str | None, ipv6_prefix: int = 56) -> str | None:
+    """An address as a visitor's key: an IPv4 address as it is, an IPv6 one as its block of `ipv6_prefix` bits
+    (what one household or machine is given); None for none or what is not an address."""
+    try:
+        address = ipaddress.ip_address((text or "").strip())
+    except ValueError:
+        return None
+    if address.version == 6 and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    if address.version == 4:
+        return str(address)
+    return str(ipaddress.ip_network(f"{address}/{min(max(ipv6_prefix, 0), 128)}", strict=False))
+
+
+def forwarded_address(values: list[str], hops: int, ipv6_prefix: int = 56) -> str | None:
     """The visitor's address from the X-Forwarded-For headers their request came through (`values`, in the order
     received). Each proxy adds the address it was reached from at the right, so a client can put what it likes only
     left of what the proxies wrote. Read from the right, entries of the host's own network (private, loopback,
     link-local, shared) are its internal proxies and are passed over; the `hops`-th public address is the visitor's
     as the outermost public proxy saw it (1: no proxy with a public address of its own stands in between). None
-    when there is no such entry, or `hops` is 0 (the caller then goes by the cookie). An IPv6 address stands for
-    its /64, the block one household or machine is given."""
+    when there is no such entry, or `hops` is 0. An IPv6 address stands for its block (`keyed_address`)."""
     entries = [entry.strip() for value in values for entry in value.split(",") if entry.strip()]
     _say_once(len(entries), hops)
     public = []
@@ -60,8 +83,7 @@ def forwarded_address(values: list[str], hops: int) -> str | None:
                 break
     if hops <= 0 or len(public) < hops:
         return None
-    address = public[-1]
-    return str(ipaddress.ip_network(f"{address}/64", strict=False)) if address.version == 6 else str(address)
+    return keyed_address(str(public[-1]), ipv6_prefix)
 
 
 _said = set()

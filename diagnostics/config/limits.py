@@ -81,9 +81,12 @@ class Limits(EnvironmentLimits):
     max_training_gib: Amount = 10.0  # training memory estimated from the checkpoint's config (loading.refuse_costly)
     run_budget_s: Amount = 180.0
     # Where a hosted visitor's address stands in X-Forwarded-For: the proxies with public addresses in front of the
-    # app, counted from the right (those of the host's own network are passed over); 0: the header is not read, and
-    # a visitor is their browser's cookie (ui/visitors.py).
-    proxy_hops: Count = 1
+    # app, counted from the right (those of the host's own network are passed over). 0, the default, trusts no
+    # proxy and reads no header: a visitor is the address the connection comes from (`docker run -p` has no proxy,
+    # and a header the client wrote would be read as theirs); the Space sets 1 (docs/hosting.md). ui/visitors.py.
+    proxy_hops: Count = 0
+    # The block of IPv6 addresses that counts as one visitor (a /64 gave one household 65,536 identities in a /48).
+    ipv6_prefix: Count = 56
 
     @classmethod
     def from_environment(cls) -> "Limits":

@@ -205,7 +205,8 @@ def test_a_hosted_visitor_is_bounded_by_the_address_its_proxy_forwards_whatever_
                 for number, value in enumerate(forwarded)]
 
     refused = "computations waiting or running on this server"
-    with app_server(tmp_path, env={"DEBUGGER_HOSTED": "1", "DEBUGGER_HEAVY_JOBS": "1"}) as port:
+    with app_server(tmp_path, env={"DEBUGGER_HOSTED": "1", "DEBUGGER_HEAVY_JOBS": "1",
+                                   "DEBUGGER_PROXY_HOPS": "1"}) as port:  # as the Space sets it
         one_machine = sessions([f"81.2.69.{number}, 81.2.69.160, 10.16.3.80" for number in range(3)])
         drawn = ask(one_machine, 30)
         assert all(page.exceptions == [] for page in drawn)

@@ -415,11 +415,28 @@ def test_a_full_queue_says_so_and_one_visitor_is_bounded_across_tabs():
     ([], 1, None),
     (["81.2.69.160, unknown"], 1, None),  # an entry no proxy would write: nothing left of it is trusted
     (["81.2.69.160"], 0, None),  # DEBUGGER_PROXY_HOPS=0: the header is not read
-    (["2a00:1450:4001:81a::1"], 1, "2a00:1450:4001:81a::/64"),  # one household's IPv6 block, whichever address in it
-    (["2a00:1450:4001:81a:ffff::9"], 1, "2a00:1450:4001:81a::/64"),
+    (["2a00:1450:4001:81a::1"], 1, "2a00:1450:4001:800::/56"),  # one household's IPv6 block, whichever address in it
+    (["2a00:1450:4001:8ff:ffff::9"], 1, "2a00:1450:4001:800::/56"),
     (["::ffff:81.2.69.160"], 1, "81.2.69.160"),
 ])
 def test_a_hosted_visitor_is_the_public_address_the_proxies_forwarded(values, hops, visitor):
     from ui.visitors import forwarded_address
 
     assert forwarded_address(values, hops) == visitor
+
+
+@pytest.mark.parametrize("forwarded, connection, hops, visitor", [
+    # `docker run -p`, which docs/hosting.md offers: no proxy, so the header is the client's own words and is never
+    # read; the visitor is the connection's address however many headers it forges.
+    (["81.2.69.160"], "203.0.113.7", 0, "203.0.113.7"),
+    (["81.2.69.1, 81.2.69.2", "81.2.69.3"], "203.0.113.7", 0, "203.0.113.7"),
+    ([], "2001:db8:abcd:12ff::1", 0, "2001:db8:abcd:1200::/56"),  # a /48 is 256 visitors, not 65,536
+    ([], None, 0, None),  # no address known: the cookie decides
+    # The Space names its one proxy hop (DEBUGGER_PROXY_HOPS=1): the address it forwarded, not its own.
+    (["1.2.3.4, 81.2.69.160, 10.16.3.80"], "10.16.3.1", 1, "81.2.69.160"),
+])
+def test_a_hosted_visitor_is_the_connection_unless_the_deployment_names_its_proxies(forwarded, connection, hops,
+                                                                                     visitor):
+    from ui.visitors import hosted_address
+
+    assert hosted_address(forwarded, connection, hops) == visitor
