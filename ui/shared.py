@@ -63,12 +63,17 @@ def computed(job: Job, label: str, *, again: bool = False, pin: bool = False, wa
         # Spinners show only when loading takes a while (a first load; the caches answer at once after it).
         with st.spinner(_("Loading the tokenizer and the split…")):
             run = open_run(job.config)
-        if job.kind in NEEDS_MODEL:
-            with st.spinner(_("Loading the model…")):  # here, so the computation finds it in the cache
+
+        def compute(progress):
+            # The model loads once the computation is admitted (the visitor's and the server's bounds), inside its
+            # heavy slot: a visitor asking for ten seeds loaded all ten models before eight were refused.
+            if job.kind in NEEDS_MODEL:
+                progress(0.0, msg("Loading the model…"))
                 _loaded = run.classifier
+            return job.run(run, progress)
+
         store = shared_results()
-        flight = store.start(job, lambda progress: job.run(run, progress), again=again,
-                             heavy=job.kind in NEEDS_MODEL, owner=visitor_id(), pin=pin)
+        flight = store.start(job, compute, again=again, heavy=job.kind in NEEDS_MODEL, owner=visitor_id(), pin=pin)
         try:  # a closed tab or a rerun stops this script at its next call: it stops waiting here
             if not flight.done.is_set():
                 bar = st.progress(0.0, text=waiting_text(label, flight))

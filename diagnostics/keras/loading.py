@@ -73,7 +73,18 @@ def resolve_checkpoint(checkpoint: str) -> str:
 
 
 def loaded_from(loader, checkpoint: str, **kwargs):
-    """Call a `from_pretrained`, turning 'cannot find or reach it' into an InputError."""
+    """Call a `from_pretrained`, turning 'cannot find or reach it' into an InputError; in hosted mode, what it
+    downloaded is counted against the cache's bound at once (`disk.tidy_after_download`)."""
+    try:
+        return _loaded_from(loader, checkpoint, **kwargs)
+    finally:
+        if not is_local_path(checkpoint):
+            from diagnostics.keras.disk import tidy_after_download
+
+            tidy_after_download()
+
+
+def _loaded_from(loader, checkpoint: str, **kwargs):
     path = resolve_checkpoint(checkpoint)
     if not is_local_path(path) and not hub_reachable():
         # Only the local Hugging Face cache can serve it; without this, each file retries for ~20 s.

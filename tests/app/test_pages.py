@@ -366,3 +366,27 @@ def test_the_sidebar_draws_every_settings_row_and_follows_its_conditions():
     with pytest.raises(KeyError):
         at.text_area(key="run.data_files")
     assert at.text_input(key="run.weight_decay").value == "0.01"  # kept while it is disabled
+
+
+def test_a_model_loads_only_once_its_computation_is_admitted(app, monkeypatch):
+    """One visitor asking for ten seeds loaded all ten models before eight were refused: a model now loads inside
+    its admitted computation, so a visitor the store turns away loads nothing."""
+    from diagnostics.keras import loading
+    from diagnostics.serve.store import Busy
+    import ui.shared
+
+    loads = []
+    real_load = loading.load_model
+    monkeypatch.setattr(loading, "load_model", lambda *args, **kwargs: loads.append(args) or real_load(*args,
+                                                                                                        **kwargs))
+
+    class Refusing(ui.shared.SharedResults):
+        def start(self, *args, **kwargs):
+            raise Busy("You already have 2 computations waiting or running on this server.")
+
+    monkeypatch.setattr(ui.shared, "shared_results", lambda: Refusing())
+    app.number_input(key="run.seed").set_value(48_611).run()  # a seed no other test loads: the cache holds none
+    app.switch_page("app_pages/2_model.py").run()
+    assert not app.exception
+    assert "You already have 2 computations" in texts(app) + "\n".join(rendered(w.value) for w in app.warning)
+    assert loads == []

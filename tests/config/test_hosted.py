@@ -51,7 +51,8 @@ def test_an_empty_variable_leaves_the_default_and_a_set_one_wins_over_a_shared_s
 def test_docs_hosting_lists_every_variable_hosted_mode_reads_with_its_default():
     import re
 
-    rows = dict(re.findall(r"^\| `(DEBUGGER_[A-Z0-9_]+)` \| ([^|]+) \|", (ROOT / "docs" / "hosting.md").read_text(), re.M))
+    table = (ROOT / "docs" / "hosting.md").read_text()
+    rows = dict(re.findall(r"^\| `(DEBUGGER_[A-Z0-9_]+)` \| ([^|]+) \|", table, re.M))
     for name, field in limits.Limits.model_fields.items():
         assert f"{float(rows[f'DEBUGGER_{name.upper()}']):g}" == f"{float(field.default):g}", name
 

@@ -259,3 +259,42 @@ def test_an_upload_kept_again_is_young_again(tmp_path):
     os.utime(path, (0, 0))
     assert data_files.keep_upload("dev.csv", b"premise,hypothesis,label\na,b,0\n", root=tmp_path) == path
     assert path.stat().st_mtime > 1e9
+
+
+def test_hosted_mode_tidies_the_hub_cache_right_after_a_load_that_added_to_it(tmp_path, monkeypatch):
+    """With a 300 MB cap, eight checkpoints took a Space's Hub cache to 700 MiB for 182 s, until the first page after
+    the ten-minute mark tidied it: a load from the Hub that added a repository tidies at once, in the background; a
+    load that added nothing, or a local checkpoint, lists nothing."""
+    import time
+
+    from huggingface_hub import constants
+
+    from diagnostics.config import limits
+    from diagnostics.keras import disk
+
+    hub = tmp_path / "hub"
+    hub.mkdir()
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(hub))
+    monkeypatch.setenv(limits.HOSTED_ENV, "1")
+    monkeypatch.setattr(disk, "_hub_seen", [])
+    monkeypatch.setattr(disk, "_tidied", [time.time()])  # tidied a moment ago: the ten-minute wait would hold
+    tidied = []
+    monkeypatch.setattr(disk, "tidy_cache", lambda **options: tidied.append(options) or [])
+    tried = []
+
+    class Loader:
+        @classmethod
+        def from_pretrained(cls, path, **kwargs):
+            tried.append(path)
+            (hub / f"models--org--{len(tried)}").mkdir()  # what a download adds
+            return "loaded"
+
+    assert loading.loaded_from(Loader, "org/one") == "loaded"
+    time.sleep(0.2)
+    assert tidied == [{"force": True}]
+    monkeypatch.setattr(Loader, "from_pretrained", classmethod(lambda cls, path, **kwargs: "from the cache"))
+    loading.loaded_from(Loader, "org/one")  # nothing downloaded: nothing listed
+    (tmp_path / "config.json").write_text("{}")
+    loading.loaded_from(Loader, str(tmp_path))  # a local checkpoint
+    time.sleep(0.2)
+    assert tidied == [{"force": True}]
