@@ -7,6 +7,12 @@ bucket of `BURST` reruns that refills at `RATE` a second; a rerun past it is not
 latest, and run when the bucket has room again, so what the visitor last asked for still runs, once, and a storm
 costs the server no more than `RATE` reruns a second. No page a person clicks through comes near the bound.
 
+One bucket a session does not bound a room: 40 sessions each sending 21 identical reruns left the health endpoint
+unanswered for over 60 s twice, and a new visitor's page opened after 134 s. The server has a bucket of its own
+(`SERVER_BURST` reruns, refilling at `SERVER_RATE` a second), and a rerun starts only with a token from both; past
+either, the session's latest is held as above, so a room's storm costs the server at most `SERVER_RATE` reruns a
+second and one held rerun a session.
+
 `bound_reruns()` is called by app.py on every run, and by `python -m ui.serve` before the server starts (the Space's
 command), so that no message comes before it.
 """
@@ -14,25 +20,32 @@ command), so that no message comes before it.
 from __future__ import annotations
 
 import asyncio
+import random
 import threading
 import time
 
 RATE = 5.0  # reruns a second, once the burst is spent
 BURST = 20  # reruns at once (a person typing into a number box sends a few a second)
+# The whole server's: a room of 40 clicking at once starts at once; past that, 10 page runs a second is what two
+# cores run in any case (a page's run takes a tenth of a second and more).
+SERVER_RATE = 10.0
+SERVER_BURST = 40
 
 _INSTALLED = threading.Lock()
 _installed: list[bool] = []
 
 
 class Bucket:
-    """One session's reruns: the tokens left, when they were counted, and the latest rerun held back."""
+    """One session's reruns (or the server's): the tokens left, when they were counted, and the latest rerun held
+    back."""
 
-    def __init__(self, now: float):
-        self.tokens, self.at = float(BURST), now
+    def __init__(self, now: float, rate: float = RATE, burst: int = BURST):
+        self.rate, self.burst = rate, burst
+        self.tokens, self.at = float(burst), now
         self.held = None  # the latest rerun message past the bound, run when a token comes
 
     def refill(self, now: float) -> None:
-        self.tokens = min(float(BURST), self.tokens + (now - self.at) * RATE)
+        self.tokens = min(float(self.burst), self.tokens + (now - self.at) * self.rate)
         self.at = now
 
     def take(self, now: float) -> bool:
@@ -46,7 +59,27 @@ class Bucket:
     def wait(self, now: float) -> float:
         """Seconds until the next token."""
         self.refill(now)
-        return max(0.0, (1 - self.tokens) / RATE)
+        return max(0.0, (1 - self.tokens) / self.rate)
+
+
+SERVER: list[Bucket] = []  # the server's bucket, made on the first rerun
+
+
+def admitted(bucket: Bucket, now: float) -> bool:
+    """A token from the session's bucket and the server's, or neither taken."""
+    if not SERVER:
+        SERVER.append(Bucket(now, SERVER_RATE, SERVER_BURST))
+    if not bucket.take(now):
+        return False
+    if SERVER[0].take(now):
+        return True
+    bucket.tokens += 1  # the session's token goes back: the server's bound held it
+    return False
+
+
+def wait_for(bucket: Bucket, now: float) -> float:
+    """Seconds until both buckets have a token."""
+    return max(bucket.wait(now), SERVER[0].wait(now) if SERVER else 0.0)
 
 
 def bound_reruns() -> None:
@@ -63,14 +96,14 @@ def bound_reruns() -> None:
                 return handle(self, msg)
             now = time.monotonic()
             bucket = self.__dict__.setdefault("_debugger_reruns", Bucket(now))
-            if bucket.held is None and bucket.take(now):
+            if bucket.held is None and admitted(bucket, now):
                 return handle(self, msg)
             try:
                 loop = asyncio.get_running_loop()
             except RuntimeError:  # not on the server's event loop (no server): nothing to protect
                 return handle(self, msg)
             if bucket.held is None:  # else the held one is replaced by this later one: only the latest runs
-                loop.call_later(bucket.wait(now), _release, self, bucket, handle)
+                loop.call_later(wait_for(bucket, now), _release, self, bucket, handle)
             bucket.held = msg
             return None
 
@@ -83,8 +116,11 @@ def _release(session, bucket: Bucket, handle) -> None:
     now = time.monotonic()
     if bucket.held is None:
         return
-    if not bucket.take(now):
-        asyncio.get_running_loop().call_later(bucket.wait(now), _release, session, bucket, handle)
+    if not admitted(bucket, now):
+        # A little later than both buckets' next token, spread over the sessions waiting, so they do not all wake
+        # for the same token.
+        asyncio.get_running_loop().call_later(wait_for(bucket, now) * (1 + random.random()), _release, session,
+                                              bucket, handle)
         return
     msg, bucket.held = bucket.held, None
     handle(session, msg)

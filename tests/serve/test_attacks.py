@@ -179,6 +179,33 @@ def test_a_storm_of_reruns_from_one_session_leaves_the_server_answering_everyone
         storm.close()
 
 
+def test_a_room_of_sessions_storming_reruns_leaves_the_server_answering_everyone(port):
+    """40 sessions each sending 21 identical reruns left /_stcore/health unanswered for over 60 s twice, and a new
+    visitor's page opened after 134 s: each session's own bound let 800 reruns start. The server's bucket holds the
+    room to its rate; each session's latest rerun still runs."""
+    import urllib.request
+
+    from streamlit.proto.ClientState_pb2 import ClientState
+
+    room = [Client(port) for _ in range(40)]
+    try:
+        for number, client in enumerate(room):
+            client.send(rerun_script=ClientState(query_string=f"seed={number}", page_name="workshop"))
+        for number, client in enumerate(room):
+            for _ in range(21):
+                client.send(rerun_script=ClientState(query_string=f"seed={number}", page_name="workshop"))
+        started = time.monotonic()
+        assert urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=10).read() == b"ok"
+        print(f"health answered {time.monotonic() - started:.2f} s after the room's storm")
+        with Client(port) as visitor:
+            drawn = visitor.run("workshop", timeout=120)
+        assert drawn.exceptions == [] and drawn.texts, drawn.text[:500]
+        print(f"a new visitor's page drew {time.monotonic() - started:.1f} s after it")
+    finally:
+        for client in room:
+            client.close()
+
+
 def test_a_hosted_visitor_is_bounded_by_the_address_its_proxy_forwards_whatever_cookies_and_headers_it_makes_up(
         tmp_path):
     """Behind the Space's proxy every connection comes from the proxy, so a hosted visitor was keyed by the XSRF
