@@ -269,8 +269,9 @@ def refuse_costly(config: RunConfig) -> None:
     refuse_hosted_files(config.checkpoint)
     model_config = loaded_from(AutoConfig, config.checkpoint)
     parameters = counted_parameters(model_config, config.effective_num_labels) or 0
-    hidden, layers, heads = config_size(model_config)
-    need = sum(training_bytes(parameters, hidden, layers, heads, config.batch_size, config.max_length))
+    hidden, layers, heads, width = config_size(model_config)
+    need = sum(training_bytes(parameters, hidden, layers, heads, config.batch_size, config.max_length,
+                              intermediate=width))
     if need > hosted.max_training_gib * 2**30:
         raise InputError(msg("Training {checkpoint} at batch size {batch} and max length {length} needs about "
                              "{need:.1f} GiB ({layers} layers, {heads} attention heads); hosted mode caps a run at "
@@ -426,12 +427,16 @@ def demo_vocabulary(texts: list[str], size: int = DEMO_VOCAB_SIZE) -> list[str]:
 UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 
 
-def config_size(config) -> tuple[int, int, int]:
-    """(hidden size, layers, heads) under the names BERT-, DistilBERT- and GPT-style configs use."""
+def config_size(config) -> tuple[int, int, int, int | None]:
+    """(hidden size, layers applied, heads, feed-forward width or None) under the names BERT-, DistilBERT- and
+    GPT-style configs use; ALBERT applies each of its layers' `inner_group_num` inner layers in turn (8 of them:
+    estimated at 2.69 GiB from its layers alone, killed at 5 GiB)."""
     hidden = _first(config, "hidden_size", "dim", "d_model", "n_embd") or 0
     layers = _first(config, "num_hidden_layers", "n_layers", "num_layers", "n_layer") or 0
     heads = _first(config, "num_attention_heads", "n_heads", "n_head") or 1
-    return int(hidden), int(layers), int(heads)
+    width = _first(config, "intermediate_size", "hidden_dim", "d_ff", "n_inner", "ffn_dim")
+    inner = getattr(config, "inner_group_num", None) or 1
+    return int(hidden), int(layers) * max(1, int(inner)), int(heads), int(width) if width else None
 
 
 def _first(config, *names):

@@ -112,17 +112,21 @@ def optimizer_slots(optimizer) -> int:
 
 
 def training_bytes(parameters: int, hidden: int, layers: int, heads: int, batch_size: int, sequence_length: int,
-                   slots: int = 2) -> tuple[int, int]:
+                   slots: int = 2, intermediate: int | None = None) -> tuple[int, int]:
     """(weights, gradients and the optimizer's slots, Adam's two unless `slots` says; activations) in bytes for
     training in float32.
 
     Activations per layer follow Korthikanti et al. (2022): s*b*h*(34 + 5*a*s/h) bytes in 16-bit, doubled for
-    float32. Every layer counts, shared weights or not: ALBERT's 96 layers of one set of weights keep 96 layers of
-    activations (4.9M parameters took 5,960 MiB), and the attention scores grow with the heads whatever the width.
+    float32, where the 34 holds a feed-forward width of 4h (16 of it: the GeLU's input and the second linear's,
+    2 bytes each of the width); a layer of another `intermediate` width counts s*b*(18h + 4i) instead (BERT with
+    intermediate_size=40,000, 64M parameters, was estimated at 1.82 GiB and killed at 5 GiB). Every layer counts,
+    shared weights or not: ALBERT's 96 layers of one set of weights keep 96 layers of activations (4.9M parameters
+    took 5,960 MiB), and the attention scores grow with the heads whatever the width.
     """
     state = int(parameters) * 4 * (2 + slots)
     activations = 0
     if hidden:
-        activations = int(2 * layers * sequence_length * batch_size * hidden * (34 + 5 * heads * sequence_length
-                                                                                 / hidden))
+        width = intermediate or 4 * hidden
+        activations = int(2 * layers * sequence_length * batch_size * (18 * hidden + 4 * width
+                                                                       + 5 * heads * sequence_length))
     return state, activations

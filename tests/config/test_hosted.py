@@ -316,3 +316,27 @@ def test_a_tokenizer_config_naming_a_file_outside_its_repository_is_refused_the_
         loading.load_tokenizer(str(checkpoint))
     assert str(refused.value) == f"{str(checkpoint)!r}'s tokenizer_config.json names a file outside its repository " \
                                  "(vocab_file); hosted mode never reads one."
+
+
+def test_the_training_estimate_counts_the_feed_forward_width_and_albert_inner_layers():
+    """ALBERT with inner_group_num=8 (estimated 2.69 GiB) and BERT with intermediate_size=40000, 64M parameters
+    (estimated 1.82 GiB) passed the limits and were killed at 5 GiB: the estimate read hidden size, layers and
+    heads only. ALBERT applies each layer's inner layers in turn; a wide feed-forward keeps wide activations."""
+    from transformers import AlbertConfig, BertConfig
+
+    from diagnostics.keras.parameters import training_bytes
+
+    def estimate(config, part=slice(None)) -> float:
+        hidden, layers, heads, width = loading.config_size(config)
+        parameters = loading.counted_parameters(config, 2) or 0
+        return sum(training_bytes(parameters, hidden, layers, heads, 32, 256, intermediate=width)[part]) / 2**30
+
+    shape = dict(hidden_size=768, num_attention_heads=12, intermediate_size=3072, embedding_size=128)
+    assert loading.config_size(AlbertConfig(num_hidden_layers=12, inner_group_num=8, **shape))[1] == 96
+    activations = slice(1, 2)  # ALBERT's 8 inner layers have weights of their own; what they keep is 96 layers'
+    assert estimate(AlbertConfig(num_hidden_layers=12, inner_group_num=8, **shape), activations) == pytest.approx(
+        estimate(AlbertConfig(num_hidden_layers=96, **shape), activations))
+    wide = BertConfig(num_hidden_layers=1, intermediate_size=40_000, vocab_size=1000)
+    assert 55e6 < loading.counted_parameters(wide, 2) < 70e6
+    assert estimate(wide) > 3.5  # 1.7 GiB with the width of 4h: twice that, nearer the 5 GiB it took
+    assert estimate(BertConfig()) == pytest.approx(estimate(BertConfig(intermediate_size=3072)))

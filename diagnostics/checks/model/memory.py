@@ -40,7 +40,9 @@ def memory_figures(param_count: int, model_config, batch_size: int, sequence_len
     import psutil
 
     slots = 2 if optimizer is None else optimizer_slots(optimizer)
-    state, activations = training_bytes(param_count, *config_size(model_config), batch_size, sequence_length, slots)
+    hidden, layers, heads, width = config_size(model_config)
+    state, activations = training_bytes(param_count, hidden, layers, heads, batch_size, sequence_length, slots,
+                                        intermediate=width)
     named = optimizer is not None and not (slots == 2 and type(getattr(optimizer, "inner_optimizer", optimizer)
                                                                  ).__name__.startswith("Adam"))
     return {
