@@ -241,7 +241,11 @@ def test_trace_repair_writes_the_fixed_script_beside_and_verifies_it_by_tracing_
     # And the Markdown: where the repaired script is, each cause's verdict, the diff.
     said = markdown.read_text()
     assert f"## Repair\n\nThe repaired script: `{repaired}`" in said
-    assert "- model.config: repaired and verified" in said and "- hparams.optimizer: repaired and verified" in said
+    from markdown_it import MarkdownIt
+
+    shown = MarkdownIt("commonmark").render(said)  # as a reader sees it: the verdicts' values are escaped
+    assert "<li>model.config: repaired and verified" in shown
+    assert "<li>hparams.optimizer: repaired and verified" in shown
     assert "```diff\n--- train.py\n+++ train.repaired.py" in said
     # Refused before anything runs: the user's script is never written over.
     assert main(["trace", str(script), "--repair", str(script)]) == 2
