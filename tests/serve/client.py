@@ -65,7 +65,8 @@ class Client:
 
         self.socket = connect(f"ws://{host}:{port}/_stcore/stream", sock=socket.create_connection(("127.0.0.1", port)),
                               subprotocols=["streamlit"], additional_headers=headers or {}, open_timeout=30,
-                              max_size=None, ping_interval=None)  # no keepalive to time out under load
+                              max_size=None, ping_interval=None,  # no keepalive to time out under load
+                              close_timeout=2)  # a session that never read its replies closes without a 10 s wait
         self.widgets: dict[str, object] = {}
 
     def close(self) -> None:

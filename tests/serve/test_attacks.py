@@ -187,6 +187,8 @@ def test_a_room_of_sessions_storming_reruns_leaves_the_server_answering_everyone
 
     from streamlit.proto.ClientState_pb2 import ClientState
 
+    with Client(port) as first:
+        assert first.run("workshop").exceptions == []  # a page ran: the server's bounds are in
     room = [Client(port) for _ in range(40)]
     try:
         for number, client in enumerate(room):
@@ -202,8 +204,10 @@ def test_a_room_of_sessions_storming_reruns_leaves_the_server_answering_everyone
         assert drawn.exceptions == [] and drawn.texts, drawn.text[:500]
         print(f"a new visitor's page drew {time.monotonic() - started:.1f} s after it")
     finally:
-        for client in room:
-            client.close()
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(len(room)) as pool:  # each waits for the server's close: all at once
+            list(pool.map(Client.close, room))
 
 
 def test_a_hosted_visitor_is_bounded_by_the_address_its_proxy_forwards_whatever_cookies_and_headers_it_makes_up(
