@@ -64,9 +64,7 @@ def computed(job: Job, label: str, *, again: bool = False, pin: bool = False, wa
         with st.spinner(_("Loading the tokenizer and the split…")):
             run = open_run(job.config)
 
-        def compute(progress):
-            # The model loads once the computation is admitted (the visitor's and the server's bounds), inside its
-            # heavy slot: a visitor asking for ten seeds loaded all ten models before eight were refused.
+        def compute(progress):  # the model loads once admitted, in its heavy slot (ten seeds loaded ten models)
             if job.kind in NEEDS_MODEL:
                 progress(0.0, msg("Loading the model…"))
                 _loaded = run.classifier
@@ -100,8 +98,7 @@ def again_requested(kind: str) -> bool:
 
 
 def wanted(job: Job) -> bool:
-    """Whether a button-driven job is to be shown without its button: kept, under way in some session, or asked
-    for again."""
+    """Whether a button-driven job is shown without its button: kept, under way in any session, or asked again."""
     return kept(job) is not None or under_way(job) or again_requested(job.kind)
 
 
@@ -116,8 +113,7 @@ def kept(job: Job) -> Entry | None:
 
 
 def freshness(entry: Entry, job: Job, also=()) -> None:
-    """When the result was computed, for how long, and a button to compute it again for everyone (`also`: the
-    other jobs of the same results, computed again with it)."""
+    """When the result was computed, in how long, and a button to compute it (and the jobs `also`) again for all."""
     # A row that wraps: the button keeps its whole label at any width and language (columns cut it at 1024 px).
     row = st.container(horizontal=True, vertical_alignment="center", wrap=True)
     row.caption(":material/history: " + _("Computed {age} in {seconds:.1f} s, and kept for everyone who opens this "
@@ -128,8 +124,7 @@ def freshness(entry: Entry, job: Job, also=()) -> None:
 
 
 def stage_jobs(stage: str, config) -> list[Job]:
-    """The jobs whose results make up a stage for this session's settings: one for each of the stage's units
-    (`registry.UNITS`), in walk order."""
+    """The jobs of a stage for this session's settings, one for each of its units (`registry.UNITS`), in order."""
     return [job for unit in units_of(stage) if (job := session_job(unit, config)) is not None]
 
 
