@@ -37,12 +37,15 @@ def _http_error() -> type[Exception]:
         return HTTPError
 
 
-class UploadRefused(_http_error()):
+_HTTP_ERROR = _http_error()
+
+
+class UploadRefused(_HTTP_ERROR):
     """An upload past the server's bound: the endpoint answers 413 with the reason, logs no traceback (80 of them in
     one run, each a 500, before), and keeps nothing."""
 
     def __init__(self, reason: str):
-        if _http_error().__module__.startswith("starlette"):
+        if _HTTP_ERROR.__module__.startswith("starlette"):
             super().__init__(status_code=413, detail=reason)
         else:
             super().__init__(413, reason=reason)

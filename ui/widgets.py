@@ -4,9 +4,7 @@ line said whole below it."""
 
 from __future__ import annotations
 
-import unicodedata
-
-from diagnostics.i18n import _, said
+from diagnostics.i18n import _, display_width, said
 from ui.render import choice, shown
 
 
@@ -41,7 +39,7 @@ LONG_CHOICE = 28
 
 def shows_cut(text: str) -> bool:
     """Whether a sidebar select shows `text` cut (wider than `LONG_CHOICE`)."""
-    return sum(2 if unicodedata.east_asian_width(char) in ("W", "F") else 1 for char in text) > LONG_CHOICE
+    return display_width(text) > LONG_CHOICE
 
 
 def range_help(setting, hosted) -> str | None:

@@ -237,6 +237,13 @@ def from_data(data: Any) -> Any:
     return data
 
 
+def display_width(text: str) -> int:
+    """How wide `text` shows, in Latin letters: a Chinese, Japanese or Korean letter takes two."""
+    import unicodedata
+
+    return sum(2 if unicodedata.east_asian_width(char) in ("W", "F") else 1 for char in text)
+
+
 def placeholders(template: str) -> set[str]:
     """The names a template fills in ({count:,} -> 'count')."""
     return {field.split(".")[0].split("[")[0] for _, field, _, _ in string.Formatter().parse(template) if field}

@@ -185,7 +185,8 @@ def refuse_hosted_files(checkpoint: str) -> None:
     try:
         _read_config_file(checkpoint, "config.json")
         tokenizer_config = _read_config_file(checkpoint, "tokenizer_config.json") or {}
-        TOKENIZER_BYTES[checkpoint] = _tokenizer_files_bytes(checkpoint)
+        if checkpoint not in TOKENIZER_BYTES:  # sized once: a Hub checkpoint's missing files cost a request each
+            TOKENIZER_BYTES[checkpoint] = _tokenizer_files_bytes(checkpoint)
         while len(TOKENIZER_BYTES) > _MAX_REFUSED:
             TOKENIZER_BYTES.pop(next(iter(TOKENIZER_BYTES)))
         for key, value in tokenizer_config.items():

@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 import re
 from typing import cast
-import unicodedata
 
 import plotly.graph_objects as go
 
@@ -19,7 +18,7 @@ from diagnostics.checks.model.gradients import Evidence as Gradients
 from diagnostics.checks.model.nan_rows import Evidence as NanRows
 from diagnostics.checks.overfit.one_batch import Evidence as Overfit
 from diagnostics.core.result import CheckResult
-from diagnostics.i18n import _
+from diagnostics.i18n import _, display_width
 
 
 SPLIT_COLOUR, BATCH_COLOUR, LIMIT_COLOUR = "#4C78A8", "#F58518", "#E45756"
@@ -39,7 +38,7 @@ def wrapped(text: str, width: int = 48) -> str:
     with Plotly's <br>: a note is one line otherwise, and ran past the chart's edge."""
     lines, line, used = [], "", 0
     for piece in _PIECES.findall(text):
-        size = sum(2 if unicodedata.east_asian_width(char) in ("W", "F") else 1 for char in piece)
+        size = display_width(piece)
         if line and used + size > width:
             lines.append(line.rstrip())
             line, used = "", 0

@@ -289,6 +289,7 @@ def test_a_tokenizer_file_too_large_is_refused_before_it_is_parsed_and_the_refus
     with open(checkpoint / "tokenizer.json", "r+b") as file:
         file.truncate(65 << 20)  # 65 MiB, sparse: its size is what is read first
     loading._REFUSED.pop(str(checkpoint), None)
+    loading.TOKENIZER_BYTES.pop(str(checkpoint), None)  # sized once a checkpoint: as a checkpoint not seen before
     parsed = []
     monkeypatch.setattr(AutoTokenizer, "from_pretrained", classmethod(lambda cls, *args, **kwargs: parsed.append(args)))
     for _ in range(2):

@@ -72,6 +72,17 @@ def test_a_trace_still_to_come_counts_at_the_cost_of_the_one_measured():
     assert work.left() == pytest.approx(15 * 1.0 + 20.0)  # 15 steps, and the next trace's 20 s beyond a step
 
 
+def measure(clock, key: str, *, traced_s: float, step_s: float, steps: int) -> None:
+    """A computation of the run `key` that measures its pace: a traced first step, then `steps` steps."""
+    with Work(lambda *told: None, clock=clock, key=key) as first:
+        first.plan(steps + 1, traces=1)
+        clock.tick(traced_s)
+        first.step(traced=True)
+        for _ in range(steps):
+            clock.tick(step_s)
+            first.step()
+
+
 def test_a_later_computation_of_the_same_run_tells_its_time_from_the_first_second():
     """Learnability measured the pace; the sweep that follows on the same model, batch and length says how long it
     has from its start (its copy's trace included), not after a minute of silence; another run learns nothing."""
@@ -79,13 +90,7 @@ def test_a_later_computation_of_the_same_run_tells_its_time_from_the_first_secon
 
     progress.MEASURED.pop("kit|mnli|16|128", None)
     clock = Clock()
-    with Work(lambda *told: None, clock=clock, key="kit|mnli|16|128") as first:
-        first.plan(12, traces=1)
-        clock.tick(25.0)
-        first.step(traced=True)
-        for _ in range(11):
-            clock.tick(2.0)
-            first.step()
+    measure(clock, "kit|mnli|16|128", traced_s=25.0, step_s=2.0, steps=11)
     later = Work(lambda *told: None, clock=clock, key="kit|mnli|16|128")
     later.plan(56, traces=1)
     assert later.left() == pytest.approx(56 * 2.0 + (25.0 - 2.0))
@@ -105,13 +110,7 @@ def test_a_new_process_on_the_same_machine_tells_its_time_from_the_first_second(
     monkeypatch.setattr(progress, "MEASURED", {})
     monkeypatch.setattr(progress, "_read_from_disk", [False])
     clock = Clock()
-    with Work(lambda *told: None, clock=clock, key="ckpt|rte|8|128") as first:
-        first.plan(4, traces=1)
-        clock.tick(30.0)
-        first.step(traced=True)
-        for _ in range(3):
-            clock.tick(3.0)
-            first.step()
+    measure(clock, "ckpt|rte|8|128", traced_s=30.0, step_s=3.0, steps=3)
     assert (tmp_path / progress.PACES_FILE).is_file()
     monkeypatch.setattr(progress, "MEASURED", {})  # a new process: nothing in memory
     monkeypatch.setattr(progress, "_read_from_disk", [False])
