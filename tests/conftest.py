@@ -10,6 +10,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ.setdefault("DEBUGGER_CACHE_DIR", str(ROOT / ".cache-test"))
+# Heavy work in this process, as on a laptop, even where a test turns hosted mode on: the worker processes hosted mode
+# runs it in have tests of their own (tests/serve/test_worker.py), which turn them on.
+os.environ.setdefault("DEBUGGER_WORKERS", "0")
 os.environ.setdefault("DEBUGGER_STRICT_TEXT", "1")  # a sentence flattened by an f-string fails the test that does it
 # Two workers share two cores: each runs TensorFlow's ops on one thread (and so does each process it starts), as two
 # threads each on the demo kit's tiny model spend more in handing work between them than they save (measured: the

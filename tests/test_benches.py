@@ -31,8 +31,10 @@ SMALL = {
                         "repair_truth_ratio"),
     "run_all.py": (["--check"], "room_ratio"),
 }
-# Those that start a streamlit server and drive Chromium.
+# Those that start a streamlit server and drive Chromium (or its websocket).
 BROWSER = {
+    "costly_checkpoints.py": (["--tokenizers", "2", "--tokenizer-mib", "30", "--small", "--worker-gib", "1"],
+                              "other_page_ratio"),
     "concurrent_pages.py": (["--epochs", "30"], "page_while_training_ratio"),
     "shared_server.py": (["--distinct", "1", "--same", "1", "--timeout", "120"], "answered_share"),
     "churn.py": (["--pages", "3", "--hosted"], "churn_slope_mib_per_100_pages"),

@@ -17,6 +17,7 @@ from diagnostics.walk.registry import CHECKS, UNITS, units_of
 from diagnostics.core.check import STAGE_ORDER
 from diagnostics.core.result import CheckResult
 from diagnostics.config.scenarios import SCENARIOS
+from diagnostics.serve import worker
 from diagnostics.serve.memo import kept
 from diagnostics.serve.store import KINDS, NEEDS_MODEL, Entry, Flight, Job, SharedResults, overfit_job, training_job
 from ui.links import Link, parse_link
@@ -64,13 +65,16 @@ def computed(job: Job, label: str, *, again: bool = False, pin: bool = False, wa
         with st.spinner(_("Loading the tokenizer and the split…")):
             run = open_run(job.config)
 
+        store = shared_results()
+
         def compute(progress):  # the model loads once admitted, in its heavy slot (ten seeds loaded ten models)
+            if job.kind in NEEDS_MODEL and (pool := worker.pool(store.heavy_slots)) is not None:
+                return pool.run(job, progress)  # in a worker process with a memory limit (hosted mode)
             if job.kind in NEEDS_MODEL:
                 progress(0.0, msg("Loading the model…"))
                 _loaded = run.classifier
             return job.run(run, progress)
 
-        store = shared_results()
         flight = store.start(job, compute, again=again, heavy=job.kind in NEEDS_MODEL, owner=visitor_id(), pin=pin)
         try:  # a closed tab or a rerun stops this script at its next call: it stops waiting here
             if not flight.done.is_set():
@@ -102,13 +106,11 @@ def wanted(job: Job) -> bool:
     return kept(job) is not None or under_way(job) or again_requested(job.kind)
 
 
-def under_way(job: Job) -> bool:
-    """Whether some session is computing the job now."""
+def under_way(job: Job) -> bool:  # whether some session is computing the job now
     return shared_results().flight(job) is not None
 
 
-def kept(job: Job) -> Entry | None:
-    """The job's entry when some session has computed it (nothing is computed here)."""
+def kept(job: Job) -> Entry | None:  # the job's entry when some session has computed it (nothing computed here)
     return shared_results().get(job)
 
 
@@ -170,9 +172,7 @@ def overfit_jobs(config) -> dict[str, Job]:
     best, broke = sweep_measured(config)
     walk, before = overfit_job(config, epochs, None, best, broke), overfit_job(config, epochs)
     if walk != before and kept(walk) is None and not under_way(walk) and kept(before) is not None:
-        walk = (
-            before  # run before the sweep, at the configured rate: it stands (what it found of the rate points there)
-        )
+        walk = before  # run before the sweep, at the configured rate: it stands (what it found of the rate too)
     jobs = {"walk": walk}
     if best and not math.isclose(best, effective_rate(config), rel_tol=1e-6):
         jobs["rerun"] = overfit_job(config, epochs, best, best, broke)

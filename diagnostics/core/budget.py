@@ -75,6 +75,20 @@ def check_deadline(where: str = "") -> None:
         )
 
 
+def stop_asked() -> str | None:
+    """Why the computation running in this context must stop, when its `stoppable` hook says so (None: go on); for
+    work done in another process, which hears the reason from here (`serve.worker`)."""
+    stop = _stop.get()
+    return stop() if stop is not None else None
+
+
+def exhaust() -> None:
+    """Mark the current run's budget as run out: work done for it in another process ran out of its own."""
+    budget = _deadline.get()
+    if budget is not None:
+        budget.exceeded = True
+
+
 def time_left_text(seconds: float) -> Text:
     """"about 3 min left" from a minute and a half on, else "about 40 s left"."""
     if seconds >= 90:
