@@ -10,7 +10,7 @@ from diagnostics.walk.registry import UNITS, units_of
 from diagnostics.serve.store import Job
 from ui.render import by_id, checklist, shown, status_line, traced_results
 from ui.tables import field_columns, field_frame, row_in_full
-from ui.shared import computed, explained_here, freshness, wanted
+from ui.shared import computed, explained_here, freshness, ran_for, wanted
 from ui.start import start_panel
 from ui.session import current_config
 
@@ -106,9 +106,10 @@ elif traced is None:
 else:
     st.info(_("The trace did not run it (see the Data stage's checks below)."))
 results = results + learnability
+ran = None
 if traced is None:
-    results = explained_here(results, config)
-status_line(results, summary, waiting=(LEARNABILITY,) if traced is None else ())
+    results, ran = explained_here(results, config), ran_for(results, config)
+status_line(results, summary, waiting=(LEARNABILITY,) if traced is None else (), ran=ran)
 
 st.subheader(_("Checks"))
-checklist(results)
+checklist(results, ran)

@@ -7,22 +7,22 @@ from diagnostics.report.plots import gradient_norm_figure, per_sample_loss_figur
 from diagnostics.serve.store import Job
 from ui.render import by_id, checklist, owner_link, shown, status_line, traced_results
 from ui.tables import field_columns, field_frame
-from ui.shared import computed, explained_here, freshness
+from ui.shared import computed, explained_here, freshness, ran_for
 from ui.session import current_config
 
 st.title(_("2 · Model"))
 st.caption(_("The first batch through a freshly loaded model: logits, the loss of every row, one real train step "
              "(on a copy; the loaded model is never changed), and where NaN first appears."))
-results = traced_results("model")
+results, ran = traced_results("model"), None
 if results is None:
     job = Job("model", current_config())
     entry = computed(job, _("Running the batch through the model and taking one train step on a copy…"))
     if entry is None:
         st.stop()
-    results = explained_here(entry.results, job.config)
+    results, ran = explained_here(entry.results, job.config), ran_for(entry.results, job.config)
     freshness(entry, job)
 
-status_line(results)
+status_line(results, ran=ran)
 nan_rows = by_id(results, "model.nan_rows")
 if nan_rows and nan_rows.evidence.get("losses"):
     st.plotly_chart(per_sample_loss_figure(nan_rows), width="stretch")
@@ -44,4 +44,4 @@ if gradients and gradients.evidence.get("layer_norms"):
     st.plotly_chart(gradient_norm_figure(gradients), width="stretch")
 
 st.subheader(_("Checks"))
-checklist(results)
+checklist(results, ran)

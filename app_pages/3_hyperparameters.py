@@ -9,7 +9,7 @@ from diagnostics.report.plots import range_test_figure, schedule_figure, sweep_c
 from diagnostics.serve.store import Job, training_job
 from ui.render import by_id, checklist, shown, status_line, traced_results
 from ui.tables import frame
-from ui.shared import computed, explained_here, freshness, wanted
+from ui.shared import computed, explained_here, freshness, ran_for, wanted
 from ui.session import current_config
 
 
@@ -78,6 +78,7 @@ def training_results() -> list:
 training = training_results() if traced is None else [
     result for result in traced if result.id not in {r.id for r in setup}]
 results = setup + training if traced is not None else explained_here(setup + training, config)
+ran = None if traced is not None else ran_for(results, config)
 sweep, range_test = by_id(training, "hparams.lr_sweep"), by_id(training, "hparams.lr_range_test")
 if sweep and sweep.evidence.get("losses"):
     # One above the other: side by side, a laptop's width left each too narrow for its title and legend.
@@ -88,9 +89,9 @@ if range_test and range_test.evidence.get("losses"):
 
 with verdict:
     st.subheader(_("Checks"))
-    status_line(results)
+    status_line(results, ran=ran)
     if traced is None and not training:  # the setup checks passing is not the page's verdict: the sweep owns rates
         st.info(_("Not run yet: hparams.lr_sweep and hparams.lr_range_test, which measure the learning rate; the "
                   "page's verdict is not known until they have. Run them with the button below."),
                 icon=":material/pending:")
-    checklist(results)
+    checklist(results, ran)

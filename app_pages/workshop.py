@@ -9,8 +9,9 @@ from diagnostics.core.check import STAGE_TITLES
 from diagnostics.config.scenarios import SCENARIOS
 from ui.links import link_params
 from ui.render import STAGE_PAGES, choice, markdown_text
-from ui.shared import STAGE_PATHS, WARM_CHOICES, computed, computed_with, first_stage, scenario_link, \
-    warm_jobs, warm_overfit_job, warmth
+from ui.shared import computed
+from ui.warmup import STAGE_PATHS, WARM_CHOICES, computed_with, first_stage, scenario_link, warm_jobs, \
+    warm_overfit_job, warmth
 from ui.address import app_url
 from ui.caches import hub_reachable
 

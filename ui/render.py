@@ -99,20 +99,29 @@ def run_stage(stage: str, runner: Callable[[], list[CheckResult]]) -> list[Check
         return None
 
 
-def status_line(results: list[CheckResult], where=st, *, waiting: tuple[str, ...] = ()) -> None:
-    """Badges counting the results of each status that stand alone, the findings another check's cause explains, and
-    the checks that have not run yet (`pending`, and `waiting`: checks the page has not run at all), in `where` (the
-    page, or a placeholder filled later)."""
-    still = [*pending(results), *(check for check in waiting if check not in {r.id for r in results})]
+def status_line(results: list[CheckResult], where=st, *, waiting: tuple[str, ...] = (),
+                ran: set[str] | None = None) -> None:
+    """Badges counting the page's cards, each once: the results of each status that stand alone, the findings another
+    check's cause explains (SEE), and the checks that have not looked yet (PENDING: skipped as not run, a finding
+    whose owner has not run, and `waiting`: checks the page has not run at all), in `where` (the page, or a
+    placeholder filled later). `ran`: the checks that have looked, on any page (by default, those of `results`)."""
+    ran = ran if ran is not None else {r.id for r in results}
+    still = [*(r.id for r in results if awaits_owner(r, ran) or r.id in pending([r])),
+             *(check for check in waiting if check not in {r.id for r in results})]
     standing = [r for r in results if r.explained_by is None and r.id not in still]
     counts = {status: sum(r.status is status for r in standing) for status in Status}
-    explained = sum(r.explained_by is not None for r in results)
+    explained = sum(r.explained_by is not None and r.id not in still for r in results)
     where.markdown("  ".join([f"{badge(status)} {count}" for status, count in counts.items() if count]
                              + ([f"{explained_badge()} {explained}"] if explained else [])
                              + ([f"{pending_badge()} {len(still)}"] if still else [])))
 
 
-def checklist(results: list[CheckResult]) -> None:
+def awaits_owner(result: CheckResult, ran: set[str]) -> bool:
+    """A finding another check's cause explains, whose owner has not run here: its card waits on that owner."""
+    return result.explained_by is not None and result.explained_by not in ran
+
+
+def checklist(results: list[CheckResult], ran: set[str] | None = None) -> None:
     """Each check, worst first: badge, id, finding, and the fix: code as code, a sentence as a sentence; a finding
     another check's cause explains keeps its finding and links to that owner instead of a fix. Checks skipped for one
     same reason (a head the labels do not fit stops every check that trains) share one card naming them all."""
@@ -121,14 +130,14 @@ def checklist(results: list[CheckResult]) -> None:
     for result in ordered:
         if result.status is Status.SKIP and not result.explained_by and not result.fix:
             skipped.setdefault(shown(result.summary), []).append(result)
-    drawn, ran = set(), {result.id for result in results}
+    drawn, ran = set(), ran if ran is not None else {result.id for result in results}
     for result in ordered:
         group = skipped.get(shown(result.summary), []) if result.status is Status.SKIP else []
         if result.id in drawn:
             continue
         with st.container(border=True):
-            mark = explained_badge() if result.explained_by else pending_badge() \
-                if result.id in pending([result]) else badge(result.status)
+            mark = pending_badge() if awaits_owner(result, ran) or result.id in pending([result]) \
+                else explained_badge() if result.explained_by else badge(result.status)
             if len(group) > 1 and result in group:
                 drawn.update(item.id for item in group)
                 st.markdown(f"{mark} " + ", ".join(f"`{item.id}`" for item in group) + f"  \n{shown(result.summary)}")

@@ -109,7 +109,7 @@ def test_a_scenario_link_fills_the_sidebar_and_the_url_keeps_it():
     assert at.selectbox(key="run.scenario").value == "course-script"
     assert at.query_params == {"scenario": "course-script"}
     shown = "\n".join(rendered(element.value) for element in at.markdown)
-    assert "SEE] `data.label_range`" in shown and "`data.columns`: :green[caught]" in shown
+    assert "PENDING] `data.label_range`" in shown and "`data.columns`: :green[caught]" in shown
     assert "`model.config`: :blue[pending: found by data.label_range, not run yet]" in shown
     assert "names a cause the scenario does not inject" not in shown
 

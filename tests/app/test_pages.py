@@ -39,8 +39,15 @@ def test_data_page_flags_num_labels_two_on_mnli_as_model_configs_cause_pending_u
     app.number_input(key="run.num_labels").set_value(2).run()
     assert not app.exception
     # The head is model.config's cause: from the first page on, the finding points there, with no fix of its own.
-    assert "SEE] `data.label_range`" in texts(app) and "FAIL] `data.label_range`" not in texts(app)
+    # Its card waits on model.config (PENDING), counted once in the header: 7 PASS, it and learnability's button
+    # (the header once counted model.config, a card of no page here, beside the card pointing at it: 10 over 9).
+    assert "PENDING] `data.label_range`" in texts(app) and "FAIL] `data.label_range`" not in texts(app)
     assert "num_labels=3" not in "\n".join(block.value for block in app.get("code"))
+    assert "PASS] 7  " in texts(app) and "PENDING] 2" in texts(app) and "SEE] 1" not in texts(app)
+    app.switch_page("app_pages/2_model.py").run()
+    app.switch_page("app_pages/1_data.py").run()
+    assert not app.exception  # model.config has run, on its own page: the card points at it, learnability waits
+    assert "SEE] `data.label_range`" in texts(app) and "SEE] 1  " in texts(app) and "PENDING] 1" in texts(app)
 
 
 def test_data_page_test_split_flags_minus_one(app):
