@@ -22,6 +22,7 @@ from diagnostics.i18n import _, display_width
 
 
 SPLIT_COLOUR, BATCH_COLOUR, LIMIT_COLOUR = "#4C78A8", "#F58518", "#E45756"
+UNRANKED_COLOUR = "#A0A0A0"  # measurements drawn as they are but too close to rank anything by
 # One colour a rate of the sweep, so that its line and its dots read as one (Plotly's own qualitative colours).
 RATE_COLOURS = ("#636EFA", "#EF553B", "#00CC96", "#AB63FA", "#FFA15A", "#19D3F3", "#FF6692", "#B6E880", "#FF97FF",
                 "#FECB52")
@@ -229,8 +230,13 @@ def sweep_final_figure(result: CheckResult) -> go.Figure:
     view = _held_out_view(kept, finite, start)
     # A flagged rate without a finite loss is drawn at the top of what the axis shows.
     ceiling = view[1] - 0.04 * (view[1] - view[0]) if view else max(finite) * 1.1 if finite else 1.0  # whole, not cut
-    figure.add_scatter(x=rates, y=held, mode="lines+markers", name=_("held-out loss"), marker_color=SPLIT_COLOUR,
-                       row=1, col=1)
+    ranked = evidence.get("ranked_by", "held-out loss") == "held-out loss"
+    # Losses that moved too little to rank the rates are drawn faint, under a name that says so: the highest point at
+    # the recommended rate (shuffled labels, by the training loss) read as the sweep recommending the worst.
+    figure.add_scatter(x=rates, y=held, mode="lines+markers", row=1, col=1,
+                       name=_("held-out loss") if ranked else _("held-out loss (too close to rank)"),
+                       marker_color=SPLIT_COLOUR if ranked else UNRANKED_COLOUR,
+                       line=dict(width=2 if ranked else 1, dash="solid" if ranked else "dot"))
     # A flagged rate is crossed where its loss is, or at the top of the panel when its loss is not finite or leaves the
     # top (its value in the hover text): the legend's "flagged" always names marks that are drawn.
     bad = [(r, v, min(v, ceiling) if v is not None else ceiling)
@@ -243,7 +249,6 @@ def sweep_final_figure(result: CheckResult) -> go.Figure:
     if start is not None:
         figure.add_hline(y=start, line_dash="dot", line_color="#7F7F7F", annotation_text=_("untrained"),
                          annotation_position="bottom left", row=1, col=1)
-    ranked = evidence.get("ranked_by", "held-out loss") == "held-out loss"
     best = evidence.get("best_rate")
     if with_drift:
         limit = evidence.get("drift_limit") or WARN_DRIFT

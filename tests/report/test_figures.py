@@ -107,6 +107,12 @@ def test_held_out_losses_that_cannot_rank_the_rates_say_so_and_mark_no_rate_on_t
                                        [8e-6, 8e-5, 3.8e-4, 7.3e-4, 2.8e-3, 1.3e-2, 6e-2], "training loss", 5e-5))
     assert _held_out_marks(figure) == []
     assert any("moved too little to rank" in (note.text or "") for note in figure.layout.annotations)
+    # Drawn faint and named for what they are: the highest point sat at the recommended rate (shuffled labels) and
+    # invited the comparison the note says they cannot make.
+    held = next(trace for trace in figure.data if trace.name.startswith("held-out loss"))
+    assert held.name == "held-out loss (too close to rank)" and held.line.dash == "dot"
+    ranked = sweep_final_figure(_sweep([0.69, 0.60, 0.50, 0.45, 0.55, 0.70, 0.72], [1e-5] * 7, "held-out loss", 1e-4))
+    assert [trace.name for trace in ranked.data][0] == "held-out loss"
 
 
 def test_a_rate_the_held_out_losses_ranked_is_marked_where_its_loss_is_the_lowest_of_the_rates_not_flagged():
