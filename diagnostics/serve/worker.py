@@ -149,7 +149,14 @@ class Workers:
         """End `worker` (when given) and start a fresh one in its place, idle once started."""
         if worker is not None:
             worker.end()
-        fresh = _Worker(self.memory)
+        for _attempt in range(12):  # a server short of memory may fail to start one for a while
+            try:
+                fresh = _Worker(self.memory)
+                break
+            except OSError:
+                time.sleep(5)
+        else:
+            return  # a job waiting for a worker is told, at its time limit
         with self._lock:
             self._all = [other for other in self._all if other is not worker] + [fresh]
         self._idle.put(fresh)
@@ -171,8 +178,13 @@ class Workers:
         from diagnostics.core import budget
 
         report(0.0, msg("Waiting for a worker process"), None)
-        worker = self._idle.get()
         started = time.monotonic()
+        try:
+            worker = self._idle.get(timeout=self.limit_s())
+        except queue.Empty:
+            raise WorkerEnded(msg("This computation ran for {seconds:.0f} s, past the {limit:.0f} s it may take, and "
+                                  "was given up; ask again to start it afresh.", seconds=time.monotonic() - started,
+                                  limit=self.limit_s())) from None
         healthy = False
         try:
             if not worker.ready:
