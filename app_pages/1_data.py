@@ -8,7 +8,7 @@ from diagnostics.walk.stages import LEARNABILITY
 from diagnostics.report.plots import label_balance_figure, token_length_figure
 from diagnostics.walk.registry import UNITS, units_of
 from diagnostics.serve.store import Job
-from ui.render import by_id, checklist, shown, status_line, traced_results
+from ui.render import by_id, checklist, pending_badge, shown, status_line, traced_results
 from ui.tables import field_columns, field_frame, row_in_full
 from ui.shared import computed, explained_here, freshness, ran_for, wanted
 from ui.start import start_panel
@@ -101,8 +101,9 @@ if learnability:
             final: st.column_config.NumberColumn(format="%.3f")})
     if traced is None:
         freshness(learnability_entry, learnability_job)
-elif traced is None:
-    st.info(_("Press the button to run it (it trains two copies; the loaded model is never changed)."))
+elif traced is None:  # marked as the header counts it: one of its PENDING
+    st.info(f"{pending_badge()} `{LEARNABILITY}`  \n"
+            + _("Press the button to run it (it trains two copies; the loaded model is never changed)."))
 else:
     st.info(_("The trace did not run it (see the Data stage's checks below)."))
 results = results + learnability

@@ -22,7 +22,6 @@ from diagnostics.i18n import _, display_width
 
 
 SPLIT_COLOUR, BATCH_COLOUR, LIMIT_COLOUR = "#4C78A8", "#F58518", "#E45756"
-UNRANKED_COLOUR = "#A0A0A0"  # measurements drawn as they are but too close to rank anything by
 # One colour a rate of the sweep, so that its line and its dots read as one (Plotly's own qualitative colours).
 RATE_COLOURS = ("#636EFA", "#EF553B", "#00CC96", "#AB63FA", "#FFA15A", "#19D3F3", "#FF6692", "#B6E880", "#FF97FF",
                 "#FECB52")
@@ -233,10 +232,10 @@ def sweep_final_figure(result: CheckResult) -> go.Figure:
     ranked = evidence.get("ranked_by", "held-out loss") == "held-out loss"
     # Losses that moved too little to rank the rates are drawn faint, under a name that says so: the highest point at
     # the recommended rate (shuffled labels, by the training loss) read as the sweep recommending the worst.
-    figure.add_scatter(x=rates, y=held, mode="lines+markers", row=1, col=1,
+    figure.add_scatter(x=rates, y=held, mode="lines+markers", row=1, col=1, opacity=1.0 if ranked else 0.45,
                        name=_("held-out loss") if ranked else _("held-out loss (too close to rank)"),
-                       marker_color=SPLIT_COLOUR if ranked else UNRANKED_COLOUR,
-                       line=dict(width=2 if ranked else 1, dash="solid" if ranked else "dot"))
+                       marker_color=SPLIT_COLOUR, line=dict(width=2 if ranked else 1.5,
+                                                            dash="solid" if ranked else "dash"))
     # A flagged rate is crossed where its loss is, or at the top of the panel when its loss is not finite or leaves the
     # top (its value in the hover text): the legend's "flagged" always names marks that are drawn.
     bad = [(r, v, min(v, ceiling) if v is not None else ceiling)
@@ -286,8 +285,9 @@ def sweep_final_figure(result: CheckResult) -> go.Figure:
                               xref="paper", yref="paper", x=0, y=1, xanchor="left", yanchor="bottom",
                               showarrow=False, font=dict(size=11, color=NAN_COLOUR))
     # The legend below the axis title, anchored by its top so that a long one grows downwards, never over it.
-    figure.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.14 if with_drift else -0.28, xanchor="left",
-                                     x=0), margin=dict(l=60, r=30, t=50, b=130),
+    # Shown even for one trace (Plotly hides a legend of one): its name says whether the losses could rank the rates.
+    figure.update_layout(showlegend=True, legend=dict(orientation="h", yanchor="top", y=-0.14 if with_drift else -0.28,
+                                                      xanchor="left", x=0), margin=dict(l=60, r=30, t=50, b=130),
                          height=570 if with_drift else 480)
     return figure
 

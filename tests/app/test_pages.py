@@ -44,6 +44,7 @@ def test_data_page_flags_num_labels_two_on_mnli_as_model_configs_cause_pending_u
     assert "PENDING] `data.label_range`" in texts(app) and "FAIL] `data.label_range`" not in texts(app)
     assert "num_labels=3" not in "\n".join(block.value for block in app.get("code"))
     assert "PASS] 7  " in texts(app) and "PENDING] 2" in texts(app) and "SEE] 1" not in texts(app)
+    assert "PENDING] `data.learnability`" in texts(app)  # its button's note carries the mark the header counts
     app.switch_page("app_pages/2_model.py").run()
     app.switch_page("app_pages/1_data.py").run()
     assert not app.exception  # model.config has run, on its own page: the card points at it, learnability waits

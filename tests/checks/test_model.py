@@ -153,6 +153,9 @@ def test_num_labels_two_config_fails_with_task_label_names(mnli_split, bert_toke
     assert "Received a label value of 2" in results["model.forward"].summary
     assert results["model.nan_origin"].status is Status.SKIP
     assert "labels" in results["model.nan_origin"].summary
+    # Not a PASS "within 0.1% of ln(K) = 0.693" over the rows the short head can score, beside the NaN rows.
+    initial = results["model.initial_loss"]
+    assert initial.status is Status.SKIP and "(num_labels=2, while mnli has 3; see model.config)" in initial.summary
 
 
 def test_label_minus_one_rows_are_nan_with_the_test_split_cause(bert_tokenizer, cached_bert):

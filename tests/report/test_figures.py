@@ -110,7 +110,8 @@ def test_held_out_losses_that_cannot_rank_the_rates_say_so_and_mark_no_rate_on_t
     # Drawn faint and named for what they are: the highest point sat at the recommended rate (shuffled labels) and
     # invited the comparison the note says they cannot make.
     held = next(trace for trace in figure.data if trace.name.startswith("held-out loss"))
-    assert held.name == "held-out loss (too close to rank)" and held.line.dash == "dot"
+    assert held.name == "held-out loss (too close to rank)" and held.line.dash == "dash" and held.opacity < 1
+    assert figure.layout.showlegend is True  # Plotly hides a legend of one trace, and with it this name
     ranked = sweep_final_figure(_sweep([0.69, 0.60, 0.50, 0.45, 0.55, 0.70, 0.72], [1e-5] * 7, "held-out loss", 1e-4))
     assert [trace.name for trace in ranked.data][0] == "held-out loss"
 

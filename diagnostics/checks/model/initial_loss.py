@@ -77,6 +77,12 @@ def measure(run: RunContext) -> CheckResult:
     config, logits, labels = run.config, run.forward.logits, run.first_labels
     if config.loss == "custom":
         return skipped(CHECK.id, "model", own_loss_reason(config))
+    if run.beyond_head_labels:  # a PASS "within 0.1% of ln(K) = 0.693" beside NaN rows read as a head that fits
+        return skipped(CHECK.id, "model", msg(
+            "{count:,} rows hold labels the head has no output for (num_labels={num_labels}, while {task} has "
+            "{classes}; see model.config): a loss over the other rows, against ln({num_labels}), would say nothing "
+            "of this head, so it is not measured.", count=run.beyond_head_labels,
+            num_labels=config.effective_num_labels, task=config.glue_task.name, classes=config.glue_task.num_labels))
     regression = config.glue_task.regression
     head = keras_model.head_of(run.classifier[0])
     return check_initial_loss(configured_loss_value(config.loss, logits, labels, regression, head),

@@ -90,10 +90,13 @@ CHECK = Check("model.weights_after_step", N_("weights stay finite and move after
                       "largest change is {change:.2g}): training leaves the model as it is.", rate=f.rate,
                       count=e["variables"], change=e["max_change"]),
                   msg("Make the gradients flow first (see model.gradients).")))),
+              # Whole sentences: a clause added to another read "every weight is finite and moved 40 of 40
+              # trainable variables", and translated as two sentences run together.
               otherwise_says=lambda e, f: msg(
-                  "After one optimizer step ({rate}) on a copy, every weight is finite{moved}.", rate=f.rate,
-                  moved=msg(" and moved {moved} of {count} trainable variables", moved=e["moved"],
-                            count=e["variables"]) if "moved" in e else ""),
+                  "After one optimizer step ({rate}) on a copy, every weight is finite and {moved} of the {count} "
+                  "trainable variables changed.", rate=f.rate, moved=e["moved"], count=e["variables"])
+              if "moved" in e else msg("After one optimizer step ({rate}) on a copy, every weight is finite.",
+                                       rate=f.rate),
               evidence=Evidence)
 
 # The causes this check owns, each with its precedence among every check's causes (`Cause.precedence`).
