@@ -320,6 +320,10 @@ def range_test_figure(result: CheckResult) -> go.Figure:
     colours = ["#2CA02C", BATCH_COLOUR, "#9467BD"]
     for index, ((name, rate), colour) in enumerate(zip(evidence.get("suggestions", {}).items(), colours, strict=False)):
         _mark_rate(figure, rate, f"{_(RULE_NAMES.get(name, name))} {rate:.0e}", colour, "dash", top=index != 1)
+    if evidence.get("uninformative"):  # the rules' rates are its evidence, not suggestions: said above them
+        figure.add_annotation(text=_("the rules' rates disagree, so this test suggests none (see its card)"),
+                              xref="paper", yref="paper", x=0, y=1, xanchor="left", yanchor="bottom",
+                              showarrow=False, font=dict(size=11, color="#7F7F7F"))
     if not evidence.get("uninformative") and evidence.get("suggested") and evidence.get("max_safe_rate") \
             and evidence["suggested"] <= evidence["max_safe_rate"] \
             and evidence["suggested"] not in evidence.get("suggestions", {}).values():
@@ -333,19 +337,21 @@ def range_test_figure(result: CheckResult) -> go.Figure:
         )
     _rate_axis(figure)
     finite = [v for v in evidence.get("smoothed") or evidence["losses"] if v is not None and math.isfinite(v)]
-    if finite:
-        figure.update_yaxes(range=list(_range_view(finite)))
+    raw = [v for v in evidence["losses"] if v is not None and math.isfinite(v)]
+    if finite:  # zoomed on the smoothed curve, its foot low enough for the raw losses' dips below it
+        figure.update_yaxes(range=list(_range_view(finite, floor=min(raw, default=None))))
     return _layout(figure, _("Learning-rate range test"), _("learning rate (log)"), _("loss"))
 
 
-def _range_view(losses: list[float]) -> tuple[float, float]:
+def _range_view(losses: list[float], floor: float | None = None) -> tuple[float, float]:
     """The loss axis of a range test: the fall from the first loss to the lowest, and as much again above the first,
     so that a curve that barely falls before it blows up is not drawn as a flat line under the blow-up (an axis to
     2.5 times the first loss once showed a curve at 1.10 flat, its suggestions pointing at nothing visible)."""
     first, low = losses[0], min(losses)
     fall = max(first - low, 0.02 * abs(first), 1e-3)
     top = min(max(losses), first + 1.5 * fall)
-    return low - 0.15 * (top - low), top + 0.05 * (top - low)
+    bottom = low - 0.15 * (top - low)
+    return min(bottom, floor - 0.05 * (top - low)) if floor is not None else bottom, top + 0.05 * (top - low)
 
 
 def schedule_figure(result: CheckResult) -> go.Figure:
