@@ -337,21 +337,19 @@ def range_test_figure(result: CheckResult) -> go.Figure:
         )
     _rate_axis(figure)
     finite = [v for v in evidence.get("smoothed") or evidence["losses"] if v is not None and math.isfinite(v)]
-    raw = [v for v in evidence["losses"] if v is not None and math.isfinite(v)]
-    if finite:  # zoomed on the smoothed curve, its foot low enough for the raw losses' dips below it
-        figure.update_yaxes(range=list(_range_view(finite, floor=min(raw, default=None))))
+    if finite:  # zoomed on the smoothed curve: a raw loss's dip past it (one noisy step) would flatten it
+        figure.update_yaxes(range=list(_range_view(finite)))
     return _layout(figure, _("Learning-rate range test"), _("learning rate (log)"), _("loss"))
 
 
-def _range_view(losses: list[float], floor: float | None = None) -> tuple[float, float]:
+def _range_view(losses: list[float]) -> tuple[float, float]:
     """The loss axis of a range test: the fall from the first loss to the lowest, and as much again above the first,
     so that a curve that barely falls before it blows up is not drawn as a flat line under the blow-up (an axis to
     2.5 times the first loss once showed a curve at 1.10 flat, its suggestions pointing at nothing visible)."""
     first, low = losses[0], min(losses)
     fall = max(first - low, 0.02 * abs(first), 1e-3)
     top = min(max(losses), first + 1.5 * fall)
-    bottom = low - 0.15 * (top - low)
-    return min(bottom, floor - 0.05 * (top - low)) if floor is not None else bottom, top + 0.05 * (top - low)
+    return low - 0.15 * (top - low), top + 0.05 * (top - low)
 
 
 def schedule_figure(result: CheckResult) -> go.Figure:
