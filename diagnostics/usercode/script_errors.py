@@ -37,6 +37,9 @@ def _classify(exc: BaseException, message: str) -> tuple[str, Any, Any]:
     if isinstance(exc, ModuleNotFoundError):
         return ("import", msg("{message}: the script needs a package this environment lacks.", message=message),
                 f"pip install {getattr(exc, 'name', '') or '<package>'}")
+    found = missing_column(exc)
+    if found is not None:
+        return ("column", *found)
     found = stack_change(exc)
     if found is not None:
         return ("stack", *found)
@@ -60,6 +63,41 @@ def _frame_values(exc: BaseException, name: str) -> list:
             values.append(tb.tb_frame.f_locals[name])
         tb = tb.tb_next
     return values
+
+
+# The text columns of the GLUE tasks: the column a script names that its split lacks is most often one of these.
+TEXT_COLUMNS = ("sentence", "sentence1", "sentence2", "premise", "hypothesis", "question", "question1", "question2")
+
+
+def missing_column(exc: BaseException) -> tuple[Any, Any] | None:
+    """(finding, fix) when a dataset or a data frame was asked for a column it does not have (`dataset["text"]` on
+    a split whose text is "sentence": datasets' "Column 'text' doesn't exist.", pandas' KeyError), read from the
+    object the exception was raised on: its real columns, and the script's line with the nearest one (or its text
+    column) in the missing one's place; None for anything else."""
+    found = re.search(r"Column '(.+?)' doesn't exist", str(exc)) if isinstance(exc, ValueError) else None
+    missing = found.group(1) if found else exc.args[0] if isinstance(exc, KeyError) and exc.args \
+        and isinstance(exc.args[0], str) else None
+    holder = next((value for value in _frame_values(exc, "self") if type(value).__module__.split(".")[0] in
+                   ("datasets", "pandas") and hasattr(value, "column_names" if "datasets" in type(value).__module__
+                                                      else "columns")), None)
+    if missing is None or holder is None:
+        return None
+    columns = [str(name) for name in getattr(holder, "column_names", None) or list(holder.columns)]
+    if missing in columns:
+        return None
+    near = difflib.get_close_matches(missing, columns, n=1, cutoff=0.6)
+    texts = [name for name in columns if name in TEXT_COLUMNS]
+    best = near[0] if near else texts[0] if len(texts) == 1 else None
+    finding = msg("The data has no column {missing}: its columns are {columns}.", missing=repr(missing),
+                  columns=", ".join(columns))
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None and not tb.tb_next.tb_frame.f_code.co_filename.startswith(
+            os.path.dirname(os.path.dirname(inspect.getfile(type(holder))))):
+        tb = tb.tb_next
+    line = linecache.getline(tb.tb_frame.f_code.co_filename, tb.tb_lineno).strip() if tb is not None else ""
+    if best is not None and (f'"{missing}"' in line or f"'{missing}'" in line):
+        return finding, line.replace(f'"{missing}"', f'"{best}"').replace(f"'{missing}'", f"'{best}'")
+    return finding, msg("Name one of the data's columns: {columns}.", columns=", ".join(columns))
 
 
 def stack_change(exc: BaseException) -> tuple[Any, str] | None:

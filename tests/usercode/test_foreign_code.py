@@ -653,3 +653,25 @@ def test_a_classifiers_own_loss_given_to_compile_is_read_as_the_loss_it_computes
     assert read_loss(demo_model, {"logits": "mse"}, seen=True) == "mse"
     with pytest.raises(InputError, match="is not a loss the debugger can judge"):
         read_loss(demo_model, {"logits": "mse", "hidden_states": "mse"}, seen=True)
+
+
+def test_a_column_the_data_lacks_is_named_with_the_columns_it_has_and_its_line_mended():
+    """The Transformers tutorial tokenized `dataset["text"]` on a split whose text is "sentence" (transformers PR
+    #21201, benchmarks/reported): the trace said only "ValueError: Column 'text' doesn't exist.", with no fix."""
+    import pandas as pd
+    from datasets import Dataset
+
+    from diagnostics.usercode.script_errors import missing_column
+
+    data = Dataset.from_dict({"sentence": ["a film"], "label": [0]})
+    with pytest.raises(ValueError) as raised:
+        tokens = data["text"]  # noqa: F841
+    finding, fix = missing_column(raised.value)
+    assert finding == "The data has no column 'text': its columns are sentence, label."
+    assert fix == 'tokens = data["sentence"]  # noqa: F841'
+    frame = pd.DataFrame({"premise": ["a"], "hypothesis": ["b"], "label": [1]})
+    with pytest.raises(KeyError) as raised:
+        frame["hypotesis"]
+    assert missing_column(raised.value) == ("The data has no column 'hypotesis': its columns are premise, "
+                                            "hypothesis, label.", 'frame["hypothesis"]')
+    assert missing_column(KeyError("text")) is None  # a KeyError of no data: not a column's

@@ -1,0 +1,1 @@
+"""Benchmarks of the debugger against what others reported: `python -m benchmarks.reported`."""

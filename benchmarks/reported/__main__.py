@@ -1,0 +1,116 @@
+"""`python -m benchmarks.reported truth|score|table`: see benchmarks/reported/__init__.py."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from datetime import date
+from pathlib import Path
+
+from benchmarks.reported import HERE, RESULTS, ROOT, Case, cases
+
+TRUTH, SCORE = RESULTS / "truth.json", RESULTS / "score.json"
+VERDICTS = ("detected", "named_right", "one_voice", "clean_fixed", "repaired")
+
+
+def kept(path: Path) -> dict:
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
+def write(path: Path, results: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(dict(sorted(results.items())), indent=1) + "\n")
+
+
+def stack() -> str:
+    from importlib.metadata import version
+
+    return ", ".join(f"{name} {version(name)}" for name in ("tensorflow", "tf-keras", "transformers", "datasets"))
+
+
+def rates(every: list[Case], truth: dict, score: dict) -> dict[str, tuple[int, int]]:
+    """Each verdict's (yes, of): detection, naming and one voice over the training bugs and the errors the truth
+    confirmed, a clean fixed script over every case scored, a verified repair over those a repair could be judged on."""
+    confirmed = [case.slug for case in every if case.slug in score and truth.get(case.slug, {}).get("training_bug")]
+    counted = {"detected": confirmed, "named_right": confirmed, "one_voice": confirmed,
+               "clean_fixed": [case.slug for case in every if case.slug in score],
+               "repaired": [slug for slug in confirmed if score[slug].get("repaired") is not None]}
+    return {verdict: (sum(bool(score[slug][verdict]) for slug in slugs), len(slugs))
+            for verdict, slugs in counted.items()}
+
+
+def mark(value) -> str:
+    return "n/a" if value is None else "yes" if value else "**no**"
+
+
+def run_line(run: dict | None) -> str:
+    if not run:
+        return "not run"
+    if run.get("accuracy") is not None:
+        return f"accuracy {run['accuracy']:.3f} (majority {run['majority']:.3f})"
+    return f"stops: `{run.get('error', '?')[:120]}`"
+
+
+def table(every: list[Case], truth: dict, score: dict) -> str:
+    """CASES.md: the rates, then one row a case."""
+    lines = ["# Reported bugs: the cases and the debugger's score", "",
+             "Written by `python -m benchmarks.reported table` from `results/` (do not edit by hand). How each rate is "
+             "counted: `benchmarks/reported/score.py`; a case counts as a bug only when its fixed script measurably "
+             "beats it in the truth run (`truth.py`).", "",
+             f"{len(every)} cases; measured on {stack()}.", "", "| rate | cases |", "|---|---|"]
+    for verdict, (yes, of) in rates(every, truth, score).items():
+        lines.append(f"| {verdict.replace('_', ' ')} | {yes} of {of} |")
+    lines += ["", "| case | source | reported | category | truth: buggy | truth: fixed | bug? | "
+              + " | ".join(verdict.replace("_", " ") for verdict in VERDICTS) + " | what the trace named |",
+              "|" + "---|" * (8 + len(VERDICTS))]
+    for case in every:
+        found, judged = truth.get(case.slug, {}), score.get(case.slug)
+        verdicts = " | ".join(mark(judged.get(verdict)) if judged else "not scored" for verdict in VERDICTS)
+        named = ", ".join(f"`{owner}`" for owner in (judged or {}).get("causes", [])) or "nothing"
+        lines.append(f"| `{case.slug}` | [{case.date}]({case.source}) | {case.symptom} | {case.category} | "
+                     f"{run_line(found.get('buggy'))} | {run_line(found.get('fixed'))} | "
+                     f"{mark(found.get('training_bug')) if found else 'not run'} | {verdicts} | {named} |")
+    lines += ["", "## The fixes and where they come from", ""]
+    lines += [f"- `{case.slug}`: {case.fix} ({case.fix_source}); owner: `{case.owner or 'none'}`." for case in every]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.reported", description=__doc__)
+    parser.add_argument("command", choices=("truth", "score", "table"))
+    parser.add_argument("--checkpoint", type=Path, help="a save_pretrained directory (default: the real checkpoint, "
+                                                        "scripts/real_checkpoint.py)")
+    parser.add_argument("--cases", default="", help="comma-separated case folders (default: every case)")
+    args = parser.parse_args(argv)
+    every = cases(args.cases)
+    truth, score = kept(TRUTH), kept(SCORE)
+    if args.command in ("truth", "score"):
+        checkpoint = args.checkpoint or real_checkpoint()
+        for case in every:
+            print(f"{args.command}: {case.slug}", flush=True)
+            if args.command == "truth":
+                from benchmarks.reported.truth import truth as run_truth
+
+                truth[case.slug] = {**run_truth(case, checkpoint), "date": date.today().isoformat()}
+                write(TRUTH, truth)
+            else:
+                from benchmarks.reported.score import score as run_score
+
+                fixed = truth.get(case.slug, {}).get("fixed")
+                score[case.slug] = {**run_score(case, checkpoint, fixed), "date": date.today().isoformat()}
+                write(SCORE, score)
+            print(json.dumps({"truth": truth, "score": score}[args.command][case.slug]), flush=True)
+    (HERE / "CASES.md").write_text(table(cases(), truth, score))
+    return 0
+
+
+def real_checkpoint() -> Path:
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from real_checkpoint import real_checkpoint_dir
+
+    return real_checkpoint_dir()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
