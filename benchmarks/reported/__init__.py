@@ -6,6 +6,7 @@ which check owns the cause.
 
     python -m benchmarks.reported truth [--checkpoint DIR] [--cases SLUG,...]   each script run plainly
     python -m benchmarks.reported score [--checkpoint DIR] [--cases SLUG,...]   each traced, repaired and judged
+    python -m benchmarks.reported rejudge                                     the verdicts again from kept reports
     python -m benchmarks.reported table                                       CASES.md from the kept results
 
 Every script takes `--checkpoint DIR` and `--data FILE` and ends by printing

@@ -1,4 +1,4 @@
-"""`python -m benchmarks.reported truth|score|table`: see benchmarks/reported/__init__.py."""
+"""`python -m benchmarks.reported truth|score|rejudge|table`: see benchmarks/reported/__init__.py."""
 
 from __future__ import annotations
 
@@ -32,12 +32,19 @@ def stack() -> str:
 def rates(every: list[Case], truth: dict, score: dict) -> dict[str, tuple[int, int]]:
     """Each verdict's (yes, of): detection, naming and one voice over the training bugs and the errors the truth
     confirmed, a clean fixed script over every case scored, a verified repair over those a repair could be judged on."""
-    confirmed = [case.slug for case in every if case.slug in score and truth.get(case.slug, {}).get("training_bug")]
+    confirmed = [case.slug for case in every if case.slug in score and is_bug(truth.get(case.slug))]
     counted = {"detected": confirmed, "named_right": confirmed, "one_voice": confirmed,
                "clean_fixed": [case.slug for case in every if case.slug in score],
                "repaired": [slug for slug in confirmed if score[slug].get("repaired") is not None]}
     return {verdict: (sum(bool(score[slug][verdict]) for slug in slugs), len(slugs))
             for verdict, slugs in counted.items()}
+
+
+def is_bug(found: dict | None) -> bool:
+    """Whether a case's truth runs confirm it (`truth.training_bug`, read from the kept runs)."""
+    from benchmarks.reported.truth import training_bug
+
+    return bool(found) and training_bug(found["buggy"], found["fixed"])
 
 
 def mark(value) -> str:
@@ -70,7 +77,7 @@ def table(every: list[Case], truth: dict, score: dict) -> str:
         named = ", ".join(f"`{owner}`" for owner in (judged or {}).get("causes", [])) or "nothing"
         lines.append(f"| `{case.slug}` | [{case.date}]({case.source}) | {case.symptom} | {case.category} | "
                      f"{run_line(found.get('buggy'))} | {run_line(found.get('fixed'))} | "
-                     f"{mark(found.get('training_bug')) if found else 'not run'} | {verdicts} | {named} |")
+                     f"{mark(is_bug(found)) if found else 'not run'} | {verdicts} | {named} |")
     lines += ["", "## The fixes and where they come from", ""]
     lines += [f"- `{case.slug}`: {case.fix} ({case.fix_source}); owner: `{case.owner or 'none'}`." for case in every]
     return "\n".join(lines) + "\n"
@@ -78,7 +85,7 @@ def table(every: list[Case], truth: dict, score: dict) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.reported", description=__doc__)
-    parser.add_argument("command", choices=("truth", "score", "table"))
+    parser.add_argument("command", choices=("truth", "score", "rejudge", "table"))
     parser.add_argument("--checkpoint", type=Path, help="a save_pretrained directory (default: the real checkpoint, "
                                                         "scripts/real_checkpoint.py)")
     parser.add_argument("--cases", default="", help="comma-separated case folders (default: every case)")
@@ -101,6 +108,15 @@ def main(argv: list[str] | None = None) -> int:
                 score[case.slug] = {**run_score(case, checkpoint, fixed), "date": date.today().isoformat()}
                 write(SCORE, score)
             print(json.dumps({"truth": truth, "score": score}[args.command][case.slug]), flush=True)
+    if args.command == "rejudge":  # the verdicts again from the kept reports, after a change to how they are judged
+        from benchmarks.reported.score import REPORTS, judge
+
+        for case in every:
+            if (REPORTS / f"{case.slug}.json").is_file():
+                recorded = json.loads((REPORTS / f"{case.slug}.json").read_text())
+                score[case.slug].update(judge(case, recorded["buggy"], recorded["fixed"], recorded["repaired_run"],
+                                              recorded["fixed_truth"]))
+        write(SCORE, score)
     (HERE / "CASES.md").write_text(table(cases(), truth, score))
     return 0
 

@@ -76,9 +76,10 @@ def judge(case: Case, buggy: dict, fixed: dict, repaired_run: dict | None, fixed
     one_voice = detected and len(mine) <= 1 and not rivals
     failed = [check for check in flagged(fixed) if check.get("status") in ("fail", "error")]
     clean_fixed = not failed and not (fixed.get("script") or {}).get("error") and "failed" not in fixed
-    repaired = None
-    if repaired_run is not None and fixed_truth is not None and learned(fixed_truth):
-        repaired = learned(repaired_run) and repaired_run["accuracy"] >= fixed_truth["accuracy"] - MARGIN
+    repaired = None  # judged where the fixed script learns: a repair that writes nothing has not repaired it
+    if fixed_truth is not None and learned(fixed_truth):
+        repaired = repaired_run is not None and learned(repaired_run) \
+            and repaired_run["accuracy"] >= fixed_truth["accuracy"] - MARGIN
     return {"detected": detected, "named_right": named_right, "one_voice": one_voice, "clean_fixed": clean_fixed,
             "repaired": repaired, "causes": [cause.get("owner") for cause in named], "fix": fix[:300],
             "fixed_flags": [f"{check.get('status')} {check.get('id')}" for check in flagged(fixed)]}

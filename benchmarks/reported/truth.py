@@ -45,14 +45,16 @@ def learned(run: dict) -> bool:
 
 
 def training_bug(buggy: dict, fixed: dict) -> bool:
-    """Whether the fix measurably mends the run: the fixed script learned, and the buggy one stopped on an error
-    or scored at least the margin lower."""
-    if not learned(fixed):
+    """Whether the fix measurably mends the run: the buggy script stopped on an error the fixed one runs past to
+    its score, or the fixed script learned and scored at least the margin higher. (A fixed run that finishes
+    without learning, on too few rows of a hard task, still shows the error mended: the repair is then not judged,
+    `score.judge`.)"""
+    if fixed.get("accuracy") is None:
         return False
-    return buggy.get("accuracy") is None or fixed["accuracy"] >= buggy["accuracy"] + MARGIN
+    return buggy.get("accuracy") is None or learned(fixed) and fixed["accuracy"] >= buggy["accuracy"] + MARGIN
 
 
 def truth(case: Case, checkpoint: Path) -> dict:
     buggy = plain_run(case.script(), case.arguments(checkpoint))
     fixed = plain_run(case.script(fixed=True), case.arguments(checkpoint))
-    return {"buggy": buggy, "fixed": fixed, "training_bug": training_bug(buggy, fixed)}
+    return {"buggy": buggy, "fixed": fixed}

@@ -40,6 +40,9 @@ def _classify(exc: BaseException, message: str) -> tuple[str, Any, Any]:
     found = missing_column(exc)
     if found is not None:
         return ("column", *found)
+    found = optimizer_tuple(exc)
+    if found is not None:
+        return ("optimizer_tuple", *found)
     found = stack_change(exc)
     if found is not None:
         return ("stack", *found)
@@ -95,9 +98,31 @@ def missing_column(exc: BaseException) -> tuple[Any, Any] | None:
             os.path.dirname(os.path.dirname(inspect.getfile(type(holder))))):
         tb = tb.tb_next
     line = linecache.getline(tb.tb_frame.f_code.co_filename, tb.tb_lineno).strip() if tb is not None else ""
+    line = re.sub(r"\s+#[^\"']*$", "", line)  # the code, without the script's own comment
     if best is not None and (f'"{missing}"' in line or f"'{missing}'" in line):
         return finding, line.replace(f'"{missing}"', f'"{best}"').replace(f"'{missing}'", f"'{best}'")
     return finding, msg("Name one of the data's columns: {columns}.", columns=", ".join(columns))
+
+
+def optimizer_tuple(exc: BaseException) -> tuple[Any, str] | None:
+    """(finding, fix) when an (optimizer, schedule) pair was given where an optimizer goes: Transformers'
+    `create_optimizer` returns both (tensorflow/tensorflow#43582, benchmarks/reported), and `compile` cannot interpret
+    the pair, or a training step finds no `apply_gradients` on it; None for anything else."""
+    text = str(exc)
+    if not ("Could not interpret optimizer identifier" in text or "'tuple' object has no attribute" in text
+            and "apply_gradients" in text):
+        return None
+    pairs, tb = [], exc.__traceback__  # any frame's (optimizer, schedule) pair, whatever the script named it
+    while tb is not None:
+        pairs += [value for value in list(tb.tb_frame.f_locals.values())
+                  if isinstance(value, tuple) and len(value) == 2 and hasattr(value[0], "apply_gradients")]
+        tb = tb.tb_next
+    if not pairs and "'tuple' object" not in text:
+        return None
+    return (msg("An (optimizer, schedule) pair was given where an optimizer goes: Transformers' create_optimizer "
+                "returns both, the optimizer and its learning-rate schedule ({error})",
+                error=text.splitlines()[0][:160]),
+            "optimizer, schedule = create_optimizer(init_lr=..., num_train_steps=..., num_warmup_steps=...)")
 
 
 def stack_change(exc: BaseException) -> tuple[Any, str] | None:
@@ -122,7 +147,9 @@ def stack_change(exc: BaseException) -> tuple[Any, str] | None:
         return (msg("fit(workers=-1) is refused by tf-keras {version} (older Keras read it as every core).",
                     version=versions["tf-keras"]), "model.fit(..., workers=1)  # or leave workers out")
     keras_3 = _keras_3_value(exc)
-    if keras_3 is not None or (isinstance(exc, (ValueError, TypeError)) and "keras.src." in text and (
+    # Keras 3's own classes (keras.src...), not tf-keras's (tf_keras.src...), which once read as Keras 3 here.
+    keras_3_text = re.search(r"(?<!tf_)keras\.src\.", text) is not None
+    if keras_3 is not None or (isinstance(exc, (ValueError, TypeError)) and keras_3_text and (
             "Could not interpret" in text or "keras.src.optimizers" in text or "keras.src.losses" in text)):
         error = text.splitlines()[0][:200] if keras_3 is None else \
             f"{type(keras_3).__module__.split('.')[0]} {type(keras_3).__name__} given to {keras_3_receiver(exc)}"

@@ -50,7 +50,9 @@ def test_a_bug_is_one_its_fix_measurably_mends():
     assert training_bug({"accuracy": 0.58, "majority": 0.58}, fixed)
     assert training_bug({"error": "ValueError: ..."}, fixed)  # stopped before it trained
     assert not training_bug({"accuracy": 0.83, "majority": 0.58}, fixed)  # within the margin: no measured bug
-    assert not training_bug({"error": "x"}, {"accuracy": 0.60, "majority": 0.58})  # the fix does not learn either
+    assert training_bug({"error": "x"}, {"accuracy": 0.31, "majority": 0.39})  # the error mended, learning or not
+    assert not training_bug({"accuracy": 0.57, "majority": 0.58}, {"accuracy": 0.60, "majority": 0.58})  # nor it
+    assert not training_bug({"error": "x"}, {"error": "y"})
 
 
 def test_a_case_stopped_before_fit_runs_and_is_named_by_its_owner_on_the_kit(tmp_path):
@@ -66,5 +68,5 @@ def test_a_case_stopped_before_fit_runs_and_is_named_by_its_owner_on_the_kit(tmp
     report = slim(traced(case.script(), arguments, tmp_path, timeout=300))
     verdict = judge(case, report, {"checks": [], "causes": [], "script": {"reached_fit": True}}, None, None)
     assert verdict["detected"] and verdict["named_right"] and verdict["one_voice"], report
-    assert report["script"]["error"]["fix"] == 'tokenized_data = tokenizer(dataset["sentence"], return_tensors="np", ' \
-                                               'padding=True)'
+    assert report["script"]["error"]["fix"] == 'tokenized_data = tokenizer(list(dataset["sentence"]), ' \
+                                               'return_tensors="np", padding=True)'

@@ -668,10 +668,28 @@ def test_a_column_the_data_lacks_is_named_with_the_columns_it_has_and_its_line_m
         tokens = data["text"]  # noqa: F841
     finding, fix = missing_column(raised.value)
     assert finding == "The data has no column 'text': its columns are sentence, label."
-    assert fix == 'tokens = data["sentence"]  # noqa: F841'
+    assert fix == 'tokens = data["sentence"]'  # its line, without its comment
     frame = pd.DataFrame({"premise": ["a"], "hypothesis": ["b"], "label": [1]})
     with pytest.raises(KeyError) as raised:
         frame["hypotesis"]
     assert missing_column(raised.value) == ("The data has no column 'hypotesis': its columns are premise, "
                                             "hypothesis, label.", 'frame["hypothesis"]')
     assert missing_column(KeyError("text")) is None  # a KeyError of no data: not a column's
+
+
+def test_create_optimizers_pair_given_as_the_optimizer_is_named_and_never_called_keras_3():
+    """tensorflow/tensorflow#43582 (benchmarks/reported): `create_optimizer` returns (optimizer, schedule), and
+    `compile` given the pair says "Could not interpret optimizer identifier: <tf_keras.src...PolynomialDecay>", which
+    the trace once called "A Keras 3 object was given to a tf-keras model" (tf_keras.src read as keras.src)."""
+    import tf_keras
+    from transformers import create_optimizer
+
+    from diagnostics.usercode.script_errors import _classify
+
+    model = tf_keras.Sequential([tf_keras.layers.Dense(1)])
+    pair = create_optimizer(init_lr=5e-5, num_train_steps=10, num_warmup_steps=0)
+    with pytest.raises(ValueError) as raised:
+        model.compile(optimizer=pair)
+    kind, finding, fix = _classify(raised.value, str(raised.value))
+    assert kind == "optimizer_tuple" and "create_optimizer returns both" in finding and "Keras 3" not in finding
+    assert fix.startswith("optimizer, schedule = create_optimizer(")

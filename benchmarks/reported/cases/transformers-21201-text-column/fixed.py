@@ -25,11 +25,12 @@ dataset = load_dataset("csv", data_files=args.data, delimiter="\t")["train"]  # 
 split = dataset.train_test_split(test_size=150, seed=0)  # adapted: rows kept out to score the run
 dataset, held_out = split["train"], split["test"]  # adapted
 tokenizer = AutoTokenizer.from_pretrained(args.checkpoint)  # adapted: "bert-base-cased" on the Hub
-tokenized_data = tokenizer(dataset["sentence"], return_tensors="np", padding=True)  # fix
+# adapted: list(...): datasets 4 gives a lazy Column, which the tokenizer refuses; 2023's gave a list
+tokenized_data = tokenizer(list(dataset["sentence"]), return_tensors="np", padding=True)  # fix
 # Tokenizer returns a BatchEncoding, but we convert that to a dict for Keras
 tokenized_data = dict(tokenized_data)
 
-labels = np.array(dataset["label"])  # Label is already an array of 0 and 1
+labels = np.array(list(dataset["label"]))  # adapted: list(...), as above
 
 # Load and compile our model
 model = TFAutoModelForSequenceClassification.from_pretrained(args.checkpoint)  # adapted: "bert-base-cased"
@@ -38,8 +39,8 @@ model.compile(optimizer=Adam(3e-5))
 
 model.fit(tokenized_data, labels, epochs=args.epochs)  # adapted: the number of epochs
 
-test = dict(tokenizer(held_out["sentence"], return_tensors="np", padding=True))  # adapted: the score
+test = dict(tokenizer(list(held_out["sentence"]), return_tensors="np", padding=True))  # adapted: the score
 predicted = np.argmax(model.predict(test, verbose=0).logits, axis=-1)  # adapted
-truth = np.array(held_out["label"])  # adapted
+truth = np.array(list(held_out["label"]))  # adapted
 print(f"held-out accuracy {np.mean(predicted == truth):.3f} on {len(truth)} rows; "  # adapted
       f"majority class {np.bincount(truth).max() / len(truth):.3f}")  # adapted
