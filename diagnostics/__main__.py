@@ -243,7 +243,7 @@ def exit_code(found, fail_on: str) -> int:
 
 def trace_command(args) -> int:
     from diagnostics.walk.causes import causes
-    from diagnostics.usercode.repair_run import checked
+    from diagnostics.usercode.repair_run import checked, planned
     from diagnostics.walk.stages import parse_asked, parse_skip, parse_stages, parse_thresholds
     from diagnostics.report.formats import cause_lines, checklist_lines, junit_report, markdown_report
     from diagnostics.core.result import CheckResult
@@ -294,7 +294,8 @@ def trace_command(args) -> int:
             say(_("note: {note}").format(note=localize(note)))
     for note in script_notes(report.get("script") or {}):
         say(_("note: {note}").format(note=localize(note)))
-    if target is not None and checked(report):
+    if target is not None and (checked(report) or planned(Path(args.script).read_text(encoding="utf-8"),
+                                                          report).edits):
         report["repair"] = repair_and_trace_again(args, target, thresholds, report)
     elif target is not None:
         say(_("--repair: nothing was repaired, as the script did not reach fit; mend what stopped it (above) "

@@ -27,9 +27,11 @@ def repair_section(traced: dict) -> None:
     """The section, under a trace that reached fit: what the repair changes, the button, and the last repair's
     verdicts."""
     report, source = traced.get("report"), traced.get("source")
-    if not report or source is None or not checked(report):
+    if not report or source is None:
         return
-    fixed = planned(source, report)
+    fixed = planned(source, report)  # a checked fit's causes, or the error the script stopped on before fit
+    if not checked(report) and not fixed.edits:
+        return
     if not fixed.edits and not fixed.unrepaired:
         return
     st.divider()

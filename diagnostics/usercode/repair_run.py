@@ -61,8 +61,15 @@ def checked(report: dict) -> list[dict]:
 
 
 def planned(source: str, report: dict) -> Repair:
-    """The repair of `source` for the causes of a trace `report` (each checked fit's, at the calls before it)."""
-    return repair_fits(source, checked(report), (report.get("run") or {}).get("keras_name") or "tf_keras")
+    """The repair of `source` for the causes of a trace `report` (each checked fit's, at the calls before it), and,
+    for a script that stopped before fit on an error whose fix is code of its own (`repair_errors`), that error's."""
+    from diagnostics.usercode.repair_errors import applied, error_repair
+
+    script = report.get("script") or {}
+    mended = error_repair(source, script["error"]) if script.get("error") and not script.get("reached_fit") else []
+    fixed = repair_fits(applied(source, mended), checked(report),
+                        (report.get("run") or {}).get("keras_name") or "tf_keras")
+    return Repair(fixed.source, mended + fixed.edits, fixed.unrepaired) if mended else fixed
 
 
 def repair_and_trace(script: Path, report: dict, target: Path, *, source: str | None = None, name: str | None = None,

@@ -98,10 +98,24 @@ def missing_column(exc: BaseException) -> tuple[Any, Any] | None:
             os.path.dirname(os.path.dirname(inspect.getfile(type(holder))))):
         tb = tb.tb_next
     line = linecache.getline(tb.tb_frame.f_code.co_filename, tb.tb_lineno).strip() if tb is not None else ""
-    line = re.sub(r"\s+#[^\"']*$", "", line)  # the code, without the script's own comment
+    line = code_of(line)
     if best is not None and (f'"{missing}"' in line or f"'{missing}'" in line):
         return finding, line.replace(f'"{missing}"', f'"{best}"').replace(f"'{missing}'", f"'{best}'")
     return finding, msg("Name one of the data's columns: {columns}.", columns=", ".join(columns))
+
+
+def code_of(line: str) -> str:
+    """A line's code, without its comment (read by Python's own tokenizer: a '#' in a string stays)."""
+    import io
+    import tokenize
+
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(line.strip() + "\n").readline):
+            if token.type == tokenize.COMMENT:
+                return line.strip()[:token.start[1]].rstrip()
+    except (tokenize.TokenError, SyntaxError):
+        pass
+    return line.strip()
 
 
 def optimizer_tuple(exc: BaseException) -> tuple[Any, str] | None:

@@ -430,3 +430,25 @@ def test_the_repaired_copy_never_goes_through_a_link_nor_over_a_file(tmp_path):
     with pytest.raises(InputError, match="Cannot write the repaired script"):
         write_repaired(written, "fixed = 3\n", made=True)
     assert precious.read_text() == "keep me"
+
+
+def test_an_error_before_fit_whose_fix_is_code_is_repaired_line_for_line():
+    """benchmarks/reported: "--repair: nothing was repaired, as the script did not reach fit" on a Keras 3 import
+    (tensorflow/tensorflow#64250), a column the data lacks (transformers PR #21201) and create_optimizer's pair
+    (tensorflow/tensorflow#43582), each with a fix of code the trace had named."""
+    from diagnostics.usercode.repair_errors import applied, error_repair
+
+    source = ("import os\nfrom tensorflow.keras.optimizers import Adam\nfrom tensorflow import keras\n"
+              "tokens = tokenizer(list(data['text']), padding=True)  # the tutorial's\n"
+              "optimizer = transformers.create_optimizer(init_lr=5e-5, num_train_steps=9, num_warmup_steps=0)\n")
+    keras = error_repair(source, {"kind": "stack", "fix": "import tf_keras as keras  # or ..."})
+    assert [(edit.line, edit.after) for edit in keras] == [(2, "from tf_keras.optimizers import Adam"),
+                                                           (3, "import tf_keras as keras")]
+    column = error_repair(source, {"kind": "column", "where": "train.py:4",
+                                   "fix": "tokens = tokenizer(list(data['sentence']), padding=True)"})
+    assert applied(source, column).splitlines()[3] == \
+        "tokens = tokenizer(list(data['sentence']), padding=True)  # the tutorial's"
+    pair = error_repair(source, {"kind": "optimizer_tuple", "fix": "optimizer, schedule = create_optimizer(...)"})
+    assert pair[0].after.startswith("optimizer, optimizer_schedule = transformers.create_optimizer(")
+    assert error_repair(source, {"kind": "column", "where": "train.py:4", "fix": "Name one of the data's columns: "
+                                                                               "sentence, label."}) == []
