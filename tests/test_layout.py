@@ -91,12 +91,13 @@ def test_ui_is_split_by_concern_small_modules_and_no_import_circle():
 
 
 def test_the_tests_mirror_the_package():
-    """Each folder of tests/ is a layer of the package (its tests), or app/ for the Streamlit side, or fixtures."""
+    """Each folder of tests/ is a layer of the package (its tests), or app/ for the Streamlit side, benchmarks/ for
+    the benchmark of reported bugs (benchmarks/reported), or fixtures."""
     layers = {path.name for path in (ROOT / "diagnostics").iterdir() if (path / "__init__.py").is_file()}
     folders = {
         path.name for path in (ROOT / "tests").iterdir() if path.is_dir() and not path.name.startswith((".", "_"))
     }
-    assert folders - {"data", "scripts"} <= layers | {"app"}
+    assert folders - {"data", "scripts"} <= layers | {"app", "benchmarks"}
     assert all(list((ROOT / "tests" / folder).glob("test_*.py")) for folder in folders - {"data", "scripts"})
 
 

@@ -536,7 +536,8 @@ def test_model_weights_after_step_fails_when_nothing_moved_and_passes_a_warmups_
     warmup = check_weights_after_step(record_of([np.ones(2)], [2], rate=0.0), [], "create_optimizer", still)
     assert warmup.status is Status.PASS and "warmup" in warmup.summary
     moved = {"variables": 2, "moved": 2, "unmoved": [], "max_change": 1e-3}
-    assert "and 2 of the 2 trainable variables changed" in check_weights_after_step(record_of([np.ones(2)], [2]), [], "Adam", moved).summary
+    assert "and 2 of the 2 trainable variables changed" in \
+        check_weights_after_step(record_of([np.ones(2)], [2]), [], "Adam", moved).summary
 
 
 def test_weight_decay_alone_is_not_a_step_that_moved(bert_checkpoint, bert_tokenizer, mnli_split):
