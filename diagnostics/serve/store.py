@@ -164,6 +164,12 @@ def time_limit() -> float:
     return float(os.environ.get("DEBUGGER_STALE_S") or 7200.0)
 
 
+def over_time(seconds: float, limit: float):
+    """What a computation given up past its time limit tells its waiters (the store's, and a worker's)."""
+    return msg("This computation ran for {seconds:.0f} s, past the {limit:.0f} s it may take, and was given up; ask "
+               "again to start it afresh.", seconds=seconds, limit=limit)
+
+
 class SharedResults:
     """The store: finished entries and flights under way.
 
@@ -295,10 +301,7 @@ class SharedResults:
         """Give up on a computation past its time limit (with the lock held): its waiters are told, its slot is
         freed, and whatever it returns later is dropped."""
         flight.abandoned = True
-        flight.error = TimeoutError(msg("This computation ran for {seconds:.0f} s, past the {limit:.0f} s it may "
-                                        "take, and was given up; ask again to start it afresh.",
-                                        seconds=time.monotonic() - (flight.admitted or flight.started),
-                                        limit=self.limit_s()))
+        flight.error = TimeoutError(over_time(time.monotonic() - (flight.admitted or flight.started), self.limit_s()))
         self._flights.pop(key, None)
         if flight in self._queue:
             self._queue.remove(flight)

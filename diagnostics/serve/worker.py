@@ -86,6 +86,12 @@ def memory_limit(slots: int) -> int:
     return machine if caps is None else min(machine, int((caps.max_training_gib + 2) * 2**30))
 
 
+def over_time(seconds: float, limit: float):
+    from diagnostics.serve.store import over_time as said  # the store's sentence, its module loaded when needed
+
+    return said(seconds, limit)
+
+
 def _gib(amount: int) -> float:
     return round(amount / 2**30, 2)
 
@@ -141,7 +147,7 @@ class Workers:
             self._replace(None)
 
     def limit_s(self) -> float:
-        from diagnostics.serve.store import time_limit
+        from diagnostics.serve.store import time_limit  # the store's module imports the walk: not at start-up
 
         return self.time_limit_s if self.time_limit_s is not None else time_limit()
 
@@ -182,9 +188,7 @@ class Workers:
         try:
             worker = self._idle.get(timeout=self.limit_s())
         except queue.Empty:
-            raise WorkerEnded(msg("This computation ran for {seconds:.0f} s, past the {limit:.0f} s it may take, and "
-                                  "was given up; ask again to start it afresh.", seconds=time.monotonic() - started,
-                                  limit=self.limit_s())) from None
+            raise WorkerEnded(over_time(time.monotonic() - started, self.limit_s())) from None
         healthy = False
         try:
             if not worker.ready:
@@ -200,7 +204,7 @@ class Workers:
                     worker.outbox.send(("stop", reason))
                     asked_stop = time.monotonic()
                 if asked_stop is not None and time.monotonic() - asked_stop > STOP_GRACE_S:
-                    self._end(worker, started, msg("This computation was asked to stop and did not within {grace:.0f} "
+                    self._end(worker, msg("This computation was asked to stop and did not within {grace:.0f} "
                                                    "s, so its worker process was ended.", grace=STOP_GRACE_S))
                 message = self._receive(worker, started, report, lambda message: message[0] in ("done", "error"),
                                         once=True)
@@ -239,19 +243,17 @@ class Workers:
                 self._died(worker, started)
             resident = worker.rss()
             if resident > worker.memory:
-                self._end(worker, started, msg(
+                self._end(worker, msg(
                     "This computation took {used:.2f} GiB of memory after {seconds:.0f} s, past the {limit:g} GiB "
                     "one computation may use on this server, and was ended; a smaller batch size, max length or "
                     "checkpoint needs less.", used=_gib(resident), seconds=time.monotonic() - started,
                     limit=_gib(worker.memory)))
             if time.monotonic() - started > self.limit_s():
-                self._end(worker, started, msg("This computation ran for {seconds:.0f} s, past the {limit:.0f} s it "
-                                               "may take, and was given up; ask again to start it afresh.",
-                                               seconds=time.monotonic() - started, limit=self.limit_s()))
+                self._end(worker, over_time(time.monotonic() - started, self.limit_s()))
             if once:
                 return None
 
-    def _end(self, worker: _Worker, started: float, why) -> None:
+    def _end(self, worker: _Worker, why) -> None:
         worker.end()
         self.ended += 1
         raise WorkerEnded(why)
@@ -259,7 +261,7 @@ class Workers:
     def _died(self, worker: _Worker, started: float) -> None:
         with contextlib.suppress(subprocess.TimeoutExpired):
             worker.process.wait(5)
-        self._end(worker, started, msg(
+        self._end(worker, msg(
             "The worker process running this computation ended after {seconds:.0f} s (exit code {code}), most likely "
             "out of the {limit:g} GiB of memory one computation may use on this server; a smaller batch size, max "
             "length or checkpoint needs less.", seconds=time.monotonic() - started, code=worker.process.returncode,
