@@ -47,6 +47,7 @@ if decoded and decoded.evidence.get("rows"):
         **field_columns(fields),
         "tokens": st.column_config.NumberColumn(_("tokens"), width=60),
     })
+    st.caption(_("A cell shows the start of a long text; read the whole row below."))
     with st.expander(_("Read a row in full")):
         # Labelled by position alone: a label that changed with the data (another task, another file) would come
         # back from the browser as a value no row has.

@@ -30,7 +30,7 @@ if nan_rows and nan_rows.evidence.get("losses"):
         st.subheader(_("Rows with a NaN loss"))
         (st.warning if nan_rows.explained_by else st.error)(shown(nan_rows.summary), icon=":material/cancel:")
         if nan_rows.explained_by:
-            owner_link(nan_rows.explained_by)
+            owner_link(nan_rows.explained_by, page="model")
         table, fields = field_frame(nan_rows.evidence["rows"],
                                     ["position", "index", "label", "label_name", "logits", "decoded"])
         table["logits"] = table["logits"].map(

@@ -60,7 +60,7 @@ def verdict(results: list) -> None:
     result = results[0]
     if result.explained_by:
         st.warning(shown(result.summary))
-        owner_link(result.explained_by)
+        owner_link(result.explained_by, page="overfit")
     else:
         {"pass": st.success, "warn": st.warning, "skip": st.info}.get(result.status.value, st.error)(
             shown(result.summary))

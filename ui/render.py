@@ -70,13 +70,13 @@ def explained_badge() -> str:
     return f":gray-badge[:material/arrow_forward: {_(EXPLAINED_MARK)}]"
 
 
-def owner_link(owner: str, where=st, *, ran: bool = True) -> None:
+def owner_link(owner: str, where=st, *, ran: bool = True, page: str | None = None) -> None:
     """A link to the page where the check owning a cause lives (`ran=False`: that check has not run yet, so the
-    cause is its to name once it has)."""
+    cause is its to name once it has); on that page itself (`page`: the stage of the page drawing), its name alone."""
     stage = CHECKS[owner].stage if owner in CHECKS else None
     if not ran:  # the sentence apart from the link: a link's label is one line, and a long one was cut at 1024 px
         where.caption(_("Pending: {owner} owns this cause and has not run yet.").format(owner=owner))
-    if stage in STAGE_PAGES:
+    if stage in STAGE_PAGES and not (ran and stage == page):
         label = _("Explained by {owner}, on the {stage} page") if ran else _("Open the {stage} page")
         where.page_link(STAGE_PAGES[stage], label=label.format(owner=owner, stage=_(STAGE_TITLES[stage])),
                         icon=":material/arrow_forward:" if ran else ":material/pending:")
@@ -131,6 +131,7 @@ def checklist(results: list[CheckResult], ran: set[str] | None = None) -> None:
         if result.status is Status.SKIP and not result.explained_by and not result.fix:
             skipped.setdefault(shown(result.summary), []).append(result)
     drawn, ran = set(), ran if ran is not None else {result.id for result in results}
+    page = next(iter(stages)) if len(stages := {result.stage for result in results}) == 1 else None
     for result in ordered:
         group = skipped.get(shown(result.summary), []) if result.status is Status.SKIP else []
         if result.id in drawn:
@@ -144,7 +145,7 @@ def checklist(results: list[CheckResult], ran: set[str] | None = None) -> None:
                 continue
             st.markdown(f"{mark} `{result.id}`  \n{shown(result.summary)}")
             if result.explained_by:
-                owner_link(result.explained_by, ran=result.explained_by in ran)
+                owner_link(result.explained_by, ran=result.explained_by in ran, page=page)
             elif result.fix:
                 fix(result.fix)
 

@@ -17,6 +17,7 @@ import contextlib
 import contextvars
 import functools
 import gettext
+import math
 import os
 import string
 from pathlib import Path
@@ -194,6 +195,12 @@ def _with_numbers(template: str, params: dict[str, Any], language: str) -> str:
         elif number and spec and "," in spec:
             decimals = int(digits) if digits.isdigit() else 0
             pattern = "#,##0" + ("." + "0" * decimals if decimals else "")
+            params[f"_number{index}"] = format_decimal(value, format=pattern, locale=language)
+        elif number and spec and spec.endswith("f") and digits.isdigit() and math.isfinite(value):
+            # A fixed-point number ({loss:.3f}) with the reader's decimal sign, as its percentages beside it have:
+            # Italian read "0.693" beside "3,8%" in one sentence. No code is written this way (a rate in a fix is
+            # {rate} or {rate:.0e}), so nothing pasted changes.
+            pattern = "0" + ("." + "0" * int(digits) if int(digits) else "")
             params[f"_number{index}"] = format_decimal(value, format=pattern, locale=language)
         else:
             parts.append("{" + field + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "") + "}")

@@ -268,3 +268,15 @@ def test_a_laptops_app_opens_sessions_for_its_own_pages_only(origin, host, hoste
 
     headers = {"Host": host, **({"Origin": origin} if origin else {})}
     assert (foreign_origin(headers, hosted, allowed) is not None) is refused
+
+
+def test_a_finding_explained_on_its_owners_own_page_names_the_owner_without_sending_the_reader_there():
+    """num-labels-too-small opened on the Model page: the NaN rows and the checklist's SEE card name model.config,
+    which is on this very page; neither says "on the Model page" nor links to it (the walk read that as a loop)."""
+    at = open_link({"scenario": "num-labels-too-small"}, "app_pages/2_model.py")
+    assert not at.exception
+    shown = "\n".join(rendered(element.value) for element in at.markdown)
+    assert "FAIL] `model.config`" in shown and "SEE] `model.nan_rows`" in shown
+    links = [link.proto.label for link in at.get("page_link")]
+    assert not any("model.config" in label for label in links), links
+    assert sum(rendered(caption.value) == "Explained by model.config" for caption in at.caption) >= 2

@@ -62,6 +62,18 @@ def test_a_sentence_is_said_in_each_language_with_its_numbers(language):
     assert localize(share, "en") == "Training (53%)"
 
 
+@pytest.mark.parametrize("language, loss, share", [("it", "0,693", "3,8%"), ("ru", "0,693", "3,8%"),
+                                                   ("zh", "0.693", "3.8%"), ("ko", "0.693", "3.8%")])
+def test_one_sentence_writes_all_its_decimals_with_one_sign(language, loss, share):
+    """A fixed-point number takes the reader's decimal sign as a percentage beside it does (Italian read "0.693"
+    beside "3,8%"); a value that is not a number, and English, stay as Python writes them."""
+    sentence = msg("loss {loss:.3f}, moved {moved:.1%}, {left:.0f} s, {gap:.2f}", loss=0.6931, moved=0.038,
+                   left=12.0, gap=float("nan"))
+    said = localize(sentence, language).replace("\u202f", "\u00a0")
+    assert said == f"loss {loss}, moved {share}, 12 s, nan"
+    assert localize(sentence, "en") == "loss 0.693, moved 3.8%, 12 s, nan"
+
+
 @pytest.mark.parametrize("count, english, russian", [(1, "1 minute ago", "1 минуту назад"),
                                                      (3, "3 minutes ago", "3 минуты назад"),
                                                      (5, "5 minutes ago", "5 минут назад"),
@@ -81,7 +93,7 @@ def test_values_that_are_sentences_are_translated_too():
                 age=inner, seconds=1.25)
     assert str(outer).startswith("Computed 7 minutes ago in 1.2 s")
     russian = localize(outer, "ru")
-    assert "7 минут назад" in russian and "1.2" in russian
+    assert "7 минут назад" in russian and "1,2 с" in russian  # the Russian decimal sign
 
 
 def test_a_sentence_is_plain_english_text_for_json_copies_and_pickles():
