@@ -10,6 +10,7 @@ import inspect
 import linecache
 import os
 import re
+import sys
 import traceback
 from typing import Any
 
@@ -43,6 +44,9 @@ def _classify(exc: BaseException, message: str) -> tuple[str, Any, Any]:
     found = optimizer_tuple(exc)
     if found is not None:
         return ("optimizer_tuple", *found)
+    found = whole_dataset_dict(exc)
+    if found is not None:
+        return ("split", *found)
     found = stack_change(exc)
     if found is not None:
         return ("stack", *found)
@@ -137,6 +141,39 @@ def optimizer_tuple(exc: BaseException) -> tuple[Any, str] | None:
                 "returns both, the optimizer and its learning-rate schedule ({error})",
                 error=text.splitlines()[0][:160]),
             "optimizer, schedule = create_optimizer(init_lr=..., num_train_steps=..., num_warmup_steps=...)")
+
+
+def whole_dataset_dict(exc: BaseException) -> tuple[Any, Any] | None:
+    """(finding, fix) when a `DatasetDict`, every split at once, was given where one split goes:
+    `model.prepare_tf_dataset(dataset)` on what `load_dataset` returned ("Dataset argument should be a
+    datasets.Dataset!", huggingface/transformers#22960), `dataset.to_tf_dataset(...)` on it (no such attribute). The
+    fix is the script's own line with the split named, "train" where there is one; None for anything else."""
+    if not isinstance(exc, (TypeError, AttributeError)) or "datasets" not in sys.modules:
+        return None
+    from datasets import DatasetDict
+
+    if not ("should be a datasets.Dataset" in str(exc) or "'DatasetDict' object has no attribute" in str(exc)):
+        return None
+    script, tb = [], exc.__traceback__  # the script's frames, each at the line the exception passed
+    while tb is not None:
+        script += [(tb.tb_frame, tb.tb_lineno)] if not _in_a_library(tb.tb_frame.f_code.co_filename) else []
+        tb = tb.tb_next
+    for frame, lineno in reversed(script):  # the innermost line that hands a DatasetDict of its frame on
+        line = code_of(linecache.getline(frame.f_code.co_filename, lineno))
+        for name, whole in list(frame.f_locals.items()):
+            given = re.compile(rf"(?<![\w.\]]){re.escape(name)}(?=\s*[,)]|\.to_tf_dataset\b)")
+            if isinstance(whole, DatasetDict) and given.search(line):
+                split = "train" if "train" in whole else next(iter(whole), "train")
+                return (msg("{name} is a DatasetDict, every split at once ({splits}), given where one split goes.",
+                            name=name, splits=", ".join(whole)), given.sub(f'{name}["{split}"]', line, count=1))
+    return None
+
+
+def _in_a_library(filename: str) -> bool:
+    """Whether a frame's file is an installed package's or this project's, not the user's script."""
+    return "site-packages" in filename or "dist-packages" in filename or filename.startswith(
+        (os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep + "diagnostics",
+         "<frozen"))
 
 
 def stack_change(exc: BaseException) -> tuple[Any, str] | None:

@@ -694,3 +694,37 @@ def test_create_optimizers_pair_given_as_the_optimizer_is_named_and_never_called
     kind, finding, fix = _classify(raised.value, str(raised.value))
     assert kind == "optimizer_tuple" and "create_optimizer returns both" in finding and "Keras 3" not in finding
     assert fix.startswith("optimizer, schedule = create_optimizer(")
+
+
+def test_every_split_given_where_one_goes_is_named_with_the_line_that_takes_one():
+    """huggingface/transformers#22960 (benchmarks/reported): the quicktour gave `prepare_tf_dataset` the DatasetDict
+    `load_dataset` returns ("Dataset argument should be a datasets.Dataset!"); `to_tf_dataset` on it has no such
+    attribute. The trace names the dict and its splits, and its fix is the script's line with "train" named, which
+    `--repair` writes."""
+    from datasets import Dataset, DatasetDict
+
+    from diagnostics.usercode.repair_errors import applied, error_repair
+    from diagnostics.usercode.script_errors import _classify
+
+    dataset = DatasetDict(train=Dataset.from_dict({"a": [1]}), test=Dataset.from_dict({"a": [2]}))
+    with pytest.raises(AttributeError) as raised:
+        tf_dataset = dataset.to_tf_dataset(columns=["a"], batch_size=16)  # the tutorial's  # noqa: F841
+    kind, finding, fix = _classify(raised.value, str(raised.value))
+    assert (kind, finding) == ("split", "dataset is a DatasetDict, every split at once (train, test), given where "
+                                        "one split goes.")
+    assert fix == 'tf_dataset = dataset["train"].to_tf_dataset(columns=["a"], batch_size=16)'
+
+    def prepare_tf_dataset(dataset, batch_size):  # Transformers' own check, as TFPreTrainedModel has it
+        if not isinstance(dataset, Dataset):
+            raise TypeError("Dataset argument should be a datasets.Dataset!")
+
+    with pytest.raises(TypeError) as raised:
+        prepare_tf_dataset(dataset, batch_size=16)
+    kind, _, fix = _classify(raised.value, str(raised.value))
+    assert (kind, fix) == ("split", 'prepare_tf_dataset(dataset["train"], batch_size=16)')
+    source = "x = 1\ntf_dataset = model.prepare_tf_dataset(dataset, batch_size=16)  # quicktour\n"
+    edits = error_repair(source, {"kind": "split", "where": "train.py:2",
+                                  "fix": 'tf_dataset = model.prepare_tf_dataset(dataset["train"], batch_size=16)'})
+    assert applied(source, edits).splitlines()[1] == \
+        'tf_dataset = model.prepare_tf_dataset(dataset["train"], batch_size=16)  # quicktour'
+    assert _classify(TypeError("Dataset argument should be a datasets.Dataset!"), "")[0] == "other"  # no dict seen
