@@ -54,6 +54,12 @@ def read_back(dataset, tokenizer, *, task: str | None, model_config=None, hint=N
             raise InputError(msg("The dataset's batches have no input_ids (they hold {inputs}): the checks need the "
                                  "token ids the model reads.", inputs=", ".join(inputs)))
         ids = np.asarray(inputs["input_ids"])
+        if ids.ndim == 3 and ids.shape[1] == 1:  # huggingface/transformers#3727 (benchmarks/reported)
+            raise InputError(msg("The dataset's input_ids are batches of rows of one row each (shape {shape}), where "
+                                 "the model reads (rows, tokens): what a tokenizer called on one text at a time with "
+                                 "return_tensors gives, stacked.", shape=list(ids.shape)),
+                             fix="input_ids = np.concatenate(input_ids, axis=0)  # the same for attention_mask; or "
+                                 "tokenizer(list_of_texts, padding=True, truncation=True, return_tensors='np') at once")
         if ids.ndim != 2:
             raise InputError(msg("The dataset's input_ids are not batches of rows (shape {shape}).",
                                  shape=list(ids.shape)))

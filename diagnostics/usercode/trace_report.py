@@ -76,7 +76,8 @@ class Reports:
                     error=type(exc).__name__, message=str(exc))
             report = {"run": {}, "checks": [], "notes": [], "counts": {},
                       "error": {"kind": "input", "type": type(exc).__name__, "message": str(exc)[:2000],
-                                "where": where, "code": "", **_said("finding", finding), "fix": None,
+                                "where": where, "code": "", **_said("finding", finding),
+                                **_said("fix", getattr(exc, "fix", None)),
                                 "traceback": "".join(traceback.format_exception(exc))[-8000:]}}
         report["phase"] = phase
         self.reports.append(report)

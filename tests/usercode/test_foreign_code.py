@@ -728,3 +728,21 @@ def test_every_split_given_where_one_goes_is_named_with_the_line_that_takes_one(
     assert applied(source, edits).splitlines()[1] == \
         'tf_dataset = model.prepare_tf_dataset(dataset["train"], batch_size=16)  # quicktour'
     assert _classify(TypeError("Dataset argument should be a datasets.Dataset!"), "")[0] == "other"  # no dict seen
+
+
+def test_rows_tokenized_one_at_a_time_and_stacked_are_named_with_the_fix(tokenizer):
+    """huggingface/transformers#3727 (benchmarks/reported): `encode_plus(text, return_tensors='tf')` in a loop gives
+    (1, 128) a row, so the stacked inputs are (rows, 1, 128); the trace names the extra axis of one and the fix (the
+    rows joined along the batch axis), which its report carries; another rank is still refused in one sentence."""
+    from diagnostics.core.errors import InputError
+    from diagnostics.usercode.read_back import read_back
+
+    ids = np.ones((4, 1, 8), dtype=np.int32)
+    with pytest.raises(InputError) as raised:
+        read_back([({"input_ids": ids, "attention_mask": ids}, np.zeros(4, dtype=np.int64))], tokenizer, task="sst2")
+    assert "rows of one row each (shape [4, 1, 8])" in str(raised.value)
+    assert raised.value.fix.startswith("input_ids = np.concatenate(input_ids, axis=0)")
+    with pytest.raises(InputError) as raised:
+        read_back([({"input_ids": np.ones((4, 2, 8), dtype=np.int32)}, np.zeros(4))], tokenizer, task="sst2")
+    assert str(raised.value) == "The dataset's input_ids are not batches of rows (shape [4, 2, 8])." \
+        and raised.value.fix is None
