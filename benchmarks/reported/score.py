@@ -57,8 +57,8 @@ def causes(report: dict) -> list[dict]:
     """The causes the trace names: each checked fit's (its owner and fix), or the error that stopped the script."""
     named = [cause for part in fits(report) for cause in part.get("causes") or []]
     error = (report.get("script") or {}).get("error")
-    # Before fit, or at a fit whose checks could not run on what the script built ("input"): the trace's diagnosis.
-    if error and (not report.get("script", {}).get("reached_fit") or error.get("kind") == "input"):
+    # Before fit, or at a fit whose checks could not run on what the script built: the trace's diagnosis.
+    if error:
         named.append({"owner": f"error:{error.get('kind')}", "fix": error.get("fix") or ""})
         named += [cause for cause in report.get("causes") or []] if not report["script"].get("reached_fit") else []
     return named

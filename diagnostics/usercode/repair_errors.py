@@ -1,7 +1,8 @@
 """The repair of a script that stopped before fit on an error whose fix is code of its own (`script_errors`): a
 column the data lacks (its line, with the column the data has), every split given where one goes (its line, with
-the split named), a Keras 3 import (tf-keras's instead), or `create_optimizer`'s pair taken as the optimizer
-(unpacked). Each edit replaces one line with one line, so the line numbers every later repair reads stay true."""
+the split named), the tokenizer's BatchEncoding given to a Keras model's fit (its line, with a dict), a Keras 3
+import (tf-keras's instead), or `create_optimizer`'s pair taken as the optimizer (unpacked). Each edit replaces one
+line with one line, so the line numbers every later repair reads stay true."""
 
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ def error_repair(source: str, error: dict) -> list[Edit]:
         if after != lines[number - 1]:
             edits.append(Edit(owner, number, lines[number - 1], after))
 
-    if kind in ("column", "split") and (number := _line(error)) is not None and number <= len(lines):
+    if kind in ("column", "split", "batch_encoding") and (number := _line(error)) is not None and number <= len(lines):
         code = code_of(lines[number - 1])
         if fix and fix != code and code and not fix.endswith("."):  # a sentence, not the line mended: no edit
             edit(number, lines[number - 1].replace(code, fix, 1))

@@ -66,7 +66,7 @@ def planned(source: str, report: dict) -> Repair:
     from diagnostics.usercode.repair_errors import applied, error_repair
 
     script = report.get("script") or {}
-    mended = error_repair(source, script["error"]) if script.get("error") and not script.get("reached_fit") else []
+    mended = error_repair(source, script["error"]) if script.get("error") else []  # before fit, or at a fit
     fixed = repair_fits(applied(source, mended), checked(report),
                         (report.get("run") or {}).get("keras_name") or "tf_keras")
     return Repair(fixed.source, mended + fixed.edits, fixed.unrepaired) if mended else fixed

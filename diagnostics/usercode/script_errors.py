@@ -176,6 +176,33 @@ def _in_a_library(filename: str) -> bool:
          "<frozen"))
 
 
+def batch_encoding_to_keras(model, x, filename: str | None, lineno: int | None) -> tuple[Any, str] | None:
+    """(finding, fix) when `fit` is given the tokenizer's `BatchEncoding` as x and the model is a Keras model of the
+    script's own (a functional model around an encoder): Keras cannot batch one ("Cannot generate a hashable key for
+    IteratorSpec ... BatchEncoding"; 2020's "too many values to unpack", huggingface/transformers#5939), while a
+    Transformers model's own fit converts it. The fix is the script's fit line with x as a plain dict; None for
+    anything else."""
+    if type(x).__name__ != "BatchEncoding" or type(model).__module__.startswith("transformers."):
+        return None
+    finding = msg("fit was given the tokenizer's BatchEncoding as x, and the model is a Keras model of its own "
+                  "({model}): Keras cannot batch a BatchEncoding (only a Transformers model's fit converts one), so "
+                  "fit stops before its first step.", model=type(model).__name__)
+    if filename:
+        linecache.checkcache(filename)  # the file as it is now
+    line = code_of(linecache.getline(filename, lineno)) if filename and lineno else ""
+    try:
+        call = next((node for node in ast.walk(ast.parse(line)) if isinstance(node, ast.Call)
+                     and isinstance(node.func, ast.Attribute) and node.func.attr == "fit"), None)
+    except SyntaxError:  # a fit call over several lines: its first line alone does not parse
+        call = None
+    given = None if call is None else call.args[0] if call.args else next(
+        (keyword.value for keyword in call.keywords if keyword.arg == "x"), None)
+    if given is None:
+        return finding, "model.fit(x=dict(encodings), ...)  # encodings: what the tokenizer returned"
+    start, end = given.col_offset, given.end_col_offset
+    return finding, line[:start] + f"dict({line[start:end]})" + line[end:]
+
+
 def stack_change(exc: BaseException) -> tuple[Any, str] | None:
     """(finding, fix) when the exception is a known change of the pinned libraries that tutorial code predates,
     recognised from the exception and the values it was raised on (never from the message alone where a value

@@ -248,7 +248,9 @@ class _Child(Loops, Reports):
 
         import_libraries()  # imported by the script by now: their objects frozen, so the checks' collections skip them
         from diagnostics.usercode.own_code import fit_steps
+        from diagnostics.core.errors import InputError
         from diagnostics.usercode.read_back import arrays_as_dataset
+        from diagnostics.usercode.script_errors import batch_encoding_to_keras
 
         frame = self._script_frame(sys._getframe(1))
         where = place(self.script, frame.f_lineno if frame else None)
@@ -262,6 +264,9 @@ class _Child(Loops, Reports):
 
         def captured():
             nonlocal x
+            found = batch_encoding_to_keras(model, x, self.script, frame.f_lineno if frame else None)
+            if found is not None:
+                raise InputError(found[0], fix=found[1], kind="batch_encoding")
             if y is not None:
                 x = arrays_as_dataset(x, y, kwargs.get("batch_size"))
             found = capture(model, x, self._tokenizer(frame), self.spec.get("task"),

@@ -75,7 +75,8 @@ class Reports:
                 msg("The checks could not run on what the script built: {error}: {message}",
                     error=type(exc).__name__, message=str(exc))
             report = {"run": {}, "checks": [], "notes": [], "counts": {},
-                      "error": {"kind": "input", "type": type(exc).__name__, "message": str(exc)[:2000],
+                      "error": {"kind": getattr(exc, "kind", None) or "input", "type": type(exc).__name__,
+                                "message": str(exc)[:2000],
                                 "where": where, "code": "", **_said("finding", finding),
                                 **_said("fix", getattr(exc, "fix", None)),
                                 "traceback": "".join(traceback.format_exception(exc))[-8000:]}}

@@ -746,3 +746,30 @@ def test_rows_tokenized_one_at_a_time_and_stacked_are_named_with_the_fix(tokeniz
         read_back([({"input_ids": np.ones((4, 2, 8), dtype=np.int32)}, np.zeros(4))], tokenizer, task="sst2")
     assert str(raised.value) == "The dataset's input_ids are not batches of rows (shape [4, 2, 8])." \
         and raised.value.fix is None
+
+
+def test_a_batch_encoding_given_to_a_keras_models_own_fit_is_named_with_its_line_and_a_dict(tokenizer, tmp_path):
+    """huggingface/transformers#5939 (benchmarks/reported): `fit(x=tokenizer(...))` on a functional model around an
+    encoder; Keras cannot batch the BatchEncoding (only a Transformers model's fit converts one). The finding names
+    the model, and the fix is the script's fit line with x as a dict, which `--repair` writes line for line."""
+    import tf_keras
+
+    from diagnostics.usercode.repair_errors import applied, error_repair
+    from diagnostics.usercode.script_errors import batch_encoding_to_keras
+
+    ids = tf_keras.layers.Input(shape=(4,), dtype="int32", name="input_ids")
+    model = tf_keras.Model(ids, tf_keras.layers.Dense(1)(tf_keras.layers.Embedding(30, 2)(ids)))
+    encodings = tokenizer(["a b", "c"], padding=True)
+    script = tmp_path / "train.py"
+    script.write_text("x = 1\nmodel.fit(x=X_train, y=targets, epochs=3)  # the report's\n")
+    finding, fix = batch_encoding_to_keras(model, encodings, str(script), 2)
+    assert "BatchEncoding as x, and the model is a Keras model of its own (Functional)" in finding
+    assert fix == "model.fit(x=dict(X_train), y=targets, epochs=3)"
+    edits = error_repair(script.read_text(), {"kind": "batch_encoding", "where": "train.py:2", "fix": fix})
+    assert applied(script.read_text(), edits).splitlines()[1] == \
+        "model.fit(x=dict(X_train), y=targets, epochs=3)  # the report's"
+    script.write_text("model.fit(tokenizer(texts, padding=True), labels)\n")
+    assert batch_encoding_to_keras(model, encodings, str(script), 1)[1] == \
+        "model.fit(dict(tokenizer(texts, padding=True)), labels)"
+    assert batch_encoding_to_keras(model, dict(encodings), str(script), 1) is None  # a dict is what Keras takes
+    assert batch_encoding_to_keras(model, encodings, None, None)[1].startswith("model.fit(x=dict(encodings)")
