@@ -65,6 +65,16 @@ def is_transformers_classifier(model) -> bool:
     return isinstance(model, TFPreTrainedModel) and hasattr(getattr(model, "config", None), "num_labels")
 
 
+def is_bare_encoder(model) -> bool:
+    """A Transformers base model (`TFAutoModel`'s `TFBertModel`): hidden states out, no classification head, no
+    labels taken (huggingface/transformers#5151), though its config still says num_labels=2."""
+    from transformers import TFPreTrainedModel
+
+    name = type(model).__name__
+    return isinstance(model, TFPreTrainedModel) and type(model).__module__.startswith("transformers.models.") \
+        and name.startswith("TF") and name.endswith("Model")
+
+
 def head_of(model, loss: str | None = None) -> Head:
     """The model's head, read once per model (a loss given the first time says whether one output is binary)."""
     if model in _HEADS:

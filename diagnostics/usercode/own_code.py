@@ -227,6 +227,13 @@ def _keras_model_fits(model, loss: str) -> None:
     Raises:
         InputError: as said.
     """
+    if keras_model.is_bare_encoder(model):
+        name = getattr(model.config, "_name_or_path", "") or "<checkpoint>"
+        raise InputError(msg("{model} is a bare encoder: it has no classification head, so it gives hidden states, "
+                             "not logits, and takes no labels; fit cannot train it as a classifier.",
+                             model=type(model).__name__), kind="no_head",
+                         fix=f'model = TFAutoModelForSequenceClassification.from_pretrained("{name}", '
+                             'num_labels=...)  # the class with a classification head, one output a class')
     if is_transformers_classifier(model):
         return
     try:

@@ -773,3 +773,24 @@ def test_a_batch_encoding_given_to_a_keras_models_own_fit_is_named_with_its_line
         "model.fit(dict(tokenizer(texts, padding=True)), labels)"
     assert batch_encoding_to_keras(model, dict(encodings), str(script), 1) is None  # a dict is what Keras takes
     assert batch_encoding_to_keras(model, encodings, None, None)[1].startswith("model.fit(x=dict(encodings)")
+
+
+def test_a_bare_encoder_given_to_fit_is_named_once_with_the_class_that_has_a_head(bert_checkpoint, bert_tokenizer):
+    """huggingface/transformers#5151 (benchmarks/reported): `TFAutoModel`'s TFBertModel trained as a classifier.
+    Its config still says num_labels=2, which once read as a classifier: model.config passed it and six checks
+    failed on its hidden states ("the check itself failed"). Now one sentence names it, with the class to use."""
+    import numpy as np
+    from transformers import TFAutoModel
+
+    from diagnostics.core.errors import InputError
+    from diagnostics.usercode.api import capture
+    from diagnostics.usercode.own_code import build_run
+
+    model = TFAutoModel.from_pretrained(bert_checkpoint)
+    model.compile(optimizer="adam")
+    ids = dict(bert_tokenizer(["a b c", "d e"], padding="max_length", max_length=8, return_tensors="np"))
+    with pytest.raises(InputError) as raised:
+        build_run(capture(model, (ids, np.array([0, 1])), bert_tokenizer, "sst2"))
+    assert str(raised.value).startswith("TFBertModel is a bare encoder: it has no classification head")
+    assert raised.value.kind == "no_head"
+    assert raised.value.fix.startswith('model = TFAutoModelForSequenceClassification.from_pretrained("')
