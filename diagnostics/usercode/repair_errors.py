@@ -1,8 +1,8 @@
 """The repair of a script that stopped before fit on an error whose fix is code of its own (`script_errors`): a
 column the data lacks (its line, with the column the data has), every split given where one goes (its line, with
 the split named), the tokenizer's BatchEncoding given to a Keras model's fit (its line, with a dict), a Keras 3
-import (tf-keras's instead), or `create_optimizer`'s pair taken as the optimizer (unpacked). Each edit replaces one
-line with one line, so the line numbers every later repair reads stay true."""
+import or a `tf.keras.` name (tf-keras's instead), or `create_optimizer`'s pair taken as the optimizer (unpacked).
+Each edit replaces one line with one line, so the line numbers every later repair reads stay true."""
 
 from __future__ import annotations
 
@@ -19,6 +19,10 @@ KERAS_3_IMPORTS = (
     (re.compile(r"^(\s*)from keras((?:\.\w+)*) import "), r"\1from tf_keras\2 import "),
     (re.compile(r"^(\s*)import tensorflow\.keras as (\w+)\s*$"), r"\1import tf_keras as \2"),
 )
+# Keras 3 reached through TensorFlow's own names (`tf.keras.optimizers.Adam`, `tf.losses...`, `tf.metrics...`) once
+# `import tensorflow as tf` binds tf: the same names in tf-keras, imported on that line.
+TF_KERAS_NAMES = re.compile(r"(?<![\w.])tf\.(keras\.|optimizers\.|losses\.|metrics\.)")
+IMPORT_TF = "import tensorflow as tf"
 PAIR = re.compile(r"^(\s*)(\w+)(\s*=\s*(?:\w+\.)*create_optimizer\()")
 
 
@@ -37,11 +41,19 @@ def error_repair(source: str, error: dict) -> list[Edit]:
         if fix and fix != code and code and not fix.endswith("."):  # a sentence, not the line mended: no edit
             edit(number, lines[number - 1].replace(code, fix, 1))
     elif kind == "stack" and "tf_keras" in fix:
+        through_tf = any(code_of(line) == IMPORT_TF for line in lines) and any(
+            TF_KERAS_NAMES.search(code_of(line)) for line in lines)
         for number, line in enumerate(lines, 1):
             for pattern, replacement in KERAS_3_IMPORTS:
                 if pattern.match(line):
                     edit(number, pattern.sub(replacement, line, count=1))
                     break
+            else:
+                if through_tf and code_of(line) == IMPORT_TF:
+                    edit(number, line.replace(IMPORT_TF, IMPORT_TF + ", tf_keras", 1))
+                elif through_tf and TF_KERAS_NAMES.search(code_of(line)):
+                    edit(number, TF_KERAS_NAMES.sub(lambda found: "tf_keras." + (
+                        "" if found.group(1) == "keras." else found.group(1)), line))
     elif kind == "optimizer_tuple":
         for number, line in enumerate(lines, 1):
             if (found := PAIR.match(line)) is not None:

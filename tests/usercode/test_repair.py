@@ -444,6 +444,15 @@ def test_an_error_before_fit_whose_fix_is_code_is_repaired_line_for_line():
     keras = error_repair(source, {"kind": "stack", "fix": "import tf_keras as keras  # or ..."})
     assert [(edit.line, edit.after) for edit in keras] == [(2, "from tf_keras.optimizers import Adam"),
                                                            (3, "import tf_keras as keras")]
+    through_tf = ("import tensorflow as tf  # the course's\n"
+                  "opt = tf.keras.optimizers.Adam(learning_rate=tf.keras.optimizers.schedules.PolynomialDecay(5e-5, "
+                  "9))\nmodel.compile(opt, loss=tf.losses.SparseCategoricalCrossentropy(from_logits=True), "
+                  "metrics=tf.metrics.SparseCategoricalAccuracy())\nx = tf.constant(1)\n")
+    assert applied(through_tf, error_repair(through_tf, {"kind": "stack", "fix": "import tf_keras as keras"})) == (
+        "import tensorflow as tf, tf_keras  # the course's\n"
+        "opt = tf_keras.optimizers.Adam(learning_rate=tf_keras.optimizers.schedules.PolynomialDecay(5e-5, 9))\n"
+        "model.compile(opt, loss=tf_keras.losses.SparseCategoricalCrossentropy(from_logits=True), "
+        "metrics=tf_keras.metrics.SparseCategoricalAccuracy())\nx = tf.constant(1)\n")  # TensorFlow's own stays
     column = error_repair(source, {"kind": "column", "where": "train.py:4",
                                    "fix": "tokens = tokenizer(list(data['sentence']), padding=True)"})
     assert applied(source, column).splitlines()[3] == \
