@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from datetime import date
 from pathlib import Path
@@ -47,6 +48,22 @@ def is_bug(found: dict | None) -> bool:
     return bool(found) and training_bug(found["buggy"], found["fixed"])
 
 
+def unaided(case: Case, found: dict | None) -> tuple[str, bool | None]:
+    """What a user has without the debugger, from the buggy script's plain run: the error it stopped on (does its
+    message name the accepted fix?), or its finished run (nothing names a cause; Keras's TerminateOnNaN acts only on a
+    loss of nan, and then says "Invalid loss, terminating training", no cause either). (text, whether it names the
+    fix), None where the run is not kept."""
+    buggy = (found or {}).get("buggy")
+    if not buggy:
+        return "not run", None
+    nan = {True: "; TerminateOnNaN would stop it (a loss of nan), naming no cause",
+           False: "; no loss of nan, so TerminateOnNaN stays silent"}.get(buggy.get("loss_nan"), "")
+    if buggy.get("accuracy") is not None:
+        return "it finishes, saying nothing of a cause" + nan, False
+    names = bool(case.fix_matches and re.search(case.fix_matches, buggy.get("error") or ""))
+    return ("its error names the fix" if names else "its error does not name the fix") + nan, names
+
+
 def mark(value) -> str:
     return "n/a" if value is None else "yes" if value else "**no**"
 
@@ -73,9 +90,12 @@ def table(every: list[Case], truth: dict, score: dict) -> str:
              "| rate | cases |", "|---|---|"]
     for verdict, (yes, of) in rates(every, truth, score).items():
         lines.append(f"| {verdict.replace('_', ' ')} | {yes} of {of} |")
-    lines += ["", "| case | source | reported | category | truth: buggy | truth: fixed | bug? | "
+    confirmed = [case for case in every if case.slug in score and is_bug(truth.get(case.slug))]
+    lines.append(f"| without the debugger: the script's own output names the fix | "
+                 f"{sum(bool(unaided(case, truth.get(case.slug))[1]) for case in confirmed)} of {len(confirmed)} |")
+    lines += ["", "| case | source | reported | category | truth: buggy | truth: fixed | bug? | without the debugger | "
               + " | ".join(verdict.replace("_", " ") for verdict in VERDICTS) + " | what the trace named |",
-              "|" + "---|" * (8 + len(VERDICTS))]
+              "|" + "---|" * (9 + len(VERDICTS))]
     for case in every:
         found, judged = truth.get(case.slug, {}), score.get(case.slug)
         verdicts = " | ".join(mark(judged.get(verdict)) if judged else "not scored" for verdict in VERDICTS)
@@ -84,7 +104,8 @@ def table(every: list[Case], truth: dict, score: dict) -> str:
         named += f"; on the fixed script it warns: {', '.join(f'`{check}`' for check in warned)}" if warned else ""
         lines.append(f"| `{case.slug}` | [{case.date}]({case.source}) | {case.symptom} | {case.category} | "
                      f"{run_line(found.get('buggy'))} | {run_line(found.get('fixed'))} | "
-                     f"{mark(is_bug(found)) if found else 'not run'} | {verdicts} | {named} |")
+                     f"{mark(is_bug(found)) if found else 'not run'} | {unaided(case, found)[0]} | {verdicts} | "
+                     f"{named} |")
     wrong = [(case, [verdict for verdict in VERDICTS if score[case.slug].get(verdict) is False])
              for case in every if case.slug in score]
     lines += ["", "## Where the debugger falls short", ""]

@@ -15,6 +15,7 @@ from benchmarks.reported import ROOT, Case
 
 SCORE = re.compile(r"held-out accuracy ([0-9.]+) on (\d+) rows; majority class ([0-9.]+)")
 ERROR = re.compile(r"^(\w+(?:\.\w+)*(?:Error|Exception|Exit)\b.*)$", re.M)
+NAN_LOSS = re.compile(r"\bloss: nan\b", re.I)
 MARGIN = 0.05  # how much better than the buggy script (or than the commonest label) a fixed one must score
 
 
@@ -29,7 +30,9 @@ def plain_run(script: Path, arguments: list[str], timeout: float = 1800) -> dict
                               text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return {"exit": None, "seconds": round(time.monotonic() - started, 1), "error": f"timed out at {timeout} s"}
-    run = {"exit": done.returncode, "seconds": round(time.monotonic() - started, 1)}
+    run = {"exit": done.returncode, "seconds": round(time.monotonic() - started, 1),
+           # What Keras's TerminateOnNaN would act on: a loss of nan in the progress Keras printed.
+           "loss_nan": NAN_LOSS.search(done.stdout + done.stderr) is not None}
     if (score := SCORE.search(done.stdout)) is not None:
         run.update(accuracy=float(score.group(1)), rows=int(score.group(2)), majority=float(score.group(3)))
     elif errors := ERROR.findall(done.stderr):
