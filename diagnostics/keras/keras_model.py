@@ -75,6 +75,13 @@ def is_bare_encoder(model) -> bool:
         and name.startswith("TF") and name.endswith("Model")
 
 
+def built_head_width(model) -> int | None:
+    """The outputs of a built Transformers classifier's last projection (its last kernel), which `config.num_labels`
+    set after `from_pretrained` does not change (huggingface/transformers#2992); None before it is built."""
+    kernels = [variable for variable in getattr(model, "weights", []) if "kernel" in variable.name]
+    return int(kernels[-1].shape[-1]) if kernels and len(kernels[-1].shape) == 2 else None
+
+
 def head_of(model, loss: str | None = None) -> Head:
     """The model's head, read once per model (a loss given the first time says whether one output is binary)."""
     if model in _HEADS:

@@ -235,6 +235,15 @@ def _keras_model_fits(model, loss: str) -> None:
                          fix=f'model = TFAutoModelForSequenceClassification.from_pretrained("{name}", '
                              'num_labels=...)  # the class with a classification head, one output a class')
     if is_transformers_classifier(model):
+        width, said = keras_model.built_head_width(model), int(model.config.num_labels)
+        if width is not None and width != said:
+            raise InputError(msg("The model's config says num_labels={said}, but its classification head has {width} "
+                                 "outputs: num_labels was set on the config after from_pretrained, which does not "
+                                 "rebuild the head (and the model's own loss follows the config: num_labels=1 is a "
+                                 "regression's).", said=said, width=width), kind="num_labels_after_load",
+                             fix=f'model = {type(model).__name__}.from_pretrained("'
+                                 f'{getattr(model.config, "_name_or_path", "") or "<checkpoint>"}", num_labels=...)  '
+                                 '# num_labels given here, one output a class; the config left as it loads')
         return
     try:
         head_of(model, loss)

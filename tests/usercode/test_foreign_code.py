@@ -794,3 +794,27 @@ def test_a_bare_encoder_given_to_fit_is_named_once_with_the_class_that_has_a_hea
     assert str(raised.value).startswith("TFBertModel is a bare encoder: it has no classification head")
     assert raised.value.kind == "no_head"
     assert raised.value.fix.startswith('model = TFAutoModelForSequenceClassification.from_pretrained("')
+
+
+def test_num_labels_set_on_the_config_after_loading_is_named_once(bert_checkpoint, bert_tokenizer):
+    """huggingface/transformers#2992 (benchmarks/reported): `model.config.num_labels = 1` after `from_pretrained`
+    leaves a head of two outputs. The checks once read the config: data.label_range failed half the labels as
+    outside [0, 1), model.forward failed the logits' width, and four checks failed themselves copying the head."""
+    import numpy as np
+    from transformers import TFAutoModelForSequenceClassification
+
+    from diagnostics.core.errors import InputError
+    from diagnostics.usercode.api import capture
+    from diagnostics.usercode.own_code import build_run
+
+    model = TFAutoModelForSequenceClassification.from_pretrained(bert_checkpoint)
+    model.config.num_labels = 1
+    ids = dict(bert_tokenizer(["a b c", "d e"], padding="max_length", max_length=8, return_tensors="np"))
+    with pytest.raises(InputError) as raised:
+        build_run(capture(model, (ids, np.array([0, 1])), bert_tokenizer, "sst2"))
+    assert str(raised.value).startswith("The model's config says num_labels=1, but its classification head has 2 "
+                                        "outputs")
+    assert raised.value.kind == "num_labels_after_load"
+    assert raised.value.fix.startswith("model = TFBertForSequenceClassification.from_pretrained(")
+    model.config.num_labels = 2  # as it loads: no refusal
+    build_run(capture(model, (ids, np.array([0, 1])), bert_tokenizer, "sst2"))

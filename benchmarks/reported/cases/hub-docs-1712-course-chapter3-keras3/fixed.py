@@ -7,18 +7,19 @@ The course's shape: `load_dataset("glue", "mrpc")`, the tokenizer on both senten
 `PolynomialDecay` from `tensorflow.keras`, `SparseCategoricalCrossentropy(from_logits=True)`, `fit` with validation
 data. Lines marked `# adapted:` are what running offline on today's stack needs; the rest is the course's.
 
-The fix, marked `# fix`: the reporter's own, `TF_USE_LEGACY_KERAS=1` before `tensorflow.keras` is first used, so
-that it is tf-keras (Keras 2), the Keras that Transformers' TF models are built on.
+The fix, marked `# fix`: the reporter's own, `TF_USE_LEGACY_KERAS=1` before TensorFlow is imported (here, before
+Transformers imports it), so that `tensorflow.keras` is tf-keras (Keras 2), the Keras of Transformers' TF models.
 """
+
+import os  # fix
+
+os.environ["TF_USE_LEGACY_KERAS"] = "1"  # fix
 
 import argparse
 
 import numpy as np
 from datasets import load_dataset
 from transformers import AutoTokenizer, DataCollatorWithPadding, TFAutoModelForSequenceClassification
-import os  # fix
-
-os.environ["TF_USE_LEGACY_KERAS"] = "1"  # fix
 
 parser = argparse.ArgumentParser()  # adapted: the checkpoint and data are local files
 parser.add_argument("--checkpoint", required=True)  # adapted
