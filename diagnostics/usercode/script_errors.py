@@ -199,8 +199,52 @@ def batch_encoding_to_keras(model, x, filename: str | None, lineno: int | None) 
         (keyword.value for keyword in call.keywords if keyword.arg == "x"), None)
     if given is None:
         return finding, "model.fit(x=dict(encodings), ...)  # encodings: what the tokenizer returned"
-    start, end = given.col_offset, given.end_col_offset
-    return finding, line[:start] + f"dict({line[start:end]})" + line[end:]
+    raw, start, end = line.encode(), given.col_offset, given.end_col_offset  # the offsets count UTF-8 bytes
+    return finding, raw[:start].decode() + f"dict({raw[start:end].decode()})" + raw[end:].decode()
+
+
+# Keras metrics that read each output as one class's probability in [0, 1] (and labels of one column).
+THRESHOLD_METRICS = {"precision": "Precision", "recall": "Recall", "auc": "AUC", "binaryaccuracy": "BinaryAccuracy",
+                     **{name.lower(): name for name in (
+                         "TruePositives", "TrueNegatives", "FalsePositives", "FalseNegatives", "PrecisionAtRecall",
+                         "RecallAtPrecision", "SensitivityAtSpecificity", "SpecificityAtSensitivity")}}
+
+
+def threshold_metrics_on_logits(model, metrics, filename: str | None, lineno: int | None) -> tuple[Any, str] | None:
+    """(finding, fix) when compile's metrics include one that reads each output as a probability in [0, 1]
+    (`Precision()`, `Recall()`, `AUC()`) and the model gives several logits a row: fit stops at its first step
+    ("Shapes (None, 2) and (None, 1) are incompatible"; 2021's "predictions must be >= 0",
+    huggingface/transformers#10075). The fix is the compile line with metrics that read logits and class ids;
+    None for anything else (a single sigmoid output takes these metrics)."""
+    from diagnostics.keras.keras_model import is_transformers_classifier
+
+    flat = list(metrics.values()) if isinstance(metrics, dict) else list(metrics) if isinstance(
+        metrics, (list, tuple)) else [metrics] if metrics is not None else []
+    names = [THRESHOLD_METRICS.get((item if isinstance(item, str) else type(item).__name__).lower()) for item in flat]
+    names = [name for name in names if name]
+    try:
+        width = int(model.config.num_labels) if is_transformers_classifier(model) else int(model.output_shape[-1])
+    except (AttributeError, TypeError, ValueError, IndexError):
+        return None
+    if not names or width < 2:
+        return None
+    finding = msg("compile's metrics {metrics} read each output as one class's probability in [0, 1], but the model "
+                  "gives {width} logits a row: fit stops at its first step.", metrics=", ".join(names), width=width)
+    fallback = ("model.compile(..., metrics=['accuracy'])  # precision and recall: on the predicted classes, "
+                "argmax of predict's logits")
+    if filename:
+        linecache.checkcache(filename)
+    line = code_of(linecache.getline(filename, lineno)) if filename and lineno else ""
+    try:
+        call = next((node for node in ast.walk(ast.parse(line)) if isinstance(node, ast.Call)
+                     and isinstance(node.func, ast.Attribute) and node.func.attr == "compile"), None)
+    except SyntaxError:  # a compile call over several lines
+        call = None
+    given = next((keyword.value for keyword in call.keywords if keyword.arg == "metrics"), None) if call else None
+    if given is None:
+        return finding, fallback
+    raw = line.encode()  # the offsets count UTF-8 bytes
+    return finding, raw[:given.col_offset].decode() + '["accuracy"]' + raw[given.end_col_offset:].decode()
 
 
 def stack_change(exc: BaseException) -> tuple[Any, str] | None:

@@ -228,8 +228,11 @@ class _Child(Loops, Reports):
             if outer:
                 bound = signature.bind(model, *args, **kwargs)
                 bound.apply_defaults()
+                frame = child._script_frame(sys._getframe(1))
                 child.compiled[model] = {"optimizer": bound.arguments.get("optimizer"),
-                                         "loss": bound.arguments.get("loss")}
+                                         "loss": bound.arguments.get("loss"),
+                                         "metrics": bound.arguments.get("metrics"),
+                                         "at": (frame.f_code.co_filename, frame.f_lineno) if frame else None}
             child._compiling.active = True
             try:
                 return original(model, *args, **kwargs)
@@ -250,7 +253,7 @@ class _Child(Loops, Reports):
         from diagnostics.usercode.own_code import fit_steps
         from diagnostics.core.errors import InputError
         from diagnostics.usercode.read_back import arrays_as_dataset
-        from diagnostics.usercode.script_errors import batch_encoding_to_keras
+        from diagnostics.usercode.script_errors import batch_encoding_to_keras, threshold_metrics_on_logits
 
         frame = self._script_frame(sys._getframe(1))
         where = place(self.script, frame.f_lineno if frame else None)
@@ -267,6 +270,10 @@ class _Child(Loops, Reports):
             found = batch_encoding_to_keras(model, x, self.script, frame.f_lineno if frame else None)
             if found is not None:
                 raise InputError(found[0], fix=found[1], kind="batch_encoding")
+            compiled = self.compiled.get(model) or {}
+            found = threshold_metrics_on_logits(model, compiled.get("metrics"), *(compiled.get("at") or (None, None)))
+            if found is not None:
+                raise InputError(found[0], fix=found[1], kind="metrics")
             if y is not None:
                 x = arrays_as_dataset(x, y, kwargs.get("batch_size"))
             found = capture(model, x, self._tokenizer(frame), self.spec.get("task"),

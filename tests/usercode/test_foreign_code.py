@@ -818,3 +818,29 @@ def test_num_labels_set_on_the_config_after_loading_is_named_once(bert_checkpoin
     assert raised.value.fix.startswith("model = TFBertForSequenceClassification.from_pretrained(")
     model.config.num_labels = 2  # as it loads: no refusal
     build_run(capture(model, (ids, np.array([0, 1])), bert_tokenizer, "sst2"))
+
+
+def test_threshold_metrics_on_a_models_logits_are_named_with_the_compile_line(bert_checkpoint, tmp_path):
+    """huggingface/transformers#10075 (benchmarks/reported): `metrics=[Precision(), Recall()]` on a classifier's two
+    logits a row stops fit ("Shapes (None, 2) and (None, 1) are incompatible"). Named with the compile line, its
+    metrics replaced; a single sigmoid output, which these metrics read, is left alone."""
+    import tf_keras
+    from transformers import TFAutoModelForSequenceClassification
+
+    from diagnostics.usercode.script_errors import threshold_metrics_on_logits
+
+    model = TFAutoModelForSequenceClassification.from_pretrained(bert_checkpoint)
+    script = tmp_path / "train.py"
+    script.write_text("model.compile(optimizer=opt, loss=loss, metrics=[Precision(), Recall()])  # the report's\n")
+    metrics = [tf_keras.metrics.Precision(), tf_keras.metrics.Recall()]
+    finding, fix = threshold_metrics_on_logits(model, metrics, str(script), 1)
+    assert str(finding) == ("compile's metrics Precision, Recall read each output as one class's probability in "
+                            "[0, 1], but the model gives 2 logits a row: fit stops at its first step.")
+    assert fix == 'model.compile(optimizer=opt, loss=loss, metrics=["accuracy"])'
+    assert threshold_metrics_on_logits(model, ["auc", "accuracy"], None, None)[1].startswith(
+        "model.compile(..., metrics=['accuracy'])")
+    assert threshold_metrics_on_logits(model, ["accuracy"], str(script), 1) is None
+    ids = tf_keras.layers.Input(shape=(4,), dtype="int32")
+    sigmoid = tf_keras.Model(ids, tf_keras.layers.Dense(1, activation="sigmoid")(tf_keras.layers.Flatten()(
+        tf_keras.layers.Embedding(30, 2)(ids))))
+    assert threshold_metrics_on_logits(sigmoid, metrics, str(script), 1) is None
