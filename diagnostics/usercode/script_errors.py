@@ -275,12 +275,27 @@ def stack_change(exc: BaseException) -> tuple[Any, str] | None:
             "Could not interpret" in text or "keras.src.optimizers" in text or "keras.src.losses" in text)):
         error = text.splitlines()[0][:200] if keras_3 is None else \
             f"{type(keras_3).__module__.split('.')[0]} {type(keras_3).__name__} given to {keras_3_receiver(exc)}"
-        return (msg("A Keras 3 object was given to a tf-keras (Keras 2) model: `import keras` and, since "
-                    "TensorFlow 2.16, `from tensorflow import keras` give Keras 3, while Transformers' TF models "
-                    "are tf-keras models ({error}).",
-                    error=error), "import tf_keras as keras  # or os.environ['TF_USE_LEGACY_KERAS'] = '1' "
-                "before TensorFlow is imported")
+        return keras_3_given(error)
     return None
+
+
+def keras_3_given(error: str) -> tuple[Any, str]:
+    """(finding, fix) for a Keras 3 object given to a tf-keras model, `error` saying which and where."""
+    return (msg("A Keras 3 object was given to a tf-keras (Keras 2) model: `import keras` and, since TensorFlow 2.16, "
+                "`from tensorflow import keras` give Keras 3, while Transformers' TF models are tf-keras models "
+                "({error}).", error=error),
+            "import tf_keras as keras  # or os.environ['TF_USE_LEGACY_KERAS'] = '1' before TensorFlow is imported")
+
+
+def keras_3_callbacks(callbacks) -> tuple[Any, str] | None:
+    """(finding, fix) when fit is given Keras 3 callbacks (`tensorflow.keras.callbacks.EarlyStopping` since
+    TensorFlow 2.16, tensorflow/tensorflow#40548), which a tf-keras fit refuses once it runs them; None for anything
+    else."""
+    given = [item for item in (callbacks if isinstance(callbacks, (list, tuple)) else [callbacks])
+             if type(item).__module__.startswith("keras.src.")]
+    if not given:
+        return None
+    return keras_3_given(", ".join(f"keras {type(item).__name__}" for item in given) + " given to fit(callbacks=...)")
 
 
 def _frames(exc: BaseException):

@@ -253,7 +253,8 @@ class _Child(Loops, Reports):
         from diagnostics.usercode.own_code import fit_steps
         from diagnostics.core.errors import InputError
         from diagnostics.usercode.read_back import arrays_as_dataset
-        from diagnostics.usercode.script_errors import batch_encoding_to_keras, threshold_metrics_on_logits
+        from diagnostics.usercode.script_errors import (batch_encoding_to_keras, keras_3_callbacks,
+                                                        threshold_metrics_on_logits)
 
         frame = self._script_frame(sys._getframe(1))
         where = place(self.script, frame.f_lineno if frame else None)
@@ -270,6 +271,9 @@ class _Child(Loops, Reports):
             found = batch_encoding_to_keras(model, x, self.script, frame.f_lineno if frame else None)
             if found is not None:
                 raise InputError(found[0], fix=found[1], kind="batch_encoding")
+            found = keras_3_callbacks(kwargs.get("callbacks"))  # the brief fit after the checks runs none
+            if found is not None:
+                raise InputError(found[0], fix=found[1], kind="stack")
             compiled = self.compiled.get(model) or {}
             found = threshold_metrics_on_logits(model, compiled.get("metrics"), *(compiled.get("at") or (None, None)))
             if found is not None:

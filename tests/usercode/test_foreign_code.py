@@ -844,3 +844,17 @@ def test_threshold_metrics_on_a_models_logits_are_named_with_the_compile_line(be
     sigmoid = tf_keras.Model(ids, tf_keras.layers.Dense(1, activation="sigmoid")(tf_keras.layers.Flatten()(
         tf_keras.layers.Embedding(30, 2)(ids))))
     assert threshold_metrics_on_logits(sigmoid, metrics, str(script), 1) is None
+
+
+def test_keras_3_callbacks_given_to_fit_are_named_though_the_brief_fit_runs_none():
+    """tensorflow/tensorflow#40548 (benchmarks/reported): `EarlyStopping` from tensorflow.keras (Keras 3 since
+    TensorFlow 2.16) given to a tf-keras model's fit. The trace's brief fit after the checks runs no callbacks, so
+    the script's own fit would be the first to refuse them: the trace names them at fit, with tf-keras's import."""
+    import keras
+    import tf_keras
+
+    from diagnostics.usercode.script_errors import keras_3_callbacks
+
+    finding, fix = keras_3_callbacks([tf_keras.callbacks.EarlyStopping(), keras.callbacks.EarlyStopping()])
+    assert "(keras EarlyStopping given to fit(callbacks=...))" in str(finding) and fix.startswith("import tf_keras")
+    assert keras_3_callbacks([tf_keras.callbacks.EarlyStopping()]) is None and keras_3_callbacks(None) is None
