@@ -6,6 +6,7 @@ import argparse
 import json
 import re
 import sys
+import tomllib
 from datetime import date
 from pathlib import Path
 
@@ -84,6 +85,15 @@ def table(every: list[Case], truth: dict, score: dict) -> str:
              "beats it in the truth run (`truth.py`).", "",
              f"{len(every)} cases; measured on {stack()}, on all-MiniLM-L6-v2 (the suite's real checkpoint) and "
              "the real GLUE rows in tests/data.", "",
+             "How each verdict is judged, from the trace's JSON report and the plain runs: **detected**, the check "
+             "that owns the cause (or, for a script stopped by an error, the trace's diagnosis of that error) fails "
+             "or warns; **named right**, detected with a fix that matches the accepted one; **one voice**, no second "
+             "cause proposes the accepted fix; **clean fixed**, the fixed script's trace fails nothing; **repaired**, "
+             "the script `trace --repair` writes, run plainly, learns within 0.05 of the fixed script (judged only "
+             "where the fixed script learns). Detection, naming and one voice are counted over the confirmed bugs; "
+             "clean fixed over every case scored. **Without the debugger**: whether the buggy script's own output "
+             "(its error message) names the accepted fix, and whether Keras's TerminateOnNaN would act (a loss of "
+             "nan in its output).", "",
              "Each plain run is one run, unseeded, as its reporter ran it: a fixed script that barely learns in its "
              "epochs (a rate of 1e-5 for 3 epochs) scores differently from one run to the next, and a repair judged "
              "against it can turn on that noise. Seeded runs over three seeds are still to come.", "",
@@ -112,6 +122,9 @@ def table(every: list[Case], truth: dict, score: dict) -> str:
     lines += [f"- `{case.slug}`: {', '.join(verdict.replace('_', ' ') for verdict in missed)} "
               f"(the repaired script's plain run: {run_line(score[case.slug].get('repaired_run'))})"
               for case, missed in wrong if missed] or ["- nothing in these cases"]
+    dropped = tomllib.loads((HERE / "dropped.toml").read_text(encoding="utf-8")).get("dropped", [])
+    lines += ["", "## Reports looked at and dropped", ""]
+    lines += [f"- <{item['source']}>: {item['why']}" for item in dropped] or ["- none"]
     lines += ["", "## The fixes and where they come from", ""]
     lines += [f"- `{case.slug}`: {case.fix} ({case.fix_source}); owner: `{case.owner or 'none'}`." for case in every]
     return "\n".join(lines) + "\n"
