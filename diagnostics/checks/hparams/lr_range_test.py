@@ -7,7 +7,6 @@ from typing import Any, Callable, TypedDict
 
 import numpy as np
 
-from diagnostics.checks.common import WARN_DRIFT
 from diagnostics.checks.hparams.lr_sweep import _finite_or_none
 from diagnostics.config.training import SweepSettings
 from diagnostics.core import progress
@@ -103,7 +102,7 @@ RULE_NAMES = {"steepest": N_("steepest"), "minimum / 10": N_("minimum / 10"), "v
 
 
 def check_lr_range_test(figures: dict[str, Any], *, max_safe_rate: float | None = None,
-                        sweep_rate: float | None = None) -> CheckResult:
+                        drift_limit: float | None = None, sweep_rate: float | None = None) -> CheckResult:
     """Suggest a rate from the smoothed range-test curve (first and last `trim` points left out), each rule side
     by side; say when the rules disagree. On a pretrained checkpoint the suggestion is capped at the highest
     rate its weights tolerate (`max_safe_rate`, from the sweep's drift), since the loss of a few steps cannot
@@ -128,6 +127,7 @@ def check_lr_range_test(figures: dict[str, Any], *, max_safe_rate: float | None 
         chosen = round_down_rate(max_safe_rate)
     evidence = {**figures, "suggestions": suggestions, "suggested": chosen, "dropped_points": dropped, "spread": spread,
                 "finite_points": int(len(losses)), "max_safe_rate": max_safe_rate,
+                "drift_limit": drift_limit,  # the sweep's, by which it measured max_safe_rate
                 "uninformative": spread > disagree_factor}
     # A flat or noisy curve (a random-weight checkpoint's, a pretrained one's over few steps) says nothing about the
     # rate: no verdict (a skip with its reason, never a pass), nothing to fix, and the sweep's measured verdict stands.
@@ -145,7 +145,7 @@ def _suggested(e, f) -> Text:
     sweep has recommended a rate, that the sweep's is the one to use."""
     cap_text = (msg(" Capped at {chosen:.0e}: above {safe:.1e} each step moves the pretrained weights by more than "
                     "{limit:g} of their size (hparams.lr_sweep).", chosen=e["suggested"], safe=e["max_safe_rate"],
-                    limit=WARN_DRIFT)
+                    limit=e["drift_limit"])
                 if f.capped else "")
     if f.sweep_rate:
         return msg("The curve points at {chosen:.1e} from {points} smoothed points (its rules agree within "

@@ -245,7 +245,7 @@ def _too_high(e, f) -> tuple:
     drift = e["configured_drift"]
     consequence = (msg(" At that drift a few hundred steps overwrite what pretraining learned: real fine-tuning at "
                        "such rates ends at or near chance.")
-                   if e["pretrained"] and drift and drift > e.get("drift_limit", WARN_DRIFT) else "")
+                   if e["pretrained"] and drift and drift > e["drift_limit"] else "")
     return (msg("The configured rate {rate:g} is too high: {why}.{consequence} {summary}{thin}",
                 rate=e["configured_rate"], why=joined(f.why, "; "), consequence=consequence, summary=_summary(e),
                 thin=_thin(e)),

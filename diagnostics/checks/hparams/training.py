@@ -35,9 +35,10 @@ def run_training_checks(config: RunConfig, model, batches: list, settings: Sweep
         lr_sweep(trainer(), settings, held, configured_rate=rate,
                  regression=task.regression),
         rate, pretrained=pretrained, head_only=head)))
-    safe, best = ((results[-1].evidence or {}).get(key) for key in ("max_safe_rate", "best_rate"))
+    safe, best, limit = ((results[-1].evidence or {}).get(key) for key in ("max_safe_rate", "best_rate",
+                                                                            "drift_limit"))
     results.append(run_check(LR_RANGE_TEST.id, LR_RANGE_TEST.stage, lambda: check_lr_range_test(
-        lr_range_test(trainer(), settings), max_safe_rate=safe,
+        lr_range_test(trainer(), settings), max_safe_rate=safe, drift_limit=limit,
         sweep_rate=best)))
     return results
 
