@@ -221,8 +221,46 @@ class Unit:
     on_request: Callable | None = None
 
 
+class RegistryError(ImportError):
+    """A declaration of the walk that does not hold: one line naming the module, the field and what is wrong."""
+
+
+def _tuple_of(value, kind: type, module: str, field: str) -> tuple:
+    """`value`, checked to be a tuple of `kind` (one alone, a one-item tuple written without its comma, is named as
+    such)."""
+    if not isinstance(value, tuple) or not all(isinstance(item, kind) for item in value):
+        alone = " (one alone needs its trailing comma: (item,))" if isinstance(value, kind) else ""
+        raise RegistryError(f"{module}: {field} is a {type(value).__name__}, not a tuple of {kind.__name__}{alone}")
+    return value
+
+
 def collect(*modules: types.ModuleType) -> tuple[tuple[Check, ...], tuple[Cause, ...]]:
     """The checks and causes of a stage package's check modules, given in walk order: each module's `CHECK` and
-    any `CAUSES` it declares (a cause's place among all of them is its own `precedence`)."""
-    return (tuple(module.CHECK for module in modules),
-            tuple(cause for module in modules for cause in getattr(module, "CAUSES", ())))
+    any `CAUSES` it declares (a cause's place among all of them is its own `precedence`), each declaration's shape
+    checked here, where its module is known.
+
+    Raises:
+        RegistryError: a module without a `Check` as CHECK, a check id or cause name declared twice, or a field that
+            should be a tuple (`conditions`, `requires`, `CAUSES`, a cause's `conditions` and `explains`) that is not
+            one of what it holds; one line naming the module and the field.
+    """
+    checks, causes, ids, names = [], [], {}, {}
+    for module in modules:
+        where = module.__name__
+        check = getattr(module, "CHECK", None)
+        if not isinstance(check, Check):
+            raise RegistryError(f"{where}: CHECK is {type(check).__name__}, not a Check")
+        if check.id in ids:
+            raise RegistryError(f"{where}: check id {check.id!r} is already declared by {ids[check.id]}")
+        ids[check.id] = where
+        _tuple_of(check.conditions, Condition, where, f"{check.id}'s conditions")
+        _tuple_of(check.requires, str, where, f"{check.id}'s requires")
+        for cause in _tuple_of(getattr(module, "CAUSES", ()), Cause, where, "CAUSES"):
+            if cause.name in names:
+                raise RegistryError(f"{where}: cause {cause.name!r} is already declared by {names[cause.name]}")
+            names[cause.name] = where
+            _tuple_of(cause.conditions, str, where, f"cause {cause.name!r}'s conditions")
+            _tuple_of(cause.explains, Explains, where, f"cause {cause.name!r}'s explains")
+            causes.append(cause)
+        checks.append(check)
+    return tuple(checks), tuple(causes)

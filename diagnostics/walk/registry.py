@@ -29,7 +29,13 @@ def collect(stages) -> tuple[dict[str, Check], dict[str, Cause], dict[str, Unit]
     finding two present causes explain points at the first (columns the batches cannot be built without, labels
     outside the task's classes before a head too small for them, a loss before the gradients it stops, any cause
     before the rate)."""
-    checks = {check.id: check for stage in stages for check in stage.CHECKS}
+    checks = {}
+    for stage in stages:  # a check id of one stage declared again in another (within a stage: core.check.collect)
+        for check in stage.CHECKS:
+            if check.id in checks:
+                validate.hold([f"{validate.module_of(check)}: check id {check.id!r} is already declared by "
+                               f"{validate.module_of(checks[check.id])}"])
+            checks[check.id] = check
     units = {unit.name: unit for unit in sorted((unit for stage in stages for unit in stage.UNITS),
                                                 key=lambda unit: unit.copy)}
     declared = [cause for stage in stages for cause in stage.CAUSES]

@@ -15,16 +15,17 @@ import sys
 from typing import Iterable
 
 
-class RegistryError(ImportError):
-    """A declaration of the walk names something that does not exist."""
+from diagnostics.core.check import RegistryError  # noqa: F401  (raised here and by core.check.collect)
 
 
 def module_of(declared: object) -> str:
-    """The module of `diagnostics.checks` that declares this object at its top level ("?" when none does)."""
-    for name, module in list(sys.modules.items()):
-        if name.startswith("diagnostics.checks.") and any(value is declared for value in vars(module).values()):
-            return name
-    return "?"
+    """The module of `diagnostics.checks` that declares this object at its top level, itself or in a tuple there
+    (`CAUSES = (...)`, a stage's `UNITS`), the deepest where several hold it (a stage package's `CHECKS` and
+    `CAUSES` gather its modules') ("?" when none does)."""
+    found = [name for name, module in list(sys.modules.items()) if name.startswith("diagnostics.checks.") and any(
+        value is declared or isinstance(value, tuple) and any(item is declared for item in value)
+        for value in list(vars(module).values()))]
+    return max(found, key=lambda name: name.count("."), default="?")
 
 
 class _Where:
@@ -65,6 +66,9 @@ def problems(checks: dict, declared_causes: Iterable, units: dict) -> list[str]:
         where = _Where(check)
         if check.runs_in is not None and check.runs_in not in units:
             found.append(f"{where}: {check.id} runs in unit {check.runs_in!r}, which no stage declares")
+        elif check.runs_in is not None and units[check.runs_in].function is None and check.measure is None:
+            found.append(f"{where}: {check.id}'s measure is None, and its unit {check.runs_in!r} has no function of "
+                         "its own to run it: declare measure=")
         if check.otherwise_says is None:
             found.append(f"{where}: {check.id} declares no otherwise_says, so it has nothing to say when no rule is "
                          "crossed")

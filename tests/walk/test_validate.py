@@ -13,6 +13,7 @@ import pytest
 
 from conftest import ROOT
 from diagnostics.checks import data, hparams, model, overfit
+from diagnostics.core import check as check_module
 from diagnostics.walk import registry, runner, validate
 
 # A check module declared the way the stage packages declare theirs. `{check}`, `{cause}` and `{unit}` are filled
@@ -27,7 +28,7 @@ class Evidence(TypedDict):
     spaced: int
 
 CHECK = {check}
-CAUSE = {cause}
+CAUSES = {causes}
 UNIT = {unit}
 """
 # The same module added to the Data stage's lists in a fresh interpreter, before the registry is built.
@@ -35,10 +36,10 @@ IMPORTED = DECLARATIONS + """
 import sys, types
 from diagnostics.checks import data
 module = types.ModuleType("diagnostics.checks.data.whitespace")
-module.__dict__.update(CHECK=CHECK, CAUSE=CAUSE, UNIT=UNIT)
+module.__dict__.update(CHECK=CHECK, CAUSES=CAUSES, UNIT=UNIT)
 sys.modules[module.__name__] = module
 data.CHECKS = (*data.CHECKS, CHECK)
-data.CAUSES = (*data.CAUSES, *([CAUSE] if CAUSE else []))
+data.CAUSES = (*data.CAUSES, *CAUSES)
 data.UNITS = (*data.UNITS, *([UNIT] if UNIT else []))
 try:
     import diagnostics.walk.runner
@@ -48,24 +49,34 @@ else:
     print(list(diagnostics.walk.registry.CAUSES))
 """
 CHECK = ('Check("data.whitespace", "Whitespace in the text", unit="data", evidence=Evidence, '
-         'otherwise_says=lambda e, f: "no spaces", '
+         'measure=lambda run: [], otherwise_says=lambda e, f: "no spaces", '
          'conditions=(Condition("spaced", 0.1, "share of rows", rule=Above("spaced"), '
          'says=lambda e, f: ("spaces", None)),))')
 SPACES = 'Cause("spaces", "data.whitespace", ("spaced",), "Spaces", precedence=15)'
+
+
+# The Data stage's check modules, in its order.
+DATA_MODULES = [sys.modules[validate.module_of(check)] for check in data.CHECKS]
+
+
+def declared(cause: str) -> str:
+    """A module's CAUSES, as the real modules write it: a tuple (empty where `cause` is "None")."""
+    return "()" if cause == "None" else f"({cause},)"
 
 
 @pytest.fixture
 def collected(monkeypatch):
     """`collected(check, cause, unit)`: the registry's causes in order when the module's declarations hold beside
     the real stages' ("RegistryError <line>" when they do not), collected here as the registry and runner do."""
-    def collect(check=CHECK, cause="None", unit="None"):
+    def collect(check=CHECK, cause="None", unit="None", causes=None):
         module = types.ModuleType("diagnostics.checks.data.whitespace")
-        exec(textwrap.dedent(DECLARATIONS).format(check=check, cause=cause, unit=unit), module.__dict__)
+        exec(textwrap.dedent(DECLARATIONS).format(check=check, causes=causes or declared(cause), unit=unit),
+             module.__dict__)
         monkeypatch.setitem(sys.modules, module.__name__, module)
-        stage = types.SimpleNamespace(CHECKS=(*data.CHECKS, module.CHECK),
-                                      CAUSES=(*data.CAUSES, *([module.CAUSE] if module.CAUSE else [])),
-                                      UNITS=(*data.UNITS, *([module.UNIT] if module.UNIT else [])))
-        try:
+        try:  # as the Data stage's package collects its modules, this one after them
+            stage_checks, stage_causes = check_module.collect(*DATA_MODULES, module)
+            stage = types.SimpleNamespace(CHECKS=stage_checks, CAUSES=stage_causes,
+                                          UNITS=(*data.UNITS, *([module.UNIT] if module.UNIT else [])))
             checks, causes, units = registry.collect((stage, model, hparams, overfit))
             validate.hold(runner.problems(checks, units))
         except validate.RegistryError as exc:
@@ -75,7 +86,7 @@ def collected(monkeypatch):
 
 
 def imported(check=CHECK, cause="None") -> str:
-    code = textwrap.dedent(IMPORTED).format(check=check, cause=cause, unit="None")
+    code = textwrap.dedent(IMPORTED).format(check=check, causes=declared(cause), unit="None")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     return done.stdout.strip()
@@ -131,8 +142,27 @@ def test_a_new_cause_takes_its_place_by_its_own_precedence(collected):
     (CHECK.replace('otherwise_says=lambda e, f: "no spaces", ', ''), "None", "None",
      "diagnostics.checks.data.whitespace: data.whitespace declares no otherwise_says, so it has nothing to say when "
      "no rule is crossed"),
+    (CHECK.replace('"data.whitespace", "Whitespace', '"data.truncation", "Whitespace'), "None", "None",
+     "diagnostics.checks.data.whitespace: check id 'data.truncation' is already declared by "
+     "diagnostics.checks.data.truncation"),
+    (CHECK.replace('says=lambda e, f: ("spaces", None)),)', 'says=lambda e, f: ("spaces", None)))'), "None", "None",
+     "diagnostics.checks.data.whitespace: data.whitespace's conditions is a Condition, not a tuple of Condition (one "
+     "alone needs its trailing comma: (item,))"),
+    (CHECK.replace('unit="data"', 'unit="data", requires="texts"'), "None", "None",
+     "diagnostics.checks.data.whitespace: data.whitespace's requires is a str, not a tuple of str (one alone needs "
+     "its trailing comma: (item,))"),
+    (CHECK, 'Cause("absent_columns", "data.whitespace", ("spaced",), "Spaces", precedence=15)', "None",
+     "diagnostics.checks.data.whitespace: cause 'absent_columns' is already declared by "
+     "diagnostics.checks.data.columns"),
+    (CHECK, 'Cause("spaces", "data.whitespace", "spaced", "Spaces", precedence=15)', "None",
+     "diagnostics.checks.data.whitespace: cause 'spaces''s conditions is a str, not a tuple of str"),
+    (CHECK.replace('measure=lambda run: [], ', ''), "None", "None",
+     "diagnostics.checks.data.whitespace: data.whitespace's measure is None, and its unit 'data' has no function of "
+     "its own to run it: declare measure="),
 ], ids=["requires", "unit", "rule key", "precedence taken", "precedence not whole", "cause condition", "explains",
-        "unit need", "unit reads", "no sentence", "sentence without rule", "no otherwise sentence"])
+        "unit need", "unit reads", "no sentence", "sentence without rule", "no otherwise sentence", "id taken",
+        "condition without comma", "requires a string", "cause name taken", "cause conditions a string",
+        "no measure"])
 def test_a_broken_declaration_is_refused_with_one_line_naming_its_module_and_name(check, cause, unit, line,
                                                                                 collected):
     said = collected(check, cause, unit)

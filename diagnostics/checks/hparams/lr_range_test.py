@@ -166,6 +166,7 @@ class Evidence(TypedDict, total=False):
     suggested: float | None
     suggestions: dict[str, float]
     max_safe_rate: float | None
+    drift_limit: float | None  # the sweep's warn_drift, by which max_safe_rate was measured
     finite_points: int
     dropped_points: int
     spread: float
