@@ -93,12 +93,14 @@ if learnability:
     if figures.get("given"):
         metric = _("held-out error") if figures["regression"] else _("held-out accuracy")
         final = _("final train loss")
+        scale = 1 if figures["regression"] else 100  # an accuracy in whole percent, as the finding says it
         st.dataframe(pd.DataFrame([
-            {_("labels"): _("given"), metric: figures["given"]["score"], final: figures["given"]["final_train_loss"]},
-            {_("labels"): _("shuffled"), metric: figures["shuffled"]["score"],
+            {_("labels"): _("given"), metric: figures["given"]["score"] * scale,
+             final: figures["given"]["final_train_loss"]},
+            {_("labels"): _("shuffled"), metric: figures["shuffled"]["score"] * scale,
              final: figures["shuffled"]["final_train_loss"]},
         ]), hide_index=True, column_config={  # as the finding says them: an accuracy in percent, losses to 3 places
-            metric: st.column_config.NumberColumn(format="%.3f" if figures["regression"] else "percent"),
+            metric: st.column_config.NumberColumn(format="%.3f" if figures["regression"] else "%.0f%%"),
             final: st.column_config.NumberColumn(format="%.3f")})
     if traced is None:
         freshness(learnability_entry, learnability_job)

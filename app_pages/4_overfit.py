@@ -12,8 +12,8 @@ from ui.shared import computed, explained_here, freshness, overfit_jobs, wanted
 from ui.session import current_config
 
 st.title(_("4 · Overfit test"))
-st.caption(_("A pipeline that works can memorise one batch: loss near zero and every row right within a few dozen "
-             "epochs. The test trains a copy; the loaded model is never changed."))
+st.caption(_("A pipeline that works can memorise one batch: within a few dozen epochs its loss falls steadily towards "
+             "zero and every row comes out right. The test trains a copy; the loaded model is never changed."))
 
 
 def overfit_here() -> tuple[list, list]:

@@ -131,7 +131,7 @@ def checklist(results: list[CheckResult], ran: set[str] | None = None) -> None:
         if result.status is Status.SKIP and not result.explained_by and not result.fix:
             skipped.setdefault(shown(result.summary), []).append(result)
     drawn, ran = set(), ran if ran is not None else {result.id for result in results}
-    page = next(iter(stages)) if len(stages := {result.stage for result in results}) == 1 else None
+    cards = {result.id for result in results}  # an owner whose card is in this list is named, not linked to
     for result in ordered:
         group = skipped.get(shown(result.summary), []) if result.status is Status.SKIP else []
         if result.id in drawn:
@@ -145,7 +145,9 @@ def checklist(results: list[CheckResult], ran: set[str] | None = None) -> None:
                 continue
             st.markdown(f"{mark} `{result.id}`  \n{shown(result.summary)}")
             if result.explained_by:
-                owner_link(result.explained_by, ran=result.explained_by in ran, page=page)
+                owner_link(result.explained_by, ran=result.explained_by in ran,
+                           page=CHECKS[result.explained_by].stage if result.explained_by in cards
+                           and result.explained_by in CHECKS else None)
             elif result.fix:
                 fix(result.fix)
 

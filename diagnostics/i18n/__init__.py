@@ -179,7 +179,7 @@ def _with_numbers(template: str, params: dict[str, Any], language: str) -> str:
     Babel, filled in as text (into `params`, under names of their own); English keeps Python's own formatting."""
     if language == DEFAULT_LANGUAGE:
         return template
-    from babel.numbers import format_decimal, format_percent
+    from babel.numbers import format_decimal, format_percent, get_decimal_symbol
 
     parts = []
     for index, (literal, field, spec, conversion) in enumerate(string.Formatter().parse(template)):
@@ -202,6 +202,10 @@ def _with_numbers(template: str, params: dict[str, Any], language: str) -> str:
             # {rate} or {rate:.0e}), so nothing pasted changes.
             pattern = "0" + ("." + "0" * int(digits) if int(digits) else "")
             params[f"_number{index}"] = format_decimal(value, format=pattern, locale=language)
+        elif number and spec and spec.endswith("g") and "e" not in format(value, spec):
+            # A rate or limit written shortest ({rate:g}: 0.1, 0.003) with the reader's decimal sign too; one in
+            # scientific notation (2e-05) is the same in every language.
+            params[f"_number{index}"] = format(value, spec).replace(".", get_decimal_symbol(language))
         else:
             parts.append("{" + field + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "") + "}")
             continue

@@ -280,3 +280,6 @@ def test_a_finding_explained_on_its_owners_own_page_names_the_owner_without_send
     links = [link.proto.label for link in at.get("page_link")]
     assert not any("model.config" in label for label in links), links
     assert sum(rendered(caption.value) == "Explained by model.config" for caption in at.caption) >= 2
+    report = open_link({"scenario": "num-labels-too-small"}, "app_pages/report.py")  # every card on one page
+    assert not report.exception and "SEE] `model.nan_rows`" in "\n".join(rendered(m.value) for m in report.markdown)
+    assert not any("Explained by model.config, on" in link.proto.label for link in report.get("page_link"))

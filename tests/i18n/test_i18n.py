@@ -67,11 +67,11 @@ def test_a_sentence_is_said_in_each_language_with_its_numbers(language):
 def test_one_sentence_writes_all_its_decimals_with_one_sign(language, loss, share):
     """A fixed-point number takes the reader's decimal sign as a percentage beside it does (Italian read "0.693"
     beside "3,8%"); a value that is not a number, and English, stay as Python writes them."""
-    sentence = msg("loss {loss:.3f}, moved {moved:.1%}, {left:.0f} s, {gap:.2f}", loss=0.6931, moved=0.038,
-                   left=12.0, gap=float("nan"))
+    sentence = msg("loss {loss:.3f}, moved {moved:.1%}, {left:.0f} s, {gap:.2f}, rate {rate:g} or {small:g}",
+                   loss=0.6931, moved=0.038, left=12.0, gap=float("nan"), rate=0.1, small=2e-5)
     said = localize(sentence, language).replace("\u202f", "\u00a0")
-    assert said == f"loss {loss}, moved {share}, 12 s, nan"
-    assert localize(sentence, "en") == "loss 0.693, moved 3.8%, 12 s, nan"
+    assert said == f"loss {loss}, moved {share}, 12 s, nan, rate 0{loss[1]}1 or 2e-05"  # 0,1 where 0,693
+    assert localize(sentence, "en") == "loss 0.693, moved 3.8%, 12 s, nan, rate 0.1 or 2e-05"
 
 
 @pytest.mark.parametrize("count, english, russian", [(1, "1 minute ago", "1 минуту назад"),
