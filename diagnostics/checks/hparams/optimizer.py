@@ -182,4 +182,9 @@ CAUSES = (
         Explains("model.nan_origin", ("non_finite_layer",), Holds("after_step")),
         Explains("overfit.one_batch", (), Holds("at_configured_rate")),
     ), precedence=85),
+    # The string's hidden rate, where the sweep does not flag it: its fix is the sweep's rate, so an overfit test that
+    # crawled at that rate is the same cause, said once here, not a second cause with the same rate.
+    Cause("string_rate", "hparams.optimizer", ("string_adam",), N_("the rate a string optimizer hides"), (
+        Explains("overfit.one_batch", (), Holds("at_configured_rate")),
+    ), precedence=87),
 )
