@@ -102,6 +102,7 @@ def test_prose_words_keep_sentences_and_leave_code_out():
     assert english_left("the range test's steps", "i passi del range test", "it") == []
 
 
+@pytest.mark.slow  # full tier: a sentence not yet translated is English while a change is written (tests/i18n)
 @pytest.mark.parametrize("language", TRANSLATED)
 def test_no_catalog_entry_keeps_english_words_of_its_own_sentence(language):
     left = {}
@@ -117,6 +118,7 @@ def test_no_catalog_entry_keeps_english_words_of_its_own_sentence(language):
     assert left == {}, left
 
 
+@pytest.mark.slow  # full tier, as the catalogs' completeness
 @pytest.mark.parametrize("scenario", ["course-script", "num-labels-too-small", "probabilities-not-logits"])
 def test_every_finding_of_a_failing_scenario_reads_without_english_in_every_language(scenario):
     """A failing scenario's findings (data, model and the setup checks), each sentence rendered with its real values:
