@@ -15,6 +15,7 @@ reports):
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 import subprocess
@@ -116,7 +117,12 @@ def score(case: Case, checkpoint: Path, fixed_truth: dict | None) -> dict:
         repaired_script = work / "repaired.py"
         traced(case.script(), arguments, work, repair=repaired_script)
         repaired_run = plain_run(repaired_script, arguments) if repaired_script.is_file() else None
-    recorded = {"buggy": buggy, "fixed": fixed, "repaired_run": repaired_run, "fixed_truth": fixed_truth}
+        # What the repair changed, kept beside its run: a repair judged "no" is read from it.
+        diff = "".join(difflib.unified_diff(case.script().read_text().splitlines(keepends=True),
+                                            repaired_script.read_text().splitlines(keepends=True),
+                                            "case.py", "repaired.py")) if repaired_script.is_file() else None
+    recorded = {"buggy": buggy, "fixed": fixed, "repaired_run": repaired_run, "fixed_truth": fixed_truth,
+                "repaired_diff": diff}
     REPORTS.mkdir(parents=True, exist_ok=True)
     (REPORTS / f"{case.slug}.json").write_text(json.dumps(recorded, indent=1) + "\n")
     return {**judge(case, buggy, fixed, repaired_run, fixed_truth), "repaired_run": repaired_run}
