@@ -146,6 +146,23 @@ def test_a_forward_pass_a_run_allows_some_non_finite_logits_in_says_how_many_it_
         result.summary
 
 
+def test_an_input_the_model_does_not_take_is_named_with_the_call_that_leaves_it_out():
+    """huggingface/transformers#2702: DistilBERT fed a batch with token_type_ids (a BERT tokenizer's, or
+    return_token_type_ids=True) refuses the keyword; the finding names the input and the fix leaves it out, where a
+    forward pass that raises for any other reason keeps its general sentence."""
+    from diagnostics.checks.model.forward import check_forward
+    from diagnostics.keras.measurement import Forward
+
+    error = ("TypeError: TFDistilBertForSequenceClassification.call() got an unexpected keyword argument "
+             "'token_type_ids'")
+    result = check_forward(Forward(error=error), 2, 2)
+    assert result.status is Status.FAIL and result.condition == "refused_input"
+    assert str(result.summary).startswith("The batch holds token_type_ids, which the model does not take")
+    assert str(result.fix).startswith("tokenizer(..., return_token_type_ids=False)")
+    other = check_forward(Forward(error="ValueError: shapes"), 2, 2)
+    assert other.condition == "forward_raises" and str(other.summary) == "The forward pass raised ValueError: shapes."
+
+
 def test_num_labels_two_config_fails_with_task_label_names(mnli_split, bert_tokenizer, two_label_bert):
     results = stage(RunConfig(batch_size=12, num_labels=2), mnli_split, bert_tokenizer, two_label_bert)
     assert results["model.config"].status is Status.FAIL

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import TypedDict
 
 from diagnostics.checks.common import num_labels_of, out_of_range_of
@@ -21,7 +22,8 @@ def check_forward(forward: Forward, batch_rows: int, num_labels: int, out_of_ran
         out_of_range_labels: the batch's labels the head has no output for (`out_of_range`).
     """
     if forward.error:
-        return judge(CHECK, {"error": forward.error})
+        refused = re.search(r"unexpected keyword argument '(\w+)'", forward.error)
+        return judge(CHECK, {"error": forward.error, **({"refused_input": refused.group(1)} if refused else {})})
     shape = list(forward.logits.shape)
     evidence = {"logits_shape": shape, "finite_share": finite_share(forward.logits),
                 "fit_call_error": forward.fit_call_error, "logits": forward.logits.tolist(),
@@ -41,12 +43,23 @@ class Evidence(TypedDict, total=False):
     logits: list
     logits_shape: list[int]
     error: str
+    refused_input: str  # an input of the batch the model's call takes no argument for (DistilBERT's token_type_ids)
     wrong_shape: bool  # the logits are not (rows, num_labels)
     out_of_range_labels: int  # labels of the batch outside [0, num_labels) (the fit call raises on them on CPU)
 
 
 CHECK = Check("model.forward", N_("one batch through the model: logits of the right shape, all finite"),
               requires=ON_BATCH, measure=measure, conditions=(
+    Condition("refused_input", None, "fail when the batch holds an input the model's call does not take",
+              Holds("refused_input"), status="fail", says=lambda e, f: (
+                  msg("The batch holds {name}, which the model does not take: its call refuses it ({error}). "
+                      "DistilBERT and RoBERTa take no token_type_ids, which a BERT tokenizer or "
+                      "return_token_type_ids=True adds (huggingface/transformers#2702).",
+                      name=e["refused_input"], error=e["error"]),
+                  f"tokenizer(..., return_{e['refused_input']}=False)  # or leave {e['refused_input']} out of "
+                  f"to_tf_dataset(columns=[...]) and the input dict" if e["refused_input"] == "token_type_ids" else
+                  msg("Leave {name} out of the model's inputs (to_tf_dataset(columns=[...]), the input dict).",
+                      name=e["refused_input"]))),
     Condition("forward_raises", None, "fail when the forward pass raises", Holds("error"), status="fail",
               says=lambda e, f: (
                   msg("The forward pass raised {error}.", error=e["error"]),
