@@ -150,7 +150,8 @@ def write_repaired(target: Path, text: str, *, made: bool = False) -> Path:
 
 def verdicts(fixed: Repair, before: list[dict], after: dict | None) -> list[dict]:
     """Each cause of the original trace: "verified" (repaired, and the trace of the repaired script reached its fits
-    and names neither it nor anything new), "not_verified" (repaired; what that trace named), "not_reached" (repaired;
+    and names neither it nor anything new; for an error that stopped the script, anything the checks name once they
+    can run is not new), "not_verified" (repaired; what that trace named), "not_reached" (repaired;
     that trace stopped before fit) or "not_repairable" (why). `after`: the repaired script's trace report, None where
     it gave none."""
     reached = after is not None and after.get("script", {}).get("reached_fit") and not after["script"].get("error")
@@ -166,7 +167,10 @@ def verdicts(fixed: Repair, before: list[dict], after: dict | None) -> list[dict
            if cause["owner"] not in owners_before and not set(cause.get("explains") or ()) & owners_before}
     found = []
     for owner in sorted({edit.owner for edit in fixed.edits}):
-        state = "verified" if reached and owner not in owners_after and not new \
+        # An error that stopped the script (or its fit) kept the checks from running: what they name once it is
+        # mended was never seen before, so it does not unverify the mend; it is the repaired trace's own finding.
+        unseen = new if not owner.startswith("error:") else set()
+        state = "verified" if reached and owner not in owners_after and not unseen \
             else "not_verified" if reached else "not_reached"
         found.append({"owner": owner, "state": state,
                       "named_after": sorted(owners_after) if state == "not_verified" else []})

@@ -273,6 +273,10 @@ def test_a_repair_is_verified_when_nothing_new_is_named_and_a_measurement_taking
     assert verdicts(fixed, before, new)[0] == {"owner": "model.config", "state": "not_verified",
                                                "named_after": ["data.label_range"]}
     assert verdicts(fixed, before, after({"owner": "model.config"}))[0]["state"] == "not_verified"
+    # A mended error (the batch given as a BatchEncoding) let the checks run for the first time: what they name then
+    # (padding) was never seen, so the error's mend is verified, and the padding is the trace's own finding.
+    mended = Repair("", [Edit("error:batch_encoding", 1, "fit(x=X)", "fit(x=dict(X))")], [])
+    assert verdicts(mended, [], new)[0] == {"owner": "error:batch_encoding", "state": "verified", "named_after": []}
     stopped = {"script": {"reached_fit": False, "error": {"where": "x"}}, "causes": [], "checks": []}
     assert verdicts(fixed, before, stopped)[0]["state"] == "not_reached"
     assert verdicts(fixed, before, None)[0]["state"] == "not_reached"
