@@ -45,7 +45,7 @@ class Text(str):
 
     def __new__(cls, template: str, params: dict[str, Any], plural: str | None = None):
         english = template if plural is None or params.get("count") == 1 else plural
-        self = super().__new__(cls, english.format(**{name: _plain(value) for name, value in params.items()}))
+        self = super().__new__(cls, one_stop(english.format(**{name: _plain(value) for name, value in params.items()})))
         self.template, self.params, self.plural = template, params, plural
         return self
 
@@ -70,6 +70,14 @@ class Text(str):
 
 
 STRICT_ENV = "DEBUGGER_STRICT_TEXT"
+
+
+def one_stop(text: str) -> str:
+    """`text` ending on one full stop where a sentence filled in at its end brought its own ("... built: the
+    dataset's rows are (16, 1, 128).."); an ellipsis stays."""
+    if len(text) >= 2 and text[-1] in ".。" and text[-2] in ".。" and not text.endswith("..."):
+        return text[:-1]
+    return text
 
 
 def _plain(value: Any) -> Any:
@@ -162,7 +170,7 @@ def localize(value: Any, language: str | None = None, escape: Callable[[str], st
         template = catalog.gettext(value.template)
     params = {name: localize(item, language, escape) for name, item in value.params.items()}
     try:
-        return _with_numbers(template, params, language).format(**params)
+        return one_stop(_with_numbers(template, params, language).format(**params))
     except (KeyError, IndexError, ValueError, TypeError):  # placeholders that drifted: English, never a crash
         return str(value) if escape is None else escape(str(value))
 

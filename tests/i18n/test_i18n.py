@@ -393,3 +393,18 @@ def test_sentences_built_from_parts_read_whole_in_korean_and_russian():
                    step=9, recent=64.1, ratio=94, start=0.68, rows="0.7", growth=3.2, moved="0.5", rate=0.1)
     russian = localize(diverged, "ru")
     assert "94×" in russian and "в 94 раз" not in russian
+
+
+def test_a_sentence_filled_in_at_the_end_of_another_ends_on_one_stop():
+    """The trace's "checked what it built: {found}." once read "... (shape [16, 1, 128]).." where found was a
+    sentence of its own; in Chinese "。。" likewise. An ellipsis stays."""
+    from diagnostics.i18n import one_stop
+
+    inner = msg("The dataset's input_ids are not batches of rows (shape {shape}).", shape=[16, 1, 128])
+    outer = msg("{name} reached fit at {where}; checked what it built: {found}.", name="a.py", where="a.py:3",
+                found=inner)
+    assert str(outer).endswith("[16, 1, 128]).") and not str(outer).endswith("..")
+    for language in TRANSLATED:
+        said = localize(outer, language)
+        assert not said.endswith("..") and not said.endswith("。。"), said
+    assert one_stop("Wait...") == "Wait..." and one_stop("done。。") == "done。"
