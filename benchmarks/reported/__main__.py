@@ -130,6 +130,36 @@ def table(every: list[Case], truth: dict, score: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+README = ROOT / "README.md"
+README_MARKERS = ("<!-- reported-rates:start -->\n", "<!-- reported-rates:end -->")
+
+
+def headline(every: list[Case], truth: dict, score: dict) -> str:
+    """The README's lines on the benchmark (between its markers): the rates, the date and the stack, where to read
+    more; written with CASES.md, so the two never disagree."""
+    found = rates(every, truth, score)
+    confirmed = [case for case in every if case.slug in score and is_bug(truth.get(case.slug))]
+    unaided_named = sum(bool(unaided(case, truth.get(case.slug))[1]) for case in confirmed)
+    dates = sorted({entry["date"] for entry in score.values() if entry.get("date")})
+    said = {verdict: f"{yes} of {of}" for verdict, (yes, of) in found.items()}
+    return (f"On {len(every)} real public reports of TensorFlow + Transformers fine-tuning bugs, reproduced on "
+            f"{stack()} ({len(score)} scored, {len(confirmed)} confirmed as bugs by their fixed scripts; "
+            f"measured {dates[-1] if dates else 'never'}): the owning check **detected** {said['detected']} and "
+            f"**named the accepted fix** for {said['named_right']}, in **one voice** for {said['one_voice']}; "
+            f"**fixed scripts traced clean** {said['clean_fixed']}; `trace --repair` wrote a script that "
+            f"**learns as the fixed one does** for {said['repaired']} (judged where the fixed script learns). "
+            f"Without the debugger, the script's own output named the fix for {unaided_named} of {len(confirmed)}. "
+            "Every case, how each verdict is judged and where the debugger falls short: "
+            "[benchmarks/reported/CASES.md](benchmarks/reported/CASES.md).\n")
+
+
+def with_headline(text: str, body: str) -> str:
+    """The README `text` with `body` between the benchmark's markers."""
+    start, end = README_MARKERS
+    before, rest = text.split(start, 1)
+    return before + start + body + end + rest.split(end, 1)[1]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.reported", description=__doc__)
     parser.add_argument("command", choices=("truth", "score", "rejudge", "table"))
@@ -165,6 +195,7 @@ def main(argv: list[str] | None = None) -> int:
                                               recorded["fixed_truth"]))
         write(SCORE, score)
     (HERE / "CASES.md").write_text(table(cases(), truth, score))
+    README.write_text(with_headline(README.read_text(), headline(cases(), truth, score)))
     return 0
 
 

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from benchmarks.reported import RESULTS, Case, cases
-from benchmarks.reported.__main__ import SCORE, TRUTH, kept, table
+from benchmarks.reported.__main__ import README, SCORE, TRUTH, headline, kept, table, with_headline
 from benchmarks.reported.score import REPORTS, judge
 from benchmarks.reported.truth import plain_run, training_bug
 
@@ -43,6 +43,8 @@ def test_the_verdicts_judged_again_from_the_recorded_reports_are_the_kept_ones()
 
 def test_the_committed_table_is_the_one_the_kept_results_write():
     assert (RESULTS.parent / "CASES.md").read_text() == table(CASES, kept(TRUTH), kept(SCORE))
+    readme = README.read_text()  # the README's headline rates are written with the table
+    assert readme == with_headline(readme, headline(CASES, kept(TRUTH), kept(SCORE)))
 
 
 def test_a_bug_is_one_its_fix_measurably_mends():
