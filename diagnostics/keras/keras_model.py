@@ -65,23 +65,6 @@ def is_transformers_classifier(model) -> bool:
     return isinstance(model, TFPreTrainedModel) and hasattr(getattr(model, "config", None), "num_labels")
 
 
-def is_bare_encoder(model) -> bool:
-    """A Transformers base model (`TFAutoModel`'s `TFBertModel`): hidden states out, no classification head, no
-    labels taken (huggingface/transformers#5151), though its config still says num_labels=2."""
-    from transformers import TFPreTrainedModel
-
-    name = type(model).__name__
-    return isinstance(model, TFPreTrainedModel) and type(model).__module__.startswith("transformers.models.") \
-        and name.startswith("TF") and name.endswith("Model")
-
-
-def built_head_width(model) -> int | None:
-    """The outputs of a built Transformers classifier's last projection (its last kernel), which `config.num_labels`
-    set after `from_pretrained` does not change (huggingface/transformers#2992); None before it is built."""
-    kernels = [variable for variable in getattr(model, "weights", []) if "kernel" in variable.name]
-    return int(kernels[-1].shape[-1]) if kernels and len(kernels[-1].shape) == 2 else None
-
-
 def head_of(model, loss: str | None = None) -> Head:
     """The model's head, read once per model (a loss given the first time says whether one output is binary)."""
     if model in _HEADS:

@@ -227,7 +227,7 @@ def _keras_model_fits(model, loss: str) -> None:
     Raises:
         InputError: as said.
     """
-    if keras_model.is_bare_encoder(model):
+    if _is_bare_encoder(model):
         name = getattr(model.config, "_name_or_path", "") or "<checkpoint>"
         raise InputError(msg("{model} is a bare encoder: it has no classification head, so it gives hidden states, "
                              "not logits, and takes no labels; fit cannot train it as a classifier.",
@@ -235,7 +235,7 @@ def _keras_model_fits(model, loss: str) -> None:
                          fix=f'model = TFAutoModelForSequenceClassification.from_pretrained("{name}", '
                              'num_labels=...)  # the class with a classification head, one output a class')
     if is_transformers_classifier(model):
-        width, said = keras_model.built_head_width(model), int(model.config.num_labels)
+        width, said = _built_head_width(model), int(model.config.num_labels)
         if width is not None and width != said:
             raise InputError(msg("The model's config says num_labels={said}, but its classification head has {width} "
                                  "outputs: num_labels was set on the config after from_pretrained, which does not "
@@ -253,6 +253,23 @@ def _keras_model_fits(model, loss: str) -> None:
         raise InputError(msg("{model} has no loss of its own (only a Transformers model computes one): compile it "
                              "with a loss, e.g. {code}.", model=describe_model(model),
                              code='compile(optimizer=..., loss="sparse_categorical_crossentropy")'))
+
+
+def _is_bare_encoder(model) -> bool:
+    """A Transformers base model (`TFAutoModel`'s `TFBertModel`): hidden states out, no classification head, no
+    labels taken (huggingface/transformers#5151), though its config still says num_labels=2."""
+    from transformers import TFPreTrainedModel
+
+    name = type(model).__name__
+    return isinstance(model, TFPreTrainedModel) and type(model).__module__.startswith("transformers.models.") \
+        and name.startswith("TF") and name.endswith("Model")
+
+
+def _built_head_width(model) -> int | None:
+    """The outputs of a built Transformers classifier's last projection (its last kernel), which `config.num_labels`
+    set after `from_pretrained` does not change (huggingface/transformers#2992); None before it is built."""
+    kernels = [variable for variable in getattr(model, "weights", []) if "kernel" in variable.name]
+    return int(kernels[-1].shape[-1]) if kernels and len(kernels[-1].shape) == 2 else None
 
 
 def _compile_fields(captured: Captured) -> dict[str, Any]:
