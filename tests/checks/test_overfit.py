@@ -125,15 +125,19 @@ def test_unusable_batch_is_a_skip_naming_data_batch(demo_model, demo_inputs):
 @pytest.mark.parametrize("probability_loss", [False, True])
 def test_a_slow_curve_names_the_loss_only_when_it_reads_the_outputs_as_probabilities(probability_loss):
     """One voice: once the loss reads the logits as they are (the internal loss, from_logits=True), a slow curve never
-    points at hparams.loss with a fix of the loss that is already in place."""
+    points at hparams.loss with a fix of the loss that is already in place. Far below the sweep's best, the rate is
+    called too low with the sweep's; within a power of ten of it, the epochs were too few (see the next test)."""
     figures = {"losses": [1.1, 0.9, 0.6], "final_accuracy": 0.8, "epochs": 3, "learning_rate": 1e-5,
                "ln_k": 1.0986, "accuracies": [0.8] * 3, "probability_loss": probability_loss}
-    result = check_overfit(figures, [], best_rate=1e-4)
+    result = check_overfit(figures, [], best_rate=1e-3)
     assert result.status is Status.FAIL and "too low" in result.summary
     assert ("hparams.loss" in result.summary) is probability_loss
     assert ("from_logits=True" in str(result.fix)) is probability_loss
     if not probability_loss:
-        assert result.fix.rate == pytest.approx(1e-4)  # the sweep's higher rate
+        assert result.fix.rate == pytest.approx(1e-3)  # the sweep's higher rate
+    near = check_overfit(figures, [], best_rate=1e-4)
+    assert (near.status, near.condition) == ((Status.FAIL, None) if probability_loss else
+                                             (Status.WARN, "slow_at_a_swept_rate"))
 
 
 def test_a_loss_falling_slowly_is_said_by_how_much_it_fell_and_both_ends_alike():
@@ -146,3 +150,19 @@ def test_a_loss_falling_slowly_is_said_by_how_much_it_fell_and_both_ends_alike()
     said = str(_learning(evidence, None)[0])
     assert "the loss went from 1.0986 to 0.5696" in said and "(by 48% of its start)" in said
     assert "на 48%" in localize(_learning(evidence, None)[0], "ru")
+
+
+def test_a_slow_fall_at_a_rate_the_sweep_did_not_call_too_low_warns_of_the_epochs_not_the_rate():
+    """benchmarks/reported (transformers#3355, its fixed script): 1e-5 on a pretrained BERT, a rate real fine-tuning
+    learns at (82% on SST-2), fell steadily in the overfit test's twenty epochs without every row right. It failed
+    "the learning rate is too low" with the sweep's 1e-4 as a second rate beside the sweep's own pass. Within a
+    power of ten of the sweep's best, the shortfall is the epochs', said as a warning that leaves the rate to the
+    sweep; far below it, or with no sweep, the curve still fails."""
+    losses = [0.69, 0.66, 0.62, 0.58, 0.55, 0.52]
+    figures = {"losses": losses, "final_accuracy": 0.75, "epochs": 6, "learning_rate": 1e-5, "ln_k": 0.693,
+               "accuracies": [0.75] * 6, "at_configured_rate": True}
+    slow = check_overfit(figures, [], best_rate=1e-4)
+    assert slow.status is Status.WARN and slow.condition == "slow_at_a_swept_rate"
+    assert "6 epochs were too few to memorise the batch" in slow.summary and "too low" not in str(slow.fix)
+    assert check_overfit(figures, [], best_rate=1e-3).status is Status.FAIL  # a hundred times below the best
+    assert check_overfit(figures, []).status is Status.FAIL  # no sweep: no rate to weigh it against

@@ -215,6 +215,11 @@ def check_overfit(figures: dict[str, Any], rows: list[dict[str, Any]], *,
         return broken
     accuracy = figures["final_accuracy"]
     evidence.update(curve_shape(figures["losses"]), all_right=accuracy is None or accuracy == 1.0)
+    # A rate the sweep measured and did not call too low (at most a power of ten below its best): a slow curve at it is
+    # the epochs' shortfall, not the rate's (real fine-tuning at 1e-5 learns; twenty steps of one batch barely move);
+    # unless the loss reads logits as probabilities, a cause of its own (hparams.loss).
+    evidence["rate_swept_fine"] = bool(best_rate) and evidence.get("at_configured_rate", True) \
+        and best_rate / 10 <= figures["learning_rate"] <= best_rate and not figures.get("probability_loss")
     # Each verdict's `reading` is what the curve says of the rate; a finding another check's cause explains (the
     # sweep's rate, the loss) is said without it (`causes.explain`).
     return judge(CHECK, evidence)
@@ -271,6 +276,18 @@ def _learning(e, f) -> tuple:
     return (msg("After {run}, {went}{reached}, falling steadily (by {progress:.0%} of its start): the pipeline learns, "
                 "slowly at this rate; more epochs would memorise the batch.{note}", run=told["run"], went=told["went"],
                 reached=told["reached"], progress=e["progress"], note=told["note"]), None)
+
+
+def _too_few_epochs(e, f) -> tuple:
+    """(finding, fix) for a loss falling steadily, rows still wrong, at a rate the sweep did not call too low."""
+    told = _curve(e)
+    return (msg("After {run}, {went}{reached}, falling steadily (by {progress:.0%} of its start) but not yet every row "
+                "right: at {rate:g}, which the sweep did not call too low (its best {best:.0e}), {epochs} epochs were "
+                "too few to memorise the batch.{note}", run=told["run"], went=told["went"], reached=told["reached"],
+                progress=e["progress"], rate=e["learning_rate"], best=e["best_rate"], epochs=e["epochs"],
+                note=told["note"]),
+            msg("More epochs for the overfit test (its epochs setting) show whether the batch is memorised; the rate "
+                "is hparams.lr_sweep's to judge."))
 
 
 def _not_memorised(e, f) -> tuple:
@@ -374,6 +391,7 @@ class Evidence(TypedDict, total=False):
     num_labels: int  # the head's outputs
     out_of_range_labels: int  # labels of the batch the head cannot take
     best_rate: float | None
+    rate_swept_fine: bool  # trained at the configured rate, at most a power of ten below the sweep's best
     drift_per_step: float | None
     missing_labels: list[str]
     pretrained: bool
@@ -416,4 +434,8 @@ CHECK = Check("overfit.one_batch", N_("one batch holding every label memorised b
               All((Holds("all_right"), Above("progress", or_equal=True),
                    Above("falling_share", or_equal=True, of="learning_falls"))), status="pass", says=_learning),
     Condition("learning_falls", 0.8, "learning: and at least this share of the epochs lowered the smoothed loss"),
+    Condition("slow_at_a_swept_rate", None, "warn, not fail, when the loss falls steadily at a rate the sweep did not "
+                                            "call too low but some rows are still wrong: the epochs were too few",
+              All((Holds("rate_swept_fine"), Above("progress", or_equal=True, of="learning_progress"),
+                   Above("falling_share", or_equal=True, of="learning_falls"))), says=_too_few_epochs),
     ), otherwise_says=_not_memorised, evidence=Evidence)
