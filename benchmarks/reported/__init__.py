@@ -38,6 +38,7 @@ class Case:
             diagnosis of the error must be of that kind (`script_errors`: "column", "stack", "keyword", ...); None
             for a cause no check of the pipeline can see, which counts against the score when it is a bug.
         fix_matches: a regular expression the owner's fix must match to count as the accepted one.
+        shortfall: why the debugger gets the case wrong, where the score says it does.
     """
 
     slug: str
@@ -51,6 +52,7 @@ class Case:
     owner: str | None
     fix_matches: str | None
     data: str
+    shortfall: str = ""  # why the debugger gets this case wrong, where it does (CASES.md lists it beside the verdicts)
 
     @property
     def folder(self) -> Path:
@@ -71,7 +73,7 @@ def load(folder: Path) -> Case:
     """
     spec = tomllib.loads((folder / "case.toml").read_text(encoding="utf-8"))
     fields = set(Case.__dataclass_fields__) - {"slug"}
-    if set(spec) - fields or {name for name in fields if name not in ("owner", "fix_matches")} - set(spec):
+    if set(spec) - fields or {name for name in fields if name not in ("owner", "fix_matches", "shortfall")} - set(spec):
         raise ValueError(f"{folder.name}/case.toml: fields {sorted(spec)}, expected {sorted(fields)}")
     case = Case(slug=folder.name, **{"owner": None, "fix_matches": None, **spec})
     if case.category not in CATEGORIES:

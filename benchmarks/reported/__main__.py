@@ -121,6 +121,7 @@ def table(every: list[Case], truth: dict, score: dict) -> str:
     lines += ["", "## Where the debugger falls short", ""]
     lines += [f"- `{case.slug}`: {', '.join(verdict.replace('_', ' ') for verdict in missed)} "
               f"(the repaired script's plain run: {run_line(score[case.slug].get('repaired_run'))})"
+              + (f". Why: {case.shortfall}" if case.shortfall else "")
               for case, missed in wrong if missed] or ["- nothing in these cases"]
     dropped = tomllib.loads((HERE / "dropped.toml").read_text(encoding="utf-8")).get("dropped", [])
     lines += ["", "## Reports looked at and dropped", ""]
