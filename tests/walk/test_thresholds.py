@@ -77,3 +77,30 @@ def test_the_command_line_judges_with_the_threshold_it_was_given(tmp_path):
         verdicts.append(checks["data.label_balance"]["status"])
     assert verdicts == ["pass", "warn"]
     assert main(["run", "--threshold", "data.label_balance.share=0.2"]) == 2
+
+
+def test_no_sentence_quotes_a_module_level_threshold():
+    """A sentence quotes the threshold its run judged by (`CHECK.value(...)`, or the evidence the measurement kept),
+    never a module's constant: a run that raised warn_drift once read a sentence quoting the old 0.001 (the range
+    test's cap, the sweep's consequence). Every msg()/msgn() value in the checks' modules that is a name is checked:
+    none may be a module-level number that is also some condition's declared value, defined there or imported."""
+    import ast
+    import importlib
+    import pkgutil
+
+    import diagnostics.checks as checks
+
+    declared = {condition.value for check in registry.CHECKS.values() for condition in check.conditions
+                if condition.value is not None}
+    quoted = []
+    for info in pkgutil.walk_packages(checks.__path__, "diagnostics.checks."):
+        module = importlib.import_module(info.name)
+        numbers = {name for name, value in vars(module).items()  # a constant that is some condition's default
+                   if name.isupper() and isinstance(value, (int, float)) and not isinstance(value, bool)
+                   and value in declared}
+        tree = ast.parse(open(module.__file__, encoding="utf-8").read())
+        for call in ast.walk(tree):
+            if isinstance(call, ast.Call) and getattr(call.func, "id", None) in ("msg", "msgn"):
+                quoted += [f"{info.name}:{call.lineno}: {keyword.arg}={keyword.value.id}" for keyword in call.keywords
+                           if isinstance(keyword.value, ast.Name) and keyword.value.id in numbers]
+    assert quoted == []
