@@ -1,5 +1,6 @@
-"""Writes the reference parts of docs/ from the code: the table of every check in docs/checks.md from the check
-registry (`diagnostics/walk/registry.py`), and the command line's options in docs/command-line.md from its `--help`.
+"""Writes the reference parts of docs/ from the code: the table of every check in docs/checks.md and each stage
+page's checks in docs/pages.md from the check registry (`diagnostics/walk/registry.py`), and the command line's
+options in docs/command-line.md from its `--help`.
 
     python scripts/readme_tables.py            rewrite them between their markers
     python scripts/readme_tables.py --check    exit 1 when one is not what the code gives
@@ -22,6 +23,7 @@ from diagnostics.walk.registry import listing  # noqa: E402
 
 CHECKS_DOC = ROOT / "docs" / "checks.md"
 CLI_DOC = ROOT / "docs" / "command-line.md"
+PAGES_DOC = ROOT / "docs" / "pages.md"
 
 
 def replace_between(text: str, name: str, body: str) -> str:
@@ -47,6 +49,16 @@ def checks_table() -> str:
     return "\n".join(lines) + "\n"
 
 
+def page_checks() -> str:
+    """Each stage page's checks in walk order, as the registry runs them there (docs/pages.md)."""
+    from diagnostics.walk.registry import STAGE_ORDER, STAGE_TITLES, checks_of
+
+    lines = ["| page | checks |", "|---|---|"]
+    lines += [f"| {number} · {STAGE_TITLES[stage]} | " + ", ".join(f"`{check}`" for check in checks_of(stage)) + " |"
+              for number, stage in enumerate(STAGE_ORDER, start=1)]
+    return "\n".join(lines) + "\n"
+
+
 def cli_help() -> str:
     """`run --help` and `trace --help`, at a fixed width."""
     import os
@@ -66,7 +78,8 @@ def main() -> int:
     parser.add_argument("--check", action="store_true", help="only say whether docs/checks.md is up to date")
     args = parser.parse_args()
     stale = []
-    for path, name, body in ((CHECKS_DOC, "checks", checks_table()), (CLI_DOC, "cli", cli_help())):
+    for path, name, body in ((CHECKS_DOC, "checks", checks_table()), (CLI_DOC, "cli", cli_help()),
+                             (PAGES_DOC, "page-checks", page_checks())):
         text = path.read_text()
         updated = replace_between(text, name, body)
         if updated != text:
