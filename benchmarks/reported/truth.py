@@ -14,7 +14,9 @@ from pathlib import Path
 from benchmarks.reported import ROOT, Case
 
 SCORE = re.compile(r"held-out accuracy ([0-9.]+) on (\d+) rows; majority class ([0-9.]+)")
-ERROR = re.compile(r"^(\w+(?:\.\w+)*(?:Error|Exception|Exit)\b.*)$", re.M)
+ERROR = re.compile(r"^\s*(\w+(?:\.\w+)*(?:Error|Exception|Exit)\b.*)$", re.M)
+# TensorFlow's wrappers of the error that says what happened: the last line naming an exception that is not one.
+WRAPPERS = ("in user code:", "Graph execution error:")
 NAN_LOSS = re.compile(r"\bloss: nan\b", re.I)
 MARGIN = 0.05  # how much better than the buggy script (or than the commonest label) a fixed one must score
 
@@ -36,7 +38,8 @@ def plain_run(script: Path, arguments: list[str], timeout: float = 1800) -> dict
     if (score := SCORE.search(done.stdout)) is not None:
         run.update(accuracy=float(score.group(1)), rows=int(score.group(2)), majority=float(score.group(3)))
     elif errors := ERROR.findall(done.stderr):
-        run["error"] = errors[-1][:300]
+        said = [error for error in errors if not error.rstrip().endswith(WRAPPERS)]
+        run["error"] = (said or errors)[-1].strip()[:300]
     else:
         run["error"] = (done.stderr.strip().splitlines() or ["no output"])[-1][:300]
     return run
