@@ -76,7 +76,7 @@ def owner_link(owner: str, where=st, *, ran: bool = True, page: str | None = Non
     stage = CHECKS[owner].stage if owner in CHECKS else None
     if not ran:  # the sentence apart from the link: a link's label is one line, and a long one was cut at 1024 px
         where.caption(_("Pending: {owner} owns this cause and has not run yet.").format(owner=owner))
-    if stage in STAGE_PAGES and not (ran and stage == page):
+    if stage in STAGE_PAGES and stage != page:
         label = _("Explained by {owner}, on the {stage} page") if ran else _("Open the {stage} page")
         where.page_link(STAGE_PAGES[stage], label=label.format(owner=owner, stage=_(STAGE_TITLES[stage])),
                         icon=":material/arrow_forward:" if ran else ":material/pending:")

@@ -4,6 +4,7 @@ thresholds by name, that say whether the condition is crossed. `str()` of a rule
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -112,3 +113,20 @@ class All:
 
     def __str__(self) -> str:
         return " and ".join(str(rule) for rule in self.rules)
+
+
+@dataclass(frozen=True)
+class Not:
+    """`rule` is not crossed (a yes/no not measured, which crosses nothing, counts as not crossed)."""
+
+    rule: Any
+
+    def __call__(self, evidence: dict, threshold: float, values: dict | None = None) -> bool:
+        return not self.rule(evidence, threshold, values)
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        return self.rule.keys
+
+    def __str__(self) -> str:
+        return f"not ({self.rule})"

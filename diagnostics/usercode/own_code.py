@@ -236,7 +236,7 @@ def _keras_model_fits(model, loss: str) -> None:
                              'num_labels=...)  # the class with a classification head, one output a class')
     if is_transformers_classifier(model):
         width, said = _built_head_width(model), int(model.config.num_labels)
-        if width is not None and width != said:
+        if width is not None:
             raise InputError(msg("The model's config says num_labels={said}, but its classification head has {width} "
                                  "outputs: num_labels was set on the config after from_pretrained, which does not "
                                  "rebuild the head (and the model's own loss follows the config: num_labels=1 is a "
@@ -257,19 +257,35 @@ def _keras_model_fits(model, loss: str) -> None:
 
 def _is_bare_encoder(model) -> bool:
     """A Transformers base model (`TFAutoModel`'s `TFBertModel`): hidden states out, no classification head, no
-    labels taken (huggingface/transformers#5151), though its config still says num_labels=2."""
+    labels taken (huggingface/transformers#5151), though its config still says num_labels=2. It is the base class
+    `TFAutoModel` maps its config to (a language-model or sequence-to-sequence class with a head is not)."""
     from transformers import TFPreTrainedModel
 
-    name = type(model).__name__
-    return isinstance(model, TFPreTrainedModel) and type(model).__module__.startswith("transformers.models.") \
-        and name.startswith("TF") and name.endswith("Model")
+    if not isinstance(model, TFPreTrainedModel):
+        return False
+    from transformers.models.auto.modeling_tf_auto import TF_MODEL_MAPPING
+
+    try:
+        return TF_MODEL_MAPPING[type(model.config)] is type(model)
+    except (KeyError, ValueError, AttributeError):
+        return False
 
 
 def _built_head_width(model) -> int | None:
-    """The outputs of a built Transformers classifier's last projection (its last kernel), which `config.num_labels`
-    set after `from_pretrained` does not change (huggingface/transformers#2992); None before it is built."""
-    kernels = [variable for variable in getattr(model, "weights", []) if "kernel" in variable.name]
-    return int(kernels[-1].shape[-1]) if kernels and len(kernels[-1].shape) == 2 else None
+    """The outputs of a built Transformers classifier's head where they differ from `config.num_labels` (set after
+    `from_pretrained`, which does not rebuild the head: huggingface/transformers#2992): the width of its last 2-D
+    kernel, when no 2-D kernel of the model has the config's width (a head assigned before the encoder, as CTRL's,
+    is not the last kernel); None when they agree or before it is built."""
+    if not getattr(model, "built", False):
+        return None
+    try:
+        kernels = [variable for variable in model.weights if "kernel" in variable.name and len(variable.shape) == 2]
+    except ValueError:  # weights not created yet
+        return None
+    said = int(model.config.num_labels)
+    if not kernels or any(int(kernel.shape[-1]) == said for kernel in kernels):
+        return None
+    return int(kernels[-1].shape[-1])
 
 
 def _compile_fields(captured: Captured) -> dict[str, Any]:

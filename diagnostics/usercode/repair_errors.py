@@ -38,7 +38,8 @@ def error_repair(source: str, error: dict) -> list[Edit]:
 
     if kind in ("column", "split", "batch_encoding") and (number := _line(error)) is not None and number <= len(lines):
         code = code_of(lines[number - 1])
-        if fix and fix != code and code and not fix.endswith("."):  # a sentence, not the line mended: no edit
+        # A sentence, or code with a gap to fill ("model.fit(x=dict(encodings), ...)"), is not the line mended
+        if fix and fix != code and code and not fix.endswith(".") and "..." not in fix:
             edit(number, lines[number - 1].replace(code, fix, 1))
     elif kind == "stack" and "tf_keras" in fix:
         through_tf = any(code_of(line) == IMPORT_TF for line in lines) and any(

@@ -166,11 +166,15 @@ def verdicts(fixed: Repair, before: list[dict], after: dict | None) -> list[dict
     new = {cause["owner"] for cause in causes_after
            if cause["owner"] not in owners_before and not set(cause.get("explains") or ()) & owners_before}
     found = []
+    script_after = (after or {}).get("script") or {}
     for owner in sorted({edit.owner for edit in fixed.edits}):
         # An error that stopped the script (or its fit) kept the checks from running: what they name once it is
-        # mended was never seen before, so it does not unverify the mend; it is the repaired trace's own finding.
+        # mended was never seen before, so it does not unverify the mend; it is the repaired trace's own finding. It
+        # is mended once the repaired script reaches fit without it, whatever else stops it there.
         unseen = new if not owner.startswith("error:") else set()
-        state = "verified" if reached and owner not in owners_after and not unseen \
+        past_it = owner.startswith("error:") and script_after.get("reached_fit") and (
+            f"error:{(script_after.get('error') or {}).get('kind')}" != owner)
+        state = "verified" if (reached or past_it) and owner not in owners_after and not unseen \
             else "not_verified" if reached else "not_reached"
         found.append({"owner": owner, "state": state,
                       "named_after": sorted(owners_after) if state == "not_verified" else []})

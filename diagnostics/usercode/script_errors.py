@@ -158,15 +158,33 @@ def whole_dataset_dict(exc: BaseException) -> tuple[Any, Any] | None:
     while tb is not None:
         script += [(tb.tb_frame, tb.tb_lineno)] if not _in_a_library(tb.tb_frame.f_code.co_filename) else []
         tb = tb.tb_next
+    # The traced script's own lines only (the outermost frame's file): a helper module's line is not the one a
+    # repair of the script edits.
+    own = script[0][0].f_code.co_filename if script else None
+    script = [(frame, lineno) for frame, lineno in script if frame.f_code.co_filename == own]
     for frame, lineno in reversed(script):  # the innermost line that hands a DatasetDict of its frame on
         line = code_of(linecache.getline(frame.f_code.co_filename, lineno))
         for name, whole in list(frame.f_locals.items()):
             given = re.compile(rf"(?<![\w.\]]){re.escape(name)}(?=\s*[,)]|\.to_tf_dataset\b)")
             if isinstance(whole, DatasetDict) and given.search(line):
-                split = "train" if "train" in whole else next(iter(whole), "train")
+                split = _split_for(line, list(whole))
                 return (msg("{name} is a DatasetDict, every split at once ({splits}), given where one split goes.",
                             name=name, splits=", ".join(whole)), given.sub(f'{name}["{split}"]', line, count=1))
     return None
+
+
+def _split_for(line: str, splits: list[str]) -> str:
+    """The split a line means by the name it assigns: a validation or test split for `tf_val = ...`,
+    `eval_dataset = ...`, `test_set = ...` where the dict has one, else the training split."""
+    assigned = re.match(r"\s*(\w+)\s*=", line)
+    target = assigned.group(1) if assigned else ""
+    for hint, kinds in (("val", ("validation", "valid", "val", "dev")), ("eval", ("validation", "valid", "val", "dev")),
+                        ("dev", ("validation", "dev")), ("test", ("test",))):
+        if hint in target.lower():
+            found = next((split for kind in kinds for split in splits if split.lower().startswith(kind)), None)
+            if found is not None:
+                return found
+    return "train" if "train" in splits else splits[0] if splits else "train"
 
 
 def _in_a_library(filename: str) -> bool:
@@ -204,23 +222,29 @@ def batch_encoding_to_keras(model, x, filename: str | None, lineno: int | None) 
 
 
 # Keras metrics that read each output as one class's probability in [0, 1] (and labels of one column).
-THRESHOLD_METRICS = {"precision": "Precision", "recall": "Recall", "auc": "AUC", "binaryaccuracy": "BinaryAccuracy",
+THRESHOLD_METRICS = {"precision": "Precision", "recall": "Recall", "auc": "AUC",
                      **{name.lower(): name for name in (
                          "TruePositives", "TrueNegatives", "FalsePositives", "FalseNegatives", "PrecisionAtRecall",
                          "RecallAtPrecision", "SensitivityAtSpecificity", "SpecificityAtSensitivity")}}
 
 
-def threshold_metrics_on_logits(model, metrics, filename: str | None, lineno: int | None) -> tuple[Any, str] | None:
-    """(finding, fix) when compile's metrics include one that reads each output as a probability in [0, 1]
-    (`Precision()`, `Recall()`, `AUC()`) and the model gives several logits a row: fit stops at its first step
-    ("Shapes (None, 2) and (None, 1) are incompatible"; 2021's "predictions must be >= 0",
-    huggingface/transformers#10075). The fix is the compile line with metrics that read logits and class ids;
-    None for anything else (a single sigmoid output takes these metrics)."""
+def threshold_metrics_on_logits(model, metrics, filename: str | None, lineno: int | None,
+                                loss=None) -> tuple[Any, str] | None:
+    """(finding, fix) when compile's metrics include Keras's own that read each output as a probability in [0, 1]
+    (`Precision()`, `Recall()`, `AUC()`), the model gives several logits a row and the labels are class ids (a sparse
+    loss, or the model's own): fit stops at its first step ("Shapes (None, 2) and (None, 1) are incompatible";
+    2021's "predictions must be >= 0", huggingface/transformers#10075). The fix is the compile line with metrics
+    that read logits and class ids; None for anything else: a single sigmoid output, or one-hot or multi-hot labels
+    (a categorical or binary cross-entropy), take these metrics."""
     from diagnostics.keras.keras_model import is_transformers_classifier
 
+    loss_name = (loss if isinstance(loss, str) else type(loss).__name__ if loss is not None else "").lower()
+    if loss_name and "sparse" not in loss_name and loss_name not in ("internal", "hf_compute_loss"):
+        return None  # labels as wide as the output, which these metrics read
     flat = list(metrics.values()) if isinstance(metrics, dict) else list(metrics) if isinstance(
         metrics, (list, tuple)) else [metrics] if metrics is not None else []
-    names = [THRESHOLD_METRICS.get((item if isinstance(item, str) else type(item).__name__).lower()) for item in flat]
+    names = [THRESHOLD_METRICS.get((item if isinstance(item, str) else type(item).__name__).lower()) for item in flat
+             if isinstance(item, str) or type(item).__module__.split(".")[0] in ("tf_keras", "keras")]
     names = [name for name in names if name]
     try:
         width = int(model.config.num_labels) if is_transformers_classifier(model) else int(model.output_shape[-1])

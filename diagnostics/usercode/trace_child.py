@@ -275,7 +275,8 @@ class _Child(Loops, Reports):
             if found is not None:
                 raise InputError(found[0], fix=found[1], kind="stack")
             compiled = self.compiled.get(model) or {}
-            found = threshold_metrics_on_logits(model, compiled.get("metrics"), *(compiled.get("at") or (None, None)))
+            found = threshold_metrics_on_logits(model, compiled.get("metrics"), *(compiled.get("at") or (None, None)),
+                                                loss=compiled.get("loss"))
             if found is not None:
                 raise InputError(found[0], fix=found[1], kind="metrics")
             if y is not None:

@@ -728,6 +728,13 @@ def test_every_split_given_where_one_goes_is_named_with_the_line_that_takes_one(
     assert applied(source, edits).splitlines()[1] == \
         'tf_dataset = model.prepare_tf_dataset(dataset["train"], batch_size=16)  # quicktour'
     assert _classify(TypeError("Dataset argument should be a datasets.Dataset!"), "")[0] == "other"  # no dict seen
+    # The validation line of the same script takes the validation split, never the training one again.
+    dataset = DatasetDict(train=Dataset.from_dict({"a": [1]}), validation=Dataset.from_dict({"a": [2]}))
+    with pytest.raises(AttributeError) as raised:
+        tf_val = dataset.to_tf_dataset(columns=["a"], batch_size=16)  # noqa: F841
+    assert _classify(raised.value, str(raised.value))[2] == \
+        'tf_val = dataset["validation"].to_tf_dataset(columns=["a"], batch_size=16)'
+
 
 
 def test_rows_tokenized_one_at_a_time_and_stacked_are_named_with_the_fix(tokenizer):
@@ -858,3 +865,38 @@ def test_keras_3_callbacks_given_to_fit_are_named_though_the_brief_fit_runs_none
     finding, fix = keras_3_callbacks([tf_keras.callbacks.EarlyStopping(), keras.callbacks.EarlyStopping()])
     assert "(keras EarlyStopping given to fit(callbacks=...))" in str(finding) and fix.startswith("import tf_keras")
     assert keras_3_callbacks([tf_keras.callbacks.EarlyStopping()]) is None and keras_3_callbacks(None) is None
+
+
+def test_the_heads_readings_never_refuse_a_healthy_model(bert_checkpoint):
+    """The review of stop 81: a head assigned before its encoder (CTRL's) is not the last kernel, and a model built
+    from its config has no weights yet; a language-model head is not a bare encoder; labels one-hot or multi-hot
+    (a categorical or binary cross-entropy) take Precision and Recall, as does a metric class of the user's own."""
+    import types
+
+    import tf_keras
+    from transformers import BertConfig, TFBertForSequenceClassification, TFBertLMHeadModel
+
+    from diagnostics.usercode.own_code import _built_head_width, _is_bare_encoder
+    from diagnostics.usercode.script_errors import threshold_metrics_on_logits
+
+    def kernel(width):
+        return types.SimpleNamespace(name="dense/kernel:0", shape=(8, width))
+
+    head_first = types.SimpleNamespace(built=True, weights=[kernel(2), kernel(1280)],
+                                       config=types.SimpleNamespace(num_labels=2))
+    assert _built_head_width(head_first) is None
+    assert _built_head_width(types.SimpleNamespace(built=True, weights=[kernel(384), kernel(2)],
+                                                   config=types.SimpleNamespace(num_labels=1))) == 2
+    config = BertConfig.from_pretrained(bert_checkpoint)
+    assert _built_head_width(TFBertForSequenceClassification(config)) is None  # not built: no weights to read
+    assert not _is_bare_encoder(TFBertLMHeadModel(config))
+    model = TFBertForSequenceClassification(config)
+    metrics = [tf_keras.metrics.Precision(), tf_keras.metrics.Recall()]
+    assert threshold_metrics_on_logits(model, metrics, None, None, loss="categorical_crossentropy") is None
+    assert threshold_metrics_on_logits(model, metrics, None, None, loss=tf_keras.losses.BinaryCrossentropy()) is None
+    assert threshold_metrics_on_logits(model, metrics, None, None, loss="sparse_categorical_crossentropy") is not None
+
+    class Precision:  # the user's own, which takes the argmax first
+        pass
+
+    assert threshold_metrics_on_logits(model, [Precision()], None, None) is None

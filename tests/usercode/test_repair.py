@@ -277,6 +277,11 @@ def test_a_repair_is_verified_when_nothing_new_is_named_and_a_measurement_taking
     # (padding) was never seen, so the error's mend is verified, and the padding is the trace's own finding.
     mended = Repair("", [Edit("error:batch_encoding", 1, "fit(x=X)", "fit(x=dict(X))")], [])
     assert verdicts(mended, [], new)[0] == {"owner": "error:batch_encoding", "state": "verified", "named_after": []}
+    # Past it to another error at the same fit (the metrics compile gave): still mended, not "did not reach fit".
+    other = {"script": {"reached_fit": True, "error": {"kind": "metrics"}}, "causes": [], "checks": []}
+    assert verdicts(mended, [], other)[0]["state"] == "verified"
+    again = {"script": {"reached_fit": True, "error": {"kind": "batch_encoding"}}, "causes": [], "checks": []}
+    assert verdicts(mended, [], again)[0]["state"] == "not_reached"
     stopped = {"script": {"reached_fit": False, "error": {"where": "x"}}, "causes": [], "checks": []}
     assert verdicts(fixed, before, stopped)[0]["state"] == "not_reached"
     assert verdicts(fixed, before, None)[0]["state"] == "not_reached"

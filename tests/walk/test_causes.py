@@ -146,6 +146,18 @@ def test_one_rate_the_sweeps_wherever_a_rate_is_named():
     assert str(unswept[0].fix) == "tf.keras.optimizers.Adam(learning_rate=5e-05)"
 
 
+def test_an_overfit_test_short_of_epochs_at_a_rate_the_sweep_cleared_is_no_rates_cause():
+    """The overfit test's "the epochs were too few" (slow_at_a_swept_rate) says the rate is fine: no cause whose fix
+    changes the rate (the string's hidden rate, the sweep's) explains it, though it trained at the configured rate."""
+    style = CodeStyle("tf.keras", "Adam")
+    results = [result("hparams.optimizer", "warn", "string_adam", fix=RateFix(5e-5, style=style)),
+               result("hparams.lr_sweep", "pass", fix=None, best_rate=1e-4),
+               result("overfit.one_batch", "warn", "slow_at_a_swept_rate", fix="More epochs.",
+                      at_configured_rate=True, rate_swept_fine=True)]
+    overfit = next(item for item in explain(results) if item.id == "overfit.one_batch")
+    assert overfit.explained_by is None
+
+
 def test_a_rate_fix_survives_a_pickle_with_its_style():
     import pickle
 

@@ -14,7 +14,7 @@ from diagnostics.core import progress
 from diagnostics.core.check import Cause, Check, Condition, Explains
 from diagnostics.core.fixes import RateFix
 from diagnostics.core.result import CheckResult, judge
-from diagnostics.core.rules import Above, All, Holds
+from diagnostics.core.rules import Above, All, Holds, Not
 from diagnostics.i18n import N_, Text, joined, msg
 from diagnostics.keras.scoring import held_out_figures
 from diagnostics.keras.training import Trainer, weight_drift
@@ -342,7 +342,7 @@ CAUSES = (
             Explains("hparams.optimizer", ("string_adam",)),
             Explains("model.weights_after_step", ("non_finite_weights",)),
             Explains("model.nan_origin", ("non_finite_layer",), Holds("after_step")),
-            Explains("overfit.one_batch", (), Holds("at_configured_rate")),
+            Explains("overfit.one_batch", (), All((Holds("at_configured_rate"), Not(Holds("rate_swept_fine"))))),
         ),
         precedence=90,
     ),

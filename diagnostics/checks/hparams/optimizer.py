@@ -12,7 +12,7 @@ from diagnostics.core.context import RunContext
 from diagnostics.core.evidence import Rows
 from diagnostics.core.fixes import RateFix
 from diagnostics.core.result import CheckResult, judge
-from diagnostics.core.rules import Above, Holds
+from diagnostics.core.rules import Above, All, Holds, Not
 from diagnostics.i18n import N_, Text, msg
 from diagnostics.keras.training import build_optimizer, head_only, is_pretrained
 
@@ -185,6 +185,6 @@ CAUSES = (
     # The string's hidden rate, where the sweep does not flag it: its fix is the sweep's rate, so an overfit test that
     # crawled at that rate is the same cause, said once here, not a second cause with the same rate.
     Cause("string_rate", "hparams.optimizer", ("string_adam",), N_("the rate a string optimizer hides"), (
-        Explains("overfit.one_batch", (), Holds("at_configured_rate")),
+        Explains("overfit.one_batch", (), All((Holds("at_configured_rate"), Not(Holds("rate_swept_fine"))))),
     ), precedence=87),
 )

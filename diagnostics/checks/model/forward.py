@@ -52,10 +52,11 @@ CHECK = Check("model.forward", N_("one batch through the model: logits of the ri
               requires=ON_BATCH, measure=measure, conditions=(
     Condition("refused_input", None, "fail when the batch holds an input the model's call does not take",
               Holds("refused_input"), status="fail", says=lambda e, f: (
-                  msg("The batch holds {name}, which the model does not take: its call refuses it ({error}). "
-                      "DistilBERT and RoBERTa take no token_type_ids, which a BERT tokenizer or "
-                      "return_token_type_ids=True adds (huggingface/transformers#2702).",
-                      name=e["refused_input"], error=e["error"]),
+                  msg("The batch holds {name}, which the model does not take: its call refuses it ({error}).{why}",
+                      name=e["refused_input"], error=e["error"],
+                      why=msg(" DistilBERT takes no token_type_ids, which a BERT tokenizer or "
+                              "return_token_type_ids=True adds (huggingface/transformers#2702).")
+                      if e["refused_input"] == "token_type_ids" else ""),
                   f"tokenizer(..., return_{e['refused_input']}=False)  # or leave {e['refused_input']} out of "
                   f"to_tf_dataset(columns=[...]) and the input dict" if e["refused_input"] == "token_type_ids" else
                   msg("Leave {name} out of the model's inputs (to_tf_dataset(columns=[...]), the input dict).",

@@ -8,6 +8,7 @@ from typing import Any, TypedDict
 import numpy as np
 
 from diagnostics.checks.common import WARN_DRIFT
+from diagnostics.checks.hparams.lr_sweep import CHECK as SWEEP
 from diagnostics.config.run import RunConfig
 from diagnostics.config.tasks import GlueTask
 from diagnostics.config.training import DEFAULT_EPOCHS
@@ -200,8 +201,9 @@ def check_overfit(figures: dict[str, Any], rows: list[dict[str, Any]], *,
     rate that wrecks pretraining in a real run. Pass when the batch is memorised (every row right and the loss at
     most `memorised_share` of its start, or below `memorised_value`), or when the loss falls steadily (at least
     `learning_progress` of its start, the smoothed curve falling on `learning_falls` of the epochs) with every row
-    right: a pretrained model at a careful rate learns slowly and correctly. Otherwise fail: it rose, stayed put or
-    fell too slowly.
+    right: a pretrained model at a careful rate learns slowly and correctly. Warn when the loss falls steadily with
+    rows still wrong at a rate the sweep did not call too low: the epochs were too few. Otherwise fail: it rose,
+    stayed put or fell too slowly.
 
     Args:
         figures: from `overfit_one_batch`.
@@ -215,11 +217,13 @@ def check_overfit(figures: dict[str, Any], rows: list[dict[str, Any]], *,
         return broken
     accuracy = figures["final_accuracy"]
     evidence.update(curve_shape(figures["losses"]), all_right=accuracy is None or accuracy == 1.0)
-    # A rate the sweep measured and did not call too low (at most a power of ten below its best): a slow curve at it is
-    # the epochs' shortfall, not the rate's (real fine-tuning at 1e-5 learns; twenty steps of one batch barely move);
-    # unless the loss reads logits as probabilities, a cause of its own (hparams.loss).
+    # A rate the sweep measured and did not call too low (below its best by at most its warn_decades): a slow curve is
+    # then the epochs' shortfall, not the rate's (real fine-tuning at 1e-5 learns; twenty steps of one batch barely
+    # move); unless the loss reads logits as probabilities, a cause of its own (hparams.loss).
+    decades = SWEEP.value("warn_decades")  # the run's own: below the best by more, the sweep calls the rate too low
     evidence["rate_swept_fine"] = bool(best_rate) and evidence.get("at_configured_rate", True) \
-        and best_rate / 10 <= figures["learning_rate"] <= best_rate and not figures.get("probability_loss")
+        and best_rate / 10 ** decades <= figures["learning_rate"] <= best_rate \
+        and not figures.get("probability_loss")
     # Each verdict's `reading` is what the curve says of the rate; a finding another check's cause explains (the
     # sweep's rate, the loss) is said without it (`causes.explain`).
     return judge(CHECK, evidence)
@@ -279,11 +283,12 @@ def _learning(e, f) -> tuple:
 
 
 def _too_few_epochs(e, f) -> tuple:
-    """(finding, fix) for a loss falling steadily, rows still wrong, at a rate the sweep did not call too low."""
+    """(finding, fix) for a loss falling steadily, the batch not memorised, at a rate the sweep did not call too
+    low."""
     told = _curve(e)
-    return (msg("After {run}, {went}{reached}, falling steadily (by {progress:.0%} of its start) but not yet every row "
-                "right: at {rate:g}, which the sweep did not call too low (its best {best:.0e}), {epochs} epochs were "
-                "too few to memorise the batch.{note}", run=told["run"], went=told["went"], reached=told["reached"],
+    return (msg("After {run}, {went}{reached}, falling steadily (by {progress:.0%} of its start), the batch not yet "
+                "memorised: at {rate:g}, which the sweep did not call too low (its best {best:.0e}), {epochs} epochs "
+                "were too few.{note}", run=told["run"], went=told["went"], reached=told["reached"],
                 progress=e["progress"], rate=e["learning_rate"], best=e["best_rate"], epochs=e["epochs"],
                 note=told["note"]),
             msg("More epochs for the overfit test (its epochs setting) show whether the batch is memorised; the rate "
@@ -435,7 +440,9 @@ CHECK = Check("overfit.one_batch", N_("one batch holding every label memorised b
                    Above("falling_share", or_equal=True, of="learning_falls"))), status="pass", says=_learning),
     Condition("learning_falls", 0.8, "learning: and at least this share of the epochs lowered the smoothed loss"),
     Condition("slow_at_a_swept_rate", None, "warn, not fail, when the loss falls steadily at a rate the sweep did not "
-                                            "call too low but some rows are still wrong: the epochs were too few",
-              All((Holds("rate_swept_fine"), Above("progress", or_equal=True, of="learning_progress"),
+                                            "call too low but the batch is not memorised: the epochs were too few",
+              All((Holds("rate_swept_fine"), Above("progress", of="no_progress"),
                    Above("falling_share", or_equal=True, of="learning_falls"))), says=_too_few_epochs),
+    Condition("no_progress", 0.0, "below this share of its start shed, a curve at a rate the sweep did not call too "
+                                  "low has not fallen at all"),
     ), otherwise_says=_not_memorised, evidence=Evidence)
