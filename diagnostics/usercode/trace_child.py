@@ -253,7 +253,7 @@ class _Child(Loops, Reports):
         from diagnostics.usercode.own_code import fit_steps
         from diagnostics.core.errors import InputError
         from diagnostics.usercode.read_back import arrays_as_dataset
-        from diagnostics.usercode.script_errors import (batch_encoding_to_keras, keras_3_callbacks,
+        from diagnostics.usercode.fit_errors import (batch_encoding_to_keras, keras_3_callbacks,
                                                         threshold_metrics_on_logits)
 
         frame = self._script_frame(sys._getframe(1))

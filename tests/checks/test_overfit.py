@@ -125,17 +125,17 @@ def test_unusable_batch_is_a_skip_naming_data_batch(demo_model, demo_inputs):
 @pytest.mark.parametrize("probability_loss", [False, True])
 def test_a_slow_curve_names_the_loss_only_when_it_reads_the_outputs_as_probabilities(probability_loss):
     """One voice: once the loss reads the logits as they are (the internal loss, from_logits=True), a slow curve never
-    points at hparams.loss with a fix of the loss that is already in place. Far below the sweep's best, the rate is
-    called too low with the sweep's; within a power of ten of it, the epochs were too few (see the next test)."""
+    points at hparams.loss with a fix of the loss that is already in place. At a rate the sweep called too low, the
+    rate is called too low with the sweep's; at one it did not, the epochs were too few (see the next test)."""
     figures = {"losses": [1.1, 0.9, 0.6], "final_accuracy": 0.8, "epochs": 3, "learning_rate": 1e-5,
                "ln_k": 1.0986, "accuracies": [0.8] * 3, "probability_loss": probability_loss}
-    result = check_overfit(figures, [], best_rate=1e-3)
+    result = check_overfit(dict(figures, configured_too_low=True), [], best_rate=1e-3)
     assert result.status is Status.FAIL and "too low" in result.summary
     assert ("hparams.loss" in result.summary) is probability_loss
     assert ("from_logits=True" in str(result.fix)) is probability_loss
     if not probability_loss:
         assert result.fix.rate == pytest.approx(1e-3)  # the sweep's higher rate
-    near = check_overfit(figures, [], best_rate=1e-4)
+    near = check_overfit(dict(figures, configured_too_low=False), [], best_rate=1e-4)
     assert (near.status, near.condition) == ((Status.FAIL, None) if probability_loss else
                                              (Status.WARN, "slow_at_a_swept_rate"))
 
@@ -160,7 +160,7 @@ def test_a_slow_fall_at_a_rate_the_sweep_did_not_call_too_low_warns_of_the_epoch
     sweep; far below it, or with no sweep, the curve still fails."""
     losses = [0.69, 0.66, 0.62, 0.58, 0.55, 0.52]
     figures = {"losses": losses, "final_accuracy": 0.75, "epochs": 6, "learning_rate": 1e-5, "ln_k": 0.693,
-               "accuracies": [0.75] * 6, "at_configured_rate": True}
+               "accuracies": [0.75] * 6, "at_configured_rate": True, "configured_too_low": False}
     slow = check_overfit(figures, [], best_rate=1e-4)
     assert slow.status is Status.WARN and slow.condition == "slow_at_a_swept_rate"
     assert "the batch not yet memorised" in slow.summary and "6 epochs were too few" in slow.summary
@@ -170,5 +170,6 @@ def test_a_slow_fall_at_a_rate_the_sweep_did_not_call_too_low_warns_of_the_epoch
     assert check_overfit(barely, [], best_rate=1e-4).condition == "slow_at_a_swept_rate"
     flat = dict(figures, losses=[0.69, 0.70, 0.69, 0.70, 0.69, 0.70])  # not falling: the rate may be at fault
     assert check_overfit(flat, [], best_rate=1e-4).status is Status.FAIL
-    assert check_overfit(figures, [], best_rate=1e-3).status is Status.FAIL  # a hundred times below the best
+    too_low = dict(figures, configured_too_low=True)  # the sweep called it too low, by the run's warn_decades
+    assert check_overfit(too_low, [], best_rate=1e-3).status is Status.FAIL
     assert check_overfit(figures, []).status is Status.FAIL  # no sweep: no rate to weigh it against

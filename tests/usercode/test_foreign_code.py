@@ -762,7 +762,7 @@ def test_a_batch_encoding_given_to_a_keras_models_own_fit_is_named_with_its_line
     import tf_keras
 
     from diagnostics.usercode.repair_errors import applied, error_repair
-    from diagnostics.usercode.script_errors import batch_encoding_to_keras
+    from diagnostics.usercode.fit_errors import batch_encoding_to_keras
 
     ids = tf_keras.layers.Input(shape=(4,), dtype="int32", name="input_ids")
     model = tf_keras.Model(ids, tf_keras.layers.Dense(1)(tf_keras.layers.Embedding(30, 2)(ids)))
@@ -834,7 +834,7 @@ def test_threshold_metrics_on_a_models_logits_are_named_with_the_compile_line(be
     import tf_keras
     from transformers import TFAutoModelForSequenceClassification
 
-    from diagnostics.usercode.script_errors import threshold_metrics_on_logits
+    from diagnostics.usercode.fit_errors import threshold_metrics_on_logits
 
     model = TFAutoModelForSequenceClassification.from_pretrained(bert_checkpoint)
     script = tmp_path / "train.py"
@@ -860,7 +860,7 @@ def test_keras_3_callbacks_given_to_fit_are_named_though_the_brief_fit_runs_none
     import keras
     import tf_keras
 
-    from diagnostics.usercode.script_errors import keras_3_callbacks
+    from diagnostics.usercode.fit_errors import keras_3_callbacks
 
     finding, fix = keras_3_callbacks([tf_keras.callbacks.EarlyStopping(), keras.callbacks.EarlyStopping()])
     assert "(keras EarlyStopping given to fit(callbacks=...))" in str(finding) and fix.startswith("import tf_keras")
@@ -877,7 +877,7 @@ def test_the_heads_readings_never_refuse_a_healthy_model(bert_checkpoint):
     from transformers import BertConfig, TFBertForSequenceClassification, TFBertLMHeadModel
 
     from diagnostics.usercode.own_code import _built_head_width, _is_bare_encoder
-    from diagnostics.usercode.script_errors import threshold_metrics_on_logits
+    from diagnostics.usercode.fit_errors import threshold_metrics_on_logits
 
     def kernel(width):
         return types.SimpleNamespace(name="dense/kernel:0", shape=(8, width))

@@ -191,6 +191,10 @@ def check_lr_sweep(
                "no_good_rate": best is None, "configured_too_high": bool(why),
                "configured_broke": verdicts["broke"][index], "configured_drift": drift,
                "decades_below": math.log10(best / configured_rate) if best else None}
+    # This run's verdict on a rate below the best, which the overfit test reads (a slow curve at a rate not called too
+    # low is the epochs' shortfall): by the run's own warn_decades.
+    figures["configured_too_low"] = figures["decades_below"] is not None \
+        and figures["decades_below"] > CHECK.value("warn_decades")
     return judge(CHECK, figures, why=why)
 
 
@@ -299,6 +303,7 @@ class Evidence(TypedDict, total=False):
     configured_drift: float | None
     configured_too_high: bool
     decades_below: float | None  # log10(recommended / configured)
+    configured_too_low: bool  # more than warn_decades below the recommended rate (this run's threshold)
 
 
 CHECK = Check("hparams.lr_sweep", N_("a learning-rate sweep scored on held-out rows and weight drift"),

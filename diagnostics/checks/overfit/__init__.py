@@ -11,6 +11,7 @@ CHECKS, CAUSES = collect(one_batch)
 UNITS = (
     Unit("overfit", "overfit", one_batch.measure_overfit,
          ("columns", "labels", "range", "model", "batch", "flows", "fits"),
-         takes=("epochs", "rate"), reads=("hparams.lr_sweep:best_rate", "hparams.lr_sweep:configured_broke"),
+         takes=("epochs", "rate"), reads=("hparams.lr_sweep:best_rate", "hparams.lr_sweep:configured_broke",
+                                               "hparams.lr_sweep:configured_too_low"),
          copy=True, plan=one_batch.planned_steps, on_request=one_batch.only_when_asked),
 )

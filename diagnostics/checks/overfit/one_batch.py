@@ -8,7 +8,6 @@ from typing import Any, TypedDict
 import numpy as np
 
 from diagnostics.checks.common import WARN_DRIFT
-from diagnostics.checks.hparams.lr_sweep import CHECK as SWEEP
 from diagnostics.config.run import RunConfig
 from diagnostics.config.tasks import GlueTask
 from diagnostics.config.training import DEFAULT_EPOCHS
@@ -217,12 +216,12 @@ def check_overfit(figures: dict[str, Any], rows: list[dict[str, Any]], *,
         return broken
     accuracy = figures["final_accuracy"]
     evidence.update(curve_shape(figures["losses"]), all_right=accuracy is None or accuracy == 1.0)
-    # A rate the sweep measured and did not call too low (below its best by at most its warn_decades): a slow curve is
+    # A rate the sweep measured and did not call too low (`configured_too_low`, by the run's warn_decades): a slow
+    # curve is
     # then the epochs' shortfall, not the rate's (real fine-tuning at 1e-5 learns; twenty steps of one batch barely
     # move); unless the loss reads logits as probabilities, a cause of its own (hparams.loss).
-    decades = SWEEP.value("warn_decades")  # the run's own: below the best by more, the sweep calls the rate too low
     evidence["rate_swept_fine"] = bool(best_rate) and evidence.get("at_configured_rate", True) \
-        and best_rate / 10 ** decades <= figures["learning_rate"] <= best_rate \
+        and figures["learning_rate"] <= best_rate and figures.get("configured_too_low") is False \
         and not figures.get("probability_loss")
     # Each verdict's `reading` is what the curve says of the rate; a finding another check's cause explains (the
     # sweep's rate, the loss) is said without it (`causes.explain`).
@@ -303,7 +302,8 @@ def _not_memorised(e, f) -> tuple:
 
 def run_overfit_checks(config: RunConfig, model, tokenizer, split, *, epochs: int = DEFAULT_EPOCHS,
                        rate: float | None = None, best_rate: float | None = None,
-                       configured_broke: bool | None = None, copies: SharedCopy | None = None) -> list[CheckResult]:
+                       configured_broke: bool | None = None, copies: SharedCopy | None = None,
+                       configured_too_low: bool | None = None) -> list[CheckResult]:
     """The overfit test on a batch holding every label of a split that has labels; the model given is never
     modified (`copies`: the copy to train, shared with the call's other training checks).
 
@@ -333,6 +333,7 @@ def run_overfit_checks(config: RunConfig, model, tokenizer, split, *, epochs: in
     num_labels = head_of(model).num_labels
     batch_labels = np.asarray(batch.rows[LABEL])
     figures.update(configured_rate=configured, rate_source=source, num_labels=num_labels,
+                   configured_too_low=configured_too_low,
                    at_configured_rate=math.isclose(figures["learning_rate"], configured, rel_tol=1e-6),
                    out_of_range_labels=0 if task.regression else
                    int(((batch_labels < 0) | (batch_labels >= num_labels)).sum()))
@@ -363,9 +364,10 @@ def planned_steps(run: RunContext, settings) -> int:
 
 
 def measure_overfit(run: RunContext, *, epochs: int, rate: float | None, best_rate: float | None,
-                    configured_broke: bool | None, copies) -> list[CheckResult]:
+                    configured_broke: bool | None, copies, configured_too_low: bool | None = None) -> list[CheckResult]:
     return run_overfit_checks(run.config, run.classifier[0], run.tokenizer, run.split, epochs=epochs, rate=rate,
-                              best_rate=best_rate, configured_broke=configured_broke, copies=copies)
+                              best_rate=best_rate, configured_broke=configured_broke, copies=copies,
+                              configured_too_low=configured_too_low)
 
 
 class Evidence(TypedDict, total=False):
@@ -396,7 +398,8 @@ class Evidence(TypedDict, total=False):
     num_labels: int  # the head's outputs
     out_of_range_labels: int  # labels of the batch the head cannot take
     best_rate: float | None
-    rate_swept_fine: bool  # trained at the configured rate, at most a power of ten below the sweep's best
+    configured_too_low: bool | None  # the sweep called the configured rate too low (None: not measured)
+    rate_swept_fine: bool  # trained at the configured rate, at or below the sweep's best, not called too low by it
     drift_per_step: float | None
     missing_labels: list[str]
     pretrained: bool
@@ -443,6 +446,5 @@ CHECK = Check("overfit.one_batch", N_("one batch holding every label memorised b
                                             "call too low but the batch is not memorised: the epochs were too few",
               All((Holds("rate_swept_fine"), Above("progress", of="no_progress"),
                    Above("falling_share", or_equal=True, of="learning_falls"))), says=_too_few_epochs),
-    Condition("no_progress", 0.0, "below this share of its start shed, a curve at a rate the sweep did not call too "
-                                  "low has not fallen at all"),
+    Condition("no_progress", 0.0, "a curve that shed no more than this share of its start has not fallen at all"),
     ), otherwise_says=_not_memorised, evidence=Evidence)
