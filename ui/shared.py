@@ -116,8 +116,9 @@ def freshness(entry: Entry, job: Job, also=()) -> None:
     """When the result was computed, in how long, and a button to compute it (and the jobs `also`) again for all."""
     # A row that wraps: the button keeps its whole label at any width and language (columns cut it at 1024 px).
     row = st.container(horizontal=True, vertical_alignment="center", wrap=True)
-    row.caption(":material/history: " + _("Computed {age} in {seconds:.1f} s, and kept for everyone who opens this "
-                                          "configuration.").format(age=localize(entry.age()), seconds=entry.seconds))
+    row.caption(":material/history: " + localize(msg("Computed {age} in {seconds:.1f} s, and kept for everyone who "
+                                                     "opens this configuration.", age=entry.age(),
+                                                     seconds=entry.seconds)))  # 0,8 s in Italian
     row.button(_("Compute again"), key=f"shared.again.{job.kind}", icon=":material/refresh:",
                on_click=lambda: st.session_state.setdefault(AGAIN_KEY, set()).update(
                    other.kind for other in (job, *also)))

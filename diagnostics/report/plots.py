@@ -18,7 +18,7 @@ from diagnostics.checks.model.gradients import Evidence as Gradients
 from diagnostics.checks.model.nan_rows import Evidence as NanRows
 from diagnostics.checks.overfit.one_batch import Evidence as Overfit
 from diagnostics.core.result import CheckResult
-from diagnostics.i18n import _, display_width
+from diagnostics.i18n import _, display_width, localize, msg
 
 
 SPLIT_COLOUR, BATCH_COLOUR, LIMIT_COLOUR = "#4C78A8", "#F58518", "#E45756"
@@ -197,7 +197,7 @@ def _clip_to(figure: go.Figure, kept: list[float], every: list[float]) -> None:
     if bounds is None:
         return
     figure.update_yaxes(range=list(bounds))
-    figure.add_annotation(text=_("flagged rates leave the top (up to {top:.3g})").format(top=max(every)),
+    figure.add_annotation(text=localize(msg("flagged rates leave the top (up to {top:.3g})", top=max(every))),
                           xref="paper", yref="paper", x=0, y=1, xanchor="left", yanchor="bottom", showarrow=False,
                           font=dict(size=11, color=NAN_COLOUR))
 
@@ -254,7 +254,8 @@ def sweep_final_figure(result: CheckResult) -> go.Figure:
         figure.add_scatter(x=rates, y=[d if d else None for d in drifts], mode="lines+markers",
                            name=_("weight drift a step"), line=dict(color="#9467BD", dash="dash"), row=2, col=1)
         figure.add_scatter(x=[rates[0], rates[-1]], y=[limit] * 2, mode="lines", line=dict(color=LIMIT_COLOUR,
-                           dash="dot", width=1.5), name=_("drift limit {limit:g}").format(limit=limit), row=2, col=1)
+                           dash="dot", width=1.5), name=localize(msg("drift limit {limit:g}", limit=limit)),
+                           row=2, col=1)
         values = [d for d in drifts if d and d > 0] + [limit]
         low, high = math.floor(math.log10(min(values))), math.ceil(math.log10(max(values)))
         figure.update_yaxes(type="log", range=[low - 0.1, high + 0.1], dtick=1, tickformat=".0e", showgrid=True,
@@ -281,7 +282,7 @@ def sweep_final_figure(result: CheckResult) -> go.Figure:
     if view is not None:
         figure.update_yaxes(range=list(view), row=1, col=1)
     if _clipped(kept, finite) is not None:
-        figure.add_annotation(text=_("flagged rates leave the top (up to {top:.3g})").format(top=max(finite)),
+        figure.add_annotation(text=localize(msg("flagged rates leave the top (up to {top:.3g})", top=max(finite))),
                               xref="paper", yref="paper", x=0, y=1, xanchor="left", yanchor="bottom",
                               showarrow=False, font=dict(size=11, color=NAN_COLOUR))
     # The legend below the axis title, anchored by its top so that a long one grows downwards, never over it.
@@ -385,7 +386,7 @@ def overfit_figure(result: CheckResult) -> go.Figure:
                             showgrid=False)
     if evidence.get("ln_k"):
         figure.add_hline(y=evidence["ln_k"], line_dash="dash", line_color=LIMIT_COLOUR,
-                         annotation_text=_("ln K = {value:.3f} (random guess)").format(value=evidence["ln_k"]),
+                         annotation_text=localize(msg("ln K = {value:.3f} (random guess)", value=evidence["ln_k"])),
                          annotation_position="top right")  # at the left the loss starts on it and crosses the label
     _layout(figure, _("Training on one batch"), _("epoch"), _("loss"))
     return figure
