@@ -126,8 +126,9 @@ def _numbers(e) -> Any:
     if e["regression"]:
         return msg("held-out error {given:.3f} with the given labels, {shuffled:.3f} with shuffled ones",
                    given=given["score"], shuffled=control["score"])
-    return msg("held-out accuracy {given:.0%} with the given labels, {shuffled:.0%} with shuffled ones "
-               "(majority label {chance:.0%})", given=given["score"], shuffled=control["score"], chance=e["chance"])
+    return msg("held-out accuracy {given:.0%} with the given labels, {shuffled:.0%} with shuffled ones (the "
+               "held-out rows' commonest label {chance:.0%})", given=given["score"], shuffled=control["score"],
+               chance=e["chance"])
 
 
 def _fits(e) -> Any:
