@@ -120,7 +120,8 @@ def table(every: list[Case], truth: dict, score: dict) -> str:
              for case in every if case.slug in score]
     lines += ["", "## Where the debugger falls short", ""]
     lines += [f"- `{case.slug}`: {', '.join(verdict.replace('_', ' ') for verdict in missed)} "
-              f"(the repaired script's plain run: {run_line(score[case.slug].get('repaired_run'))})"
+              f"(the repaired script's plain run: {run_line(score[case.slug].get('repaired_run'))}"
+              + ("" if is_bug(truth.get(case.slug)) else "; not a bug the truth runs confirm, so not counted") + ")"
               + (f". Why: {case.shortfall}" if case.shortfall else "")
               for case, missed in wrong if missed] or ["- nothing in these cases"]
     dropped = tomllib.loads((HERE / "dropped.toml").read_text(encoding="utf-8")).get("dropped", [])
