@@ -253,9 +253,8 @@ def sweep_final_figure(result: CheckResult) -> go.Figure:
         limit = evidence.get("drift_limit") or WARN_DRIFT
         figure.add_scatter(x=rates, y=[d if d else None for d in drifts], mode="lines+markers",
                            name=_("weight drift a step"), line=dict(color="#9467BD", dash="dash"), row=2, col=1)
-        figure.add_scatter(x=[rates[0], rates[-1]], y=[limit] * 2, mode="lines", line=dict(color=LIMIT_COLOUR,
-                           dash="dot", width=1.5), name=localize(msg("drift limit {limit:g}", limit=limit)),
-                           row=2, col=1)
+        figure.add_scatter(x=[rates[0], rates[-1]], y=[limit] * 2, mode="lines", row=2, col=1, line=dict(
+            color=LIMIT_COLOUR, dash="dot", width=1.5), name=localize(msg("drift limit {limit:g}", limit=limit)))
         values = [d for d in drifts if d and d > 0] + [limit]
         low, high = math.floor(math.log10(min(values))), math.ceil(math.log10(max(values)))
         figure.update_yaxes(type="log", range=[low - 0.1, high + 0.1], dtick=1, tickformat=".0e", showgrid=True,
