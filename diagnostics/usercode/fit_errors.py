@@ -12,13 +12,15 @@ from diagnostics.usercode.script_errors import code_of, keras_3_given
 
 
 def batch_encoding_to_keras(model, x, filename: str | None, lineno: int | None) -> tuple[Any, str] | None:
-    """(finding, fix) when `fit` is given the tokenizer's `BatchEncoding` as x and the model is a Keras model of the
-    script's own (a functional model around an encoder): Keras cannot batch one ("Cannot generate a hashable key for
-    IteratorSpec ... BatchEncoding"; 2020's "too many values to unpack", huggingface/transformers#5939), while a
-    Transformers model's own fit converts it. The fix is the script's fit line with x as a plain dict; None for
+    """(finding, fix) when `fit` is given the tokenizer's `BatchEncoding` of TensorFlow tensors (return_tensors="tf")
+    as x and the model is a Keras model of the script's own (a functional model around an encoder): Keras cannot
+    batch one ("Cannot generate a hashable key for IteratorSpec ... BatchEncoding"; 2020's "too many values to
+    unpack", huggingface/transformers#5939), while a Transformers model's own fit converts it. The fix is the script's fit line with x as a plain dict; None for
     anything else."""
     if type(x).__name__ != "BatchEncoding" or type(model).__module__.startswith("transformers."):
         return None
+    if not any(type(value).__module__.startswith("tensorflow") for value in x.values()):
+        return None  # numpy arrays (return_tensors="np"): Keras batches those, as the matrix's healthy scripts show
     finding = msg("fit was given the tokenizer's BatchEncoding as x, and the model is a Keras model of its own "
                   "({model}): Keras cannot batch a BatchEncoding (only a Transformers model's fit converts one), so "
                   "fit stops before its first step.", model=type(model).__name__)

@@ -766,7 +766,7 @@ def test_a_batch_encoding_given_to_a_keras_models_own_fit_is_named_with_its_line
 
     ids = tf_keras.layers.Input(shape=(4,), dtype="int32", name="input_ids")
     model = tf_keras.Model(ids, tf_keras.layers.Dense(1)(tf_keras.layers.Embedding(30, 2)(ids)))
-    encodings = tokenizer(["a b", "c"], padding=True)
+    encodings = tokenizer(["a b", "c"], padding=True, return_tensors="tf")
     script = tmp_path / "train.py"
     script.write_text("x = 1\nmodel.fit(x=X_train, y=targets, epochs=3)  # the report's\n")
     finding, fix = batch_encoding_to_keras(model, encodings, str(script), 2)
@@ -779,6 +779,8 @@ def test_a_batch_encoding_given_to_a_keras_models_own_fit_is_named_with_its_line
     assert batch_encoding_to_keras(model, encodings, str(script), 1)[1] == \
         "model.fit(dict(tokenizer(texts, padding=True)), labels)"
     assert batch_encoding_to_keras(model, dict(encodings), str(script), 1) is None  # a dict is what Keras takes
+    numpy = tokenizer(["a b", "c"], padding=True, return_tensors="np")  # Keras batches a BatchEncoding of arrays
+    assert batch_encoding_to_keras(model, numpy, str(script), 1) is None
     assert batch_encoding_to_keras(model, encodings, None, None)[1].startswith("model.fit(x=dict(encodings)")
 
 
