@@ -15,8 +15,8 @@ def batch_encoding_to_keras(model, x, filename: str | None, lineno: int | None) 
     """(finding, fix) when `fit` is given the tokenizer's `BatchEncoding` of TensorFlow tensors (return_tensors="tf")
     as x and the model is a Keras model of the script's own (a functional model around an encoder): Keras cannot
     batch one ("Cannot generate a hashable key for IteratorSpec ... BatchEncoding"; 2020's "too many values to
-    unpack", huggingface/transformers#5939), while a Transformers model's own fit converts it. The fix is the script's fit line with x as a plain dict; None for
-    anything else."""
+    unpack", huggingface/transformers#5939), while a Transformers model's own fit converts it. The fix is the
+    script's fit line with x as a plain dict; None for anything else."""
     if type(x).__name__ != "BatchEncoding" or type(model).__module__.startswith("transformers."):
         return None
     if not any(type(value).__module__.startswith("tensorflow") for value in x.values()):
