@@ -3,12 +3,10 @@ what fit got, and its brief fit after them runs no callbacks): each from a repor
 
 from __future__ import annotations
 
-import ast
-import linecache
 from typing import Any
 
 from diagnostics.i18n import msg
-from diagnostics.usercode.script_errors import code_of, keras_3_given
+from diagnostics.usercode.script_errors import argument_rewritten, keras_3_given
 
 
 def batch_encoding_to_keras(model, x, filename: str | None, lineno: int | None) -> tuple[Any, str] | None:
@@ -24,20 +22,9 @@ def batch_encoding_to_keras(model, x, filename: str | None, lineno: int | None) 
     finding = msg("fit was given the tokenizer's BatchEncoding as x, and the model is a Keras model of its own "
                   "({model}): Keras cannot batch a BatchEncoding (only a Transformers model's fit converts one), so "
                   "fit stops before its first step.", model=type(model).__name__)
-    if filename:
-        linecache.checkcache(filename)  # the file as it is now
-    line = code_of(linecache.getline(filename, lineno)) if filename and lineno else ""
-    try:
-        call = next((node for node in ast.walk(ast.parse(line)) if isinstance(node, ast.Call)
-                     and isinstance(node.func, ast.Attribute) and node.func.attr == "fit"), None)
-    except SyntaxError:  # a fit call over several lines: its first line alone does not parse
-        call = None
-    given = None if call is None else call.args[0] if call.args else next(
-        (keyword.value for keyword in call.keywords if keyword.arg == "x"), None)
-    if given is None:
-        return finding, "model.fit(x=dict(encodings), ...)  # encodings: what the tokenizer returned"
-    raw, start, end = line.encode(), given.col_offset, given.end_col_offset  # the offsets count UTF-8 bytes
-    return finding, raw[:start].decode() + f"dict({raw[start:end].decode()})" + raw[end:].decode()
+    fixed = argument_rewritten(filename, lineno, "fit", "x", lambda code: f"dict({code})", first_positional=True,
+                               same_line=True)  # --repair writes it over the fit's line
+    return finding, fixed or "model.fit(x=dict(encodings), ...)  # encodings: what the tokenizer returned"
 
 
 # Keras metrics that read each output as one class's probability in [0, 1] (and labels of one column).
@@ -73,21 +60,9 @@ def threshold_metrics_on_logits(model, metrics, filename: str | None, lineno: in
         return None
     finding = msg("compile's metrics {metrics} read each output as one class's probability in [0, 1], but the model "
                   "gives {width} logits a row: fit stops at its first step.", metrics=", ".join(names), width=width)
-    fallback = ("model.compile(..., metrics=['accuracy'])  # precision and recall: on the predicted classes, "
-                "argmax of predict's logits")
-    if filename:
-        linecache.checkcache(filename)
-    line = code_of(linecache.getline(filename, lineno)) if filename and lineno else ""
-    try:
-        call = next((node for node in ast.walk(ast.parse(line)) if isinstance(node, ast.Call)
-                     and isinstance(node.func, ast.Attribute) and node.func.attr == "compile"), None)
-    except SyntaxError:  # a compile call over several lines
-        call = None
-    given = next((keyword.value for keyword in call.keywords if keyword.arg == "metrics"), None) if call else None
-    if given is None:
-        return finding, fallback
-    raw = line.encode()  # the offsets count UTF-8 bytes
-    return finding, raw[:given.col_offset].decode() + '["accuracy"]' + raw[given.end_col_offset:].decode()
+    fixed = argument_rewritten(filename, lineno, "compile", "metrics", lambda code: '["accuracy"]')
+    return finding, fixed or ("model.compile(..., metrics=['accuracy'])  # precision and recall: on the predicted "
+                              "classes, argmax of predict's logits")
 
 
 def keras_3_callbacks(callbacks) -> tuple[Any, str] | None:

@@ -227,8 +227,8 @@ def _keras_model_fits(model, loss: str) -> None:
     Raises:
         InputError: as said.
     """
+    name = getattr(getattr(model, "config", None), "_name_or_path", "") or "<checkpoint>"  # for a fix's from_pretrained
     if _is_bare_encoder(model):
-        name = getattr(model.config, "_name_or_path", "") or "<checkpoint>"
         raise InputError(msg("{model} is a bare encoder: it has no classification head, so it gives hidden states, "
                              "not logits, and takes no labels; fit cannot train it as a classifier.",
                              model=type(model).__name__), kind="no_head",
@@ -241,8 +241,7 @@ def _keras_model_fits(model, loss: str) -> None:
                                  "outputs: num_labels was set on the config after from_pretrained, which does not "
                                  "rebuild the head (and the model's own loss follows the config: num_labels=1 is a "
                                  "regression's).", said=said, width=width), kind="num_labels_after_load",
-                             fix=f'model = {type(model).__name__}.from_pretrained("'
-                                 f'{getattr(model.config, "_name_or_path", "") or "<checkpoint>"}", num_labels=...)  '
+                             fix=f'model = {type(model).__name__}.from_pretrained("{name}", num_labels=...)  '
                                  '# num_labels given here, one output a class; the config left as it loads')
         return
     try:

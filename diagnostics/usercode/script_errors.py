@@ -314,9 +314,9 @@ def refused_keyword(exc: BaseException) -> tuple[Any, str | None] | None:
     return finding, fixed.strip() or f"{name}(..., {nearest}=...)"
 
 
-def _call_at(filename: str, lineno: int, keyword: str) -> ast.Call | None:
-    """The innermost call spanning `lineno` of the file that passes `keyword` (the file as it is now: a script
-    edited since this process last read it is read again)."""
+def _call_at(filename: str, lineno: int, keyword: str | None = None, method: str | None = None) -> ast.Call | None:
+    """The innermost call spanning `lineno` of the file that passes `keyword` (and/or calls a method named `method`),
+    the file as it is now: a script edited since this process last read it is read again."""
     linecache.checkcache(filename)
     source = "".join(linecache.getlines(filename))
     try:
@@ -325,8 +325,25 @@ def _call_at(filename: str, lineno: int, keyword: str) -> ast.Call | None:
         return None
     calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call)
              and node.lineno <= lineno <= (node.end_lineno or node.lineno)
-             and any(k.arg == keyword for k in node.keywords)]
+             and (keyword is None or any(k.arg == keyword for k in node.keywords))
+             and (method is None or isinstance(node.func, ast.Attribute) and node.func.attr == method)]
     return min(calls, key=lambda node: (node.end_lineno or node.lineno) - node.lineno, default=None)
+
+
+def argument_rewritten(filename: str | None, lineno: int | None, method: str, keyword: str, rewrite, *,
+                       first_positional: bool = False, same_line: bool = False) -> str | None:
+    """The line of the script's `.method(...)` call spanning `lineno` that holds its argument `keyword` (or, with
+    `first_positional`, its first positional one where none is given by keyword), with that argument's code
+    replaced by `rewrite(code)`, its comment left out; None where there is no such call, the argument spans lines,
+    or (`same_line`: a repair edits line `lineno`) it is on another line."""
+    call = _call_at(filename, lineno, method=method) if filename and lineno else None
+    given = None if call is None else next((k.value for k in call.keywords if k.arg == keyword),
+                                           call.args[0] if call.args and first_positional else None)
+    if given is None or given.lineno != given.end_lineno or (same_line and given.lineno != lineno):
+        return None
+    raw = linecache.getline(filename, given.lineno).encode()  # the offsets count UTF-8 bytes
+    start, end = given.col_offset, given.end_col_offset
+    return code_of((raw[:start] + rewrite(raw[start:end].decode()).encode() + raw[end:]).decode())
 
 
 def _resolve(expression: ast.expr, frame) -> Any:

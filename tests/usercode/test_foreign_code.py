@@ -849,6 +849,8 @@ def test_threshold_metrics_on_a_models_logits_are_named_with_the_compile_line(be
     assert threshold_metrics_on_logits(model, ["auc", "accuracy"], None, None)[1].startswith(
         "model.compile(..., metrics=['accuracy'])")
     assert threshold_metrics_on_logits(model, ["accuracy"], str(script), 1) is None
+    script.write_text("model.compile(optimizer=opt, loss=loss,\n              metrics=[Precision(), Recall()])\n")
+    assert threshold_metrics_on_logits(model, metrics, str(script), 1)[1] == 'metrics=["accuracy"])'  # its line
     ids = tf_keras.layers.Input(shape=(4,), dtype="int32")
     sigmoid = tf_keras.Model(ids, tf_keras.layers.Dense(1, activation="sigmoid")(tf_keras.layers.Flatten()(
         tf_keras.layers.Embedding(30, 2)(ids))))
